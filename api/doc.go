@@ -1,0 +1,7 @@
+// Package api holds the REST wire types of the Hub API (/api/v1) and the one
+// error type every endpoint returns. It imports nothing of ours so that the
+// client, the CLI and third-party tools can depend on it alone.
+package api
+
+// Version is the API path prefix.
+const Prefix = "/api/v1"

@@ -1,0 +1,278 @@
+package api
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Agent phases.
+const (
+	PhaseCreated      = "created"
+	PhaseProvisioning = "provisioning"
+	PhaseRunning      = "running"
+	PhaseStopping     = "stopping"
+	PhaseStopped      = "stopped"
+	PhaseSuspended    = "suspended"
+	PhaseError        = "error"
+	PhaseDeleting     = "deleting"
+)
+
+// Container statuses reported by brokers (or set by the Hub while a command
+// waits, e.g. stop_queued).
+const (
+	ContainerNone       = ""
+	ContainerCreated    = "created"
+	ContainerRunning    = "running"
+	ContainerExited     = "exited"
+	ContainerPaused     = "paused"
+	ContainerMissing    = "missing"
+	ContainerStopQueued = "stop_queued"
+)
+
+// Broker statuses.
+const (
+	BrokerOnline  = "online"
+	BrokerOffline = "offline"
+)
+
+// Project sharing modes.
+const (
+	SharingWorktreePerAgent = "worktree-per-agent"
+	SharingSharedWorkspace  = "shared-workspace"
+	SharingClonePerAgent    = "clone-per-agent"
+	SharingEmptyPerAgent    = "empty-per-agent"
+)
+
+// ValidSharingMode reports whether m is one of the sharing modes.
+func ValidSharingMode(m string) bool {
+	switch m {
+	case SharingWorktreePerAgent, SharingSharedWorkspace, SharingClonePerAgent, SharingEmptyPerAgent:
+		return true
+	}
+	return false
+}
+
+// Project is a unit of work that agents belong to.
+type Project struct {
+	ID              string    `json:"id"`
+	Name            string    `json:"name"`
+	GitRemote       string    `json:"gitRemote,omitempty"`
+	SharingMode     string    `json:"sharingMode"`
+	DefaultBrokerID string    `json:"defaultRuntimeBrokerId,omitempty"`
+	ActiveProfile   string    `json:"activeProfile,omitempty"`
+	Providers       []string  `json:"providers"` // broker IDs that provide for the project
+	CreatedAt       time.Time `json:"createdAt"`
+	UpdatedAt       time.Time `json:"updatedAt"`
+}
+
+// CreateProjectRequest is the body of POST /projects.
+type CreateProjectRequest struct {
+	Name          string `json:"name"`
+	GitRemote     string `json:"gitRemote,omitempty"`
+	SharingMode   string `json:"sharingMode,omitempty"`
+	DefaultBroker string `json:"defaultRuntimeBroker,omitempty"` // name or ID
+	ActiveProfile string `json:"activeProfile,omitempty"`
+}
+
+// UpdateProjectRequest is the body of PATCH /projects/{id}. Nil fields are
+// left unchanged; an empty string clears.
+type UpdateProjectRequest struct {
+	GitRemote     *string `json:"gitRemote,omitempty"`
+	SharingMode   *string `json:"sharingMode,omitempty"`
+	DefaultBroker *string `json:"defaultRuntimeBroker,omitempty"`
+	ActiveProfile *string `json:"activeProfile,omitempty"`
+}
+
+// BrokerProfile is a named set of runtime settings a broker offers.
+type BrokerProfile struct {
+	Name     string            `json:"name"`
+	Runtime  string            `json:"runtime"`
+	Default  bool              `json:"default,omitempty"`
+	Settings map[string]string `json:"settings,omitempty"`
+}
+
+// BrokerSettings are per-broker settings an admin may change.
+type BrokerSettings struct {
+	// MaxAgents caps running agents on this broker: 0 = unlimited, nil =
+	// inherit the hub-wide max_agents_per_broker.
+	MaxAgents *int `json:"maxAgents,omitempty"`
+}
+
+// RuntimeBroker is a machine that runs agents.
+type RuntimeBroker struct {
+	ID                 string          `json:"id"`
+	Name               string          `json:"name"`
+	Status             string          `json:"status"`
+	Version            string          `json:"version,omitempty"`
+	ProtocolVersion    int             `json:"protocolVersion,omitempty"`
+	Capabilities       []string        `json:"capabilities"`
+	Runtime            string          `json:"runtime,omitempty"`
+	Profiles           []BrokerProfile `json:"profiles,omitempty"`
+	Settings           BrokerSettings  `json:"settings"`
+	AutoProvide        bool            `json:"autoProvide"`
+	Projects           []string        `json:"projects"` // project IDs it provides for
+	RunningAgents      int             `json:"runningAgents"`
+	EffectiveMaxAgents int             `json:"effectiveMaxAgents"` // 0 = unlimited
+	LastSeen           *time.Time      `json:"lastSeen,omitempty"`
+	CreatedAt          time.Time       `json:"createdAt"`
+	UpdatedAt          time.Time       `json:"updatedAt"`
+}
+
+// RegisterBrokerRequest is the body of POST /runtime-brokers (register, as
+// the signed-in user) and POST /runtime-brokers/join (with a join token).
+type RegisterBrokerRequest struct {
+	Name        string `json:"name"`
+	JoinToken   string `json:"joinToken,omitempty"`
+	AutoProvide bool   `json:"autoProvide,omitempty"`
+}
+
+// BrokerCredentials are issued once at register/join. The secret signs
+// every broker request (HMAC-SHA256 over timestamp, nonce, method, path).
+type BrokerCredentials struct {
+	BrokerID string `json:"brokerId"`
+	Name     string `json:"name"`
+	Secret   string `json:"secret"`
+	HubURL   string `json:"hubUrl,omitempty"`
+}
+
+// UpdateBrokerRequest is the body of PATCH /runtime-brokers/{id}.
+type UpdateBrokerRequest struct {
+	AutoProvide *bool           `json:"autoProvide,omitempty"`
+	Settings    *BrokerSettings `json:"settings,omitempty"`
+	// ClearMaxAgents resets maxAgents to "inherit".
+	ClearMaxAgents bool `json:"clearMaxAgents,omitempty"`
+}
+
+// JoinToken is a one-time token an admin creates for `runtime-broker join`.
+type JoinToken struct {
+	Token     string    `json:"token"`
+	Name      string    `json:"name,omitempty"`
+	ExpiresAt time.Time `json:"expiresAt"`
+}
+
+// CreateJoinTokenRequest is the body of POST /runtime-brokers/join-tokens.
+type CreateJoinTokenRequest struct {
+	Name string `json:"name,omitempty"`
+	TTL  string `json:"ttl,omitempty"` // Go duration; default 1h
+}
+
+// Agent is a harness running in a container on a broker.
+type Agent struct {
+	ID              string            `json:"id"`
+	Slug            string            `json:"slug"`
+	ProjectID       string            `json:"projectId"`
+	BrokerID        string            `json:"runtimeBrokerId,omitempty"`
+	BrokerName      string            `json:"runtimeBrokerName,omitempty"`
+	Profile         string            `json:"profile,omitempty"`
+	Harness         string            `json:"harness"`
+	Image           string            `json:"image,omitempty"`
+	Command         []string          `json:"command,omitempty"`
+	Env             map[string]string `json:"env,omitempty"`
+	Phase           string            `json:"phase"`
+	StatusMessage   string            `json:"statusMessage,omitempty"`
+	ContainerStatus string            `json:"containerStatus,omitempty"`
+	RunID           string            `json:"runId,omitempty"`
+	Generation      int               `json:"generation"`
+	Generations     []Generation      `json:"generations,omitempty"`
+	Role            string            `json:"role,omitempty"`
+	CreatedBy       string            `json:"createdBy,omitempty"`
+	Delegator       string            `json:"delegator,omitempty"`
+	ParentAgentID   string            `json:"parentAgentId,omitempty"`
+	CreatedAt       time.Time         `json:"createdAt"`
+	UpdatedAt       time.Time         `json:"updatedAt"`
+}
+
+// Generation is one link of an agent's generation chain.
+type Generation struct {
+	Number    int       `json:"number"`
+	BrokerID  string    `json:"runtimeBrokerId,omitempty"`
+	RunID     string    `json:"runId,omitempty"`
+	StartedAt time.Time `json:"startedAt"`
+	Reason    string    `json:"reason,omitempty"`
+}
+
+// CreateAgentRequest is the body of POST /agents.
+type CreateAgentRequest struct {
+	Name    string            `json:"name"`
+	Project string            `json:"project"` // name or ID
+	Broker  string            `json:"broker,omitempty"`
+	Profile string            `json:"profile,omitempty"`
+	Harness string            `json:"harness,omitempty"` // default "generic"
+	Image   string            `json:"image,omitempty"`
+	Command []string          `json:"command,omitempty"`
+	Env     map[string]string `json:"env,omitempty"`
+	Role    string            `json:"role,omitempty"`
+	// Start makes the agent run right away (scion start); otherwise it is
+	// only provisioned (scion create).
+	Start bool `json:"start"`
+	// Payload is free-form harness input (task text, attachments); it may be
+	// large (the control channel has no size cliff).
+	Payload json.RawMessage `json:"payload,omitempty"`
+}
+
+// List is the envelope of every list endpoint. NextCursor is empty on the
+// last page; Total is the number of items matching the filter.
+type List[T any] struct {
+	Items      []T    `json:"items"`
+	NextCursor string `json:"nextCursor,omitempty"`
+	Total      int    `json:"total"`
+}
+
+// AgentDefaults are hub-wide defaults for new agents.
+type AgentDefaults struct {
+	DefaultRuntimeBroker string `json:"default_runtime_broker,omitempty"`
+	DefaultHarness       string `json:"default_harness,omitempty"`
+	DefaultImage         string `json:"default_image,omitempty"`
+}
+
+// HubSettings is GET/PUT /settings.
+type HubSettings struct {
+	AgentDefaults AgentDefaults `json:"agent_defaults"`
+}
+
+// Limits is GET/PUT /admin/limits.
+type Limits struct {
+	MaxAgentsPerBroker int `json:"max_agents_per_broker"`
+}
+
+// DefaultMaxAgentsPerBroker is the spec's default for max_agents_per_broker.
+const DefaultMaxAgentsPerBroker = 100
+
+// User is a person with a Hub role.
+type User struct {
+	ID        string    `json:"id"`
+	Name      string    `json:"name"`
+	Email     string    `json:"email,omitempty"`
+	Role      string    `json:"role"` // admin | member | viewer
+	CreatedAt time.Time `json:"createdAt"`
+}
+
+// Hub roles.
+const (
+	RoleAdmin  = "admin"
+	RoleMember = "member"
+	RoleViewer = "viewer"
+)
+
+// Whoami is GET /auth/whoami.
+type Whoami struct {
+	Kind    string `json:"kind"` // user | agent | broker
+	ID      string `json:"id"`
+	Name    string `json:"name,omitempty"`
+	Role    string `json:"role,omitempty"`
+	Project string `json:"projectId,omitempty"`
+}
+
+// LogLine is one line of agent output, streamed by GET /agents/{id}/logs.
+type LogLine struct {
+	Time   time.Time `json:"time"`
+	Stream string    `json:"stream"` // stdout | stderr
+	Line   string    `json:"line"`
+}
+
+// Health is GET /healthz and /readyz.
+type Health struct {
+	Status  string            `json:"status"`
+	Checks  map[string]string `json:"checks,omitempty"`
+	Version string            `json:"version,omitempty"`
+}

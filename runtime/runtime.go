@@ -1,0 +1,99 @@
+// Package runtime defines the Runtime interface a Runtime Broker drives to
+// run agent containers, and the labels every runtime puts on what it
+// creates. Implementations live in sub-packages: fake (in memory, for logic
+// tests), process (an unsandboxed local process per agent), and later docker
+// and kubernetes. runtimetest holds the conformance suite all of them pass.
+package runtime
+
+import (
+	"context"
+	"errors"
+	"io"
+	"time"
+)
+
+// Labels every runtime attaches to an agent's container (or process
+// record), so inventory can find them after a broker restart.
+const (
+	LabelAgentID   = "scion.agent_id"
+	LabelRunID     = "scion.run_id"
+	LabelBrokerID  = "scion.broker_id"
+	LabelProjectID = "scion.project_id"
+	LabelSlug      = "scion.slug"
+)
+
+// States of a container, as Status.State. They match the api.Container*
+// values.
+const (
+	StateCreated = "created"
+	StateRunning = "running"
+	StateExited  = "exited"
+	StatePaused  = "paused"
+	StateMissing = "missing"
+)
+
+// ErrNotFound is returned (wrapped) for an agent the runtime has no
+// container for.
+var ErrNotFound = errors.New("agent container not found")
+
+// Spec describes one agent container.
+type Spec struct {
+	AgentID   string
+	RunID     string
+	BrokerID  string
+	ProjectID string
+	Slug      string
+	Image     string
+	Command   []string
+	Env       map[string]string
+	// WorkDir is the agent's workspace on the broker host.
+	WorkDir string
+	// HomeDir is the agent's broker-local home.
+	HomeDir string
+	Labels  map[string]string
+}
+
+// Status is a runtime's view of one agent container.
+type Status struct {
+	AgentID    string
+	RunID      string
+	State      string
+	ExitCode   *int
+	StartedAt  time.Time
+	FinishedAt time.Time
+	Message    string
+	Labels     map[string]string
+}
+
+// Event is a state change the runtime observed on its own (an agent
+// process exiting, say).
+type Event struct {
+	Status Status
+}
+
+// Runtime runs agent containers on one broker.
+//
+// All methods are safe for concurrent use. Create must not start the
+// container; Start on a running container is a no-op; Stop on a stopped
+// one is a no-op; Delete of an unknown agent returns ErrNotFound.
+type Runtime interface {
+	// Name is the runtime's kind: "fake", "process", "docker", ...
+	Name() string
+	Create(ctx context.Context, spec Spec) (Status, error)
+	Start(ctx context.Context, agentID string) (Status, error)
+	// Stop asks the container to exit and kills it after grace.
+	Stop(ctx context.Context, agentID string, grace time.Duration) (Status, error)
+	Suspend(ctx context.Context, agentID string) (Status, error)
+	Resume(ctx context.Context, agentID string) (Status, error)
+	Delete(ctx context.Context, agentID string) error
+	Inspect(ctx context.Context, agentID string) (Status, error)
+	// Logs returns the container's combined output. With follow the reader
+	// stays open until the container exits or ctx ends.
+	Logs(ctx context.Context, agentID string, follow bool) (io.ReadCloser, error)
+	// Inventory lists every container carrying our labels.
+	Inventory(ctx context.Context) ([]Status, error)
+	// Events delivers state changes the runtime noticed by itself. It may
+	// return nil if the runtime does not report events.
+	Events() <-chan Event
+	Close() error
+}

@@ -1,0 +1,222 @@
+// Package store is the Hub's persistence: the Store interface, its records,
+// and the errors every implementation returns. store/sqlite (embedded,
+// modernc.org/sqlite in WAL mode) and store/postgres (pgx) implement it;
+// store/storetest is the conformance suite both pass.
+//
+// Every method is one transaction: when it returns nil the change is
+// durable (it survives kill -9 of the Hub).
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/scion-go/scion/api"
+)
+
+// Errors. Implementations wrap or return these so callers can use errors.Is.
+var (
+	ErrNotFound      = errors.New("not found")
+	ErrAlreadyExists = errors.New("already exists")
+	// ErrConflict is an optimistic-concurrency failure (Version mismatch)
+	// or a state that forbids the change.
+	ErrConflict = errors.New("conflict")
+	// ErrQuota is returned by Reserve (and CreateAgent with a reservation)
+	// when the broker is at its limit.
+	ErrQuota = errors.New("quota exceeded")
+	// ErrTokenUsed is returned by ConsumeJoinToken for a used or expired token.
+	ErrTokenUsed = errors.New("token used or expired")
+)
+
+// Project is a project record.
+type Project struct {
+	ID              string
+	Name            string
+	GitRemote       string
+	SharingMode     string
+	DefaultBrokerID string
+	ActiveProfile   string
+	CreatedAt       time.Time
+	UpdatedAt       time.Time
+}
+
+// Broker is a Runtime Broker record. Secret is the HMAC key issued at
+// register/join; it never leaves the Hub after that response.
+type Broker struct {
+	ID              string
+	Name            string
+	Status          string // api.BrokerOnline | api.BrokerOffline
+	Version         string
+	ProtocolVersion int
+	Runtime         string
+	Capabilities    []string
+	Profiles        []api.BrokerProfile
+	Settings        api.BrokerSettings
+	AutoProvide     bool
+	Secret          []byte
+	CreatedBy       string
+	LastSeen        time.Time
+	CreatedAt       time.Time
+	UpdatedAt       time.Time
+}
+
+// Agent is an agent record. Version is bumped by every UpdateAgent and
+// checked against the caller's copy (optimistic concurrency).
+type Agent struct {
+	ID              string
+	Slug            string
+	ProjectID       string
+	BrokerID        string
+	Profile         string
+	Harness         string
+	Image           string
+	Command         []string
+	Env             map[string]string
+	Phase           string
+	StatusMessage   string
+	ContainerStatus string
+	RunID           string
+	Generation      int
+	Generations     []api.Generation
+	Role            string
+	CreatedBy       string
+	Delegator       string
+	ParentAgentID   string
+	Payload         json.RawMessage
+	Version         int64
+	CreatedAt       time.Time
+	UpdatedAt       time.Time
+}
+
+// User is a person.
+type User struct {
+	ID        string
+	Name      string
+	Email     string
+	Role      string
+	CreatedAt time.Time
+}
+
+// Token kinds.
+const (
+	TokenUser  = "user"
+	TokenAgent = "agent"
+)
+
+// Token is a bearer token; only its SHA-256 hash is stored.
+type Token struct {
+	ID        string
+	Hash      []byte
+	Kind      string // TokenUser | TokenAgent
+	UserID    string // for user tokens
+	AgentID   string // for agent tokens
+	ProjectID string // single-project tokens and agent tokens
+	Scopes    []string
+	Name      string
+	ExpiresAt *time.Time
+	RevokedAt *time.Time
+	CreatedAt time.Time
+}
+
+// JoinToken is a one-time broker join token; only its hash is stored.
+type JoinToken struct {
+	Hash      []byte
+	Name      string
+	CreatedBy string
+	ExpiresAt time.Time
+	UsedAt    *time.Time
+	CreatedAt time.Time
+}
+
+// Page asks for one page of a list. Cursor is the NextCursor of the
+// previous page ("" for the first); Limit <= 0 means the default (100),
+// and implementations cap it at 1000.
+type Page struct {
+	Cursor string
+	Limit  int
+}
+
+// AgentFilter narrows ListAgents. Empty fields match everything.
+type AgentFilter struct {
+	ProjectID string
+	BrokerID  string
+	Phase     string
+}
+
+// Store is the Hub's database.
+type Store interface {
+	// Projects. Name is unique.
+	CreateProject(ctx context.Context, p *Project) error
+	// GetProject looks up by ID, then by name.
+	GetProject(ctx context.Context, idOrName string) (*Project, error)
+	ListProjects(ctx context.Context, page Page) (items []*Project, next string, total int, err error)
+	UpdateProject(ctx context.Context, p *Project) error
+	DeleteProject(ctx context.Context, id string) error
+
+	// Provider links: which brokers provide for which projects.
+	LinkProvider(ctx context.Context, projectID, brokerID string) error // idempotent
+	UnlinkProvider(ctx context.Context, projectID, brokerID string) error
+	ProjectProviders(ctx context.Context, projectID string) ([]string, error)
+	BrokerProjects(ctx context.Context, brokerID string) ([]string, error)
+
+	// Brokers. Name is unique.
+	CreateBroker(ctx context.Context, b *Broker) error
+	// GetBroker looks up by ID, then by name.
+	GetBroker(ctx context.Context, idOrName string) (*Broker, error)
+	ListBrokers(ctx context.Context, page Page) (items []*Broker, next string, total int, err error)
+	UpdateBroker(ctx context.Context, b *Broker) error
+	// SetBrokerStatus changes only status and last-seen time.
+	SetBrokerStatus(ctx context.Context, id, status string, lastSeen time.Time) error
+	// DeleteBroker removes the broker, its provider links and reservations.
+	DeleteBroker(ctx context.Context, id string) error
+
+	// Agents. (ProjectID, Slug) is unique.
+	//
+	// CreateAgent inserts a; when reserveLimit is not nil it also takes a
+	// capacity reservation on a.BrokerID in the same transaction, failing
+	// with ErrQuota if the broker already holds *reserveLimit reservations
+	// (0 = unlimited).
+	CreateAgent(ctx context.Context, a *Agent, reserveLimit *int) error
+	// GetAgent looks up by ID.
+	GetAgent(ctx context.Context, id string) (*Agent, error)
+	// GetAgentBySlug looks up by project and slug.
+	GetAgentBySlug(ctx context.Context, projectID, slug string) (*Agent, error)
+	ListAgents(ctx context.Context, f AgentFilter, page Page) (items []*Agent, next string, total int, err error)
+	// UpdateAgent writes a if a.Version matches the stored version, then
+	// increments a.Version; otherwise ErrConflict.
+	UpdateAgent(ctx context.Context, a *Agent) error
+	// DeleteAgent removes the agent and its reservation.
+	DeleteAgent(ctx context.Context, id string) error
+
+	// Capacity reservations: one row per agent holding a slot on a broker.
+	// Reserve is idempotent for an agent that already holds a slot on that
+	// broker; limit 0 means unlimited.
+	Reserve(ctx context.Context, brokerID, agentID string, limit int) error
+	Release(ctx context.Context, agentID string) error
+	CountReservations(ctx context.Context, brokerID string) (int, error)
+	// ReservationCounts returns reservations per broker ID.
+	ReservationCounts(ctx context.Context) (map[string]int, error)
+
+	// Users and tokens.
+	CreateUser(ctx context.Context, u *User) error
+	GetUser(ctx context.Context, id string) (*User, error)
+	ListUsers(ctx context.Context) ([]*User, error)
+	CreateToken(ctx context.Context, t *Token) error
+	GetTokenByHash(ctx context.Context, hash []byte) (*Token, error)
+	RevokeToken(ctx context.Context, id string, at time.Time) error
+	CreateJoinToken(ctx context.Context, t *JoinToken) error
+	// ConsumeJoinToken marks an unused, unexpired token used (atomically:
+	// exactly one of two racing consumers succeeds).
+	ConsumeJoinToken(ctx context.Context, hash []byte, now time.Time) (*JoinToken, error)
+
+	// Settings: opaque JSON values by key ("hub_settings", "limits", ...).
+	// GetSetting returns ErrNotFound for an unset key.
+	GetSetting(ctx context.Context, key string) ([]byte, error)
+	PutSetting(ctx context.Context, key string, value []byte) error
+
+	// Ping checks the database answers (for /readyz).
+	Ping(ctx context.Context) error
+	Close() error
+}

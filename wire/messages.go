@@ -1,0 +1,136 @@
+package wire
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// ProtocolVersion is the control-channel protocol version a peer speaks.
+const ProtocolVersion = 1
+
+// Capabilities a broker may advertise in its hello.
+const (
+	CapLogsFollow        = "logs-follow"
+	CapAgentMove         = "agent-move"
+	CapAgentMoveRecreate = "agentMoveRecreate"
+	CapExec              = "exec"
+	CapAttach            = "attach"
+)
+
+// Methods, Hub to broker.
+const (
+	MethodAgentCreate  = "agent.create"
+	MethodAgentStart   = "agent.start"
+	MethodAgentStop    = "agent.stop"
+	MethodAgentRestart = "agent.restart"
+	MethodAgentSuspend = "agent.suspend"
+	MethodAgentResume  = "agent.resume"
+	MethodAgentDelete  = "agent.delete"
+	MethodAgentInspect = "agent.inspect"
+	MethodAgentLogs    = "agent.logs" // stream of LogChunk
+	MethodInventory    = "broker.inventory"
+	MethodEcho         = "echo" // diagnostics and benchmarks
+)
+
+// Methods, broker to Hub.
+const (
+	MethodHello        = "hello"
+	MethodAgentStatus  = "agent.status" // a broker-observed status change
+	MethodInventorySet = "inventory.report"
+)
+
+// Hello is the first request a broker sends after the WebSocket opens.
+type Hello struct {
+	ProtocolVersion int               `json:"protocolVersion"`
+	BrokerID        string            `json:"brokerId"`
+	Name            string            `json:"name"`
+	Version         string            `json:"version"`
+	Runtime         string            `json:"runtime"`
+	Capabilities    []string          `json:"capabilities"`
+	Profiles        []Profile         `json:"profiles,omitempty"`
+	Inventory       []AgentStatus     `json:"inventory"`
+	Labels          map[string]string `json:"labels,omitempty"`
+}
+
+// Profile is a Runtime Broker Profile as the broker advertises it.
+type Profile struct {
+	Name     string            `json:"name"`
+	Runtime  string            `json:"runtime"`
+	Default  bool              `json:"default,omitempty"`
+	Settings map[string]string `json:"settings,omitempty"`
+}
+
+// HelloReply is the Hub's answer to Hello.
+type HelloReply struct {
+	ProtocolVersion int       `json:"protocolVersion"`
+	HubVersion      string    `json:"hubVersion"`
+	SessionID       string    `json:"sessionId"`
+	ServerTime      time.Time `json:"serverTime"`
+	// HeartbeatInterval is how often the broker should ping; the Hub marks
+	// the broker offline after HeartbeatInterval+Grace of silence.
+	HeartbeatIntervalMS int64 `json:"heartbeatIntervalMs"`
+}
+
+// AgentSpec is everything a broker needs to provision an agent.
+type AgentSpec struct {
+	AgentID     string            `json:"agentId"`
+	Slug        string            `json:"slug"`
+	ProjectID   string            `json:"projectId"`
+	ProjectName string            `json:"projectName"`
+	RunID       string            `json:"runId"`
+	Generation  int               `json:"generation"`
+	Harness     string            `json:"harness"`
+	Image       string            `json:"image,omitempty"`
+	Command     []string          `json:"command,omitempty"`
+	Env         map[string]string `json:"env,omitempty"`
+	Profile     string            `json:"profile,omitempty"`
+	SharingMode string            `json:"sharingMode,omitempty"`
+	GitRemote   string            `json:"gitRemote,omitempty"`
+	AgentToken  string            `json:"agentToken,omitempty"`
+	HubURL      string            `json:"hubUrl,omitempty"`
+	Start       bool              `json:"start"`
+	Payload     json.RawMessage   `json:"payload,omitempty"`
+}
+
+// AgentRef names an agent (and optionally its run) in a lifecycle command.
+type AgentRef struct {
+	AgentID string `json:"agentId"`
+	RunID   string `json:"runId,omitempty"`
+	// GraceMS is the stop grace period; 0 means the broker default.
+	GraceMS int64 `json:"graceMs,omitempty"`
+}
+
+// AgentStatus is a broker's view of one agent container.
+type AgentStatus struct {
+	AgentID   string            `json:"agentId"`
+	RunID     string            `json:"runId,omitempty"`
+	ProjectID string            `json:"projectId,omitempty"`
+	State     string            `json:"state"` // api.Container* values
+	ExitCode  *int              `json:"exitCode,omitempty"`
+	Message   string            `json:"message,omitempty"`
+	StartedAt *time.Time        `json:"startedAt,omitempty"`
+	Labels    map[string]string `json:"labels,omitempty"`
+}
+
+// LogsRequest asks for an agent's output.
+type LogsRequest struct {
+	AgentID string `json:"agentId"`
+	Follow  bool   `json:"follow"`
+	Tail    int    `json:"tail,omitempty"`
+}
+
+// LogChunk is one stream item of agent.logs.
+type LogChunk struct {
+	Stream string `json:"stream"` // stdout | stderr
+	Data   string `json:"data"`
+}
+
+// Inventory is the broker's full list of agent containers.
+type Inventory struct {
+	Agents []AgentStatus `json:"agents"`
+}
+
+// Echo is the body of the echo method.
+type Echo struct {
+	Data []byte `json:"data"`
+}
