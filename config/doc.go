@@ -1,0 +1,12 @@
+// Package config reads and writes Scion's files under the Scion home
+// (~/.scion, or $SCION_HOME):
+//
+//	settings.yaml            global settings (server.broker.hub_endpoint, ...)
+//	hubs.yaml                the CLI's hub list and current hub
+//	broker-credentials.yaml  a Runtime Broker's credentials, one entry per
+//	                         Hub connection (a broker may serve several Hubs)
+//	workstation.json         the local workstation Hub's URL and bootstrap
+//	                         admin token, which the CLI picks up
+//
+// Files holding secrets are written 0600, atomically (temp file + rename).
+package config

@@ -1,0 +1,70 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Settings is settings.yaml. Unknown keys are kept on save.
+type Settings struct {
+	Server ServerSettings `yaml:"server"`
+	Extra  map[string]any `yaml:",inline"`
+}
+
+// ServerSettings is the server: section.
+type ServerSettings struct {
+	Broker BrokerSettings `yaml:"broker"`
+	Hub    HubSettings    `yaml:"hub,omitempty"`
+	Extra  map[string]any `yaml:",inline"`
+}
+
+// BrokerSettings is server.broker.
+type BrokerSettings struct {
+	// HubEndpoint is the Hub the broker process connects to.
+	HubEndpoint string `yaml:"hub_endpoint,omitempty"`
+	// Name is the broker's name (default: the host name).
+	Name string `yaml:"name,omitempty"`
+	// Runtime is the runtime to use: process, docker, fake.
+	Runtime string `yaml:"runtime,omitempty"`
+	// DataDir holds broker-local agent state (default <home>/broker).
+	DataDir string         `yaml:"data_dir,omitempty"`
+	Extra   map[string]any `yaml:",inline"`
+}
+
+// HubSettings is server.hub.
+type HubSettings struct {
+	Listen string         `yaml:"listen,omitempty"`
+	DB     string         `yaml:"db,omitempty"`
+	Extra  map[string]any `yaml:",inline"`
+}
+
+// SettingsPath is the global settings file.
+func SettingsPath() string { return Path("settings.yaml") }
+
+// LoadSettings reads settings.yaml; a missing file gives empty settings.
+func LoadSettings() (*Settings, error) {
+	s := &Settings{}
+	b, err := os.ReadFile(SettingsPath())
+	if errors.Is(err, os.ErrNotExist) {
+		return s, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := yaml.Unmarshal(b, s); err != nil {
+		return nil, fmt.Errorf("config: %s: %w", SettingsPath(), err)
+	}
+	return s, nil
+}
+
+// Save writes settings.yaml.
+func (s *Settings) Save() error {
+	b, err := yaml.Marshal(s)
+	if err != nil {
+		return err
+	}
+	return writeFileAtomic(SettingsPath(), b, 0o600)
+}
