@@ -1,0 +1,59 @@
+package api
+
+// The Hub's REST routes. {project}, {broker} and {agent} accept an ID or a
+// name (an agent slug needs ?project=). Every route but /healthz, /readyz,
+// /metrics and POST /runtime-brokers/join needs a caller:
+//
+//	Authorization: Bearer <user or agent token>
+//
+// or, for a broker, the signed headers below.
+//
+//	GET    /healthz  /readyz  /metrics
+//	GET    /api/v1/auth/whoami                          -> Whoami
+//	POST   /api/v1/projects                             CreateProjectRequest -> Project (201)
+//	GET    /api/v1/projects?cursor=&limit=              -> List[Project]
+//	GET    /api/v1/projects/{project}                   -> Project
+//	PATCH  /api/v1/projects/{project}                   UpdateProjectRequest -> Project
+//	DELETE /api/v1/projects/{project}                   (204)
+//	POST   /api/v1/runtime-brokers                      RegisterBrokerRequest -> BrokerCredentials (201; register as the signed-in user)
+//	POST   /api/v1/runtime-brokers/join                 RegisterBrokerRequest{joinToken} -> BrokerCredentials (201; no bearer)
+//	POST   /api/v1/runtime-brokers/join-tokens          CreateJoinTokenRequest -> JoinToken (201; admin)
+//	GET    /api/v1/runtime-brokers?cursor=&limit=       -> List[RuntimeBroker]
+//	GET    /api/v1/runtime-brokers/connect              WebSocket control channel (signed broker headers)
+//	GET    /api/v1/runtime-brokers/{broker}             -> RuntimeBroker
+//	PATCH  /api/v1/runtime-brokers/{broker}             UpdateBrokerRequest -> RuntimeBroker
+//	DELETE /api/v1/runtime-brokers/{broker}             (204; deregister)
+//	PUT    /api/v1/runtime-brokers/{broker}/projects/{project}   (provide) -> RuntimeBroker
+//	DELETE /api/v1/runtime-brokers/{broker}/projects/{project}   (withdraw) -> RuntimeBroker
+//	POST   /api/v1/agents                               CreateAgentRequest -> Agent (201)
+//	GET    /api/v1/agents?project=&broker=&phase=&cursor=&limit= -> List[Agent]
+//	GET    /api/v1/agents/{agent}                       -> Agent
+//	DELETE /api/v1/agents/{agent}                       (204)
+//	POST   /api/v1/agents/{agent}/start|stop|restart|suspend|resume -> Agent
+//	GET    /api/v1/agents/{agent}/logs?follow=true&tail=N  -> text/plain stream of the agent's output
+//	GET    /api/v1/settings                             -> HubSettings
+//	PUT    /api/v1/settings                             HubSettings -> HubSettings (admin)
+//	GET    /api/v1/admin/limits                         -> Limits
+//	PUT    /api/v1/admin/limits                         Limits -> Limits (admin)
+//
+// Mutating calls accept an Idempotency-Key header.
+const (
+	HeaderBrokerID        = "X-Scion-Broker-ID"
+	HeaderBrokerTimestamp = "X-Scion-Timestamp"
+	HeaderBrokerNonce     = "X-Scion-Nonce"
+	HeaderBrokerSignature = "X-Scion-Signature"
+	HeaderIdempotencyKey  = "Idempotency-Key"
+)
+
+// Environment variables the CLI reads inside an agent container.
+const (
+	EnvHubEndpoint = "SCION_HUB_ENDPOINT"
+	EnvHubURL      = "SCION_HUB_URL"
+	EnvAgentToken  = "SCION_AGENT_TOKEN"
+	EnvAgentID     = "SCION_AGENT_ID"
+	EnvProject     = "SCION_PROJECT"
+)
+
+// MaxRequestBody bounds every JSON request body (a create may carry a
+// large payload; anything bigger is refused with 413 request_too_large).
+const MaxRequestBody = 8 << 20
