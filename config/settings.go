@@ -25,6 +25,9 @@ type ServerSettings struct {
 type BrokerSettings struct {
 	// HubEndpoint is the Hub the broker process connects to.
 	HubEndpoint string `yaml:"hub_endpoint,omitempty"`
+	// BrokerID is the broker's registration when it is kept in the global
+	// settings rather than in broker-credentials.yaml.
+	BrokerID string `yaml:"broker_id,omitempty"`
 	// Name is the broker's name (default: the host name).
 	Name string `yaml:"name,omitempty"`
 	// Runtime is the runtime to use: process, docker, fake.
