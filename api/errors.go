@@ -119,17 +119,17 @@ func StatusForCode(code string) int {
 		return http.StatusBadRequest
 	case CodeUnauthorized:
 		return http.StatusUnauthorized
-	case CodeForbidden:
+	case CodeForbidden, CodeBrokerNotProvider:
 		return http.StatusForbidden
 	case CodeNotFound, CodeAgentNotFound, CodeProjectNotFound, CodeBrokerNotFound:
 		return http.StatusNotFound
-	case CodeAlreadyExists, CodeConflict, CodeGlobalProjectDisabled, CodeBrokerNotProvider, CodeMultipleBrokers:
+	case CodeAlreadyExists, CodeConflict, CodeGlobalProjectDisabled, CodeMultipleBrokers, CodeNoBroker:
 		return http.StatusConflict
 	case CodeRequestTooLarge:
 		return http.StatusRequestEntityTooLarge
 	case CodeQuotaExceeded, CodeRateLimited:
 		return http.StatusTooManyRequests
-	case CodeBrokerOffline, CodeBrokerUnavailable, CodeNoBroker, CodeDefaultBrokerOffline:
+	case CodeBrokerOffline, CodeBrokerUnavailable, CodeDefaultBrokerOffline:
 		return http.StatusServiceUnavailable
 	case CodeBrokerTimeout:
 		return http.StatusGatewayTimeout
