@@ -1,8 +1,78 @@
 package cli
 
-import "github.com/spf13/cobra"
+import (
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
 
-// newBrokerStartCmd is `scion runtime-broker start`. Owned by the Hub author.
+	"github.com/spf13/cobra"
+
+	"github.com/scion-go/scion/broker"
+	"github.com/scion-go/scion/config"
+)
+
+// newBrokerStartCmd is `scion runtime-broker start`: the broker process
+// takes its Hub from server.broker.hub_endpoint and its credentials from
+// the stored connection for that Hub.
 func newBrokerStartCmd() *cobra.Command {
-	return &cobra.Command{Use: "start", Short: "Run this machine's Runtime Broker"}
+	var rtKind, logLevel string
+	var heartbeat, grace time.Duration
+	cmd := &cobra.Command{
+		Use:   "start",
+		Short: "Run this machine's Runtime Broker (connects to server.broker.hub_endpoint)",
+		Long: `Run the Runtime Broker daemon. It dials the Hub named by
+server.broker.hub_endpoint in settings.yaml (register and join save it),
+authenticates with the stored credentials for that Hub, and keeps the
+control channel open, reconnecting with backoff when it drops.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			log := newLogger(logLevel)
+			s, err := config.LoadSettings()
+			if err != nil {
+				return err
+			}
+			ep := s.Server.Broker.HubEndpoint
+			if ep == "" {
+				return fmt.Errorf("server.broker.hub_endpoint is not set: run `scion runtime-broker register` (or join) first")
+			}
+			creds, err := config.LoadBrokerCredentials()
+			if err != nil {
+				return err
+			}
+			conn := creds.ForHub(ep)
+			if conn == nil {
+				return fmt.Errorf("no stored broker credentials for %s: run `scion runtime-broker register` against that Hub", ep)
+			}
+			if rtKind == "" {
+				rtKind = s.Server.Broker.Runtime
+			}
+			dataDir := s.Server.Broker.DataDir
+			if dataDir == "" {
+				dataDir = config.Path("broker")
+			}
+			rt, err := newRuntime(rtKind, dataDir, log)
+			if err != nil {
+				return err
+			}
+			defer rt.Close()
+			self, _ := os.Executable()
+			b, err := broker.New(broker.Config{HubEndpoint: ep, BrokerID: conn.BrokerID, Name: conn.BrokerName,
+				Secret: []byte(conn.Secret), Runtime: rt, DataDir: dataDir, Version: Version, Logger: log,
+				HeartbeatInterval: heartbeat, Grace: grace, ScionBinary: self})
+			if err != nil {
+				return err
+			}
+			log.Info("runtime broker starting", "name", conn.BrokerName, "broker_id", conn.BrokerID, "hub", ep, "runtime", rt.Name())
+			return b.Run(ctx)
+		},
+	}
+	cmd.Flags().StringVar(&rtKind, "runtime", "", "runtime: process or fake (default: server.broker.runtime, else process)")
+	cmd.Flags().StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
+	cmd.Flags().DurationVar(&heartbeat, "heartbeat-interval", 0, "control-channel heartbeat interval (default 5s)")
+	cmd.Flags().DurationVar(&grace, "heartbeat-grace", 0, "silence past a heartbeat before the Hub is considered gone (default 10s)")
+	return cmd
 }

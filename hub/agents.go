@@ -1,0 +1,381 @@
+package hub
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"regexp"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/hub/placement"
+	"github.com/scion-go/scion/store"
+	"github.com/scion-go/scion/wire"
+)
+
+const defaultProject = "default"
+
+var envKeyRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,127}$`)
+
+func validateCreate(req *api.CreateAgentRequest) error {
+	if err := validName("agent", req.Name); err != nil {
+		return err
+	}
+	if req.Harness == "" {
+		req.Harness = "generic"
+	}
+	switch req.Harness {
+	case "generic", "claude", "gemini":
+	default:
+		return api.BadRequest("unknown harness %q: use generic, claude or gemini", req.Harness)
+	}
+	if len(req.Command) > 256 || len(req.Env) > 256 {
+		return api.BadRequest("command and env are limited to 256 entries each")
+	}
+	for k := range req.Env {
+		if !envKeyRE.MatchString(k) {
+			return api.BadRequest("invalid environment variable name %q", k)
+		}
+	}
+	return nil
+}
+
+func (s *Server) agentView(ctx context.Context, a *store.Agent, names map[string]string) api.Agent {
+	v := api.Agent{ID: a.ID, Slug: a.Slug, ProjectID: a.ProjectID, BrokerID: a.BrokerID, Profile: a.Profile,
+		Harness: a.Harness, Image: a.Image, Command: a.Command, Env: a.Env, Phase: a.Phase,
+		StatusMessage: a.StatusMessage, ContainerStatus: a.ContainerStatus, RunID: a.RunID,
+		Generation: a.Generation, Generations: a.Generations, Role: a.Role, CreatedBy: a.CreatedBy,
+		Delegator: a.Delegator, ParentAgentID: a.ParentAgentID, CreatedAt: a.CreatedAt, UpdatedAt: a.UpdatedAt}
+	if a.BrokerID != "" {
+		name, ok := names[a.BrokerID]
+		if !ok {
+			if b, err := s.store.GetBroker(ctx, a.BrokerID); err == nil {
+				name = b.Name
+			}
+			if names != nil {
+				names[a.BrokerID] = name
+			}
+		}
+		v.BrokerName = name
+	}
+	return v
+}
+
+// placementInput gathers what the cascade needs about every broker.
+func (s *Server) placementInput(ctx context.Context, c *Caller, p *store.Project, explicit string) (placement.Input, map[string]*store.Broker, error) {
+	settings, err := s.hubSettings(ctx)
+	if err != nil {
+		return placement.Input{}, nil, err
+	}
+	providers, err := s.store.ProjectProviders(ctx, p.ID)
+	if err != nil {
+		return placement.Input{}, nil, err
+	}
+	isProvider := make(map[string]bool, len(providers))
+	for _, id := range providers {
+		isProvider[id] = true
+	}
+	in := placement.Input{Project: p.Name, Explicit: explicit, ProjectDefault: p.DefaultBrokerID,
+		HubDefault:       settings.AgentDefaults.DefaultRuntimeBroker,
+		CanUpdateProject: c.Kind == CallerUser && requireWriter(c) == nil}
+	byID := map[string]*store.Broker{}
+	page := store.Page{Limit: 1000}
+	for {
+		bs, next, _, err := s.store.ListBrokers(ctx, page)
+		if err != nil {
+			return in, nil, err
+		}
+		for _, b := range bs {
+			byID[b.ID] = b
+			in.Brokers = append(in.Brokers, placement.Broker{ID: b.ID, Name: b.Name, Online: s.brokerOnline(b.ID),
+				Provider: isProvider[b.ID], Dispatchable: true})
+		}
+		if next == "" {
+			return in, byID, nil
+		}
+		page.Cursor = next
+	}
+}
+
+// resolveProfile: -p first, then the project's active profile, then the
+// selected broker's default profile. The creator's profile is never
+// inherited.
+func resolveProfile(req string, p *store.Project, b *store.Broker) string {
+	if req != "" {
+		return req
+	}
+	if p.ActiveProfile != "" {
+		return p.ActiveProfile
+	}
+	for _, pr := range b.Profiles {
+		if pr.Default {
+			return pr.Name
+		}
+	}
+	return ""
+}
+
+func (s *Server) brokerLimit(ctx context.Context, b *store.Broker) (int, error) {
+	lim, err := s.hubLimits(ctx)
+	if err != nil {
+		return 0, err
+	}
+	return placement.EffectiveLimit(b.Settings.MaxAgents, lim.MaxAgentsPerBroker), nil
+}
+
+func quotaError(b *store.Broker, limit int) error {
+	return api.Errorf(http.StatusTooManyRequests, api.CodeQuotaExceeded,
+		"runtime broker %q is at its limit of %d running agents; stop an agent there or choose another broker", b.Name, limit).
+		WithDetail("broker", b.Name).WithDetail("limit", limit)
+}
+
+func (s *Server) handleCreateAgent(w http.ResponseWriter, r *http.Request, c *Caller) {
+	ctx := r.Context()
+	var req api.CreateAgentRequest
+	if err := decodeJSON(w, r, &req); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if err := validateCreate(&req); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if err := requireWriter(c); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	projRef := req.Project
+	if projRef == "" {
+		projRef = c.ProjectID
+	}
+	if projRef == "" {
+		projRef = defaultProject
+	}
+	p, err := s.loadProject(ctx, c, projRef)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	in, brokers, err := s.placementInput(ctx, c, p, req.Broker)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	d, perr := placement.Select(in)
+	if perr != nil {
+		s.writeError(w, r, perr)
+		return
+	}
+	b := brokers[d.BrokerID]
+	if d.AutoLink {
+		if err := s.store.LinkProvider(ctx, p.ID, b.ID); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+	}
+	limit, err := s.brokerLimit(ctx, b)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	now := time.Now().UTC()
+	a := &store.Agent{ID: mustV7(), Slug: req.Name, ProjectID: p.ID, BrokerID: b.ID,
+		Profile: resolveProfile(req.Profile, p, b), Harness: req.Harness, Image: req.Image, Command: req.Command,
+		Env: req.Env, Phase: api.PhaseProvisioning, RunID: mustV7(), Generation: 1, Role: req.Role,
+		CreatedBy: c.Kind + ":" + c.ID, Delegator: c.Kind + ":" + c.ID, Payload: req.Payload, CreatedAt: now, UpdatedAt: now}
+	if c.Kind == CallerAgent {
+		a.ParentAgentID = c.ID
+	}
+	a.Generations = []api.Generation{{Number: 1, BrokerID: b.ID, RunID: a.RunID, StartedAt: now, Reason: "created"}}
+	var reserve *int
+	if req.Start {
+		reserve = &limit // only running agents hold a slot
+	} else if limit > 0 {
+		n, err := s.store.CountReservations(ctx, b.ID)
+		if err == nil && n >= limit {
+			err = quotaError(b, limit)
+		}
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+	}
+	if err := s.store.CreateAgent(ctx, a, reserve); err != nil {
+		switch {
+		case errors.Is(err, store.ErrQuota):
+			err = quotaError(b, limit)
+		case isExists(err):
+			err = api.Conflict(api.CodeAlreadyExists, "an agent named %q already exists in project %q", req.Name, p.Name)
+		}
+		s.writeError(w, r, err)
+		return
+	}
+	s.metrics.created.Inc()
+	spec := wire.AgentSpec{AgentID: a.ID, Slug: a.Slug, ProjectID: p.ID, ProjectName: p.Name, RunID: a.RunID,
+		Generation: a.Generation, Harness: a.Harness, Image: a.Image, Command: a.Command, Env: a.Env,
+		Profile: a.Profile, SharingMode: p.SharingMode, GitRemote: p.GitRemote,
+		AgentToken: s.mintAgentToken(a.ID, p.ID), HubURL: s.opts.PublicURL, Start: req.Start, Payload: req.Payload}
+	var st wire.AgentStatus
+	derr := s.dispatch(ctx, b.ID, wire.MethodAgentCreate, spec, &st, "create:"+a.RunID)
+	a, err = s.afterDispatch(context.WithoutCancel(ctx), a.ID, st, derr, req.Start)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if derr != nil {
+		s.writeError(w, r, derr)
+		return
+	}
+	writeJSON(w, http.StatusCreated, s.agentView(ctx, a, map[string]string{b.ID: b.Name}))
+}
+
+// afterDispatch records the outcome of a lifecycle command. On failure the
+// agent goes to the error phase with a message naming the cause and its
+// capacity slot is released (nothing half-done stays accounted).
+func (s *Server) afterDispatch(ctx context.Context, agentID string, st wire.AgentStatus, derr error, wantRunning bool) (*store.Agent, error) {
+	a, err := s.mutateAgent(ctx, agentID, func(a *store.Agent) error {
+		if derr != nil {
+			a.Phase = api.PhaseError
+			a.StatusMessage = api.AsError(derr).Message
+			return nil
+		}
+		a.StatusMessage = st.Message
+		a.ContainerStatus = st.State
+		a.Phase = phaseFor(st.State, wantRunning)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if a.Phase != api.PhaseRunning {
+		if err := s.store.Release(ctx, a.ID); err != nil && !isNotFound(err) {
+			return nil, err
+		}
+	}
+	return a, nil
+}
+
+func phaseFor(state string, wantRunning bool) string {
+	switch state {
+	case api.ContainerRunning:
+		return api.PhaseRunning
+	case api.ContainerPaused:
+		return api.PhaseSuspended
+	case api.ContainerCreated:
+		if wantRunning {
+			return api.PhaseProvisioning
+		}
+		return api.PhaseCreated
+	case api.ContainerExited:
+		return api.PhaseStopped
+	case api.ContainerMissing:
+		return api.PhaseError
+	}
+	return api.PhaseCreated
+}
+
+// mutateAgent applies f to the latest copy of an agent and writes it,
+// retrying on a concurrent update.
+func (s *Server) mutateAgent(ctx context.Context, id string, f func(*store.Agent) error) (*store.Agent, error) {
+	for range 20 {
+		a, err := s.store.GetAgent(ctx, id)
+		if err != nil {
+			if isNotFound(err) {
+				return nil, api.NotFound(api.CodeAgentNotFound, "agent not found")
+			}
+			return nil, err
+		}
+		if err := f(a); err != nil {
+			return nil, err
+		}
+		a.UpdatedAt = time.Now().UTC()
+		err = s.store.UpdateAgent(ctx, a)
+		if err == nil {
+			return a, nil
+		}
+		if !isConflict(err) {
+			return nil, err
+		}
+	}
+	return nil, api.Conflict(api.CodeConflict, "agent is being changed concurrently; try again")
+}
+
+// loadAgent resolves {agent}: an ID, or a slug in ?project= (default: the
+// caller's project, else "default").
+func (s *Server) loadAgent(ctx context.Context, c *Caller, r *http.Request) (*store.Agent, error) {
+	ref := r.PathValue("agent")
+	var a *store.Agent
+	var err error
+	if _, perr := uuid.Parse(ref); perr == nil {
+		a, err = s.store.GetAgent(ctx, ref)
+	} else {
+		projRef := r.URL.Query().Get("project")
+		if projRef == "" {
+			projRef = c.ProjectID
+		}
+		if projRef == "" {
+			projRef = defaultProject
+		}
+		var p *store.Project
+		if p, err = s.loadProject(ctx, c, projRef); err != nil {
+			return nil, api.NotFound(api.CodeAgentNotFound, "agent %q not found", ref)
+		}
+		a, err = s.store.GetAgentBySlug(ctx, p.ID, ref)
+	}
+	if isNotFound(err) || (err == nil && !canSeeProject(c, a.ProjectID)) {
+		return nil, api.NotFound(api.CodeAgentNotFound, "agent %q not found", ref)
+	}
+	return a, err
+}
+
+func (s *Server) handleGetAgent(w http.ResponseWriter, r *http.Request, c *Caller) {
+	a, err := s.loadAgent(r.Context(), c, r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, s.agentView(r.Context(), a, nil))
+}
+
+func (s *Server) handleListAgents(w http.ResponseWriter, r *http.Request, c *Caller) {
+	ctx := r.Context()
+	page, err := pageFrom(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	q := r.URL.Query()
+	var f store.AgentFilter
+	if ref := q.Get("project"); ref != "" {
+		p, err := s.loadProject(ctx, c, ref)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		f.ProjectID = p.ID
+	} else if c.ProjectID != "" {
+		f.ProjectID = c.ProjectID
+	}
+	if ref := q.Get("broker"); ref != "" {
+		b, err := s.loadBroker(ctx, ref)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		f.BrokerID = b.ID
+	}
+	f.Phase = q.Get("phase")
+	items, next, total, err := s.store.ListAgents(ctx, f, page)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	names := map[string]string{}
+	out := api.List[api.Agent]{Items: make([]api.Agent, 0, len(items)), NextCursor: next, Total: total}
+	for _, a := range items {
+		out.Items = append(out.Items, s.agentView(ctx, a, names))
+	}
+	writeJSON(w, http.StatusOK, out)
+}

@@ -1,0 +1,144 @@
+package hub
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/google/uuid"
+
+	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/wire"
+)
+
+// handleConnect is GET /api/v1/runtime-brokers/connect: a broker, with
+// signed headers, opens its control channel. The broker is online from its
+// hello until the channel ends (peer close, or no frame for
+// HeartbeatInterval+Grace).
+func (s *Server) handleConnect(w http.ResponseWriter, r *http.Request) {
+	c, err := s.authenticate(r)
+	if err == nil && c.Kind != CallerBroker {
+		err = api.Unauthorized("the control channel needs broker credentials")
+	}
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{CompressionMode: websocket.CompressionDisabled})
+	if err != nil {
+		s.log.Warn("control channel upgrade failed", "broker", c.ID, "err", err)
+		return
+	}
+	conn := wire.NewConn(ws, wire.Options{HeartbeatInterval: s.opts.HeartbeatInterval, Grace: s.opts.Grace})
+	sess := &session{id: uuid.NewString(), brokerID: c.ID, conn: conn, connectedAt: time.Now()}
+	conn.Handle(wire.MethodHello, func(ctx context.Context, req *wire.Request) (any, error) {
+		return s.onHello(ctx, sess, req)
+	})
+	conn.Handle(wire.MethodAgentStatus, func(ctx context.Context, req *wire.Request) (any, error) {
+		var st wire.AgentStatus
+		if err := req.Decode(&st); err != nil {
+			return nil, api.BadRequest("bad agent.status body: %v", err)
+		}
+		return struct{}{}, s.applyAgentStatus(ctx, sess.brokerID, st)
+	})
+	conn.Handle(wire.MethodInventorySet, func(ctx context.Context, req *wire.Request) (any, error) {
+		var inv wire.Inventory
+		if err := req.Decode(&inv); err != nil {
+			return nil, api.BadRequest("bad inventory body: %v", err)
+		}
+		return struct{}{}, s.reconcileInventory(ctx, sess.brokerID, inv.Agents)
+	})
+	s.log.Info("broker channel opened", "broker", c.Name, "broker_id", c.ID, "session", sess.id)
+	reason := conn.Run(s.ctx)
+	if s.sessions.remove(sess) {
+		// Use a fresh context: the request's may be done.
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := s.store.SetBrokerStatus(ctx, sess.brokerID, api.BrokerOffline, conn.LastSeen().UTC()); err != nil {
+			s.log.Error("marking broker offline", "broker_id", sess.brokerID, "err", err)
+		}
+		s.log.Info("broker offline", "broker", c.Name, "broker_id", c.ID, "reason", reason)
+	}
+}
+
+// onHello records what the broker announced, makes this session current
+// (closing any older one) and reconciles the broker's inventory.
+func (s *Server) onHello(ctx context.Context, sess *session, req *wire.Request) (any, error) {
+	var h wire.Hello
+	if err := req.Decode(&h); err != nil {
+		return nil, api.BadRequest("bad hello: %v", err)
+	}
+	if h.ProtocolVersion != wire.ProtocolVersion {
+		return nil, api.BadRequest("protocol version %d not supported (hub speaks %d)", h.ProtocolVersion, wire.ProtocolVersion)
+	}
+	if h.BrokerID != "" && h.BrokerID != sess.brokerID {
+		return nil, api.Forbidden("hello names broker %s but the channel is authenticated as %s", h.BrokerID, sess.brokerID)
+	}
+	b, err := s.store.GetBroker(ctx, sess.brokerID)
+	if err != nil {
+		return nil, err
+	}
+	b.Version, b.ProtocolVersion, b.Runtime = h.Version, h.ProtocolVersion, h.Runtime
+	b.Capabilities = h.Capabilities
+	if b.Capabilities == nil {
+		b.Capabilities = []string{}
+	}
+	b.Profiles = b.Profiles[:0]
+	for _, p := range h.Profiles {
+		b.Profiles = append(b.Profiles, api.BrokerProfile{Name: p.Name, Runtime: p.Runtime, Default: p.Default, Settings: p.Settings})
+	}
+	b.Status, b.LastSeen, b.UpdatedAt = api.BrokerOnline, time.Now().UTC(), time.Now().UTC()
+	if err := s.store.UpdateBroker(ctx, b); err != nil {
+		return nil, err
+	}
+	if old := s.sessions.put(sess); old != nil && old != sess {
+		_ = old.conn.Close("replaced by a new session")
+	}
+	s.log.Info("broker online", "broker", b.Name, "broker_id", b.ID, "session", sess.id, "inventory", len(h.Inventory))
+	s.bg.Add(1)
+	go func() {
+		defer s.bg.Done()
+		ctx, cancel := context.WithTimeout(s.ctx, time.Minute)
+		defer cancel()
+		if err := s.reconcileInventory(ctx, sess.brokerID, h.Inventory); err != nil {
+			s.log.Error("inventory reconciliation failed", "broker_id", sess.brokerID, "err", err)
+		}
+	}()
+	return wire.HelloReply{
+		ProtocolVersion:     wire.ProtocolVersion,
+		HubVersion:          s.opts.Version,
+		SessionID:           sess.id,
+		ServerTime:          time.Now().UTC(),
+		HeartbeatIntervalMS: s.opts.HeartbeatInterval.Milliseconds(),
+	}, nil
+}
+
+// dispatch sends one command to a broker and waits for its answer, bounded
+// by DispatchTimeout. An offline broker is an immediate typed error.
+func (s *Server) dispatch(ctx context.Context, brokerID, method string, req, resp any, key string) error {
+	sess := s.sessions.get(brokerID)
+	if sess == nil {
+		return api.Errorf(http.StatusServiceUnavailable, api.CodeBrokerOffline, "the agent's runtime broker is offline; try again when it reconnects")
+	}
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, s.opts.DispatchTimeout)
+		defer cancel()
+	}
+	start := time.Now()
+	var opts []wire.CallOption
+	if key != "" {
+		opts = append(opts, wire.WithKey(key))
+	}
+	err := sess.conn.Call(ctx, method, req, resp, opts...)
+	outcome := "ok"
+	if err != nil {
+		outcome = api.AsError(err).Code
+	}
+	s.metrics.dispatch.WithLabelValues(method, outcome).Observe(time.Since(start).Seconds())
+	return err
+}
+
+// brokerOnline reports whether the broker has a live channel to this Hub.
+func (s *Server) brokerOnline(id string) bool { return s.sessions.get(id) != nil }

@@ -1,0 +1,47 @@
+package hub
+
+import (
+	"context"
+	"time"
+
+	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/store"
+)
+
+// RegisterBroker registers a broker directly (the workstation's own broker
+// and test harnesses; remote brokers use the register/join routes).
+func (s *Server) RegisterBroker(ctx context.Context, name, createdBy string, autoProvide bool) (api.BrokerCredentials, error) {
+	return s.issueBroker(ctx, name, createdBy, autoProvide)
+}
+
+// BrokerExists reports whether a broker ID is registered.
+func (s *Server) BrokerExists(ctx context.Context, id string) (bool, error) {
+	_, err := s.store.GetBroker(ctx, id)
+	if isNotFound(err) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// EnsureProject creates a project if it does not exist and links brokerID
+// as a provider (when given). It returns the project ID.
+func (s *Server) EnsureProject(ctx context.Context, name, brokerID string) (string, error) {
+	p, err := s.store.GetProject(ctx, name)
+	if isNotFound(err) {
+		now := time.Now().UTC()
+		p = &store.Project{ID: mustV7(), Name: name, SharingMode: api.SharingEmptyPerAgent, CreatedAt: now, UpdatedAt: now}
+		err = s.store.CreateProject(ctx, p)
+		if isExists(err) {
+			p, err = s.store.GetProject(ctx, name)
+		}
+	}
+	if err != nil {
+		return "", err
+	}
+	if brokerID != "" {
+		if err := s.store.LinkProvider(ctx, p.ID, brokerID); err != nil {
+			return "", err
+		}
+	}
+	return p.ID, nil
+}

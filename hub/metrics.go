@@ -1,0 +1,97 @@
+package hub
+
+import (
+	"bufio"
+	"errors"
+	"net"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// metrics are the Hub's Prometheus metrics, on a registry of its own so
+// that several Hubs in one test process do not collide.
+type metrics struct {
+	reg      *prometheus.Registry
+	requests *prometheus.CounterVec
+	latency  *prometheus.HistogramVec
+	dispatch *prometheus.HistogramVec
+	created  prometheus.Counter
+}
+
+func newMetrics(s *Server) *metrics {
+	m := &metrics{
+		reg: prometheus.NewRegistry(),
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "scion_http_requests_total", Help: "HTTP requests by route and status code.",
+		}, []string{"route", "code"}),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "scion_http_request_duration_seconds", Help: "HTTP request latency by route.",
+			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
+		}, []string{"route"}),
+		dispatch: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "scion_dispatch_duration_seconds", Help: "Hub-to-broker command latency by method.",
+			Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .5, 1, 5, 30},
+		}, []string{"method", "outcome"}),
+		created: prometheus.NewCounter(prometheus.CounterOpts{Name: "scion_agents_created_total", Help: "Agents created."}),
+	}
+	m.reg.MustRegister(m.requests, m.latency, m.dispatch, m.created,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "scion_brokers_connected", Help: "Brokers with a live control channel to this Hub."},
+			func() float64 { return float64(s.sessions.count()) }))
+	return m
+}
+
+func (m *metrics) handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
+}
+
+// wrap records every request's route pattern (never its raw path, which
+// would explode the label space), status and latency.
+func (m *metrics) wrap(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
+		h.ServeHTTP(rec, r)
+		route := r.Pattern
+		if route == "" {
+			route = "unmatched"
+		}
+		m.requests.WithLabelValues(route, strconv.Itoa(rec.status)).Inc()
+		m.latency.WithLabelValues(route).Observe(time.Since(start).Seconds())
+	})
+}
+
+type statusRecorder struct {
+	http.ResponseWriter
+	status      int
+	wroteHeader bool
+}
+
+func (r *statusRecorder) WriteHeader(code int) {
+	if !r.wroteHeader {
+		r.status, r.wroteHeader = code, true
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *statusRecorder) Flush() {
+	if f, ok := r.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// Hijack lets the WebSocket upgrade through the recorder.
+func (r *statusRecorder) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	if h, ok := r.ResponseWriter.(http.Hijacker); ok {
+		r.status = http.StatusSwitchingProtocols
+		return h.Hijack()
+	}
+	return nil, nil, errors.New("hijack not supported")
+}
+
+func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }

@@ -1,0 +1,71 @@
+package hub
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"mime"
+	"net/http"
+	"strings"
+
+	"github.com/scion-go/scion/api"
+)
+
+// writeJSON writes v with status.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// writeError writes the standard error body. Internal errors are logged
+// and answered with a generic message: their text may hold details a
+// caller must not see.
+func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	e := api.AsError(err)
+	if e.Status >= 500 && e.Code == api.CodeInternal {
+		s.log.Error("internal error", "method", r.Method, "path", r.URL.Path, "err", err)
+		e = api.Internal("internal error; see the Hub log")
+	}
+	writeJSON(w, e.Status, api.ErrorBody{Error: e})
+}
+
+// decodeJSON reads a bounded JSON body into v, refusing unknown fields,
+// trailing data and wrong content types.
+func decodeJSON(w http.ResponseWriter, r *http.Request, v any) error {
+	if ct := r.Header.Get("Content-Type"); ct != "" {
+		mt, _, err := mime.ParseMediaType(ct)
+		if err != nil || mt != "application/json" {
+			return api.Errorf(http.StatusUnsupportedMediaType, api.CodeUnsupportedMediaType, "Content-Type must be application/json")
+		}
+	}
+	body := http.MaxBytesReader(w, r.Body, api.MaxRequestBody)
+	dec := json.NewDecoder(body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return decodeError(err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return api.BadRequest("request body must hold a single JSON object")
+	}
+	return nil
+}
+
+func decodeError(err error) error {
+	var mbe *http.MaxBytesError
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &mbe):
+		return api.Errorf(http.StatusRequestEntityTooLarge, api.CodeRequestTooLarge, "request body exceeds %d bytes", mbe.Limit)
+	case errors.Is(err, io.EOF):
+		return api.BadRequest("request body is empty")
+	case errors.As(err, &se):
+		return api.BadRequest("malformed JSON at offset %d", se.Offset)
+	case errors.As(err, &te):
+		return api.BadRequest("field %q must be %s", te.Field, te.Type.String())
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		return api.BadRequest("unknown field %s", strings.TrimPrefix(err.Error(), "json: unknown field "))
+	}
+	return api.BadRequest("malformed JSON: %v", err)
+}

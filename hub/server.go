@@ -1,0 +1,203 @@
+// Package hub is the Scion Hub: the REST API under /api/v1, the control
+// channel endpoint that Runtime Brokers dial, and the dispatch of agent
+// lifecycle commands to them. Handlers load state from the store, decide
+// with pure functions (hub/placement), persist in one transaction, then
+// dispatch. One file per resource.
+package hub
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/store"
+	"github.com/scion-go/scion/wire"
+)
+
+// Options configure a Hub.
+type Options struct {
+	Store   store.Store
+	Logger  *slog.Logger
+	Version string
+	// PublicURL is the Hub address given to brokers and agents
+	// (SCION_HUB_ENDPOINT). Set after the listener is known if empty.
+	PublicURL string
+	// HeartbeatInterval and Grace bound how long a silent broker stays
+	// online: it is marked offline after Interval+Grace without a frame.
+	HeartbeatInterval time.Duration
+	Grace             time.Duration
+	// DispatchTimeout bounds one command to a broker (default 30s).
+	DispatchTimeout time.Duration
+}
+
+// Server is a Hub.
+type Server struct {
+	opts     Options
+	store    store.Store
+	log      *slog.Logger
+	nonces   *wire.NonceCache
+	tokenKey []byte
+	mux      *http.ServeMux
+	metrics  *metrics
+	sessions *sessions
+
+	cfgMu    sync.Mutex
+	settings *api.HubSettings
+	limits   *api.Limits
+
+	bg     sync.WaitGroup
+	ctx    context.Context
+	cancel context.CancelFunc
+}
+
+const (
+	settingHub      = "hub_settings"
+	settingLimits   = "limits"
+	settingTokenKey = "agent_token_key"
+)
+
+// New builds a Hub over an open store. It marks every broker offline (no
+// broker has a session with this process yet) and loads the persistent
+// agent-token signing key, creating it once.
+func New(ctx context.Context, opts Options) (*Server, error) {
+	if opts.Store == nil {
+		return nil, errors.New("hub: no store")
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.HeartbeatInterval <= 0 {
+		opts.HeartbeatInterval = 5 * time.Second
+	}
+	if opts.Grace <= 0 {
+		opts.Grace = 10 * time.Second
+	}
+	if opts.DispatchTimeout <= 0 {
+		opts.DispatchTimeout = 30 * time.Second
+	}
+	s := &Server{
+		opts:   opts,
+		store:  opts.Store,
+		log:    opts.Logger,
+		nonces: wire.NewNonceCache(5*time.Minute, 1<<20),
+	}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.sessions = newSessions()
+	s.metrics = newMetrics(s)
+	key, err := s.store.GetSetting(ctx, settingTokenKey)
+	if errors.Is(err, store.ErrNotFound) {
+		key = newSecret(32)
+		err = s.store.PutSetting(ctx, settingTokenKey, key)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("hub: token key: %w", err)
+	}
+	s.tokenKey = key
+	if err := s.markAllOffline(ctx); err != nil {
+		return nil, err
+	}
+	s.routes()
+	return s, nil
+}
+
+// Handler is the Hub's HTTP handler.
+func (s *Server) Handler() http.Handler { return s.metrics.wrap(s.mux) }
+
+// SetPublicURL sets the address given to brokers and agents.
+func (s *Server) SetPublicURL(u string) { s.opts.PublicURL = u }
+
+// Close ends every broker session and background work.
+func (s *Server) Close() {
+	s.cancel()
+	s.sessions.closeAll("hub shutting down")
+	s.bg.Wait()
+}
+
+func (s *Server) markAllOffline(ctx context.Context) error {
+	page := store.Page{Limit: 1000}
+	for {
+		bs, next, _, err := s.store.ListBrokers(ctx, page)
+		if err != nil {
+			return err
+		}
+		for _, b := range bs {
+			if b.Status != api.BrokerOffline {
+				if err := s.store.SetBrokerStatus(ctx, b.ID, api.BrokerOffline, b.LastSeen); err != nil {
+					return err
+				}
+			}
+		}
+		if next == "" {
+			return nil
+		}
+		page.Cursor = next
+	}
+}
+
+func (s *Server) routes() {
+	m := http.NewServeMux()
+	m.HandleFunc("GET /healthz", s.handleHealthz)
+	m.HandleFunc("GET /readyz", s.handleReadyz)
+	m.Handle("GET /metrics", s.metrics.handler())
+
+	a := func(p string, h func(http.ResponseWriter, *http.Request, *Caller)) { m.Handle(p, s.requireAuth(h)) }
+	a("GET /api/v1/auth/whoami", s.handleWhoami)
+
+	a("POST /api/v1/projects", s.handleCreateProject)
+	a("GET /api/v1/projects", s.handleListProjects)
+	a("GET /api/v1/projects/{project}", s.handleGetProject)
+	a("PATCH /api/v1/projects/{project}", s.handleUpdateProject)
+	a("DELETE /api/v1/projects/{project}", s.handleDeleteProject)
+
+	a("POST /api/v1/runtime-brokers", s.handleRegisterBroker)
+	m.HandleFunc("POST /api/v1/runtime-brokers/join", s.handleJoinBroker)
+	a("POST /api/v1/runtime-brokers/join-tokens", s.handleCreateJoinToken)
+	a("GET /api/v1/runtime-brokers", s.handleListBrokers)
+	m.HandleFunc("GET /api/v1/runtime-brokers/connect", s.handleConnect)
+	a("GET /api/v1/runtime-brokers/{broker}", s.handleGetBroker)
+	a("PATCH /api/v1/runtime-brokers/{broker}", s.handleUpdateBroker)
+	a("DELETE /api/v1/runtime-brokers/{broker}", s.handleDeregisterBroker)
+	a("PUT /api/v1/runtime-brokers/{broker}/projects/{project}", s.handleProvide)
+	a("DELETE /api/v1/runtime-brokers/{broker}/projects/{project}", s.handleWithdraw)
+
+	a("POST /api/v1/agents", s.handleCreateAgent)
+	a("GET /api/v1/agents", s.handleListAgents)
+	a("GET /api/v1/agents/{agent}", s.handleGetAgent)
+	a("DELETE /api/v1/agents/{agent}", s.handleDeleteAgent)
+	a("POST /api/v1/agents/{agent}/{action}", s.handleAgentAction)
+	a("GET /api/v1/agents/{agent}/logs", s.handleAgentLogs)
+
+	a("GET /api/v1/settings", s.handleGetSettings)
+	a("PUT /api/v1/settings", s.handlePutSettings)
+	a("GET /api/v1/admin/limits", s.handleGetLimits)
+	a("PUT /api/v1/admin/limits", s.handlePutLimits)
+
+	// Anything else under the API is a typed 404, not the mux's text page.
+	m.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
+		s.writeError(w, r, api.NotFound(api.CodeNotFound, "no route %s %s", r.Method, r.URL.Path))
+	})
+	s.mux = m
+}
+
+func (s *Server) handleHealthz(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, api.Health{Status: "ok", Version: s.opts.Version})
+}
+
+func (s *Server) handleReadyz(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
+	if err := s.store.Ping(ctx); err != nil {
+		writeJSON(w, http.StatusServiceUnavailable, api.Health{Status: "unavailable", Checks: map[string]string{"database": "unreachable"}})
+		return
+	}
+	writeJSON(w, http.StatusOK, api.Health{Status: "ok", Checks: map[string]string{"database": "ok"}, Version: s.opts.Version})
+}
+
+func (s *Server) handleWhoami(w http.ResponseWriter, r *http.Request, c *Caller) {
+	writeJSON(w, http.StatusOK, api.Whoami{Kind: c.Kind, ID: c.ID, Name: c.Name, Role: c.Role, Project: c.ProjectID})
+}

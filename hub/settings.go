@@ -1,0 +1,127 @@
+package hub
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+
+	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/store"
+)
+
+// Hub settings and limits are read on every create, so they are cached in
+// memory and refreshed on every write through this Hub.
+//
+// TODO(multi-replica): with several Hub replicas on one PostgreSQL, a
+// write on one replica is seen by the others only after their restart;
+// a LISTEN/NOTIFY invalidation belongs here then.
+
+func (s *Server) hubSettings(ctx context.Context) (api.HubSettings, error) {
+	s.cfgMu.Lock()
+	defer s.cfgMu.Unlock()
+	if s.settings != nil {
+		return *s.settings, nil
+	}
+	var v api.HubSettings
+	if err := s.loadSetting(ctx, settingHub, &v); err != nil {
+		return v, err
+	}
+	s.settings = &v
+	return v, nil
+}
+
+func (s *Server) hubLimits(ctx context.Context) (api.Limits, error) {
+	s.cfgMu.Lock()
+	defer s.cfgMu.Unlock()
+	if s.limits != nil {
+		return *s.limits, nil
+	}
+	v := api.Limits{MaxAgentsPerBroker: api.DefaultMaxAgentsPerBroker}
+	if err := s.loadSetting(ctx, settingLimits, &v); err != nil {
+		return v, err
+	}
+	s.limits = &v
+	return v, nil
+}
+
+func (s *Server) loadSetting(ctx context.Context, key string, v any) error {
+	b, err := s.store.GetSetting(ctx, key)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(b, v)
+}
+
+func (s *Server) handleGetSettings(w http.ResponseWriter, r *http.Request, c *Caller) {
+	v, err := s.hubSettings(r.Context())
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, v)
+}
+
+func (s *Server) handlePutSettings(w http.ResponseWriter, r *http.Request, c *Caller) {
+	if err := requireAdmin(c); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	var v api.HubSettings
+	if err := decodeJSON(w, r, &v); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if ref := v.AgentDefaults.DefaultRuntimeBroker; ref != "" {
+		if _, err := s.store.GetBroker(r.Context(), ref); err != nil {
+			s.writeError(w, r, api.NotFound(api.CodeBrokerNotFound, "default_runtime_broker: runtime broker %q not found", ref))
+			return
+		}
+	}
+	b, _ := json.Marshal(v)
+	s.cfgMu.Lock()
+	defer s.cfgMu.Unlock()
+	if err := s.store.PutSetting(r.Context(), settingHub, b); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.settings = &v
+	writeJSON(w, http.StatusOK, v)
+}
+
+func (s *Server) handleGetLimits(w http.ResponseWriter, r *http.Request, c *Caller) {
+	v, err := s.hubLimits(r.Context())
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, v)
+}
+
+func (s *Server) handlePutLimits(w http.ResponseWriter, r *http.Request, c *Caller) {
+	if err := requireAdmin(c); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	var v api.Limits
+	if err := decodeJSON(w, r, &v); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if v.MaxAgentsPerBroker < 0 || v.MaxAgentsPerBroker > 1_000_000 {
+		s.writeError(w, r, api.BadRequest("max_agents_per_broker must be between 0 (unlimited) and 1000000"))
+		return
+	}
+	b, _ := json.Marshal(v)
+	s.cfgMu.Lock()
+	defer s.cfgMu.Unlock()
+	if err := s.store.PutSetting(r.Context(), settingLimits, b); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.limits = &v
+	writeJSON(w, http.StatusOK, v)
+}

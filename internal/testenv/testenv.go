@@ -1,0 +1,230 @@
+// Package testenv starts a real Hub (SQLite or PostgreSQL) and N Runtime
+// Brokers with the fake runtime, in process, on loopback, over the real
+// WebSocket control channel. Tests wait on conditions with Eventually,
+// never on sleeps.
+package testenv
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/broker"
+	"github.com/scion-go/scion/client"
+	"github.com/scion-go/scion/hub"
+	"github.com/scion-go/scion/runtime/fake"
+	"github.com/scion-go/scion/store"
+	"github.com/scion-go/scion/store/postgres"
+	"github.com/scion-go/scion/store/sqlite"
+	"github.com/scion-go/scion/store/storetest"
+)
+
+// Options shape an Env.
+type Options struct {
+	// Postgres runs the Hub on a fresh PostgreSQL database (the test fails
+	// under CI=true when no server is configured, skips otherwise).
+	Postgres bool
+	// Brokers is how many brokers to start, named b1..bN, each providing
+	// for the "default" project.
+	Brokers int
+	// HeartbeatInterval and Grace of the channel (defaults 200ms, 600ms so
+	// liveness tests run fast).
+	HeartbeatInterval, Grace time.Duration
+	// Verbose sends Hub and broker logs to stderr.
+	Verbose bool
+}
+
+// Env is a running Hub with its brokers.
+type Env struct {
+	T          testing.TB
+	Hub        *hub.Server
+	Store      store.Store
+	Server     *httptest.Server
+	URL        string
+	AdminToken string
+	Admin      *client.Client
+	ProjectID  string
+
+	opts    Options
+	log     *slog.Logger
+	mu      sync.Mutex
+	brokers []*Broker
+}
+
+// Broker is one in-process broker.
+type Broker struct {
+	*broker.Broker
+	ID, Name string
+	Secret   string
+	Runtime  *fake.Runtime
+	DataDir  string
+	cancel   context.CancelFunc
+	done     chan struct{}
+}
+
+// New starts a Hub and opts.Brokers brokers and waits until every broker
+// is online.
+func New(t testing.TB, opts Options) *Env {
+	t.Helper()
+	if opts.HeartbeatInterval == 0 {
+		opts.HeartbeatInterval = 200 * time.Millisecond
+	}
+	if opts.Grace == 0 {
+		opts.Grace = 600 * time.Millisecond
+	}
+	e := &Env{T: t, opts: opts}
+	e.log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	if opts.Verbose || os.Getenv("SCION_TEST_VERBOSE") != "" {
+		e.log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	ctx := context.Background()
+	var err error
+	if opts.Postgres {
+		tt, ok := t.(*testing.T)
+		if !ok {
+			t.Fatal("testenv: Postgres needs a *testing.T")
+		}
+		e.Store, err = postgres.Open(ctx, storetest.NewPostgresDB(tt))
+	} else {
+		e.Store, err = sqlite.Open(ctx, filepath.Join(t.TempDir(), "hub.db"))
+	}
+	if err != nil {
+		t.Fatalf("testenv: open store: %v", err)
+	}
+	e.Hub, err = hub.New(ctx, hub.Options{Store: e.Store, Logger: e.log, Version: "test",
+		HeartbeatInterval: opts.HeartbeatInterval, Grace: opts.Grace, DispatchTimeout: 10 * time.Second})
+	if err != nil {
+		t.Fatalf("testenv: hub: %v", err)
+	}
+	e.Server = httptest.NewServer(e.Hub.Handler())
+	e.URL = e.Server.URL
+	e.Hub.SetPublicURL(e.URL)
+	if e.AdminToken, err = e.Hub.BootstrapAdmin(ctx); err != nil {
+		t.Fatalf("testenv: admin: %v", err)
+	}
+	e.Admin = client.New(e.URL, e.AdminToken)
+	if e.ProjectID, err = e.Hub.EnsureProject(ctx, "default", ""); err != nil {
+		t.Fatalf("testenv: project: %v", err)
+	}
+	t.Cleanup(e.Close)
+	for i := 1; i <= opts.Brokers; i++ {
+		b := e.AddBroker(fmt.Sprintf("b%d", i))
+		if err := e.Admin.ProvideProject(ctx, b.ID, "default"); err != nil {
+			t.Fatalf("testenv: provide: %v", err)
+		}
+	}
+	return e
+}
+
+// AddBroker registers a broker with the fake runtime and starts it; it
+// returns once the broker is online.
+func (e *Env) AddBroker(name string) *Broker {
+	e.T.Helper()
+	creds, err := e.Hub.RegisterBroker(context.Background(), name, hub.BootstrapAdminID, false)
+	if err != nil {
+		e.T.Fatalf("testenv: register %s: %v", name, err)
+	}
+	b := &Broker{ID: creds.BrokerID, Name: name, Secret: creds.Secret, DataDir: filepath.Join(tempDir(e.T), name)}
+	e.StartBroker(b, fake.New())
+	e.mu.Lock()
+	e.brokers = append(e.brokers, b)
+	e.mu.Unlock()
+	return b
+}
+
+// StartBroker (re)starts a broker process-equivalent with the given
+// runtime, as a broker restart would, and waits until it is online.
+func (e *Env) StartBroker(b *Broker, rt *fake.Runtime) {
+	e.T.Helper()
+	var err error
+	b.Runtime = rt
+	b.Broker, err = broker.New(broker.Config{HubEndpoint: e.URL, BrokerID: b.ID, Name: b.Name, Secret: []byte(b.Secret),
+		Runtime: rt, DataDir: b.DataDir, Version: "test", Logger: e.log.With("broker", b.Name),
+		HeartbeatInterval: e.opts.HeartbeatInterval, Grace: e.opts.Grace, MaxBackoff: time.Second})
+	if err != nil {
+		e.T.Fatalf("testenv: broker %s: %v", b.Name, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	b.cancel, b.done = cancel, make(chan struct{})
+	go func() { defer close(b.done); _ = b.Broker.Run(ctx) }()
+	e.WaitBrokerStatus(b.ID, api.BrokerOnline)
+}
+
+// StopBroker stops a broker's daemon (its agents keep running in the
+// runtime, as they would on a real host).
+func (e *Env) StopBroker(b *Broker) {
+	if b.cancel != nil {
+		b.cancel()
+		<-b.done
+		b.cancel = nil
+	}
+}
+
+// Brokers returns the started brokers.
+func (e *Env) Brokers() []*Broker {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]*Broker(nil), e.brokers...)
+}
+
+// Close stops everything.
+func (e *Env) Close() {
+	for _, b := range e.Brokers() {
+		e.StopBroker(b)
+	}
+	e.Hub.Close()
+	e.Server.Close()
+	_ = e.Store.Close()
+}
+
+// WaitBrokerStatus waits until the Hub reports the broker online/offline.
+func (e *Env) WaitBrokerStatus(id, status string) {
+	e.T.Helper()
+	Eventually(e.T, 15*time.Second, func() error {
+		b, err := e.Admin.GetBroker(context.Background(), id)
+		if err != nil {
+			return err
+		}
+		if b.Status != status {
+			return fmt.Errorf("broker %s is %s, want %s", b.Name, b.Status, status)
+		}
+		return nil
+	})
+}
+
+// Eventually polls cond until it returns nil or timeout passes, then
+// fails with cond's last error.
+func Eventually(t testing.TB, timeout time.Duration, cond func() error) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	wait := 5 * time.Millisecond
+	for {
+		err := cond()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("condition not met within %v: %v", timeout, err)
+		}
+		time.Sleep(wait)
+		if wait < 100*time.Millisecond {
+			wait *= 2
+		}
+	}
+}
+
+func tempDir(t testing.TB) string {
+	if tt, ok := t.(interface{ TempDir() string }); ok {
+		return tt.TempDir()
+	}
+	d, _ := os.MkdirTemp("", "scion-testenv")
+	return d
+}
