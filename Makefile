@@ -1,0 +1,33 @@
+# Scion: make build | demo | test | lint | bench
+GO      ?= go
+VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -s -w -X github.com/scion-go/scion/cli.Version=$(VERSION)
+# Keep builds and test binaries within the machine's two cores.
+export GOFLAGS := -buildvcs=false
+PKGS    ?= ./...
+
+.PHONY: build demo test test-short lint bench clean
+
+build:
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/scion ./cmd/scion
+
+# The main job: a workstation Hub with a local broker and a demo agent.
+demo: build
+	scripts/demo.sh
+
+# The whole suite, PostgreSQL included (.ci/postgres.sh installs and starts it).
+test: build
+	@eval "$$(.ci/postgres.sh)" && SCION_BIN=$(CURDIR)/bin/scion $(GO) test -p 2 -count=1 -timeout 30m $(PKGS)
+
+test-short:
+	$(GO) test -short -count=1 $(PKGS)
+
+lint:
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); echo 'gofmt needed'; exit 1)
+	$(GO) vet ./...
+
+bench: build
+	@eval "$$(.ci/postgres.sh)" && $(GO) run ./bench/wire && $(GO) run ./bench/hub
+
+clean:
+	rm -rf bin
