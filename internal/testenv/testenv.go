@@ -117,7 +117,7 @@ func New(t testing.TB, opts Options) *Env {
 	t.Cleanup(e.Close)
 	for i := 1; i <= opts.Brokers; i++ {
 		b := e.AddBroker(fmt.Sprintf("b%d", i))
-		if err := e.Admin.ProvideProject(ctx, b.ID, "default"); err != nil {
+		if _, err := e.Admin.ProvideProject(ctx, b.ID, "default"); err != nil {
 			t.Fatalf("testenv: provide: %v", err)
 		}
 	}
