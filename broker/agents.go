@@ -1,0 +1,249 @@
+package broker
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/runtime"
+	"github.com/scion-go/scion/wire"
+)
+
+// cleanupTimeout bounds undoing a failed create; the undo runs even when
+// the request's own context is what failed.
+const cleanupTimeout = 30 * time.Second
+
+// createAgent provisions an agent: its broker-local directories, its
+// workspace and its container, started if spec.Start. On failure it undoes
+// what it did, so a create either completes or leaves nothing behind.
+func (b *Broker) createAgent(ctx context.Context, spec wire.AgentSpec) (_ runtime.Status, err error) {
+	if err := validID("project ID", spec.ProjectID); err != nil {
+		return runtime.Status{}, err
+	}
+	image, command, err := resolveHarness(spec)
+	if err != nil {
+		return runtime.Status{}, err
+	}
+	// A second create must not touch a live agent: undoing its failure
+	// would delete the first one's directories.
+	if _, err := b.rt.Inspect(ctx, spec.AgentID); err == nil {
+		return runtime.Status{}, api.Conflict(api.CodeAlreadyExists, "agent %s already exists on runtime broker %s", spec.AgentID, b.cfg.BrokerID)
+	} else if !errors.Is(err, runtime.ErrNotFound) {
+		return runtime.Status{}, err
+	}
+
+	var undo []func(context.Context)
+	defer func() {
+		if err == nil {
+			return
+		}
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+		defer cancel()
+		for i := len(undo) - 1; i >= 0; i-- {
+			undo[i](cctx)
+		}
+	}()
+
+	dir := b.layout.agentDir(spec.ProjectID, spec.AgentID)
+	if !b.layout.within(dir) {
+		return runtime.Status{}, api.BadRequest("agent directory %s is outside the data directory", dir)
+	}
+	// A directory without a container is a leftover (a crash mid-create,
+	// a container removed by hand); reuse it, and on failure remove only
+	// what this create made.
+	if _, serr := os.Stat(dir); errors.Is(serr, os.ErrNotExist) {
+		undo = append(undo, func(context.Context) { b.removeDir(dir) })
+	}
+	home := filepath.Join(dir, "home")
+	if err := os.MkdirAll(home, 0o700); err != nil {
+		return runtime.Status{}, fmt.Errorf("agent directory: %w", err)
+	}
+	work, err := b.ws.Prepare(ctx, spec)
+	if err != nil {
+		return runtime.Status{}, err
+	}
+	undo = append(undo, func(c context.Context) {
+		if err := b.ws.Remove(c, spec.AgentID); err != nil {
+			b.log.Warn("undo create: remove workspace", "agent", spec.AgentID, "err", err)
+		}
+	})
+
+	rs := runtime.Spec{
+		AgentID:   spec.AgentID,
+		RunID:     spec.RunID,
+		BrokerID:  b.cfg.BrokerID,
+		ProjectID: spec.ProjectID,
+		Slug:      spec.Slug,
+		Image:     image,
+		Command:   command,
+		Env:       b.agentEnv(spec),
+		WorkDir:   work,
+		HomeDir:   home,
+	}
+	rs.Labels = runtime.SpecLabels(rs)
+	st, err := b.rt.Create(ctx, rs)
+	if err != nil {
+		return runtime.Status{}, err
+	}
+	undo = append(undo, func(c context.Context) {
+		if err := b.rt.Delete(c, spec.AgentID); err != nil && !errors.Is(err, runtime.ErrNotFound) {
+			b.log.Warn("undo create: delete container", "agent", spec.AgentID, "err", err)
+		}
+	})
+	if spec.Start {
+		if st, err = b.rt.Start(ctx, spec.AgentID); err != nil {
+			return runtime.Status{}, err
+		}
+	}
+	return st, nil
+}
+
+// defaultPath is the PATH of an agent when neither its spec nor the
+// broker's environment has one.
+const defaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+// agentEnv is the agent's environment: the spec's, with the variables the
+// scion CLI inside the agent reads to reach the Hub as this agent. Those
+// are set by the broker and win over the spec's.
+func (b *Broker) agentEnv(spec wire.AgentSpec) map[string]string {
+	env := maps.Clone(spec.Env)
+	if env == nil {
+		env = map[string]string{}
+	}
+	hub := spec.HubURL
+	if hub == "" {
+		hub = b.cfg.HubEndpoint
+	}
+	env[api.EnvHubEndpoint] = hub
+	env[api.EnvHubURL] = hub
+	env[api.EnvAgentToken] = spec.AgentToken
+	env[api.EnvAgentID] = spec.AgentID
+	env[api.EnvProject] = spec.ProjectName
+	if b.cfg.ScionBinary != "" {
+		path := cmp.Or(env["PATH"], os.Getenv("PATH"), defaultPath)
+		env["PATH"] = filepath.Dir(b.cfg.ScionBinary) + string(os.PathListSeparator) + path
+	}
+	return env
+}
+
+func (b *Broker) startAgent(ctx context.Context, ref wire.AgentRef) (runtime.Status, error) {
+	return b.rt.Start(ctx, ref.AgentID)
+}
+
+func (b *Broker) stopAgent(ctx context.Context, ref wire.AgentRef) (runtime.Status, error) {
+	return b.rt.Stop(ctx, ref.AgentID, b.stopGrace(ref))
+}
+
+func (b *Broker) restartAgent(ctx context.Context, ref wire.AgentRef) (runtime.Status, error) {
+	if _, err := b.rt.Stop(ctx, ref.AgentID, b.stopGrace(ref)); err != nil {
+		return runtime.Status{}, err
+	}
+	return b.rt.Start(ctx, ref.AgentID)
+}
+
+func (b *Broker) suspendAgent(ctx context.Context, ref wire.AgentRef) (runtime.Status, error) {
+	return b.rt.Suspend(ctx, ref.AgentID)
+}
+
+func (b *Broker) resumeAgent(ctx context.Context, ref wire.AgentRef) (runtime.Status, error) {
+	return b.rt.Resume(ctx, ref.AgentID)
+}
+
+func (b *Broker) inspectAgent(ctx context.Context, ref wire.AgentRef) (runtime.Status, error) {
+	return b.rt.Inspect(ctx, ref.AgentID)
+}
+
+func (b *Broker) stopGrace(ref wire.AgentRef) time.Duration {
+	if ref.GraceMS > 0 {
+		return time.Duration(ref.GraceMS) * time.Millisecond
+	}
+	return b.cfg.StopGrace
+}
+
+// deleteAgent removes the agent's container, workspace and broker-local
+// directory. A container that is already gone is fine as long as there is
+// something left to clean; an agent unknown to both is agent_not_found.
+func (b *Broker) deleteAgent(ctx context.Context, ref wire.AgentRef) (runtime.Status, error) {
+	err := b.rt.Delete(ctx, ref.AgentID)
+	gone := errors.Is(err, runtime.ErrNotFound)
+	if err != nil && !gone {
+		return runtime.Status{}, err
+	}
+	dirs, err := b.layout.findAgentDirs(ref.AgentID)
+	if err != nil {
+		return runtime.Status{}, err
+	}
+	if gone && len(dirs) == 0 {
+		return runtime.Status{}, runtime.ErrNotFound
+	}
+	if err := b.ws.Remove(ctx, ref.AgentID); err != nil {
+		return runtime.Status{}, err
+	}
+	for _, d := range dirs {
+		b.removeDir(d)
+	}
+	return runtime.Status{AgentID: ref.AgentID, RunID: ref.RunID, State: runtime.StateMissing}, nil
+}
+
+// removeDir removes an agent directory, refusing anything outside the data
+// directory whatever the path says.
+func (b *Broker) removeDir(dir string) {
+	if !b.layout.within(dir) {
+		b.log.Error("refusing to remove a directory outside the data directory", "dir", dir)
+		return
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		b.log.Warn("remove agent directory", "dir", dir, "err", err)
+	}
+}
+
+// agentLocks serializes the commands for one agent while letting different
+// agents proceed concurrently. Entries live only while someone holds or
+// waits for them, so the map does not grow with every agent ever seen.
+type agentLocks struct {
+	mu sync.Mutex
+	m  map[string]*agentLock
+}
+
+type agentLock struct {
+	sem  chan struct{} // a one-slot semaphore, so waiting can honour ctx
+	refs int
+}
+
+// lock waits for the agent's lock; it gives up when ctx ends.
+func (l *agentLocks) lock(ctx context.Context, agentID string) (unlock func(), err error) {
+	l.mu.Lock()
+	if l.m == nil {
+		l.m = map[string]*agentLock{}
+	}
+	e := l.m[agentID]
+	if e == nil {
+		e = &agentLock{sem: make(chan struct{}, 1)}
+		l.m[agentID] = e
+	}
+	e.refs++
+	l.mu.Unlock()
+
+	select {
+	case e.sem <- struct{}{}:
+		return func() { <-e.sem; l.release(agentID, e) }, nil
+	case <-ctx.Done():
+		l.release(agentID, e)
+		return nil, ctxError(ctx.Err())
+	}
+}
+
+func (l *agentLocks) release(agentID string, e *agentLock) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if e.refs--; e.refs == 0 {
+		delete(l.m, agentID)
+	}
+}

@@ -1,0 +1,213 @@
+// Package broker is the Runtime Broker daemon: it keeps one control channel
+// (a WebSocket) to its Hub, answers the Hub's lifecycle commands by driving
+// a runtime.Runtime, and reports what the runtime observes back to the Hub.
+//
+// The broker dials the Hub, never the other way round, so it works behind
+// NAT. Each connection starts with a hello that carries the broker's
+// inventory, which lets the Hub reconcile whatever changed while the channel
+// was down. Agents outlive the broker process: stopping the broker closes
+// the channel and leaves the containers running.
+package broker
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/scion-go/scion/runtime"
+	"github.com/scion-go/scion/wire"
+)
+
+// Config configures a Broker. HubEndpoint, BrokerID, Secret, Runtime and
+// DataDir are required; zero values of the rest mean the defaults.
+type Config struct {
+	// HubEndpoint is the Hub's base URL (http, https, ws or wss).
+	HubEndpoint    string
+	BrokerID, Name string
+	// Secret is the HMAC key from register/join that signs the upgrade.
+	Secret       []byte
+	Runtime      runtime.Runtime
+	DataDir      string
+	Version      string
+	Capabilities []string
+	Profiles     []wire.Profile
+	Logger       *slog.Logger
+	// HeartbeatInterval and Grace tune the channel's dead-peer detection
+	// (defaults: those of wire.Options).
+	HeartbeatInterval, Grace time.Duration
+	// MinBackoff and MaxBackoff bound the reconnect delay (100ms, 10s).
+	MinBackoff, MaxBackoff time.Duration
+	// StopGrace is the stop grace period when a command gives none (10s).
+	StopGrace  time.Duration
+	HTTPClient *http.Client
+	// ScionBinary is the path of the static scion binary exposed to agents;
+	// its directory is put first on their PATH. Optional.
+	ScionBinary string
+	// Workspaces provides agent workspaces (default: an empty directory
+	// per agent).
+	Workspaces Workspaces
+	// Idempotency remembers completed keyed commands (default: an
+	// in-memory LRU).
+	Idempotency IdempotencyStore
+}
+
+// Status is a snapshot of the broker's connection to its Hub.
+type Status struct {
+	Connected   bool
+	SessionID   string
+	HubEndpoint string
+	// LastConnect is when the last hello was accepted.
+	LastConnect time.Time
+	// Reconnects counts the sessions established after the first one.
+	Reconnects int
+	// LastError is why the last dial, hello or session failed.
+	LastError string
+}
+
+// Broker is a Runtime Broker. Create it with New and run it with Run.
+type Broker struct {
+	cfg     Config
+	log     *slog.Logger
+	rt      runtime.Runtime
+	url     string // the control channel's WebSocket URL
+	layout  layout
+	ws      Workspaces
+	dedup   *dedup
+	locks   agentLocks
+	running atomic.Bool
+
+	mu      sync.Mutex
+	conn    *wire.Conn // the current session's channel once hello succeeded
+	status  Status
+	changed chan struct{} // closed and replaced on every status change
+}
+
+// New checks cfg, fills in defaults and creates the data directory.
+func New(cfg Config) (*Broker, error) {
+	switch {
+	case cfg.BrokerID == "":
+		return nil, errors.New("broker: BrokerID is required")
+	case len(cfg.Secret) == 0:
+		return nil, errors.New("broker: Secret is required")
+	case cfg.Runtime == nil:
+		return nil, errors.New("broker: Runtime is required")
+	case cfg.DataDir == "":
+		return nil, errors.New("broker: DataDir is required")
+	}
+	u, err := connectURL(cfg.HubEndpoint)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.DataDir, err = filepath.Abs(cfg.DataDir); err != nil {
+		return nil, fmt.Errorf("broker: data dir: %w", err)
+	}
+	// Fail at start-up, not at the first create, if it cannot be made.
+	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+		return nil, fmt.Errorf("broker: data dir: %w", err)
+	}
+	if cfg.ScionBinary != "" {
+		if cfg.ScionBinary, err = filepath.Abs(cfg.ScionBinary); err != nil {
+			return nil, fmt.Errorf("broker: scion binary: %w", err)
+		}
+	}
+	if cfg.Name == "" {
+		cfg.Name = cfg.BrokerID
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	cfg.MinBackoff = cmp.Or(cfg.MinBackoff, 100*time.Millisecond)
+	cfg.MaxBackoff = max(cmp.Or(cfg.MaxBackoff, 10*time.Second), cfg.MinBackoff)
+	cfg.StopGrace = cmp.Or(cfg.StopGrace, 10*time.Second)
+	if !slices.Contains(cfg.Capabilities, wire.CapLogsFollow) {
+		cfg.Capabilities = append(slices.Clone(cfg.Capabilities), wire.CapLogsFollow)
+	}
+	l := layout{root: cfg.DataDir}
+	if cfg.Workspaces == nil {
+		cfg.Workspaces = emptyWorkspaces{layout: l}
+	}
+	if cfg.Idempotency == nil {
+		cfg.Idempotency = NewMemoryStore(0)
+	}
+	return &Broker{
+		cfg:     cfg,
+		log:     cfg.Logger.With("broker", cfg.BrokerID),
+		rt:      cfg.Runtime,
+		url:     u,
+		layout:  l,
+		ws:      cfg.Workspaces,
+		dedup:   newDedup(cfg.Idempotency),
+		status:  Status{HubEndpoint: cfg.HubEndpoint},
+		changed: make(chan struct{}),
+	}, nil
+}
+
+// Run keeps the control channel up until ctx ends, then closes it and
+// returns nil. It does not stop agents: they outlive the broker process,
+// and the next hello reports them. Run may be called once.
+func (b *Broker) Run(ctx context.Context) error {
+	if !b.running.CompareAndSwap(false, true) {
+		return errors.New("broker: Run called twice")
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() { b.forwardEvents(ctx) })
+	defer wg.Wait()
+	b.connectLoop(ctx)
+	return nil
+}
+
+// Status returns a snapshot of the connection state.
+func (b *Broker) Status() Status {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.status
+}
+
+// WaitConnected blocks until the broker has a session with the Hub (its
+// hello was accepted) or ctx ends.
+func (b *Broker) WaitConnected(ctx context.Context) error {
+	return b.waitStatus(ctx, func(s Status) bool { return s.Connected })
+}
+
+// waitStatus blocks until cond holds for the status or ctx ends.
+func (b *Broker) waitStatus(ctx context.Context, cond func(Status) bool) error {
+	for {
+		b.mu.Lock()
+		ok, ch := cond(b.status), b.changed
+		b.mu.Unlock()
+		if ok {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// update runs f (which changes b.status or b.conn) under the lock and
+// wakes the waiters.
+func (b *Broker) update(f func()) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	f()
+	close(b.changed)
+	b.changed = make(chan struct{})
+}
+
+// currentConn is the channel of the live session, or nil.
+func (b *Broker) currentConn() *wire.Conn {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.conn
+}

@@ -1,0 +1,209 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/runtime"
+	"github.com/scion-go/scion/wire"
+)
+
+// register installs the Hub-to-broker methods on a new channel.
+func (b *Broker) register(c *wire.Conn) {
+	c.Handle(wire.MethodAgentCreate, b.keyed(b.handleCreate))
+	c.Handle(wire.MethodAgentStart, b.keyed(b.onAgent(b.startAgent)))
+	c.Handle(wire.MethodAgentStop, b.keyed(b.onAgent(b.stopAgent)))
+	c.Handle(wire.MethodAgentRestart, b.keyed(b.onAgent(b.restartAgent)))
+	c.Handle(wire.MethodAgentSuspend, b.keyed(b.onAgent(b.suspendAgent)))
+	c.Handle(wire.MethodAgentResume, b.keyed(b.onAgent(b.resumeAgent)))
+	c.Handle(wire.MethodAgentDelete, b.keyed(b.onAgent(b.deleteAgent)))
+	c.Handle(wire.MethodAgentInspect, b.onAgent(b.inspectAgent))
+	c.HandleStream(wire.MethodAgentLogs, b.handleLogs)
+	c.Handle(wire.MethodInventory, func(ctx context.Context, _ *wire.Request) (any, error) {
+		return b.inventory(ctx)
+	})
+	c.Handle(wire.MethodEcho, func(_ context.Context, req *wire.Request) (any, error) {
+		return req.Body, nil
+	})
+}
+
+// keyed makes a handler idempotent for requests that carry a key. Keys are
+// scoped by method so that a key reused by mistake for another command
+// never answers it with the wrong result.
+func (b *Broker) keyed(h wire.Handler) wire.Handler {
+	return func(ctx context.Context, req *wire.Request) (any, error) {
+		if req.Key == "" {
+			return h(ctx, req)
+		}
+		return b.dedup.do(ctx, req.Method+"\x00"+req.Key, func() (any, error) { return h(ctx, req) })
+	}
+}
+
+func (b *Broker) handleCreate(ctx context.Context, req *wire.Request) (any, error) {
+	var spec wire.AgentSpec
+	if err := req.Decode(&spec); err != nil {
+		return nil, api.BadRequest("%s: %v", req.Method, err)
+	}
+	if err := validID("agent ID", spec.AgentID); err != nil {
+		return nil, err
+	}
+	unlock, err := b.locks.lock(ctx, spec.AgentID)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	st, err := b.createAgent(ctx, spec)
+	if err != nil {
+		return nil, b.opError(req.Method, spec.AgentID, err)
+	}
+	return agentStatus(st), nil
+}
+
+// onAgent adapts a lifecycle operation on one agent to a handler: it
+// decodes the AgentRef, holds the agent's lock while op runs (commands for
+// one agent never interleave) and maps runtime errors to API errors.
+func (b *Broker) onAgent(op func(context.Context, wire.AgentRef) (runtime.Status, error)) wire.Handler {
+	return func(ctx context.Context, req *wire.Request) (any, error) {
+		var ref wire.AgentRef
+		if err := req.Decode(&ref); err != nil {
+			return nil, api.BadRequest("%s: %v", req.Method, err)
+		}
+		if err := validID("agent ID", ref.AgentID); err != nil {
+			return nil, err
+		}
+		unlock, err := b.locks.lock(ctx, ref.AgentID)
+		if err != nil {
+			return nil, err
+		}
+		defer unlock()
+		st, err := op(ctx, ref)
+		if err != nil {
+			return nil, b.opError(req.Method, ref.AgentID, err)
+		}
+		return agentStatus(st), nil
+	}
+}
+
+// logChunkSize bounds one LogChunk's data.
+const logChunkSize = 32 << 10
+
+// handleLogs streams an agent's output. It does not take the agent's lock:
+// a followed log lasts as long as the agent, and reading it must not block
+// a stop.
+func (b *Broker) handleLogs(ctx context.Context, req *wire.Request, send func(any) error) error {
+	var lr wire.LogsRequest
+	if err := req.Decode(&lr); err != nil {
+		return api.BadRequest("%s: %v", req.Method, err)
+	}
+	if err := validID("agent ID", lr.AgentID); err != nil {
+		return err
+	}
+	rc, err := b.rt.Logs(ctx, lr.AgentID, lr.Follow)
+	if err != nil {
+		return b.opError(req.Method, lr.AgentID, err)
+	}
+	defer rc.Close()
+	buf := make([]byte, logChunkSize)
+	var pending int // bytes of an incomplete UTF-8 sequence kept at buf[0:]
+	for {
+		n, rerr := rc.Read(buf[pending:])
+		n += pending
+		// Data is a JSON string: hold back a rune split across reads so it
+		// is not replaced by U+FFFD, unless the stream ends here.
+		cut := n
+		if rerr == nil {
+			cut = completeUTF8(buf[:n])
+		}
+		if cut > 0 {
+			if err := send(wire.LogChunk{Stream: "stdout", Data: string(buf[:cut])}); err != nil {
+				return err
+			}
+		}
+		pending = copy(buf, buf[cut:n])
+		if errors.Is(rerr, io.EOF) {
+			return nil
+		}
+		if rerr != nil {
+			if ctx.Err() != nil {
+				return ctxError(ctx.Err())
+			}
+			return b.opError(req.Method, lr.AgentID, rerr)
+		}
+	}
+}
+
+// completeUTF8 returns the length of the longest prefix of p that does not
+// end inside a multi-byte UTF-8 sequence (invalid bytes count as complete).
+func completeUTF8(p []byte) int {
+	for i := len(p) - 1; i >= 0 && i >= len(p)-utf8.UTFMax; i-- {
+		if !utf8.RuneStart(p[i]) {
+			continue
+		}
+		if !utf8.FullRune(p[i:]) {
+			return i
+		}
+		break
+	}
+	return len(p)
+}
+
+func (b *Broker) inventory(ctx context.Context) (wire.Inventory, error) {
+	sts, err := b.rt.Inventory(ctx)
+	if err != nil {
+		return wire.Inventory{}, b.opError(wire.MethodInventory, "", err)
+	}
+	inv := wire.Inventory{Agents: make([]wire.AgentStatus, 0, len(sts))}
+	for _, s := range sts {
+		inv.Agents = append(inv.Agents, agentStatus(s))
+	}
+	return inv, nil
+}
+
+// agentStatus converts a runtime status to its wire form.
+func agentStatus(s runtime.Status) wire.AgentStatus {
+	w := wire.AgentStatus{
+		AgentID:   s.AgentID,
+		RunID:     s.RunID,
+		ProjectID: s.Labels[runtime.LabelProjectID],
+		State:     s.State,
+		ExitCode:  s.ExitCode,
+		Message:   s.Message,
+		Labels:    s.Labels,
+	}
+	if !s.StartedAt.IsZero() {
+		t := s.StartedAt
+		w.StartedAt = &t
+	}
+	return w
+}
+
+// opError turns an error of an agent operation into the API error sent to
+// the Hub: API errors pass as they are, a missing container is
+// agent_not_found, an expired request a timeout, anything else a
+// runtime_error that names the runtime, the operation and the cause.
+func (b *Broker) opError(op, agentID string, err error) error {
+	var ae *api.Error
+	switch {
+	case errors.As(err, &ae):
+		return ae
+	case errors.Is(err, runtime.ErrNotFound):
+		return api.NotFound(api.CodeAgentNotFound, "agent %s not found on runtime broker %s", agentID, b.cfg.BrokerID)
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+		return ctxError(err)
+	}
+	e := api.Errorf(http.StatusBadGateway, api.CodeRuntimeError, "%s runtime: %s: %v", b.rt.Name(), strings.TrimSpace(op+" "+agentID), err)
+	return e.WithDetail("runtime", b.rt.Name())
+}
+
+// ctxError maps the error of an ended context to an API error.
+func ctxError(err error) *api.Error {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return api.Errorf(http.StatusGatewayTimeout, api.CodeBrokerTimeout, "request deadline expired on the runtime broker")
+	}
+	return api.Errorf(http.StatusServiceUnavailable, api.CodeBrokerUnavailable, "request cancelled")
+}

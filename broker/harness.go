@@ -1,0 +1,65 @@
+package broker
+
+import (
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/wire"
+)
+
+// harness describes how to run one kind of agent. The broker never talks to
+// an LLM itself; it only starts the harness's command with its credentials.
+type harness struct {
+	// Image and Command are the defaults when the spec gives none.
+	Image   string
+	Command []string
+	// AuthEnv names the environment variables that can authenticate the
+	// harness; at least one of them must be set (if the list is not empty).
+	AuthEnv []string
+}
+
+// harnesses is the table of known harnesses, by AgentSpec.Harness. An empty
+// name means generic.
+var harnesses = map[string]harness{
+	"generic": {},
+	"claude": {
+		Image:   "scion-claude:latest",
+		Command: []string{"claude", "--dangerously-skip-permissions"},
+		AuthEnv: []string{"ANTHROPIC_API_KEY", "CLAUDE_CODE_OAUTH_TOKEN"},
+	},
+	"gemini": {
+		Image:   "scion-gemini:latest",
+		Command: []string{"gemini", "--yolo"},
+		AuthEnv: []string{"GEMINI_API_KEY", "GOOGLE_API_KEY"},
+	},
+}
+
+// resolveHarness gives the image and command to run for spec, or an
+// invalid_request error naming what is missing.
+func resolveHarness(spec wire.AgentSpec) (image string, command []string, err error) {
+	name := spec.Harness
+	if name == "" {
+		name = "generic"
+	}
+	h, ok := harnesses[name]
+	if !ok {
+		known := slices.Sorted(maps.Keys(harnesses))
+		return "", nil, api.BadRequest("unknown harness %q (known: %s)", spec.Harness, strings.Join(known, ", "))
+	}
+	image, command = h.Image, h.Command
+	if spec.Image != "" {
+		image = spec.Image
+	}
+	if len(spec.Command) > 0 {
+		command = spec.Command
+	}
+	if len(command) == 0 {
+		return "", nil, api.BadRequest("harness %s needs a command", name)
+	}
+	if len(h.AuthEnv) > 0 && !slices.ContainsFunc(h.AuthEnv, func(k string) bool { return spec.Env[k] != "" }) {
+		return "", nil, api.BadRequest("harness %s needs one of these environment variables: %s", name, strings.Join(h.AuthEnv, ", "))
+	}
+	return image, slices.Clone(command), nil
+}

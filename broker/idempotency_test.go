@@ -1,0 +1,123 @@
+package broker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+
+	"github.com/scion-go/scion/api"
+)
+
+func TestMemoryStoreEvictsLeastRecentlyUsed(t *testing.T) {
+	s := NewMemoryStore(2)
+	s.Put("a", Result{Body: json.RawMessage(`1`)})
+	s.Put("b", Result{Body: json.RawMessage(`2`)})
+	s.Get("a") // a is now more recent than b
+	s.Put("c", Result{Body: json.RawMessage(`3`)})
+	if _, ok := s.Get("b"); ok {
+		t.Error("b should have been evicted")
+	}
+	for _, k := range []string{"a", "c"} {
+		if _, ok := s.Get(k); !ok {
+			t.Errorf("%s should be kept", k)
+		}
+	}
+}
+
+func TestDedupRunsOnceAndCoalesces(t *testing.T) {
+	d := newDedup(NewMemoryStore(0))
+	var runs atomic.Int32
+	release := make(chan struct{})
+	fn := func() (any, error) {
+		runs.Add(1)
+		<-release
+		return map[string]int{"n": 1}, nil
+	}
+	var wg sync.WaitGroup
+	results := make([]string, 5)
+	for i := range results {
+		wg.Go(func() {
+			v, err := d.do(context.Background(), "k", fn)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			results[i] = string(v.(json.RawMessage))
+		})
+	}
+	// The concurrent callers are parked on the flight (or will find the
+	// stored result); let the one running finish.
+	close(release)
+	wg.Wait()
+	if n := runs.Load(); n != 1 {
+		t.Fatalf("fn ran %d times, want 1", n)
+	}
+	v, _ := d.do(context.Background(), "k", fn)
+	for _, r := range append(results, string(v.(json.RawMessage))) {
+		if r != `{"n":1}` {
+			t.Fatalf("result %q, want {\"n\":1}", r)
+		}
+	}
+}
+
+func TestDedupRemembersOnlyFinalErrors(t *testing.T) {
+	d := newDedup(NewMemoryStore(0))
+	for _, tc := range []struct {
+		err      error
+		rerun    bool
+		wantCode string
+	}{
+		{api.BadRequest("no"), false, api.CodeInvalidRequest},
+		{api.NotFound(api.CodeAgentNotFound, "gone"), false, api.CodeAgentNotFound},
+		{api.Errorf(502, api.CodeRuntimeError, "boom"), true, api.CodeRuntimeError},
+		{errors.New("plain"), true, api.CodeInternal},
+	} {
+		key := fmt.Sprint(tc.err)
+		var runs int
+		fn := func() (any, error) { runs++; return nil, tc.err }
+		for range 2 {
+			if _, err := d.do(context.Background(), key, fn); !api.IsCode(err, tc.wantCode) {
+				t.Fatalf("%v: got %v, want code %s", tc.err, err, tc.wantCode)
+			}
+		}
+		if want := map[bool]int{false: 1, true: 2}[tc.rerun]; runs != want {
+			t.Errorf("%v: ran %d times, want %d", tc.err, runs, want)
+		}
+	}
+}
+
+// A duplicate waiting on an attempt that failed transiently (its caller's
+// channel dropped, say) makes its own attempt instead of inheriting that
+// failure.
+func TestDedupWaiterRetriesAfterTransientFailure(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		d := newDedup(NewMemoryStore(0))
+		release := make(chan struct{})
+		first, second := make(chan error, 1), make(chan error, 1)
+		go func() {
+			_, err := d.do(context.Background(), "k", func() (any, error) {
+				<-release
+				return nil, ctxError(context.Canceled)
+			})
+			first <- err
+		}()
+		synctest.Wait() // the first attempt is running
+		go func() {
+			_, err := d.do(context.Background(), "k", func() (any, error) { return "ok", nil })
+			second <- err
+		}()
+		synctest.Wait() // the duplicate is parked on it
+		close(release)
+		if err := <-first; !api.IsCode(err, api.CodeBrokerUnavailable) {
+			t.Fatalf("first: %v", err)
+		}
+		if err := <-second; err != nil {
+			t.Fatalf("second inherited the failure: %v", err)
+		}
+	})
+}
