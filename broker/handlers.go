@@ -15,14 +15,14 @@ import (
 
 // register installs the Hub-to-broker methods on a new channel.
 func (b *Broker) register(c *wire.Conn) {
-	c.Handle(wire.MethodAgentCreate, b.keyed(b.handleCreate))
-	c.Handle(wire.MethodAgentStart, b.keyed(b.onAgent(b.startAgent)))
-	c.Handle(wire.MethodAgentStop, b.keyed(b.onAgent(b.stopAgent)))
-	c.Handle(wire.MethodAgentRestart, b.keyed(b.onAgent(b.restartAgent)))
-	c.Handle(wire.MethodAgentSuspend, b.keyed(b.onAgent(b.suspendAgent)))
-	c.Handle(wire.MethodAgentResume, b.keyed(b.onAgent(b.resumeAgent)))
-	c.Handle(wire.MethodAgentDelete, b.keyed(b.onAgent(b.deleteAgent)))
-	c.Handle(wire.MethodAgentInspect, b.onAgent(b.inspectAgent))
+	c.Handle(wire.MethodAgentCreate, b.keyed(onAgent(b, b.createAgent)))
+	c.Handle(wire.MethodAgentStart, b.keyed(onAgent(b, b.startAgent)))
+	c.Handle(wire.MethodAgentStop, b.keyed(onAgent(b, b.stopAgent)))
+	c.Handle(wire.MethodAgentRestart, b.keyed(onAgent(b, b.restartAgent)))
+	c.Handle(wire.MethodAgentSuspend, b.keyed(onAgent(b, b.suspendAgent)))
+	c.Handle(wire.MethodAgentResume, b.keyed(onAgent(b, b.resumeAgent)))
+	c.Handle(wire.MethodAgentDelete, b.keyed(onAgent(b, b.deleteAgent)))
+	c.Handle(wire.MethodAgentInspect, onAgent(b, b.inspectAgent))
 	c.HandleStream(wire.MethodAgentLogs, b.handleLogs)
 	c.Handle(wire.MethodInventory, func(ctx context.Context, _ *wire.Request) (any, error) {
 		return b.inventory(ctx)
@@ -44,46 +44,38 @@ func (b *Broker) keyed(h wire.Handler) wire.Handler {
 	}
 }
 
-func (b *Broker) handleCreate(ctx context.Context, req *wire.Request) (any, error) {
-	var spec wire.AgentSpec
-	if err := req.Decode(&spec); err != nil {
-		return nil, api.BadRequest("%s: %v", req.Method, err)
-	}
-	if err := validID("agent ID", spec.AgentID); err != nil {
-		return nil, err
-	}
-	unlock, err := b.locks.lock(ctx, spec.AgentID)
-	if err != nil {
-		return nil, err
-	}
-	defer unlock()
-	st, err := b.createAgent(ctx, spec)
-	if err != nil {
-		return nil, b.opError(req.Method, spec.AgentID, err)
-	}
-	return agentStatus(st), nil
+// agentBody is a command body that names one agent.
+type agentBody interface {
+	wire.AgentSpec | wire.AgentRef
 }
 
-// onAgent adapts a lifecycle operation on one agent to a handler: it
-// decodes the AgentRef, holds the agent's lock while op runs (commands for
-// one agent never interleave) and maps runtime errors to API errors.
-func (b *Broker) onAgent(op func(context.Context, wire.AgentRef) (runtime.Status, error)) wire.Handler {
+// onAgent adapts an operation on one agent to a handler: it decodes the
+// body, holds the agent's lock while op runs (commands for one agent never
+// interleave) and maps runtime errors to API errors.
+func onAgent[T agentBody](b *Broker, op func(context.Context, T) (runtime.Status, error)) wire.Handler {
 	return func(ctx context.Context, req *wire.Request) (any, error) {
-		var ref wire.AgentRef
-		if err := req.Decode(&ref); err != nil {
+		var body T
+		if err := req.Decode(&body); err != nil {
 			return nil, api.BadRequest("%s: %v", req.Method, err)
 		}
-		if err := validID("agent ID", ref.AgentID); err != nil {
+		var agentID string
+		switch v := any(body).(type) {
+		case wire.AgentSpec:
+			agentID = v.AgentID
+		case wire.AgentRef:
+			agentID = v.AgentID
+		}
+		if err := validID("agent ID", agentID); err != nil {
 			return nil, err
 		}
-		unlock, err := b.locks.lock(ctx, ref.AgentID)
+		unlock, err := b.locks.lock(ctx, agentID)
 		if err != nil {
 			return nil, err
 		}
 		defer unlock()
-		st, err := op(ctx, ref)
+		st, err := op(ctx, body)
 		if err != nil {
-			return nil, b.opError(req.Method, ref.AgentID, err)
+			return nil, b.opError(req.Method, agentID, err)
 		}
 		return agentStatus(st), nil
 	}
