@@ -193,5 +193,3 @@ func redactDSN(dsn string) string {
 	}
 	return dsn
 }
-
-
