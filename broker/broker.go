@@ -140,7 +140,7 @@ func New(cfg Config) (*Broker, error) {
 	}
 	return &Broker{
 		cfg:     cfg,
-		log:     cfg.Logger.With("broker", cfg.BrokerID),
+		log:     cfg.Logger.With("broker_id", cfg.BrokerID),
 		rt:      cfg.Runtime,
 		url:     u,
 		layout:  l,
