@@ -88,6 +88,10 @@ func (r *Runtime) Stop(ctx context.Context, agentID string, grace time.Duration)
 		r.eng.mu.Unlock()
 		return runtime.Status{}, err
 	}
+	if !c.live() {
+		defer r.eng.mu.Unlock()
+		return c.snapshot(), nil
+	}
 	spec, ignoreTerm := c.spec, r.eng.ignoreTerm
 	r.eng.mu.Unlock()
 

@@ -46,6 +46,8 @@ func (f *follower) Read(p []byte) (int, error) {
 		select {
 		case <-f.closed:
 			return 0, errReaderClosed
+		case <-f.ctx.Done():
+			return 0, f.ctx.Err()
 		default:
 		}
 		f.eng.mu.Lock()

@@ -72,6 +72,8 @@ func (fl *follower) Read(p []byte) (int, error) {
 		select {
 		case <-fl.closed:
 			return 0, errReaderClosed
+		case <-fl.ctx.Done():
+			return 0, fl.ctx.Err()
 		default:
 		}
 		n, err := fl.f.Read(p)

@@ -166,6 +166,14 @@ func (s *suite) testStopGraceThenKill(t *testing.T) {
 	if got := e.inspect(spec.AgentID).State; got != runtime.StateExited {
 		t.Fatalf("Inspect after kill: state %q, want exited", got)
 	}
+	// Stopping it again is a no-op: no second grace period.
+	start = time.Now()
+	if st, err := e.rt.Stop(e.ctx, spec.AgentID, longGrace); err != nil || st.State != runtime.StateExited {
+		t.Fatalf("second Stop = %+v, %v; want exited", st, err)
+	}
+	if took := time.Since(start); took > longGrace/2 {
+		t.Errorf("Stop of an exited agent took %v", took)
+	}
 }
 
 func (s *suite) testDeleteRunning(t *testing.T) {
