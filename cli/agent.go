@@ -1,0 +1,241 @@
+package cli
+
+import (
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/client"
+)
+
+// defaultProject is the project of agent commands without --project and
+// without SCION_PROJECT in the environment.
+const defaultProject = "default"
+
+func projectOrDefault(p string) string {
+	if p != "" {
+		return p
+	}
+	if p = os.Getenv(api.EnvProject); p != "" {
+		return p
+	}
+	return defaultProject
+}
+
+// newAgentCmds returns the top-level agent commands (scion create, start, ...).
+func newAgentCmds(a *app) []*cobra.Command {
+	cmds := []*cobra.Command{newCreateCmd(a, false), newCreateCmd(a, true)}
+	for _, act := range []struct{ name, short string }{
+		{client.ActionStop, "Stop a running agent (frees its slot on the broker)"},
+		{client.ActionRestart, "Restart an agent's container"},
+		{client.ActionSuspend, "Suspend an agent, keeping its state"},
+		{client.ActionResume, "Resume a suspended agent"},
+	} {
+		cmds = append(cmds, newActionCmd(a, act.name, act.short))
+	}
+	return append(cmds, newDeleteCmd(a), newListCmd(a), newLogsCmd(a))
+}
+
+// createFlags are the flags of create and start.
+type createFlags struct {
+	project, broker, profile, harness, image string
+	env                                      []string
+}
+
+func (f *createFlags) add(cmd *cobra.Command) {
+	fs := cmd.Flags()
+	projectFlag(cmd, &f.project)
+	fs.StringVar(&f.broker, "broker", "", "Runtime Broker (name or ID); default: the Hub's broker selection")
+	fs.StringVarP(&f.profile, "profile", "p", "", "broker profile; default: the project's active profile, else the broker's default")
+	fs.StringVar(&f.harness, "harness", "", `harness to run (default: the Hub's default, "generic")`)
+	fs.StringVar(&f.image, "image", "", "container image")
+	fs.StringArrayVar(&f.env, "env", nil, "environment variable KEY=VALUE (repeatable)")
+}
+
+// nameAndCommand splits `<name> [-- command args...]`.
+func nameAndCommand(cmd *cobra.Command, args []string) (string, []string, error) {
+	dash := cmd.ArgsLenAtDash()
+	before := args
+	var command []string
+	if dash >= 0 {
+		before, command = args[:dash], args[dash:]
+	}
+	switch {
+	case len(before) == 0:
+		return "", nil, usageErrorf("%s needs the agent's name", cmd.CommandPath())
+	case len(before) > 1:
+		return "", nil, usageErrorf("unexpected argument %q: put the agent's command after --, as in: %s %s -- %s",
+			before[1], cmd.CommandPath(), before[0], strings.Join(before[1:], " "))
+	}
+	if err := validateName("agent", before[0]); err != nil {
+		return "", nil, err
+	}
+	return before[0], command, nil
+}
+
+func newCreateCmd(a *app, start bool) *cobra.Command {
+	var f createFlags
+	c := &cobra.Command{
+		Use:   "create <name> [flags] [-- command args...]",
+		Short: "Create (provision) an agent without starting it",
+		Long: `Create an agent in a project and provision it on a Runtime Broker without
+starting it. The Hub picks the broker: --broker, else the project's default
+broker, else the hub-wide default, else the only online provider. The
+profile is -p, else the project's active profile, else the broker's default.
+Inside an agent container the Hub comes from SCION_HUB_ENDPOINT; the calling
+agent's broker and profile are not inherited.`,
+		Example: `  scion create fixer --project web -- claude -p "fix the flaky test"
+  scion create batch --broker my-cloud-vm -p k8s --env MODE=fast`,
+	}
+	if start {
+		c.Use = "start <name> [flags] [-- command args...]"
+		c.Short = "Start an agent, creating it first if it does not exist"
+		c.Long = `Start an agent. If it exists in the project it is started (the creation
+flags are then ignored); otherwise it is created and started in one step,
+with the same broker and profile selection as 'scion create'.`
+		c.Example = `  scion start fixer -- claude
+  scion start fixer --broker my-cloud-vm`
+	}
+	c.Args = func(cmd *cobra.Command, args []string) error { _, _, err := nameAndCommand(cmd, args); return err }
+	c.RunE = func(cmd *cobra.Command, args []string) error {
+		name, command, _ := nameAndCommand(cmd, args)
+		if err := nonEmptyFlag(cmd, "project", "broker", "profile", "harness", "image"); err != nil {
+			return err
+		}
+		env, err := parseEnv(f.env)
+		if err != nil {
+			return err
+		}
+		project := projectOrDefault(f.project)
+		_, cl, err := a.connect()
+		if err != nil {
+			return err
+		}
+		req := api.CreateAgentRequest{Name: name, Project: project, Broker: f.broker, Profile: f.profile,
+			Harness: f.harness, Image: f.image, Command: command, Env: env, Start: start}
+		var ag *api.Agent
+		if start {
+			ag, err = startOrCreate(cmd, cl, req)
+		} else {
+			ag, err = cl.CreateAgent(cmd.Context(), req)
+		}
+		if err != nil {
+			return err
+		}
+		return a.printAgent(cmd, ag, project)
+	}
+	f.add(c)
+	return c
+}
+
+// startOrCreate starts the agent if the project has it, and otherwise
+// creates it with start=true.
+func startOrCreate(cmd *cobra.Command, cl *client.Client, req api.CreateAgentRequest) (*api.Agent, error) {
+	ctx := cmd.Context()
+	_, err := cl.GetAgent(ctx, req.Name, req.Project)
+	if isAgentNotFound(err) {
+		ag, err := cl.CreateAgent(ctx, req)
+		if !api.IsCode(err, api.CodeAlreadyExists) {
+			return ag, err
+		}
+		// Someone created it between our look-up and our create: start it.
+	} else if err != nil {
+		return nil, err
+	}
+	if ignored := ignoredCreateFlags(cmd, req); len(ignored) > 0 {
+		fmt.Fprintf(cmd.ErrOrStderr(), "warning: agent %s already exists; ignoring %s\n", req.Name, strings.Join(ignored, ", "))
+	}
+	return cl.AgentAction(ctx, req.Name, req.Project, client.ActionStart)
+}
+
+func ignoredCreateFlags(cmd *cobra.Command, req api.CreateAgentRequest) []string {
+	var out []string
+	for _, n := range []string{"broker", "profile", "harness", "image", "env"} {
+		if cmd.Flags().Changed(n) {
+			out = append(out, "--"+n)
+		}
+	}
+	if len(req.Command) > 0 {
+		out = append(out, "the command")
+	}
+	return out
+}
+
+// isAgentNotFound is true for "no such agent" but not for "no such
+// project", which creating the agent would not fix.
+func isAgentNotFound(err error) bool {
+	return api.IsCode(err, api.CodeAgentNotFound) || api.IsCode(err, api.CodeNotFound)
+}
+
+func newActionCmd(a *app, action, short string) *cobra.Command {
+	var project string
+	c := &cobra.Command{
+		Use:     action + " <name>",
+		Short:   short,
+		Example: fmt.Sprintf("  scion %s fixer --project web", action),
+		Args:    exactArgs("name"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := nonEmptyFlag(cmd, "project"); err != nil {
+				return err
+			}
+			p := projectOrDefault(project)
+			_, cl, err := a.connect()
+			if err != nil {
+				return err
+			}
+			ag, err := cl.AgentAction(cmd.Context(), args[0], p, action)
+			if err != nil {
+				return err
+			}
+			return a.printAgent(cmd, ag, p)
+		},
+	}
+	projectFlag(c, &project)
+	return c
+}
+
+func newDeleteCmd(a *app) *cobra.Command {
+	var project string
+	c := &cobra.Command{
+		Use:     "delete <name>",
+		Short:   "Delete an agent and its container",
+		Example: `  scion delete fixer --project web`,
+		Args:    exactArgs("name"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := nonEmptyFlag(cmd, "project"); err != nil {
+				return err
+			}
+			p := projectOrDefault(project)
+			_, cl, err := a.connect()
+			if err != nil {
+				return err
+			}
+			if err := cl.DeleteAgent(cmd.Context(), args[0], p); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "Deleted agent %s (project %s).\n", args[0], p)
+			return nil
+		},
+	}
+	projectFlag(c, &project)
+	return c
+}
+
+func (a *app) printAgent(cmd *cobra.Command, ag *api.Agent, project string) error {
+	if a.json() {
+		return writeJSON(cmd.OutOrStdout(), ag)
+	}
+	t := newTable(cmd.OutOrStdout(), agentHeaders...)
+	t.row(agentRow(*ag, project)...)
+	return t.flush()
+}
+
+var agentHeaders = []string{"NAME", "PROJECT", "BROKER", "PHASE", "CONTAINER", "AGE"}
+
+func agentRow(ag api.Agent, project string) []string {
+	return []string{ag.Slug, project, orDash(firstNonEmpty(ag.BrokerName, ag.BrokerID)), orDash(ag.Phase),
+		orDash(ag.ContainerStatus), age(ag.CreatedAt)}
+}

@@ -1,0 +1,122 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+
+	"github.com/scion-go/scion/client"
+)
+
+func newListCmd(a *app) *cobra.Command {
+	var project, broker string
+	var all bool
+	c := &cobra.Command{
+		Use:   "list",
+		Short: "List agents of a project, or of all projects",
+		Example: `  scion list
+  scion list --project web --broker my-cloud-vm
+  scion list --all -o json`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := nonEmptyFlag(cmd, "project", "broker"); err != nil {
+				return err
+			}
+			if all && project != "" {
+				return usageErrorf("--all and --project exclude each other")
+			}
+			_, cl, err := a.connect()
+			if err != nil {
+				return err
+			}
+			filter := client.AgentFilter{Broker: broker}
+			if !all {
+				filter.Project = projectOrDefault(project)
+			}
+			ags, err := cl.ListAllAgents(cmd.Context(), filter)
+			if err != nil {
+				return err
+			}
+			if a.json() {
+				return writeJSON(cmd.OutOrStdout(), ags)
+			}
+			names := map[string]string{}
+			if all && len(ags) > 0 {
+				names = projectNames(cmd.Context(), cl)
+			}
+			t := newTable(cmd.OutOrStdout(), agentHeaders...)
+			for _, ag := range ags {
+				p := filter.Project
+				if all {
+					p = firstNonEmpty(names[ag.ProjectID], ag.ProjectID)
+				}
+				t.row(agentRow(ag, p)...)
+			}
+			return t.flush()
+		},
+	}
+	projectFlag(c, &project)
+	c.Flags().StringVar(&broker, "broker", "", "only agents on this Runtime Broker (name or ID)")
+	c.Flags().BoolVar(&all, "all", false, "agents of every project")
+	return c
+}
+
+// projectNames maps project IDs to names for the table. It is best effort:
+// without it the table shows IDs, which is still correct.
+func projectNames(ctx context.Context, cl *client.Client) map[string]string {
+	m := map[string]string{}
+	ps, err := cl.ListAllProjects(ctx)
+	if err != nil {
+		return m
+	}
+	for _, p := range ps {
+		m[p.ID] = p.Name
+	}
+	return m
+}
+
+func newLogsCmd(a *app) *cobra.Command {
+	var project string
+	var follow bool
+	var tail int
+	c := &cobra.Command{
+		Use:   "logs <name>",
+		Short: "Print an agent's output",
+		Example: `  scion logs fixer
+  scion logs fixer -f --tail 100`,
+		Args: exactArgs("name"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := nonEmptyFlag(cmd, "project"); err != nil {
+				return err
+			}
+			if tail < 0 {
+				return usageErrorf("invalid --tail %d: must be 0 (everything) or more", tail)
+			}
+			_, cl, err := a.connect()
+			if err != nil {
+				return err
+			}
+			rc, err := cl.Logs(cmd.Context(), args[0], projectOrDefault(project), follow, tail)
+			if err != nil {
+				return err
+			}
+			defer rc.Close()
+			_, err = io.Copy(cmd.OutOrStdout(), rc)
+			// Ctrl-C is how a follow ends; it is not an error.
+			if err != nil && follow && errors.Is(cmd.Context().Err(), context.Canceled) {
+				return nil
+			}
+			if err != nil {
+				return fmt.Errorf("reading logs: %w", err)
+			}
+			return nil
+		},
+	}
+	projectFlag(c, &project)
+	c.Flags().BoolVarP(&follow, "follow", "f", false, "keep streaming new output")
+	c.Flags().IntVar(&tail, "tail", 0, "start with the last N lines (0: everything)")
+	return c
+}

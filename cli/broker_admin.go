@@ -1,0 +1,266 @@
+package cli
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/config"
+)
+
+// localReg is one of this machine's broker registrations.
+type localReg struct {
+	BrokerID     string
+	BrokerName   string
+	HubEndpoint  string                   // "" when unknown
+	Conn         *config.BrokerConnection // nil unless from broker-credentials.yaml
+	FromSettings bool                     // server.broker.broker_id
+}
+
+func fromConn(c *config.BrokerConnection) *localReg {
+	return &localReg{BrokerID: c.BrokerID, BrokerName: c.BrokerName, HubEndpoint: c.HubEndpoint, Conn: c}
+}
+
+func fromSettings(s *config.Settings) *localReg {
+	b := s.Server.Broker
+	return &localReg{BrokerID: b.BrokerID, BrokerName: b.Name, HubEndpoint: b.HubEndpoint, FromSettings: true}
+}
+
+// settingsMatch reports whether --name names the registration kept in the
+// global settings.
+func settingsMatch(s *config.Settings, name string) bool {
+	b := s.Server.Broker
+	return b.BrokerID != "" && (name == b.BrokerID || name == b.Name)
+}
+
+// brokerForHub finds the broker that provide, withdraw and status act on:
+// the stored connection named by --name, else the stored connection for the
+// CLI's Hub, else the registration in the global settings, else the
+// workstation Hub's own broker when the CLI talks to that Hub.
+func brokerForHub(t *hubTarget, name string) (*localReg, error) {
+	creds, settings, err := loadBrokerFiles()
+	if err != nil {
+		return nil, err
+	}
+	if name != "" {
+		if settingsMatch(settings, name) && len(creds.Connections) == 0 {
+			return fromSettings(settings), nil
+		}
+		c, err := creds.Select(name)
+		if err != nil {
+			return nil, err
+		}
+		return fromConn(c), nil
+	}
+	if c := creds.ForHub(t.URL); c != nil {
+		return fromConn(c), nil
+	}
+	if b := settings.Server.Broker; b.BrokerID != "" && (b.HubEndpoint == "" || sameURL(b.HubEndpoint, t.URL)) {
+		return fromSettings(settings), nil
+	}
+	ws, err := config.LoadWorkstation()
+	if err != nil {
+		return nil, err
+	}
+	if ws != nil && ws.BrokerID != "" && sameURL(ws.URL, t.URL) {
+		return &localReg{BrokerID: ws.BrokerID, HubEndpoint: ws.URL}, nil
+	}
+	return nil, fmt.Errorf("this machine has no Runtime Broker registered with %s: run 'scion runtime-broker register' (or pass --name)", t.URL)
+}
+
+// warnOtherHub prints a warning when a registration belongs to another Hub
+// than the one the request goes to.
+func warnOtherHub(cmd *cobra.Command, r *localReg, t *hubTarget) {
+	if r.HubEndpoint != "" && !sameURL(r.HubEndpoint, t.URL) {
+		fmt.Fprintf(cmd.ErrOrStderr(), "warning: broker %s (%s) is registered with %s, but this request goes to %s, the Hub the CLI selects; select that Hub with --hub or 'scion hub use'\n",
+			orDash(r.BrokerName), r.BrokerID, r.HubEndpoint, t.URL)
+	}
+}
+
+func newBrokerProvideCmd(a *app, provide bool) *cobra.Command {
+	var project, name string
+	c := &cobra.Command{
+		Use:   "provide --project <project>",
+		Short: "Authorize this broker to run a project's agents",
+		Long: `Make this machine's Runtime Broker a provider of a project, so the Hub may
+place the project's agents on it. The broker is the one registered with the
+Hub the CLI selects, or the stored connection named by --name.`,
+		Example: `  scion runtime-broker provide --project web`,
+		Args:    noArgs,
+	}
+	if !provide {
+		c.Use = "withdraw --project <project>"
+		c.Short = "Stop this broker from providing for a project"
+		c.Long = `Remove this machine's Runtime Broker from a project's providers; the Hub
+no longer places the project's new agents on it.`
+		c.Example = `  scion runtime-broker withdraw --project web`
+	}
+	c.RunE = func(cmd *cobra.Command, args []string) error {
+		if project == "" {
+			return usageErrorf("--project is required")
+		}
+		t, cl, err := a.connect()
+		if err != nil {
+			return err
+		}
+		r, err := brokerForHub(t, name)
+		if err != nil {
+			return err
+		}
+		warnOtherHub(cmd, r, t)
+		call, verb := cl.ProvideProject, "now provides for"
+		if !provide {
+			call, verb = cl.WithdrawProject, "no longer provides for"
+		}
+		b, err := call(cmd.Context(), r.BrokerID, project)
+		if err != nil {
+			return err
+		}
+		if a.json() {
+			return writeJSON(cmd.OutOrStdout(), b)
+		}
+		fmt.Fprintf(cmd.OutOrStdout(), "Runtime Broker %s %s project %s.\n", b.Name, verb, project)
+		return nil
+	}
+	c.Flags().StringVar(&project, "project", "", "project name or ID (required)")
+	c.Flags().StringVar(&name, "name", "", "stored broker connection to use (default: the one for the selected Hub)")
+	return c
+}
+
+// brokerStatus is what status prints with -o json: the Hub's record of the
+// broker plus the local hub_endpoint.
+type brokerStatus struct {
+	api.RuntimeBroker
+	LocalHubEndpoint string `json:"localHubEndpoint"`
+}
+
+func newBrokerStatusCmd(a *app) *cobra.Command {
+	var name string
+	c := &cobra.Command{
+		Use:   "status",
+		Short: "Show this broker's own state as the Hub sees it",
+		Example: `  scion runtime-broker status
+  scion runtime-broker status --name gpu-box -o json`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			t, cl, err := a.connect()
+			if err != nil {
+				return err
+			}
+			r, err := brokerForHub(t, name)
+			if err != nil {
+				return err
+			}
+			warnOtherHub(cmd, r, t)
+			settings, err := config.LoadSettings()
+			if err != nil {
+				return err
+			}
+			b, err := cl.GetBroker(cmd.Context(), r.BrokerID)
+			if err != nil {
+				return err
+			}
+			st := brokerStatus{*b, settings.Server.Broker.HubEndpoint}
+			if a.json() {
+				return writeJSON(cmd.OutOrStdout(), st)
+			}
+			projects := b.Projects
+			if len(projects) > 0 {
+				names := projectNames(cmd.Context(), cl)
+				projects = make([]string, len(b.Projects))
+				for i, id := range b.Projects {
+					projects[i] = firstNonEmpty(names[id], id)
+				}
+			}
+			return keyValues(cmd.OutOrStdout(),
+				"Name", b.Name,
+				"ID", b.ID,
+				"Status", b.Status,
+				"Last seen", ago(b.LastSeen),
+				"Running agents", fmt.Sprint(b.RunningAgents),
+				"Limit", limitText(b.EffectiveMaxAgents),
+				"Auto-provide", yesNo(b.AutoProvide),
+				"Projects", strings.Join(projects, ", "),
+				"Capabilities", strings.Join(b.Capabilities, ", "),
+				"Hub", t.URL,
+				// The Hub the local broker process dials, which may differ.
+				"server.broker.hub_endpoint", firstNonEmpty(st.LocalHubEndpoint, "(unset)"))
+		},
+	}
+	c.Flags().StringVar(&name, "name", "", "stored broker connection to show (default: the one for the selected Hub)")
+	return c
+}
+
+func newBrokerDeregisterCmd(a *app) *cobra.Command {
+	var name string
+	c := &cobra.Command{
+		Use:   "deregister",
+		Short: "Remove this broker's registration from the Hub",
+		Long: `Deregister this machine's Runtime Broker. The registration is taken from the
+broker's stored connections (choose one with --name when there are several),
+or, with none stored, from the global settings (server.broker.broker_id).
+The deregistration is sent to the Hub the CLI selects, so select that
+registration's Hub first (--hub or 'scion hub use'); a warning names both
+when they differ. On success the stored connection (or broker_id) is removed.`,
+		Example: `  scion runtime-broker deregister
+  scion runtime-broker deregister --name gpu-box --hub team`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			t, cl, err := a.connect()
+			if err != nil {
+				return err
+			}
+			creds, settings, err := loadBrokerFiles()
+			if err != nil {
+				return err
+			}
+			r, err := registrationToDeregister(creds, settings, name)
+			if err != nil {
+				return err
+			}
+			warnOtherHub(cmd, r, t)
+			if err := cl.DeregisterBroker(cmd.Context(), r.BrokerID); err != nil {
+				return err
+			}
+			if r.FromSettings {
+				settings.Server.Broker.BrokerID = ""
+				err = settings.Save()
+			} else {
+				creds.Remove(r.BrokerID)
+				err = creds.Save()
+			}
+			if err != nil {
+				return fmt.Errorf("deregistered %s but could not update the local files: %w", r.BrokerID, err)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "Deregistered Runtime Broker %s (%s) from %s.\n", orDash(r.BrokerName), r.BrokerID, t.URL)
+			return nil
+		},
+	}
+	c.Flags().StringVar(&name, "name", "", "stored broker connection to deregister (needed when there are several)")
+	return c
+}
+
+// registrationToDeregister follows the spec rule: the stored connections
+// (--name when there are several), or, with none stored, the registration
+// in the global settings.
+func registrationToDeregister(creds *config.BrokerCredentials, s *config.Settings, name string) (*localReg, error) {
+	if len(creds.Connections) > 0 {
+		c, err := creds.Select(name)
+		if err != nil {
+			return nil, err
+		}
+		return fromConn(c), nil
+	}
+	b := s.Server.Broker
+	if b.BrokerID == "" {
+		return nil, fmt.Errorf("no Runtime Broker registration found: no connections in %s and no server.broker.broker_id in %s",
+			config.BrokerCredentialsPath(), config.SettingsPath())
+	}
+	if name != "" && !settingsMatch(s, name) {
+		return nil, fmt.Errorf("no broker registration named %q: no connections are stored, and the global settings hold broker %s (%s)",
+			name, orDash(b.Name), b.BrokerID)
+	}
+	return fromSettings(s), nil
+}

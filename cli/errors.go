@@ -1,0 +1,78 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/scion-go/scion/api"
+)
+
+// Exit codes.
+const (
+	exitError = 1
+	exitUsage = 2
+)
+
+// usageError is a mistake in the command line itself (a bad flag value, a
+// missing argument): it exits 2 and points at --help, unlike an error that
+// the Hub or the local files returned.
+type usageError struct{ err error }
+
+func (e *usageError) Error() string { return e.err.Error() }
+func (e *usageError) Unwrap() error { return e.err }
+
+func usageErr(err error) error { return &usageError{err} }
+
+func usageErrorf(format string, args ...any) error { return usageErr(fmt.Errorf(format, args...)) }
+
+// cobraUsagePrefixes are the messages of errors cobra raises itself without
+// going through our flag error func or Args validators (for example in its
+// built-in help and completion commands).
+var cobraUsagePrefixes = []string{"unknown command", "unknown flag", "unknown shorthand flag",
+	"invalid argument", "accepts ", "requires at least", "requires at most", "required flag"}
+
+func isUsage(err error) bool {
+	var ue *usageError
+	if errors.As(err, &ue) {
+		return true
+	}
+	for _, p := range cobraUsagePrefixes {
+		if strings.HasPrefix(err.Error(), p) {
+			return true
+		}
+	}
+	return false
+}
+
+// reportError prints err as `error: <code>: <message>` for a Hub error or
+// `error: <message>` for a local one, and returns the exit code.
+func reportError(w io.Writer, cmd *cobra.Command, err error) int {
+	if isUsage(err) {
+		fmt.Fprintf(w, "error: %s\nRun '%s --help' for usage.\n", err, cmd.CommandPath())
+		return exitUsage
+	}
+	var ae *api.Error
+	var ue *url.Error
+	switch {
+	case errors.As(err, &ae):
+		fmt.Fprintf(w, "error: %s: %s\n", ae.Code, ae.Message)
+	case errors.Is(err, context.Canceled):
+		fmt.Fprintln(w, "error: interrupted")
+	case errors.As(err, &ue):
+		// Name the Hub plainly; the raw url.Error repeats method and URL.
+		host := ue.URL
+		if u, perr := url.Parse(ue.URL); perr == nil {
+			host = u.Scheme + "://" + u.Host
+		}
+		fmt.Fprintf(w, "error: cannot reach the Hub at %s: %v\n", host, ue.Err)
+	default:
+		fmt.Fprintf(w, "error: %s\n", err)
+	}
+	return exitError
+}

@@ -1,0 +1,222 @@
+package cli
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/scion-go/scion/config"
+)
+
+func newHubCmd(a *app) *cobra.Command {
+	c := groupCmd(&cobra.Command{
+		Use:   "hub",
+		Short: "Manage the hub list and administer a Hub",
+		Long: `The hub list (hubs.yaml in the Scion home) names the Hubs this CLI knows and
+which one is current. The other hub subcommands administer the selected Hub:
+its Runtime Brokers, hub-wide settings and limits.`,
+	})
+	c.AddCommand(newHubAddCmd(), newHubUseCmd(), newHubListCmd(a), newHubAuthCmd(a),
+		newHubBrokersCmd(a), newHubSettingsCmd(a), newHubLimitsCmd(a))
+	return c
+}
+
+func newHubAddCmd() *cobra.Command {
+	var use bool
+	var token string
+	c := &cobra.Command{
+		Use:   "add <name> <hub-url>",
+		Short: "Add a Hub to the hub list (or change its URL)",
+		Long: `Add a Hub to the hub list under a nickname. The nickname can then be used
+with --hub or 'scion hub use'. Sign in with 'scion hub auth login', or pass
+--token to store a bearer token right away.`,
+		Example: `  scion hub add team https://hub.example.com --use
+  scion hub add lab http://10.0.0.5:8080 --token "$LAB_TOKEN"`,
+		Args: exactArgs("name", "hub-url"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			name := args[0]
+			if err := validateName("hub", name); err != nil {
+				return err
+			}
+			u, err := normalizeHubURL(args[1])
+			if err != nil {
+				return usageErr(err)
+			}
+			l, err := config.LoadHubList()
+			if err != nil {
+				return err
+			}
+			e := &config.HubEntry{URL: u, Token: token}
+			// Re-adding the same URL keeps the stored sign-in.
+			if old, ok := l.Hubs[name]; ok && token == "" && sameURL(old.URL, u) {
+				e.Token = old.Token
+			}
+			l.Hubs[name] = e
+			if use {
+				l.Current = name
+			}
+			if err := l.Save(); err != nil {
+				return err
+			}
+			w := cmd.OutOrStdout()
+			fmt.Fprintf(w, "Added hub %s (%s).\n", name, u)
+			if use {
+				fmt.Fprintf(w, "Hub %s is now current.\n", name)
+			}
+			if e.Token == "" {
+				fmt.Fprintf(w, "Sign in with: scion hub auth login --hub %s\n", name)
+			}
+			return nil
+		},
+	}
+	c.Flags().BoolVar(&use, "use", false, "make it the current hub")
+	c.Flags().StringVar(&token, "token", "", "bearer token to store for this hub")
+	return c
+}
+
+func newHubUseCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:     "use <name>",
+		Short:   "Make a hub list entry the current hub",
+		Example: `  scion hub use team`,
+		Args:    exactArgs("name"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			l, err := config.LoadHubList()
+			if err != nil {
+				return err
+			}
+			if _, ok := l.Hubs[args[0]]; !ok {
+				return fmt.Errorf("no hub %q in the hub list (known: %s); add it with 'scion hub add'", args[0], strings.Join(l.Names(), ", "))
+			}
+			l.Current = args[0]
+			if err := l.Save(); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "Hub %s is now current.\n", args[0])
+			return nil
+		},
+	}
+}
+
+// hubListItem is one hub list entry as -o json prints it: tokens are
+// never printed.
+type hubListItem struct {
+	Name     string `json:"name"`
+	URL      string `json:"url"`
+	Current  bool   `json:"current"`
+	SignedIn bool   `json:"signedIn"`
+}
+
+func newHubListCmd(a *app) *cobra.Command {
+	return &cobra.Command{
+		Use:   "list",
+		Short: "List the hub list; * marks the current hub",
+		Args:  noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			l, err := config.LoadHubList()
+			if err != nil {
+				return err
+			}
+			items := []hubListItem{}
+			for _, n := range l.Names() {
+				e := l.Hubs[n]
+				items = append(items, hubListItem{n, e.URL, n == l.Current, e.Token != ""})
+			}
+			if a.json() {
+				return writeJSON(cmd.OutOrStdout(), items)
+			}
+			t := newTable(cmd.OutOrStdout(), "CURRENT", "NAME", "URL", "SIGNED IN")
+			for _, it := range items {
+				mark := ""
+				if it.Current {
+					mark = "*"
+				}
+				t.row(mark, it.Name, it.URL, yesNo(it.SignedIn))
+			}
+			return t.flush()
+		},
+	}
+}
+
+func newHubAuthCmd(a *app) *cobra.Command {
+	c := groupCmd(&cobra.Command{Use: "auth", Short: "Sign in to a Hub"})
+	var token string
+	login := &cobra.Command{
+		Use:   "login",
+		Short: "Store a bearer token for the current hub",
+		Long: `Store a bearer token for the current hub (or the hub list entry named by
+--hub), after checking it with the Hub. The token is read from --token, or
+else from standard input. (A later version adds the OIDC device flow.)`,
+		Example: `  scion hub auth login --token "$TOKEN"
+  echo "$TOKEN" | scion hub auth login --hub team`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			l, err := config.LoadHubList()
+			if err != nil {
+				return err
+			}
+			name := a.hub
+			if name == "" {
+				name = l.Current
+			}
+			if name == "" {
+				return fmt.Errorf("no current hub: add one with 'scion hub add <name> <hub-url> --use' (or pass --hub <name>)")
+			}
+			nick, e, err := l.Lookup(name)
+			if err != nil {
+				return err
+			}
+			if nick == "" {
+				return fmt.Errorf("%s is not in the hub list: add it with 'scion hub add <name> %s' first", name, name)
+			}
+			if token == "" {
+				fmt.Fprintf(cmd.ErrOrStderr(), "Token for hub %s (%s): ", nick, e.URL)
+				if token, err = readLine(cmd.InOrStdin()); err != nil {
+					return err
+				}
+			}
+			if token == "" {
+				return usageErrorf("no token given")
+			}
+			u, err := normalizeHubURL(e.URL)
+			if err != nil {
+				return err
+			}
+			who, err := newClient(&hubTarget{URL: u, Token: token}).Whoami(cmd.Context())
+			if err != nil {
+				return err
+			}
+			e.Token = token
+			if err := l.Save(); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "Signed in to %s as %s %s (role %s).\n", nick, who.Kind, orDash(firstNonEmpty(who.Name, who.ID)), orDash(who.Role))
+			return nil
+		},
+	}
+	login.Flags().StringVar(&token, "token", "", "bearer token (default: read from standard input)")
+	c.AddCommand(login)
+	return c
+}
+
+// readLine reads one line, without the newline. There is no terminal echo
+// control: the token is expected to be piped or pasted.
+func readLine(r io.Reader) (string, error) {
+	s, err := bufio.NewReader(r).ReadString('\n')
+	if err != nil && err != io.EOF {
+		return "", err
+	}
+	return strings.TrimSpace(s), nil
+}
+
+func firstNonEmpty(ss ...string) string {
+	for _, s := range ss {
+		if s != "" {
+			return s
+		}
+	}
+	return ""
+}

@@ -1,0 +1,230 @@
+package cli
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/scion-go/scion/api"
+)
+
+func newHubBrokersCmd(a *app) *cobra.Command {
+	c := &cobra.Command{
+		Use:   "brokers",
+		Short: "List the Hub's Runtime Brokers and their availability",
+		Long: `List every Runtime Broker registered with the Hub: whether it is online, how
+many agents it runs against its limit (0 = unlimited), whether it provides
+new projects automatically, and how many projects it provides.`,
+		Example: `  scion hub brokers
+  scion hub brokers -o json
+  scion hub brokers join-token create --name gpu-box --ttl 30m`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			_, cl, err := a.connect()
+			if err != nil {
+				return err
+			}
+			bs, err := cl.ListAllBrokers(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if a.json() {
+				return writeJSON(cmd.OutOrStdout(), bs)
+			}
+			t := newTable(cmd.OutOrStdout(), "NAME", "ID", "STATUS", "RUNNING", "LIMIT", "AUTO-PROVIDE", "PROJECTS")
+			for _, b := range bs {
+				t.row(b.Name, b.ID, orDash(b.Status), fmt.Sprint(b.RunningAgents), limitText(b.EffectiveMaxAgents),
+					yesNo(b.AutoProvide), fmt.Sprint(len(b.Projects)))
+			}
+			return t.flush()
+		},
+	}
+	jt := groupCmd(&cobra.Command{Use: "join-token", Short: "Create one-time tokens for 'scion runtime-broker join'"})
+	jt.AddCommand(newJoinTokenCreateCmd(a))
+	c.AddCommand(jt)
+	return c
+}
+
+func newJoinTokenCreateCmd(a *app) *cobra.Command {
+	var name string
+	var ttl time.Duration
+	c := &cobra.Command{
+		Use:   "create",
+		Short: "Create a one-time join token (admin); it is shown only once",
+		Long: `Create a one-time token that lets a machine register as a Runtime Broker
+without signing in: run 'scion runtime-broker join --token <token>' there.
+The Hub does not show the token again.`,
+		Example: `  scion hub brokers join-token create --name gpu-box --ttl 30m`,
+		Args:    noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if ttl < 0 {
+				return usageErrorf("invalid --ttl %s: must be positive", ttl)
+			}
+			if name != "" {
+				if err := validateName("broker", name); err != nil {
+					return err
+				}
+			}
+			_, cl, err := a.connect()
+			if err != nil {
+				return err
+			}
+			req := api.CreateJoinTokenRequest{Name: name}
+			if ttl > 0 {
+				req.TTL = ttl.String()
+			}
+			tok, err := cl.CreateJoinToken(cmd.Context(), req)
+			if err != nil {
+				return err
+			}
+			if a.json() {
+				return writeJSON(cmd.OutOrStdout(), tok)
+			}
+			// The token alone goes to stdout so that it can be captured;
+			// the explanation goes to stderr.
+			fmt.Fprintln(cmd.OutOrStdout(), tok.Token)
+			fmt.Fprintf(cmd.ErrOrStderr(), "This token is shown only once; it expires %s.\nOn the broker machine run: scion runtime-broker join --token <token>\n",
+				tok.ExpiresAt.Local().Format(time.RFC3339))
+			return nil
+		},
+	}
+	c.Flags().StringVar(&name, "name", "", "broker name the token is meant for")
+	c.Flags().DurationVar(&ttl, "ttl", 0, "how long the token is valid (default: the Hub's, 1h)")
+	return c
+}
+
+func newHubSettingsCmd(a *app) *cobra.Command {
+	c := groupCmd(&cobra.Command{Use: "settings", Short: "Show or change hub-wide agent defaults"})
+	get := &cobra.Command{
+		Use:   "get",
+		Short: "Show the hub-wide agent defaults",
+		Args:  noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			_, cl, err := a.connect()
+			if err != nil {
+				return err
+			}
+			s, err := cl.GetSettings(cmd.Context())
+			if err != nil {
+				return err
+			}
+			return a.printSettings(cmd, s)
+		},
+	}
+	var broker, harness, image string
+	set := &cobra.Command{
+		Use:   "set",
+		Short: "Change hub-wide agent defaults (admin)",
+		Long: `Change hub-wide agent defaults; only the flags given are changed, and an
+empty value clears a default. The default Runtime Broker is used for
+projects without a default broker of their own (see 'Broker Selection').`,
+		Example: `  scion hub settings set --default-runtime-broker my-cloud-vm
+  scion hub settings set --default-runtime-broker ""`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			f := cmd.Flags()
+			if !f.Changed("default-runtime-broker") && !f.Changed("default-harness") && !f.Changed("default-image") {
+				return usageErrorf("nothing to set: pass --default-runtime-broker, --default-harness or --default-image")
+			}
+			_, cl, err := a.connect()
+			if err != nil {
+				return err
+			}
+			// PUT replaces the whole document, so start from the current one.
+			s, err := cl.GetSettings(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if f.Changed("default-runtime-broker") {
+				s.AgentDefaults.DefaultRuntimeBroker = broker
+			}
+			if f.Changed("default-harness") {
+				s.AgentDefaults.DefaultHarness = harness
+			}
+			if f.Changed("default-image") {
+				s.AgentDefaults.DefaultImage = image
+			}
+			if s, err = cl.PutSettings(cmd.Context(), *s); err != nil {
+				return err
+			}
+			return a.printSettings(cmd, s)
+		},
+	}
+	set.Flags().StringVar(&broker, "default-runtime-broker", "", "default Runtime Broker (name or ID; empty clears)")
+	set.Flags().StringVar(&harness, "default-harness", "", "default harness for new agents")
+	set.Flags().StringVar(&image, "default-image", "", "default image for new agents")
+	c.AddCommand(get, set)
+	return c
+}
+
+func (a *app) printSettings(cmd *cobra.Command, s *api.HubSettings) error {
+	if a.json() {
+		return writeJSON(cmd.OutOrStdout(), s)
+	}
+	d := s.AgentDefaults
+	return keyValues(cmd.OutOrStdout(),
+		"default_runtime_broker", d.DefaultRuntimeBroker,
+		"default_harness", d.DefaultHarness,
+		"default_image", d.DefaultImage)
+}
+
+func newHubLimitsCmd(a *app) *cobra.Command {
+	c := groupCmd(&cobra.Command{Use: "limits", Short: "Show or change hub-wide limits"})
+	get := &cobra.Command{
+		Use:   "get",
+		Short: "Show the hub-wide limits",
+		Args:  noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			_, cl, err := a.connect()
+			if err != nil {
+				return err
+			}
+			l, err := cl.GetLimits(cmd.Context())
+			if err != nil {
+				return err
+			}
+			return a.printLimits(cmd, l)
+		},
+	}
+	var maxAgents int
+	set := &cobra.Command{
+		Use:   "set",
+		Short: "Change hub-wide limits (admin)",
+		Long: `Change the hub-wide max_agents_per_broker: how many agents may run on each
+Runtime Broker unless the broker's own settings override it (0 = unlimited).`,
+		Example: `  scion hub limits set --max-agents-per-broker 20`,
+		Args:    noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if !cmd.Flags().Changed("max-agents-per-broker") {
+				return usageErrorf("nothing to set: pass --max-agents-per-broker N")
+			}
+			if maxAgents < 0 {
+				return usageErrorf("invalid --max-agents-per-broker %d: must be 0 (unlimited) or more", maxAgents)
+			}
+			_, cl, err := a.connect()
+			if err != nil {
+				return err
+			}
+			l, err := cl.GetLimits(cmd.Context())
+			if err != nil {
+				return err
+			}
+			l.MaxAgentsPerBroker = maxAgents
+			if l, err = cl.PutLimits(cmd.Context(), *l); err != nil {
+				return err
+			}
+			return a.printLimits(cmd, l)
+		},
+	}
+	set.Flags().IntVar(&maxAgents, "max-agents-per-broker", 0, "running agents allowed per broker (0 = unlimited)")
+	c.AddCommand(get, set)
+	return c
+}
+
+func (a *app) printLimits(cmd *cobra.Command, l *api.Limits) error {
+	if a.json() {
+		return writeJSON(cmd.OutOrStdout(), l)
+	}
+	return keyValues(cmd.OutOrStdout(), "max_agents_per_broker", limitText(l.MaxAgentsPerBroker))
+}

@@ -1,0 +1,198 @@
+package cli
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/scion-go/scion/api"
+)
+
+func newProjectCmd(a *app) *cobra.Command {
+	c := groupCmd(&cobra.Command{
+		Use:   "project",
+		Short: "Manage projects: the units of work agents belong to",
+		Long: `A project names a repository (or none) and how agents share its workspace,
+which Runtime Brokers provide for it, and the defaults its agents use: the
+default broker and the active profile, which also apply to agents started
+by other agents.`,
+	})
+	c.AddCommand(newProjectCreateCmd(a), newProjectListCmd(a), newProjectShowCmd(a),
+		newProjectSetCmd(a), newProjectDeleteCmd(a))
+	return c
+}
+
+// projectFlags are the settable fields shared by create and set.
+type projectFlags struct {
+	gitRemote, sharingMode, defaultBroker, activeProfile string
+}
+
+func (f *projectFlags) add(cmd *cobra.Command) {
+	fs := cmd.Flags()
+	fs.StringVar(&f.gitRemote, "git-remote", "", "git remote URL of the project's repository")
+	fs.StringVar(&f.sharingMode, "sharing-mode", "", "workspace sharing: "+strings.Join([]string{api.SharingWorktreePerAgent,
+		api.SharingSharedWorkspace, api.SharingClonePerAgent, api.SharingEmptyPerAgent}, "|"))
+	fs.StringVar(&f.defaultBroker, "default-broker", "", "Runtime Broker (name or ID) for the project's agents")
+	fs.StringVar(&f.activeProfile, "active-profile", "", "broker profile for the project's agents")
+}
+
+func newProjectCreateCmd(a *app) *cobra.Command {
+	var f projectFlags
+	c := &cobra.Command{
+		Use:   "create <name>",
+		Short: "Create a project",
+		Example: `  scion project create web --git-remote https://github.com/acme/web.git
+  scion project create scratch --sharing-mode empty-per-agent --default-broker my-cloud-vm`,
+		Args: exactArgs("name"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := validateName("project", args[0]); err != nil {
+				return err
+			}
+			if f.sharingMode != "" {
+				if err := validateSharingMode(f.sharingMode); err != nil {
+					return err
+				}
+			}
+			_, cl, err := a.connect()
+			if err != nil {
+				return err
+			}
+			p, err := cl.CreateProject(cmd.Context(), api.CreateProjectRequest{Name: args[0], GitRemote: f.gitRemote,
+				SharingMode: f.sharingMode, DefaultBroker: f.defaultBroker, ActiveProfile: f.activeProfile})
+			if err != nil {
+				return err
+			}
+			return a.printProject(cmd, p)
+		},
+	}
+	f.add(c)
+	return c
+}
+
+func newProjectListCmd(a *app) *cobra.Command {
+	return &cobra.Command{
+		Use:   "list",
+		Short: "List projects",
+		Args:  noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			_, cl, err := a.connect()
+			if err != nil {
+				return err
+			}
+			ps, err := cl.ListAllProjects(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if a.json() {
+				return writeJSON(cmd.OutOrStdout(), ps)
+			}
+			t := newTable(cmd.OutOrStdout(), "NAME", "ID", "SHARING", "DEFAULT BROKER", "PROFILE", "PROVIDERS", "AGE")
+			for _, p := range ps {
+				t.row(p.Name, p.ID, orDash(p.SharingMode), orDash(p.DefaultBrokerID), orDash(p.ActiveProfile),
+					fmt.Sprint(len(p.Providers)), age(p.CreatedAt))
+			}
+			return t.flush()
+		},
+	}
+}
+
+func newProjectShowCmd(a *app) *cobra.Command {
+	return &cobra.Command{
+		Use:     "show <name>",
+		Short:   "Show a project",
+		Example: `  scion project show web -o json`,
+		Args:    exactArgs("name"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			_, cl, err := a.connect()
+			if err != nil {
+				return err
+			}
+			p, err := cl.GetProject(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			return a.printProject(cmd, p)
+		},
+	}
+}
+
+func newProjectSetCmd(a *app) *cobra.Command {
+	var f projectFlags
+	c := &cobra.Command{
+		Use:   "set <name>",
+		Short: "Change a project's settings; only the flags given are sent",
+		Long: `Change a project's settings. Only the flags given are sent, so the rest stay
+as they are; an empty value clears a setting.`,
+		Example: `  scion project set web --default-broker my-cloud-vm --active-profile k8s
+  scion project set web --default-broker ""`,
+		Args: exactArgs("name"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var req api.UpdateProjectRequest
+			fs := cmd.Flags()
+			if fs.Changed("git-remote") {
+				req.GitRemote = &f.gitRemote
+			}
+			if fs.Changed("sharing-mode") {
+				if err := validateSharingMode(f.sharingMode); err != nil {
+					return err
+				}
+				req.SharingMode = &f.sharingMode
+			}
+			if fs.Changed("default-broker") {
+				req.DefaultBroker = &f.defaultBroker
+			}
+			if fs.Changed("active-profile") {
+				req.ActiveProfile = &f.activeProfile
+			}
+			if req == (api.UpdateProjectRequest{}) {
+				return usageErrorf("nothing to set: pass --git-remote, --sharing-mode, --default-broker or --active-profile")
+			}
+			_, cl, err := a.connect()
+			if err != nil {
+				return err
+			}
+			p, err := cl.UpdateProject(cmd.Context(), args[0], req)
+			if err != nil {
+				return err
+			}
+			return a.printProject(cmd, p)
+		},
+	}
+	f.add(c)
+	return c
+}
+
+func newProjectDeleteCmd(a *app) *cobra.Command {
+	return &cobra.Command{
+		Use:   "delete <name>",
+		Short: "Delete a project (refused while it has agents)",
+		Args:  exactArgs("name"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			_, cl, err := a.connect()
+			if err != nil {
+				return err
+			}
+			if err := cl.DeleteProject(cmd.Context(), args[0]); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "Deleted project %s.\n", args[0])
+			return nil
+		},
+	}
+}
+
+func (a *app) printProject(cmd *cobra.Command, p *api.Project) error {
+	if a.json() {
+		return writeJSON(cmd.OutOrStdout(), p)
+	}
+	return keyValues(cmd.OutOrStdout(),
+		"Name", p.Name,
+		"ID", p.ID,
+		"Git remote", p.GitRemote,
+		"Sharing mode", p.SharingMode,
+		"Default broker", p.DefaultBrokerID,
+		"Active profile", p.ActiveProfile,
+		"Providers", strings.Join(p.Providers, ", "),
+		"Created", age(p.CreatedAt)+" ago")
+}

@@ -1,0 +1,113 @@
+// Package cli is the scion command line. Its cobra commands parse flags,
+// resolve the Hub to talk to (see hubconn.go), call it through package
+// client and render the result as a table or as JSON (-o json).
+//
+// Commands write to cmd.OutOrStdout / cmd.ErrOrStderr and read
+// cmd.InOrStdin, never to the os streams directly, so tests can run the
+// whole tree in process.
+package cli
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/scion-go/scion/client"
+)
+
+// app holds the global flags; every command closes over it.
+type app struct {
+	hub    string
+	output string
+}
+
+// NewRoot builds the scion command tree.
+func NewRoot() *cobra.Command {
+	a := &app{}
+	root := &cobra.Command{
+		Use:   "scion",
+		Short: "Run AI coding agents in containers on Runtime Brokers, through a Scion Hub",
+		Long: `scion talks to a Scion Hub, the control plane that places agents on Runtime
+Brokers (laptops, VMs, Kubernetes clusters) and runs them in containers.
+
+The Hub a command talks to is, in order: --hub (a URL or a hub list
+nickname); inside an agent container, SCION_HUB_ENDPOINT then SCION_HUB_URL
+(with SCION_AGENT_TOKEN); the hub list's current hub (scion hub use); the
+local workstation Hub started by 'scion server start --workstation'.`,
+		Example: `  scion server start --workstation                  # a local Hub and broker
+  scion start my-agent -- claude                      # create and start an agent
+  scion list                                          # agents of the current project
+  scion hub add team https://hub.example.com --use    # use a team Hub
+  scion hub brokers -o json                           # Runtime Brokers, as JSON`,
+		SilenceErrors: true,
+		SilenceUsage:  true,
+		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
+			return a.validateOutput()
+		},
+	}
+	groupCmd(root)
+	pf := root.PersistentFlags()
+	pf.StringVar(&a.hub, "hub", "", "Hub to use: a URL or a hub list nickname")
+	pf.StringVarP(&a.output, "output", "o", outputTable, "output format: table or json")
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageErr(err) })
+
+	root.AddCommand(
+		newServerCmd(),
+		newHubCmd(a),
+		newProjectCmd(a),
+		newBrokerCmd(a),
+	)
+	root.AddCommand(newAgentCmds(a)...)
+	return root
+}
+
+// Execute runs the scion command line on os.Args and returns the process
+// exit code: 0 on success, 1 on an error, 2 on a usage error.
+func Execute() int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return run(ctx, NewRoot())
+}
+
+// run executes root (with whatever args were set on it) and turns the
+// error into a message on stderr and an exit code.
+func run(ctx context.Context, root *cobra.Command) int {
+	cmd, err := root.ExecuteContextC(ctx)
+	if err == nil {
+		return 0
+	}
+	if cmd == nil {
+		cmd = root
+	}
+	return reportError(root.ErrOrStderr(), cmd, err)
+}
+
+// groupCmd makes a command that only holds subcommands refuse an unknown
+// subcommand as a usage error (cobra would otherwise print help and exit 0)
+// and print its help when run bare.
+func groupCmd(c *cobra.Command) *cobra.Command {
+	c.Args = func(cmd *cobra.Command, args []string) error {
+		if len(args) > 0 {
+			return usageErrorf("unknown command %q for %q", args[0], cmd.CommandPath())
+		}
+		return nil
+	}
+	c.RunE = func(cmd *cobra.Command, args []string) error { return cmd.Help() }
+	return c
+}
+
+// connect resolves the CLI's Hub and returns a client for it.
+func (a *app) connect() (*hubTarget, *client.Client, error) {
+	t, err := loadHub(a.hub)
+	if err != nil {
+		return nil, nil, err
+	}
+	return t, newClient(t), nil
+}
+
+func newClient(t *hubTarget) *client.Client {
+	return client.New(t.URL, t.Token, client.WithUserAgent("scion-cli"))
+}

@@ -1,0 +1,94 @@
+package cli
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/scion-go/scion/api"
+)
+
+// nameRE is what the CLI accepts as a new agent, project, broker or hub
+// list name: it becomes a path segment, a container label and a table cell,
+// so it must be short and free of spaces, slashes and a leading dash or dot.
+// The Hub has the final say; this only catches obvious typos early.
+var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$`)
+
+func validateName(kind, name string) error {
+	if !nameRE.MatchString(name) {
+		return usageErrorf("invalid %s name %q: use 1-63 letters, digits, '.', '_' or '-', starting with a letter or digit", kind, name)
+	}
+	return nil
+}
+
+func validateSharingMode(m string) error {
+	if !api.ValidSharingMode(m) {
+		return usageErrorf("invalid --sharing-mode %q: use one of %s, %s, %s, %s", m,
+			api.SharingWorktreePerAgent, api.SharingSharedWorkspace, api.SharingClonePerAgent, api.SharingEmptyPerAgent)
+	}
+	return nil
+}
+
+var envKeyRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// parseEnv turns repeated --env K=V values into a map; a later K wins, as
+// with docker run. The value may be empty and may contain '='.
+func parseEnv(kvs []string) (map[string]string, error) {
+	if len(kvs) == 0 {
+		return nil, nil
+	}
+	env := make(map[string]string, len(kvs))
+	for _, kv := range kvs {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok {
+			return nil, usageErrorf("invalid --env %q: use KEY=VALUE", kv)
+		}
+		if !envKeyRE.MatchString(k) {
+			return nil, usageErrorf("invalid --env %q: %q is not a valid variable name", kv, k)
+		}
+		env[k] = v
+	}
+	return env, nil
+}
+
+// exactArgs is cobra.ExactArgs with a usage error naming the arguments.
+func exactArgs(names ...string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) != len(names) {
+			return usageErrorf("%s takes %d argument(s) (%s), got %d", cmd.CommandPath(), len(names), strings.Join(names, ", "), len(args))
+		}
+		for i, a := range args {
+			if a == "" {
+				return usageErrorf("%s must not be empty", names[i])
+			}
+		}
+		return nil
+	}
+}
+
+// noArgs refuses positional arguments as a usage error.
+func noArgs(cmd *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return usageErrorf("%s takes no arguments, got %q", cmd.CommandPath(), args[0])
+	}
+	return nil
+}
+
+// nonEmptyFlag refuses a flag that was given as an empty string, which
+// would otherwise silently mean "not set".
+func nonEmptyFlag(cmd *cobra.Command, names ...string) error {
+	for _, n := range names {
+		if f := cmd.Flags().Lookup(n); f != nil && f.Changed && f.Value.String() == "" {
+			return usageErrorf("--%s must not be empty", n)
+		}
+	}
+	return nil
+}
+
+// projectFlag adds --project, defaulting (at run time) to SCION_PROJECT,
+// then "default".
+func projectFlag(cmd *cobra.Command, p *string) {
+	cmd.Flags().StringVar(p, "project", "", fmt.Sprintf("project (default: $%s, else \"default\")", api.EnvProject))
+}

@@ -1,0 +1,137 @@
+package client
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+
+	"github.com/scion-go/scion/api"
+)
+
+// Agent lifecycle actions (POST /agents/{agent}/{action}).
+const (
+	ActionStart   = "start"
+	ActionStop    = "stop"
+	ActionRestart = "restart"
+	ActionSuspend = "suspend"
+	ActionResume  = "resume"
+)
+
+// AgentFilter narrows ListAgents; empty fields do not filter.
+type AgentFilter struct {
+	Project string // ID or name
+	Broker  string // ID or name
+	Phase   string
+}
+
+func (f AgentFilter) query(cursor string, limit int) url.Values {
+	q := pageQuery(cursor, limit)
+	for k, v := range map[string]string{"project": f.Project, "broker": f.Broker, "phase": f.Phase} {
+		if v != "" {
+			q.Set(k, v)
+		}
+	}
+	return q
+}
+
+// agentQuery carries ?project=, which an agent slug needs (an ID does not).
+func agentQuery(project string) url.Values {
+	if project == "" {
+		return nil
+	}
+	return url.Values{"project": {project}}
+}
+
+// CreateAgent creates an agent; with req.Start it also starts it.
+func (c *Client) CreateAgent(ctx context.Context, req api.CreateAgentRequest) (*api.Agent, error) {
+	var a api.Agent
+	if err := c.do(ctx, request{method: http.MethodPost, path: apiPath("agents"), body: req}, &a); err != nil {
+		return nil, err
+	}
+	return &a, nil
+}
+
+// ListAgents returns one page of agents matching filter.
+func (c *Client) ListAgents(ctx context.Context, filter AgentFilter, cursor string, limit int) (*api.List[api.Agent], error) {
+	var l api.List[api.Agent]
+	if err := c.do(ctx, request{method: http.MethodGet, path: apiPath("agents"), query: filter.query(cursor, limit)}, &l); err != nil {
+		return nil, err
+	}
+	return &l, nil
+}
+
+// ListAllAgents follows the cursors and returns every agent matching filter.
+func (c *Client) ListAllAgents(ctx context.Context, filter AgentFilter) ([]api.Agent, error) {
+	return listAll(ctx, func(ctx context.Context, cursor string) (*api.List[api.Agent], error) {
+		return c.ListAgents(ctx, filter, cursor, allPageSize)
+	})
+}
+
+// GetAgent returns an agent by ID, or by slug within project.
+func (c *Client) GetAgent(ctx context.Context, agent, project string) (*api.Agent, error) {
+	s, err := segment("agent", agent)
+	if err != nil {
+		return nil, err
+	}
+	var a api.Agent
+	if err := c.do(ctx, request{method: http.MethodGet, path: apiPath("agents", s), query: agentQuery(project)}, &a); err != nil {
+		return nil, err
+	}
+	return &a, nil
+}
+
+// DeleteAgent deletes an agent by ID, or by slug within project.
+func (c *Client) DeleteAgent(ctx context.Context, agent, project string) error {
+	s, err := segment("agent", agent)
+	if err != nil {
+		return err
+	}
+	return c.do(ctx, request{method: http.MethodDelete, path: apiPath("agents", s), query: agentQuery(project)}, nil)
+}
+
+// AgentAction runs one of start, stop, restart, suspend or resume.
+func (c *Client) AgentAction(ctx context.Context, agent, project, action string) (*api.Agent, error) {
+	switch action {
+	case ActionStart, ActionStop, ActionRestart, ActionSuspend, ActionResume:
+	default:
+		return nil, fmt.Errorf("client: unknown agent action %q", action)
+	}
+	s, err := segment("agent", agent)
+	if err != nil {
+		return nil, err
+	}
+	var a api.Agent
+	if err := c.do(ctx, request{method: http.MethodPost, path: apiPath("agents", s, action), query: agentQuery(project)}, &a); err != nil {
+		return nil, err
+	}
+	return &a, nil
+}
+
+// Logs streams an agent's output. With follow the stream stays open until
+// ctx ends or the agent stops; tail > 0 starts with the last tail lines.
+// The caller must close the returned reader. The stream is not size-bounded
+// (it is meant to be copied, not buffered).
+func (c *Client) Logs(ctx context.Context, agent, project string, follow bool, tail int) (io.ReadCloser, error) {
+	s, err := segment("agent", agent)
+	if err != nil {
+		return nil, err
+	}
+	q := url.Values{}
+	if project != "" {
+		q.Set("project", project)
+	}
+	if follow {
+		q.Set("follow", "true")
+	}
+	if tail > 0 {
+		q.Set("tail", strconv.Itoa(tail))
+	}
+	resp, err := c.send(ctx, request{method: http.MethodGet, path: apiPath("agents", s, "logs"), query: q, accept: "text/plain"})
+	if err != nil {
+		return nil, err
+	}
+	return resp.Body, nil
+}

@@ -1,0 +1,95 @@
+package client
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/scion-go/scion/api"
+)
+
+// decodeError turns a non-2xx response into *api.Error. A Hub always sends
+// {"error":{...}}; anything else (a proxy page, a plain-text 502) still
+// becomes an *api.Error so callers need only one error type, with a code
+// chosen so that api.StatusForCode(code) agrees with the status where it can.
+func decodeError(resp *http.Response) *api.Error {
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+	var env api.ErrorBody
+	if json.Unmarshal(b, &env) == nil && env.Error != nil && (env.Error.Code != "" || env.Error.Message != "") {
+		e := env.Error
+		e.Status = resp.StatusCode
+		if e.Code == "" {
+			e.Code = CodeForStatus(resp.StatusCode)
+		}
+		if e.Message == "" {
+			e.Message = statusLine(resp.StatusCode)
+		}
+		return e
+	}
+	msg := statusLine(resp.StatusCode)
+	if s := snippet(b); s != "" {
+		msg += ": " + s
+	}
+	return &api.Error{Status: resp.StatusCode, Code: CodeForStatus(resp.StatusCode), Message: msg}
+}
+
+// CodeForStatus is the inverse of api.StatusForCode for responses that carry
+// no error code: the code whose conventional status is status.
+func CodeForStatus(status int) string {
+	switch status {
+	case http.StatusBadRequest:
+		return api.CodeInvalidRequest
+	case http.StatusUnauthorized:
+		return api.CodeUnauthorized
+	case http.StatusForbidden:
+		return api.CodeForbidden
+	case http.StatusNotFound:
+		return api.CodeNotFound
+	case http.StatusMethodNotAllowed:
+		return api.CodeMethodNotAllowed
+	case http.StatusConflict:
+		return api.CodeConflict
+	case http.StatusRequestEntityTooLarge:
+		return api.CodeRequestTooLarge
+	case http.StatusUnsupportedMediaType:
+		return api.CodeUnsupportedMediaType
+	case http.StatusTooManyRequests:
+		return api.CodeRateLimited
+	case http.StatusBadGateway:
+		return api.CodeRuntimeError
+	case http.StatusServiceUnavailable:
+		return api.CodeBrokerUnavailable
+	case http.StatusGatewayTimeout:
+		return api.CodeBrokerTimeout
+	}
+	if status >= 400 && status < 500 {
+		return api.CodeInvalidRequest
+	}
+	return api.CodeInternal
+}
+
+func statusLine(status int) string {
+	if t := http.StatusText(status); t != "" {
+		return fmt.Sprintf("HTTP %d %s", status, t)
+	}
+	return fmt.Sprintf("HTTP %d", status)
+}
+
+// snippet is the first line of a non-JSON error body, shortened, so that a
+// proxy's error page shows up as a hint rather than as a wall of HTML.
+func snippet(b []byte) string {
+	if !utf8.Valid(b) {
+		return ""
+	}
+	s := strings.TrimSpace(string(b))
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = strings.TrimSpace(s[:i])
+	}
+	if r := []rune(s); len(r) > 200 {
+		s = string(r[:200]) + "..."
+	}
+	return s
+}
