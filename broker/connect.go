@@ -15,6 +15,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/runtime"
 	"github.com/scion-go/scion/wire"
 )
 
@@ -176,6 +177,25 @@ func (b *Broker) hello(ctx context.Context, conn *wire.Conn) (wire.HelloReply, e
 	return reply, err
 }
 
+// currentStatus re-reads an agent's state under its lock: an event may
+// have been queued before a command that changed the state again, and
+// what the Hub needs is the newest state with a stamp that orders it.
+func (b *Broker) currentStatus(ctx context.Context, ev runtime.Status) wire.AgentStatus {
+	unlock, err := b.locks.lock(ctx, ev.AgentID)
+	if err != nil {
+		return agentStatus(ev)
+	}
+	defer unlock()
+	st, err := b.rt.Inspect(ctx, ev.AgentID)
+	switch {
+	case errors.Is(err, runtime.ErrNotFound):
+		st = runtime.Status{AgentID: ev.AgentID, RunID: ev.RunID, State: runtime.StateMissing, Labels: ev.Labels}
+	case err != nil:
+		st = ev
+	}
+	return agentStatus(st)
+}
+
 // eventTimeout bounds forwarding one runtime event to the Hub.
 const eventTimeout = 5 * time.Second
 
@@ -201,7 +221,7 @@ func (b *Broker) forwardEvents(ctx context.Context) {
 				continue
 			}
 			cctx, cancel := context.WithTimeout(ctx, eventTimeout)
-			err := conn.Call(cctx, wire.MethodAgentStatus, agentStatus(ev.Status), nil)
+			err := conn.Call(cctx, wire.MethodAgentStatus, b.currentStatus(cctx, ev.Status), nil)
 			cancel()
 			if err != nil {
 				b.log.Warn("forward agent status", "agent", ev.Status.AgentID, "state", ev.Status.State, "err", err)

@@ -6,6 +6,8 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync/atomic"
+	"time"
 	"unicode/utf8"
 
 	"github.com/scion-go/scion/api"
@@ -156,6 +158,22 @@ func (b *Broker) inventory(ctx context.Context) (wire.Inventory, error) {
 	return inv, nil
 }
 
+// lastStamp is the newest ObservedAt handed out.
+var lastStamp atomic.Int64
+
+// stamp returns a strictly increasing observation time (unix ns).
+func stamp() int64 {
+	for {
+		now, last := time.Now().UnixNano(), lastStamp.Load()
+		if now <= last {
+			now = last + 1
+		}
+		if lastStamp.CompareAndSwap(last, now) {
+			return now
+		}
+	}
+}
+
 // agentStatus converts a runtime status to its wire form.
 func agentStatus(s runtime.Status) wire.AgentStatus {
 	w := wire.AgentStatus{
@@ -166,6 +184,9 @@ func agentStatus(s runtime.Status) wire.AgentStatus {
 		ExitCode:  s.ExitCode,
 		Message:   s.Message,
 		Labels:    s.Labels,
+		// Callers hold the agent's lock, so stamps follow the real order
+		// of the agent's states.
+		ObservedAt: stamp(),
 	}
 	if !s.StartedAt.IsZero() {
 		t := s.StartedAt

@@ -74,10 +74,31 @@ func (s *Server) handleAgentAction(w http.ResponseWriter, r *http.Request, c *Ca
 	} else {
 		key = c.ID + ":" + key
 	}
+	if act.method == wire.MethodAgentStop && a.Phase == api.PhaseRunning {
+		// Recorded first, so the exit the stop causes is not taken for a
+		// crash when the broker reports it.
+		if _, err := s.mutateAgent(ctx, a.ID, func(a *store.Agent) error {
+			if a.Phase == api.PhaseRunning {
+				a.Phase = api.PhaseStopping
+			}
+			return nil
+		}); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+	}
 	var st wire.AgentStatus
 	derr := s.dispatch(ctx, b.ID, act.method, wire.AgentRef{AgentID: a.ID, RunID: a.RunID}, &st, r.PathValue("action")+":"+key)
 	if derr != nil && !act.running {
 		// A failed stop or suspend leaves the agent as it was.
+		if act.method == wire.MethodAgentStop {
+			_, _ = s.mutateAgent(context.WithoutCancel(ctx), a.ID, func(a *store.Agent) error {
+				if a.Phase == api.PhaseStopping {
+					a.Phase = api.PhaseRunning
+				}
+				return nil
+			})
+		}
 		s.writeError(w, r, derr)
 		return
 	}
@@ -120,5 +141,6 @@ func (s *Server) handleDeleteAgent(w http.ResponseWriter, r *http.Request, c *Ca
 		s.writeError(w, r, err)
 		return
 	}
+	s.observed.forget(a.ID)
 	w.WriteHeader(http.StatusNoContent)
 }

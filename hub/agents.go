@@ -241,11 +241,17 @@ func (s *Server) afterDispatch(ctx context.Context, agentID string, st wire.Agen
 			a.StatusMessage = api.AsError(derr).Message
 			return nil
 		}
+		if !s.observed.claim(a.ID, st.ObservedAt) {
+			return errStale // a newer report already told the state
+		}
 		a.StatusMessage = st.Message
 		a.ContainerStatus = st.State
 		a.Phase = phaseFor(st.State, wantRunning)
 		return nil
 	})
+	if errors.Is(err, errStale) {
+		a, err = s.store.GetAgent(ctx, agentID)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -256,6 +262,10 @@ func (s *Server) afterDispatch(ctx context.Context, agentID string, st wire.Agen
 	}
 	return a, nil
 }
+
+// errStale aborts a mutation whose status report is older than one
+// already applied.
+var errStale = errors.New("stale status report")
 
 func phaseFor(state string, wantRunning bool) string {
 	switch state {

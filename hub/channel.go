@@ -92,19 +92,16 @@ func (s *Server) onHello(ctx context.Context, sess *session, req *wire.Request) 
 	if err := s.store.UpdateBroker(ctx, b); err != nil {
 		return nil, err
 	}
+	// Reconcile before the session becomes current: until then nothing can
+	// be dispatched to this broker, so the inventory in the hello cannot be
+	// overtaken by a create on the new channel.
+	if err := s.reconcileInventory(ctx, sess.brokerID, h.Inventory); err != nil {
+		return nil, err
+	}
 	if old := s.sessions.put(sess); old != nil && old != sess {
 		_ = old.conn.Close("replaced by a new session")
 	}
 	s.log.Info("broker online", "broker", b.Name, "broker_id", b.ID, "session", sess.id, "inventory", len(h.Inventory))
-	s.bg.Add(1)
-	go func() {
-		defer s.bg.Done()
-		ctx, cancel := context.WithTimeout(s.ctx, time.Minute)
-		defer cancel()
-		if err := s.reconcileInventory(ctx, sess.brokerID, h.Inventory); err != nil {
-			s.log.Error("inventory reconciliation failed", "broker_id", sess.brokerID, "err", err)
-		}
-	}()
 	return wire.HelloReply{
 		ProtocolVersion:     wire.ProtocolVersion,
 		HubVersion:          s.opts.Version,

@@ -2,6 +2,7 @@ package hub
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -24,17 +25,33 @@ func (s *Server) applyAgentStatus(ctx context.Context, brokerID string, st wire.
 	if a.BrokerID != brokerID || (st.RunID != "" && a.RunID != "" && st.RunID != a.RunID) {
 		return nil
 	}
+	var wasRunning bool
 	a, err = s.mutateAgent(ctx, a.ID, func(a *store.Agent) error {
+		if !s.observed.claim(a.ID, st.ObservedAt) {
+			return errStale
+		}
+		wasRunning = holdsSlot(a.Phase)
 		applyContainerState(a, st)
 		return nil
 	})
+	if errors.Is(err, errStale) {
+		return nil
+	}
 	if err != nil {
 		return err
 	}
-	if a.Phase != api.PhaseRunning && a.Phase != api.PhaseProvisioning {
+	// Only a change from running to not running frees the slot: a report
+	// about an agent that was already stopped must not release the slot a
+	// start in flight has just taken.
+	if wasRunning && !holdsSlot(a.Phase) {
 		return s.store.Release(ctx, a.ID)
 	}
 	return nil
+}
+
+// holdsSlot: phases in which an agent counts against its broker's limit.
+func holdsSlot(phase string) bool {
+	return phase == api.PhaseRunning || phase == api.PhaseProvisioning || phase == api.PhaseStopping
 }
 
 func applyContainerState(a *store.Agent, st wire.AgentStatus) {
@@ -45,7 +62,10 @@ func applyContainerState(a *store.Agent, st wire.AgentStatus) {
 	case api.ContainerPaused:
 		a.Phase = api.PhaseSuspended
 	case api.ContainerExited:
-		if a.Phase == api.PhaseRunning || a.Phase == api.PhaseProvisioning {
+		switch a.Phase {
+		case api.PhaseStopping: // we asked for it: any exit code is a stop
+			a.Phase = api.PhaseStopped
+		case api.PhaseRunning, api.PhaseProvisioning:
 			a.Phase = api.PhaseStopped
 			if st.ExitCode != nil && *st.ExitCode != 0 {
 				a.Phase = api.PhaseError
@@ -53,7 +73,7 @@ func applyContainerState(a *store.Agent, st wire.AgentStatus) {
 			}
 		}
 	case api.ContainerMissing:
-		if a.Phase == api.PhaseRunning || a.Phase == api.PhaseSuspended {
+		if a.Phase == api.PhaseRunning || a.Phase == api.PhaseSuspended || a.Phase == api.PhaseStopping {
 			a.Phase = api.PhaseStopped
 			a.StatusMessage = "container not found on the runtime broker"
 		}

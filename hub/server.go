@@ -45,6 +45,7 @@ type Server struct {
 	mux      *http.ServeMux
 	metrics  *metrics
 	sessions *sessions
+	observed observed
 
 	cfgMu    sync.Mutex
 	settings *api.HubSettings

@@ -110,6 +110,10 @@ type AgentStatus struct {
 	Message   string            `json:"message,omitempty"`
 	StartedAt *time.Time        `json:"startedAt,omitempty"`
 	Labels    map[string]string `json:"labels,omitempty"`
+	// ObservedAt orders the statuses of one agent: the broker stamps it
+	// (strictly increasing, broker clock, unix ns) while it holds the
+	// agent's lock, so a late event can never overwrite a newer answer.
+	ObservedAt int64 `json:"observedAt,omitempty"`
 }
 
 // LogsRequest asks for an agent's output.

@@ -1,0 +1,39 @@
+package hub
+
+import "sync"
+
+// observed remembers, per agent, the newest broker stamp (ObservedAt) the
+// Hub has applied, so that a status report overtaken on the way (a late
+// exit event arriving after the answer to the next start) is dropped
+// instead of rolling the agent back. It lives in memory: after a Hub
+// restart the first report for an agent applies, which is right because
+// the broker re-reads the state under the agent's lock before sending.
+type observed struct {
+	mu sync.Mutex
+	m  map[string]int64
+}
+
+// claim reports whether a status stamped at ts is not older than the
+// newest applied one, and records it. A zero stamp (an older broker)
+// always applies.
+func (o *observed) claim(agentID string, ts int64) bool {
+	if ts == 0 {
+		return true
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.m == nil {
+		o.m = map[string]int64{}
+	}
+	if ts < o.m[agentID] {
+		return false
+	}
+	o.m[agentID] = ts
+	return true
+}
+
+func (o *observed) forget(agentID string) {
+	o.mu.Lock()
+	delete(o.m, agentID)
+	o.mu.Unlock()
+}
