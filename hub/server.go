@@ -140,44 +140,69 @@ func (s *Server) markAllOffline(ctx context.Context) error {
 	}
 }
 
+// Route is one entry of the Hub's route table.
+type Route struct {
+	Pattern string // "METHOD /path/{var}"
+	// Public routes need no caller (health, metrics, join with a join
+	// token, and the control channel, which checks broker signatures).
+	Public bool
+	authed func(http.ResponseWriter, *http.Request, *Caller)
+	open   http.HandlerFunc
+}
+
+// Routes lists every route the Hub serves; tests walk it so that no route
+// can be added without an authentication check.
+func (s *Server) Routes() []Route {
+	a := func(p string, h func(http.ResponseWriter, *http.Request, *Caller)) Route {
+		return Route{Pattern: p, authed: h}
+	}
+	pub := func(p string, h http.HandlerFunc) Route { return Route{Pattern: p, Public: true, open: h} }
+	return []Route{
+		pub("GET /healthz", s.handleHealthz),
+		pub("GET /readyz", s.handleReadyz),
+		pub("GET /metrics", s.metrics.handler().ServeHTTP),
+		a("GET /api/v1/auth/whoami", s.handleWhoami),
+
+		a("POST /api/v1/projects", s.handleCreateProject),
+		a("GET /api/v1/projects", s.handleListProjects),
+		a("GET /api/v1/projects/{project}", s.handleGetProject),
+		a("PATCH /api/v1/projects/{project}", s.handleUpdateProject),
+		a("DELETE /api/v1/projects/{project}", s.handleDeleteProject),
+
+		a("POST /api/v1/runtime-brokers", s.handleRegisterBroker),
+		pub("POST /api/v1/runtime-brokers/join", s.handleJoinBroker),
+		a("POST /api/v1/runtime-brokers/join-tokens", s.handleCreateJoinToken),
+		a("GET /api/v1/runtime-brokers", s.handleListBrokers),
+		pub("GET /api/v1/runtime-brokers/connect", s.handleConnect),
+		a("GET /api/v1/runtime-brokers/{broker}", s.handleGetBroker),
+		a("PATCH /api/v1/runtime-brokers/{broker}", s.handleUpdateBroker),
+		a("DELETE /api/v1/runtime-brokers/{broker}", s.handleDeregisterBroker),
+		a("PUT /api/v1/runtime-brokers/{broker}/projects/{project}", s.handleProvide),
+		a("DELETE /api/v1/runtime-brokers/{broker}/projects/{project}", s.handleWithdraw),
+
+		a("POST /api/v1/agents", s.handleCreateAgent),
+		a("GET /api/v1/agents", s.handleListAgents),
+		a("GET /api/v1/agents/{agent}", s.handleGetAgent),
+		a("DELETE /api/v1/agents/{agent}", s.handleDeleteAgent),
+		a("POST /api/v1/agents/{agent}/{action}", s.handleAgentAction),
+		a("GET /api/v1/agents/{agent}/logs", s.handleAgentLogs),
+
+		a("GET /api/v1/settings", s.handleGetSettings),
+		a("PUT /api/v1/settings", s.handlePutSettings),
+		a("GET /api/v1/admin/limits", s.handleGetLimits),
+		a("PUT /api/v1/admin/limits", s.handlePutLimits),
+	}
+}
+
 func (s *Server) routes() {
 	m := http.NewServeMux()
-	m.HandleFunc("GET /healthz", s.handleHealthz)
-	m.HandleFunc("GET /readyz", s.handleReadyz)
-	m.Handle("GET /metrics", s.metrics.handler())
-
-	a := func(p string, h func(http.ResponseWriter, *http.Request, *Caller)) { m.Handle(p, s.requireAuth(h)) }
-	a("GET /api/v1/auth/whoami", s.handleWhoami)
-
-	a("POST /api/v1/projects", s.handleCreateProject)
-	a("GET /api/v1/projects", s.handleListProjects)
-	a("GET /api/v1/projects/{project}", s.handleGetProject)
-	a("PATCH /api/v1/projects/{project}", s.handleUpdateProject)
-	a("DELETE /api/v1/projects/{project}", s.handleDeleteProject)
-
-	a("POST /api/v1/runtime-brokers", s.handleRegisterBroker)
-	m.HandleFunc("POST /api/v1/runtime-brokers/join", s.handleJoinBroker)
-	a("POST /api/v1/runtime-brokers/join-tokens", s.handleCreateJoinToken)
-	a("GET /api/v1/runtime-brokers", s.handleListBrokers)
-	m.HandleFunc("GET /api/v1/runtime-brokers/connect", s.handleConnect)
-	a("GET /api/v1/runtime-brokers/{broker}", s.handleGetBroker)
-	a("PATCH /api/v1/runtime-brokers/{broker}", s.handleUpdateBroker)
-	a("DELETE /api/v1/runtime-brokers/{broker}", s.handleDeregisterBroker)
-	a("PUT /api/v1/runtime-brokers/{broker}/projects/{project}", s.handleProvide)
-	a("DELETE /api/v1/runtime-brokers/{broker}/projects/{project}", s.handleWithdraw)
-
-	a("POST /api/v1/agents", s.handleCreateAgent)
-	a("GET /api/v1/agents", s.handleListAgents)
-	a("GET /api/v1/agents/{agent}", s.handleGetAgent)
-	a("DELETE /api/v1/agents/{agent}", s.handleDeleteAgent)
-	a("POST /api/v1/agents/{agent}/{action}", s.handleAgentAction)
-	a("GET /api/v1/agents/{agent}/logs", s.handleAgentLogs)
-
-	a("GET /api/v1/settings", s.handleGetSettings)
-	a("PUT /api/v1/settings", s.handlePutSettings)
-	a("GET /api/v1/admin/limits", s.handleGetLimits)
-	a("PUT /api/v1/admin/limits", s.handlePutLimits)
-
+	for _, rt := range s.Routes() {
+		if rt.Public {
+			m.Handle(rt.Pattern, rt.open)
+		} else {
+			m.Handle(rt.Pattern, s.requireAuth(rt.authed))
+		}
+	}
 	// Anything else under the API is a typed 404, not the mux's text page.
 	m.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, api.NotFound(api.CodeNotFound, "no route %s %s", r.Method, r.URL.Path))
