@@ -1,0 +1,132 @@
+// Package dbutil holds what the SQL implementations of store.Store share so
+// that they behave identically: ID generation, time normalisation, page
+// limits and cursors, and the JSON encoding of list and map columns.
+package dbutil
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/store"
+)
+
+// Page sizes: Limit <= 0 means DefaultLimit; larger limits are capped at
+// MaxLimit so one request cannot pull a whole table into memory.
+const (
+	DefaultLimit = 100
+	MaxLimit     = 1000
+)
+
+// ErrBadCursor is returned (wrapped) for a cursor no list returned.
+var ErrBadCursor = errors.New("store: invalid page cursor")
+
+// NewID returns a new record ID. UUIDv7 IDs sort by creation time, so
+// ordering pages by ID lists records oldest first and new records land
+// after every cursor already handed out.
+func NewID() string {
+	return uuid.Must(uuid.NewV7()).String()
+}
+
+// Time normalises t to what both engines store and read back: UTC,
+// truncated to the microsecond (PostgreSQL's precision), with no monotonic
+// clock reading. Reads return exactly this value, so a caller's copy and a
+// re-read record compare equal with ==.
+func Time(t time.Time) time.Time {
+	return t.UTC().Truncate(time.Microsecond)
+}
+
+// TimePtr is Time for an optional time.
+func TimePtr(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	n := Time(*t)
+	return &n
+}
+
+// Now is the current time, normalised.
+func Now() time.Time { return Time(time.Now()) }
+
+// Limit returns the effective page size for p.
+func Limit(p store.Page) int {
+	switch {
+	case p.Limit <= 0:
+		return DefaultLimit
+	case p.Limit > MaxLimit:
+		return MaxLimit
+	}
+	return p.Limit
+}
+
+// EncodeCursor makes the opaque cursor for a page ending at id. The cursor
+// is the last ID itself, base64-encoded so clients treat it as opaque and
+// we can change its content later.
+func EncodeCursor(lastID string) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(lastID))
+}
+
+// DecodeCursor returns the ID a cursor points after ("" for the first page).
+func DecodeCursor(c string) (string, error) {
+	if c == "" {
+		return "", nil
+	}
+	b, err := base64.RawURLEncoding.DecodeString(c)
+	if err != nil || len(b) == 0 {
+		return "", fmt.Errorf("%w %q", ErrBadCursor, c)
+	}
+	return string(b), nil
+}
+
+// JSON encodes v for a JSON column. A nil slice or map encodes as SQL NULL
+// (nil) and an empty one as "[]"/"{}", so both read back as they were.
+func JSON(v any) ([]byte, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	if string(b) == "null" {
+		return nil, nil
+	}
+	return b, nil
+}
+
+// UnJSON decodes a JSON column into v; NULL (nil) leaves v untouched.
+func UnJSON(b []byte, v any) error {
+	if b == nil {
+		return nil
+	}
+	return json.Unmarshal(b, v)
+}
+
+// Payload validates an agent payload and returns the value to store: nil
+// (SQL NULL) for an empty payload. Invalid JSON is refused here so both
+// engines agree (PostgreSQL's json type would refuse it, SQLite would not).
+func Payload(p json.RawMessage) ([]byte, error) {
+	if len(p) == 0 {
+		return nil, nil
+	}
+	if !json.Valid(p) {
+		return nil, errors.New("store: agent payload is not valid JSON")
+	}
+	return p, nil
+}
+
+// Generations returns a copy of gs with every StartedAt normalised, so
+// times inside the JSON column round-trip like column times do.
+func Generations(gs []api.Generation) []api.Generation {
+	if gs == nil {
+		return nil
+	}
+	out := make([]api.Generation, len(gs))
+	for i, g := range gs {
+		g.StartedAt = Time(g.StartedAt)
+		out[i] = g
+	}
+	return out
+}

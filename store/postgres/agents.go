@@ -1,0 +1,219 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/scion-go/scion/store"
+	"github.com/scion-go/scion/store/internal/dbutil"
+)
+
+const agentCols = `id, slug, project_id, broker_id, profile, harness, image, command, env, phase, status_message,
+	container_status, run_id, generation, generations, role, created_by, delegator, parent_agent_id, payload,
+	version, created_at, updated_at`
+
+const insertAgentSQL = `INSERT INTO agents (` + agentCols + `) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10,
+	$11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23)`
+
+// updateAgentSQL writes everything but id and created_at, only if the
+// version still matches ($21 id, $22 expected version).
+const updateAgentSQL = `UPDATE agents SET slug = $1, project_id = $2, broker_id = $3, profile = $4, harness = $5,
+	image = $6, command = $7, env = $8, phase = $9, status_message = $10, container_status = $11, run_id = $12,
+	generation = $13, generations = $14, role = $15, created_by = $16, delegator = $17, parent_agent_id = $18,
+	payload = $19, version = version + 1, updated_at = $20 WHERE id = $21 AND version = $22`
+
+func scanAgent(row pgx.Row) (*store.Agent, error) {
+	var a store.Agent
+	var cmd, env, gens, payload []byte
+	if err := row.Scan(&a.ID, &a.Slug, &a.ProjectID, &a.BrokerID, &a.Profile, &a.Harness, &a.Image, &cmd, &env,
+		&a.Phase, &a.StatusMessage, &a.ContainerStatus, &a.RunID, &a.Generation, &gens, &a.Role, &a.CreatedBy,
+		&a.Delegator, &a.ParentAgentID, &payload, &a.Version, &a.CreatedAt, &a.UpdatedAt); err != nil {
+		return nil, err
+	}
+	if err := dbutil.UnJSON(cmd, &a.Command); err != nil {
+		return nil, fmt.Errorf("agent %s command: %w", a.ID, err)
+	}
+	if err := dbutil.UnJSON(env, &a.Env); err != nil {
+		return nil, fmt.Errorf("agent %s env: %w", a.ID, err)
+	}
+	if err := dbutil.UnJSON(gens, &a.Generations); err != nil {
+		return nil, fmt.Errorf("agent %s generations: %w", a.ID, err)
+	}
+	if payload != nil {
+		a.Payload = payload
+	}
+	a.CreatedAt, a.UpdatedAt = utc(a.CreatedAt), utc(a.UpdatedAt)
+	return &a, nil
+}
+
+// agentFields encodes the columns UpdateAgent writes, in updateAgentSQL's
+// order (insertAgentSQL puts id first and version and times last).
+func agentFields(a *store.Agent) ([]any, error) {
+	cmd, err := dbutil.JSON(a.Command)
+	if err != nil {
+		return nil, fmt.Errorf("command: %w", err)
+	}
+	env, err := dbutil.JSON(a.Env)
+	if err != nil {
+		return nil, fmt.Errorf("env: %w", err)
+	}
+	gens, err := dbutil.JSON(a.Generations)
+	if err != nil {
+		return nil, fmt.Errorf("generations: %w", err)
+	}
+	payload, err := dbutil.Payload(a.Payload)
+	if err != nil {
+		return nil, err
+	}
+	return []any{a.Slug, a.ProjectID, a.BrokerID, a.Profile, a.Harness, a.Image, jsonArg(cmd), jsonArg(env), a.Phase,
+		a.StatusMessage, a.ContainerStatus, a.RunID, a.Generation, jsonArg(gens), a.Role, a.CreatedBy, a.Delegator,
+		a.ParentAgentID, jsonArg(payload)}, nil
+}
+
+// CreateAgent inserts a (filling in ID, times and Version 1 when zero) and,
+// when reserveLimit is not nil, takes its capacity reservation on
+// a.BrokerID in the same transaction.
+func (s *Store) CreateAgent(ctx context.Context, a *store.Agent, reserveLimit *int) error {
+	n := *a
+	if n.ID == "" {
+		n.ID = dbutil.NewID()
+	}
+	if n.CreatedAt.IsZero() {
+		n.CreatedAt = dbutil.Now()
+	}
+	n.CreatedAt = dbutil.Time(n.CreatedAt)
+	if n.UpdatedAt.IsZero() {
+		n.UpdatedAt = n.CreatedAt
+	}
+	n.UpdatedAt = dbutil.Time(n.UpdatedAt)
+	if n.Version == 0 {
+		n.Version = 1
+	}
+	n.Generations = dbutil.Generations(n.Generations)
+	what := fmt.Sprintf("create agent %q in project %q", n.Slug, n.ProjectID)
+	fields, err := agentFields(&n)
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	args := make([]any, 0, 23)
+	args = append(args, n.ID)
+	args = append(args, fields...)
+	args = append(args, n.Version, n.CreatedAt, n.UpdatedAt)
+
+	if reserveLimit == nil {
+		if _, err := s.pool.Exec(ctx, insertAgentSQL, args...); err != nil {
+			return mapErr(err, what)
+		}
+	} else {
+		// Insert, lock and reserve go in one round trip inside an explicit
+		// transaction, so a full broker rolls the insert back. The agent
+		// goes first so that a duplicate slug is reported as
+		// ErrAlreadyExists before any quota question, as in store/sqlite.
+		err := s.tx(ctx, func(tx pgx.Tx) error {
+			b := &pgx.Batch{}
+			b.Queue(insertAgentSQL, args...)
+			queueReserve(b, n.BrokerID, n.ID, *reserveLimit)
+			br := tx.SendBatch(ctx, b)
+			defer br.Close()
+			if _, err := br.Exec(); err != nil {
+				return mapErr(err, what)
+			}
+			return readReserve(br, n.BrokerID, n.ID, *reserveLimit)
+		})
+		if err != nil {
+			return err
+		}
+	}
+	*a = n
+	return nil
+}
+
+// GetAgent looks up by ID.
+func (s *Store) GetAgent(ctx context.Context, id string) (*store.Agent, error) {
+	a, err := scanAgent(s.pool.QueryRow(ctx, `SELECT `+agentCols+` FROM agents WHERE id = $1`, id))
+	if err != nil {
+		return nil, mapErr(err, fmt.Sprintf("agent %q", id))
+	}
+	return a, nil
+}
+
+// GetAgentBySlug looks up by project and slug.
+func (s *Store) GetAgentBySlug(ctx context.Context, projectID, slug string) (*store.Agent, error) {
+	a, err := scanAgent(s.pool.QueryRow(ctx, `SELECT `+agentCols+` FROM agents WHERE project_id = $1 AND slug = $2`, projectID, slug))
+	if err != nil {
+		return nil, mapErr(err, fmt.Sprintf("agent %q in project %q", slug, projectID))
+	}
+	return a, nil
+}
+
+// ListAgents lists the agents matching f in ID order.
+func (s *Store) ListAgents(ctx context.Context, f store.AgentFilter, page store.Page) ([]*store.Agent, string, int, error) {
+	var fs []filter
+	if f.ProjectID != "" {
+		fs = append(fs, filter{"project_id", f.ProjectID})
+	}
+	if f.BrokerID != "" {
+		fs = append(fs, filter{"broker_id", f.BrokerID})
+	}
+	if f.Phase != "" {
+		fs = append(fs, filter{"phase", f.Phase})
+	}
+	items, next, total, err := list(ctx, s, "agents", agentCols, fs, page, scanAgent,
+		func(a *store.Agent) string { return a.ID })
+	if err != nil {
+		return nil, "", 0, mapErr(err, "list agents")
+	}
+	return items, next, total, nil
+}
+
+// UpdateAgent writes a if a.Version is the stored version, then increments
+// a.Version and sets a.UpdatedAt; ErrConflict if the stored version moved
+// on, ErrNotFound if the agent is gone.
+func (s *Store) UpdateAgent(ctx context.Context, a *store.Agent) error {
+	what := fmt.Sprintf("update agent %q", a.ID)
+	gens := dbutil.Generations(a.Generations)
+	n := *a
+	n.Generations = gens
+	fields, err := agentFields(&n)
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	now := dbutil.Now()
+	args := append(fields, now, a.ID, a.Version)
+	tag, err := s.pool.Exec(ctx, updateAgentSQL, args...)
+	if err != nil {
+		return mapErr(err, what)
+	}
+	if tag.RowsAffected() == 0 {
+		// Tell a stale copy from a deleted agent. The answer can race with
+		// a concurrent delete, but either error is then true.
+		var v int64
+		if err := s.pool.QueryRow(ctx, `SELECT version FROM agents WHERE id = $1`, a.ID).Scan(&v); err != nil {
+			return mapErr(err, what)
+		}
+		return fmt.Errorf("%s: version %d, stored %d: %w", what, a.Version, v, store.ErrConflict)
+	}
+	a.Version++
+	a.UpdatedAt = now
+	a.Generations = gens
+	return nil
+}
+
+// DeleteAgent deletes the agent, its reservation (by cascade) and its
+// agent tokens, which must not outlive it, in one statement.
+func (s *Store) DeleteAgent(ctx context.Context, id string) error {
+	what := fmt.Sprintf("delete agent %q", id)
+	var n int
+	err := s.pool.QueryRow(ctx, `WITH a AS (DELETE FROM agents WHERE id = $1 RETURNING id),
+		t AS (DELETE FROM tokens WHERE kind = $2 AND agent_id IN (SELECT id FROM a))
+		SELECT count(*) FROM a`, id, store.TokenAgent).Scan(&n)
+	if err != nil {
+		return mapErr(err, what)
+	}
+	if n == 0 {
+		return fmt.Errorf("%s: %w", what, store.ErrNotFound)
+	}
+	return nil
+}

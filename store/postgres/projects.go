@@ -1,0 +1,146 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/scion-go/scion/store"
+	"github.com/scion-go/scion/store/internal/dbutil"
+)
+
+const projectCols = `id, name, git_remote, sharing_mode, default_broker_id, active_profile, created_at, updated_at`
+
+func scanProject(row pgx.Row) (*store.Project, error) {
+	var p store.Project
+	if err := row.Scan(&p.ID, &p.Name, &p.GitRemote, &p.SharingMode, &p.DefaultBrokerID, &p.ActiveProfile,
+		&p.CreatedAt, &p.UpdatedAt); err != nil {
+		return nil, err
+	}
+	p.CreatedAt, p.UpdatedAt = utc(p.CreatedAt), utc(p.UpdatedAt)
+	return &p, nil
+}
+
+// CreateProject inserts p, filling in ID and times when zero.
+func (s *Store) CreateProject(ctx context.Context, p *store.Project) error {
+	n := *p
+	if n.ID == "" {
+		n.ID = dbutil.NewID()
+	}
+	if n.CreatedAt.IsZero() {
+		n.CreatedAt = dbutil.Now()
+	}
+	n.CreatedAt = dbutil.Time(n.CreatedAt)
+	if n.UpdatedAt.IsZero() {
+		n.UpdatedAt = n.CreatedAt
+	}
+	n.UpdatedAt = dbutil.Time(n.UpdatedAt)
+	_, err := s.pool.Exec(ctx, `INSERT INTO projects (`+projectCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+		n.ID, n.Name, n.GitRemote, n.SharingMode, n.DefaultBrokerID, n.ActiveProfile, n.CreatedAt, n.UpdatedAt)
+	if err != nil {
+		return mapErr(err, fmt.Sprintf("create project %q", n.Name))
+	}
+	*p = n
+	return nil
+}
+
+// GetProject looks up by ID, then by name (an ID match wins when one
+// project's name equals another's ID).
+func (s *Store) GetProject(ctx context.Context, idOrName string) (*store.Project, error) {
+	p, err := scanProject(s.pool.QueryRow(ctx, `SELECT `+projectCols+` FROM projects
+		WHERE id = $1 OR name = $1 ORDER BY id <> $1 LIMIT 1`, idOrName))
+	if err != nil {
+		return nil, mapErr(err, fmt.Sprintf("project %q", idOrName))
+	}
+	return p, nil
+}
+
+// ListProjects lists projects in ID order.
+func (s *Store) ListProjects(ctx context.Context, page store.Page) ([]*store.Project, string, int, error) {
+	items, next, total, err := list(ctx, s, "projects", projectCols, nil, page, scanProject,
+		func(p *store.Project) string { return p.ID })
+	if err != nil {
+		return nil, "", 0, mapErr(err, "list projects")
+	}
+	return items, next, total, nil
+}
+
+// UpdateProject writes every field but ID and CreatedAt and sets
+// p.UpdatedAt to now.
+func (s *Store) UpdateProject(ctx context.Context, p *store.Project) error {
+	now := dbutil.Now()
+	tag, err := s.pool.Exec(ctx, `UPDATE projects SET name = $1, git_remote = $2, sharing_mode = $3,
+		default_broker_id = $4, active_profile = $5, updated_at = $6 WHERE id = $7`,
+		p.Name, p.GitRemote, p.SharingMode, p.DefaultBrokerID, p.ActiveProfile, now, p.ID)
+	if err := mustAffect(tag, err, fmt.Sprintf("update project %q", p.ID)); err != nil {
+		return err
+	}
+	p.UpdatedAt = now
+	return nil
+}
+
+// DeleteProject deletes the project and its provider links; it refuses
+// with ErrConflict while the project has agents. The project row is locked
+// by one statement and the agents counted by the next (READ COMMITTED: a
+// fresh snapshot), so a CreateAgent that committed while we waited for the
+// lock is seen, and one that starts later waits for us and then fails its
+// foreign-key check.
+func (s *Store) DeleteProject(ctx context.Context, id string) error {
+	what := fmt.Sprintf("delete project %q", id)
+	return s.tx(ctx, func(tx pgx.Tx) error {
+		var one int
+		if err := tx.QueryRow(ctx, `SELECT 1 FROM projects WHERE id = $1 FOR UPDATE`, id).Scan(&one); err != nil {
+			return mapErr(err, what)
+		}
+		var hasAgents bool
+		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM agents WHERE project_id = $1)`, id).Scan(&hasAgents); err != nil {
+			return mapErr(err, what)
+		}
+		if hasAgents {
+			return fmt.Errorf("%s: project still has agents: %w", what, store.ErrConflict)
+		}
+		_, err := tx.Exec(ctx, `DELETE FROM projects WHERE id = $1`, id)
+		return mapErr(err, what)
+	})
+}
+
+// LinkProvider records that brokerID provides for projectID. Linking twice
+// is not an error.
+func (s *Store) LinkProvider(ctx context.Context, projectID, brokerID string) error {
+	_, err := s.pool.Exec(ctx, `INSERT INTO project_providers (project_id, broker_id) VALUES ($1, $2)
+		ON CONFLICT DO NOTHING`, projectID, brokerID)
+	return mapErr(err, fmt.Sprintf("link provider %q to project %q", brokerID, projectID))
+}
+
+// UnlinkProvider removes a link; ErrNotFound if there was none.
+func (s *Store) UnlinkProvider(ctx context.Context, projectID, brokerID string) error {
+	tag, err := s.pool.Exec(ctx, `DELETE FROM project_providers WHERE project_id = $1 AND broker_id = $2`, projectID, brokerID)
+	return mustAffect(tag, err, fmt.Sprintf("unlink provider %q from project %q", brokerID, projectID))
+}
+
+// ProjectProviders returns the IDs of the brokers providing for a project,
+// sorted (never nil, so it encodes as a JSON array).
+func (s *Store) ProjectProviders(ctx context.Context, projectID string) ([]string, error) {
+	ids, err := s.strings(ctx, `SELECT broker_id FROM project_providers WHERE project_id = $1 ORDER BY broker_id`, projectID)
+	return ids, mapErr(err, fmt.Sprintf("providers of project %q", projectID))
+}
+
+// BrokerProjects returns the IDs of the projects a broker provides for,
+// sorted (never nil).
+func (s *Store) BrokerProjects(ctx context.Context, brokerID string) ([]string, error) {
+	ids, err := s.strings(ctx, `SELECT project_id FROM project_providers WHERE broker_id = $1 ORDER BY project_id`, brokerID)
+	return ids, mapErr(err, fmt.Sprintf("projects of broker %q", brokerID))
+}
+
+func (s *Store) strings(ctx context.Context, query string, args ...any) ([]string, error) {
+	rows, _ := s.pool.Query(ctx, query, args...)
+	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, err
+	}
+	if out == nil {
+		out = []string{}
+	}
+	return out, nil
+}

@@ -1,0 +1,168 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/scion-go/scion/store"
+	"github.com/scion-go/scion/store/internal/dbutil"
+)
+
+// CreateUser inserts u, filling in ID and CreatedAt when zero.
+func (s *Store) CreateUser(ctx context.Context, u *store.User) error {
+	n := *u
+	if n.ID == "" {
+		n.ID = dbutil.NewID()
+	}
+	if n.CreatedAt.IsZero() {
+		n.CreatedAt = dbutil.Now()
+	}
+	n.CreatedAt = dbutil.Time(n.CreatedAt)
+	_, err := s.pool.Exec(ctx, `INSERT INTO users (id, name, email, role, created_at) VALUES ($1, $2, $3, $4, $5)`,
+		n.ID, n.Name, n.Email, n.Role, n.CreatedAt)
+	if err != nil {
+		return mapErr(err, fmt.Sprintf("create user %q", n.ID))
+	}
+	*u = n
+	return nil
+}
+
+const userCols = `id, name, email, role, created_at`
+
+func scanUser(row pgx.Row) (*store.User, error) {
+	var u store.User
+	if err := row.Scan(&u.ID, &u.Name, &u.Email, &u.Role, &u.CreatedAt); err != nil {
+		return nil, err
+	}
+	u.CreatedAt = utc(u.CreatedAt)
+	return &u, nil
+}
+
+// GetUser looks up by ID.
+func (s *Store) GetUser(ctx context.Context, id string) (*store.User, error) {
+	u, err := scanUser(s.pool.QueryRow(ctx, `SELECT `+userCols+` FROM users WHERE id = $1`, id))
+	if err != nil {
+		return nil, mapErr(err, fmt.Sprintf("user %q", id))
+	}
+	return u, nil
+}
+
+// ListUsers returns every user in ID order (people, not agents: few).
+func (s *Store) ListUsers(ctx context.Context) ([]*store.User, error) {
+	rows, _ := s.pool.Query(ctx, `SELECT `+userCols+` FROM users ORDER BY id`)
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*store.User, error) { return scanUser(r) })
+	if err != nil {
+		return nil, mapErr(err, "list users")
+	}
+	if out == nil {
+		out = []*store.User{}
+	}
+	return out, nil
+}
+
+const tokenCols = `id, hash, kind, user_id, agent_id, project_id, scopes, name, expires_at, revoked_at, created_at`
+
+// CreateToken inserts t, filling in ID and CreatedAt when zero. The hash
+// is unique: ErrAlreadyExists for a second token with the same hash.
+func (s *Store) CreateToken(ctx context.Context, t *store.Token) error {
+	if len(t.Hash) == 0 {
+		return errors.New("create token: empty hash")
+	}
+	n := *t
+	if n.ID == "" {
+		n.ID = dbutil.NewID()
+	}
+	if n.CreatedAt.IsZero() {
+		n.CreatedAt = dbutil.Now()
+	}
+	n.CreatedAt = dbutil.Time(n.CreatedAt)
+	n.ExpiresAt, n.RevokedAt = dbutil.TimePtr(n.ExpiresAt), dbutil.TimePtr(n.RevokedAt)
+	scopes, err := dbutil.JSON(n.Scopes)
+	if err != nil {
+		return fmt.Errorf("create token: scopes: %w", err)
+	}
+	_, err = s.pool.Exec(ctx, `INSERT INTO tokens (`+tokenCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+		n.ID, n.Hash, n.Kind, n.UserID, n.AgentID, n.ProjectID, jsonArg(scopes), n.Name, n.ExpiresAt, n.RevokedAt, n.CreatedAt)
+	if err != nil {
+		return mapErr(err, fmt.Sprintf("create token %q", n.ID))
+	}
+	*t = n
+	return nil
+}
+
+// GetTokenByHash returns the token with that hash, revoked or expired
+// ones included: judging them is the caller's business.
+func (s *Store) GetTokenByHash(ctx context.Context, hash []byte) (*store.Token, error) {
+	var t store.Token
+	var scopes []byte
+	err := s.pool.QueryRow(ctx, `SELECT `+tokenCols+` FROM tokens WHERE hash = $1`, hash).Scan(
+		&t.ID, &t.Hash, &t.Kind, &t.UserID, &t.AgentID, &t.ProjectID, &scopes, &t.Name, &t.ExpiresAt, &t.RevokedAt, &t.CreatedAt)
+	if err != nil {
+		return nil, mapErr(err, "token")
+	}
+	if err := dbutil.UnJSON(scopes, &t.Scopes); err != nil {
+		return nil, fmt.Errorf("token %s scopes: %w", t.ID, err)
+	}
+	t.ExpiresAt, t.RevokedAt, t.CreatedAt = ptrUTC(t.ExpiresAt), ptrUTC(t.RevokedAt), utc(t.CreatedAt)
+	return &t, nil
+}
+
+// RevokeToken marks the token revoked at at. Revoking again keeps the
+// first revocation time.
+func (s *Store) RevokeToken(ctx context.Context, id string, at time.Time) error {
+	tag, err := s.pool.Exec(ctx, `UPDATE tokens SET revoked_at = coalesce(revoked_at, $1) WHERE id = $2`, dbutil.Time(at), id)
+	return mustAffect(tag, err, fmt.Sprintf("revoke token %q", id))
+}
+
+const joinTokenCols = `hash, name, created_by, expires_at, used_at, created_at`
+
+// CreateJoinToken inserts t, filling in CreatedAt when zero.
+func (s *Store) CreateJoinToken(ctx context.Context, t *store.JoinToken) error {
+	if len(t.Hash) == 0 {
+		return errors.New("create join token: empty hash")
+	}
+	n := *t
+	if n.CreatedAt.IsZero() {
+		n.CreatedAt = dbutil.Now()
+	}
+	n.CreatedAt, n.ExpiresAt, n.UsedAt = dbutil.Time(n.CreatedAt), dbutil.Time(n.ExpiresAt), dbutil.TimePtr(n.UsedAt)
+	_, err := s.pool.Exec(ctx, `INSERT INTO join_tokens (`+joinTokenCols+`) VALUES ($1, $2, $3, $4, $5, $6)`,
+		n.Hash, n.Name, n.CreatedBy, n.ExpiresAt, n.UsedAt, n.CreatedAt)
+	if err != nil {
+		return mapErr(err, fmt.Sprintf("create join token %q", n.Name))
+	}
+	*t = n
+	return nil
+}
+
+// ConsumeJoinToken marks the token used if it is unused and expires after
+// now, in one UPDATE: a racing second consumer waits for the first's row
+// lock, re-evaluates "used_at IS NULL" on the new row version and matches
+// nothing. ErrTokenUsed for a used or expired token, ErrNotFound for an
+// unknown one.
+func (s *Store) ConsumeJoinToken(ctx context.Context, hash []byte, now time.Time) (*store.JoinToken, error) {
+	now = dbutil.Time(now)
+	var t store.JoinToken
+	err := s.pool.QueryRow(ctx, `UPDATE join_tokens SET used_at = $1
+		WHERE hash = $2 AND used_at IS NULL AND expires_at > $1 RETURNING `+joinTokenCols, now, hash).Scan(
+		&t.Hash, &t.Name, &t.CreatedBy, &t.ExpiresAt, &t.UsedAt, &t.CreatedAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		var exists bool
+		if err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM join_tokens WHERE hash = $1)`, hash).Scan(&exists); err != nil {
+			return nil, mapErr(err, "consume join token")
+		}
+		if !exists {
+			return nil, fmt.Errorf("consume join token: %w", store.ErrNotFound)
+		}
+		return nil, fmt.Errorf("consume join token: %w", store.ErrTokenUsed)
+	}
+	if err != nil {
+		return nil, mapErr(err, "consume join token")
+	}
+	t.ExpiresAt, t.UsedAt, t.CreatedAt = utc(t.ExpiresAt), ptrUTC(t.UsedAt), utc(t.CreatedAt)
+	return &t, nil
+}

@@ -1,0 +1,137 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+
+	"github.com/scion-go/scion/store"
+	"github.com/scion-go/scion/store/internal/dbutil"
+)
+
+const brokerCols = `id, name, status, version, protocol_version, runtime, capabilities, profiles, settings,
+	auto_provide, secret, created_by, last_seen, created_at, updated_at`
+
+func scanBroker(sc scanner) (*store.Broker, error) {
+	var b store.Broker
+	var caps, profiles, settings []byte
+	var auto int64
+	var lastSeen sql.NullInt64
+	var created, updated int64
+	if err := sc.Scan(&b.ID, &b.Name, &b.Status, &b.Version, &b.ProtocolVersion, &b.Runtime, &caps, &profiles, &settings,
+		&auto, &b.Secret, &b.CreatedBy, &lastSeen, &created, &updated); err != nil {
+		return nil, err
+	}
+	if err := dbutil.UnJSON(caps, &b.Capabilities); err != nil {
+		return nil, fmt.Errorf("broker %s capabilities: %w", b.ID, err)
+	}
+	if err := dbutil.UnJSON(profiles, &b.Profiles); err != nil {
+		return nil, fmt.Errorf("broker %s profiles: %w", b.ID, err)
+	}
+	if err := dbutil.UnJSON(settings, &b.Settings); err != nil {
+		return nil, fmt.Errorf("broker %s settings: %w", b.ID, err)
+	}
+	b.AutoProvide = auto != 0
+	b.LastSeen = fromNullMicros(lastSeen)
+	b.CreatedAt, b.UpdatedAt = fromMicros(created), fromMicros(updated)
+	return &b, nil
+}
+
+// brokerJSON encodes a broker's JSON columns.
+func brokerJSON(b *store.Broker) (caps, profiles, settings []byte, err error) {
+	if caps, err = dbutil.JSON(b.Capabilities); err != nil {
+		return
+	}
+	if profiles, err = dbutil.JSON(b.Profiles); err != nil {
+		return
+	}
+	settings, err = dbutil.JSON(b.Settings)
+	return
+}
+
+// CreateBroker inserts b, filling in ID and times when zero.
+func (s *Store) CreateBroker(ctx context.Context, b *store.Broker) error {
+	n := *b
+	if n.ID == "" {
+		n.ID = dbutil.NewID()
+	}
+	if n.CreatedAt.IsZero() {
+		n.CreatedAt = dbutil.Now()
+	}
+	n.CreatedAt = dbutil.Time(n.CreatedAt)
+	if n.UpdatedAt.IsZero() {
+		n.UpdatedAt = n.CreatedAt
+	}
+	n.UpdatedAt = dbutil.Time(n.UpdatedAt)
+	n.LastSeen = dbutil.Time(n.LastSeen)
+	caps, profiles, settings, err := brokerJSON(&n)
+	if err != nil {
+		return fmt.Errorf("create broker %q: %w", n.Name, err)
+	}
+	_, err = s.w.ExecContext(ctx, `INSERT INTO runtime_brokers (`+brokerCols+`)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		n.ID, n.Name, n.Status, n.Version, n.ProtocolVersion, n.Runtime, text(caps), text(profiles), text(settings),
+		boolInt(n.AutoProvide), n.Secret, n.CreatedBy, nullMicros(n.LastSeen), micros(n.CreatedAt), micros(n.UpdatedAt))
+	if err != nil {
+		return mapErr(err, fmt.Sprintf("create broker %q", n.Name))
+	}
+	*b = n
+	return nil
+}
+
+// GetBroker looks up by ID, then by name.
+func (s *Store) GetBroker(ctx context.Context, idOrName string) (*store.Broker, error) {
+	b, err := scanBroker(s.r.QueryRowContext(ctx, `SELECT `+brokerCols+` FROM runtime_brokers
+		WHERE id = ?1 OR name = ?1 ORDER BY id <> ?1 LIMIT 1`, idOrName))
+	if err != nil {
+		return nil, mapErr(err, fmt.Sprintf("broker %q", idOrName))
+	}
+	return b, nil
+}
+
+// ListBrokers lists brokers in ID order.
+func (s *Store) ListBrokers(ctx context.Context, page store.Page) ([]*store.Broker, string, int, error) {
+	items, next, total, err := list(ctx, s, "runtime_brokers", brokerCols, "", nil, page, scanBroker,
+		func(b *store.Broker) string { return b.ID })
+	if err != nil {
+		return nil, "", 0, mapErr(err, "list brokers")
+	}
+	return items, next, total, nil
+}
+
+// UpdateBroker writes every field but ID and CreatedAt and sets
+// b.UpdatedAt to now.
+func (s *Store) UpdateBroker(ctx context.Context, b *store.Broker) error {
+	caps, profiles, settings, err := brokerJSON(b)
+	if err != nil {
+		return fmt.Errorf("update broker %q: %w", b.ID, err)
+	}
+	now := dbutil.Now()
+	lastSeen := dbutil.Time(b.LastSeen)
+	res, err := s.w.ExecContext(ctx, `UPDATE runtime_brokers SET name = ?, status = ?, version = ?, protocol_version = ?,
+		runtime = ?, capabilities = ?, profiles = ?, settings = ?, auto_provide = ?, secret = ?, created_by = ?,
+		last_seen = ?, updated_at = ? WHERE id = ?`,
+		b.Name, b.Status, b.Version, b.ProtocolVersion, b.Runtime, text(caps), text(profiles), text(settings),
+		boolInt(b.AutoProvide), b.Secret, b.CreatedBy, nullMicros(lastSeen), micros(now), b.ID)
+	if err := mustAffect(res, err, fmt.Sprintf("update broker %q", b.ID)); err != nil {
+		return err
+	}
+	b.LastSeen, b.UpdatedAt = lastSeen, now
+	return nil
+}
+
+// SetBrokerStatus changes only status and last-seen time (not UpdatedAt:
+// heartbeats are not edits).
+func (s *Store) SetBrokerStatus(ctx context.Context, id, status string, lastSeen time.Time) error {
+	res, err := s.w.ExecContext(ctx, `UPDATE runtime_brokers SET status = ?, last_seen = ? WHERE id = ?`,
+		status, nullMicros(dbutil.Time(lastSeen)), id)
+	return mustAffect(res, err, fmt.Sprintf("set status of broker %q", id))
+}
+
+// DeleteBroker deletes the broker; foreign keys cascade to its provider
+// links and reservations. Agents keep their BrokerID.
+func (s *Store) DeleteBroker(ctx context.Context, id string) error {
+	res, err := s.w.ExecContext(ctx, `DELETE FROM runtime_brokers WHERE id = ?`, id)
+	return mustAffect(res, err, fmt.Sprintf("delete broker %q", id))
+}

@@ -1,0 +1,92 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/scion-go/scion/store"
+	"github.com/scion-go/scion/store/internal/dbutil"
+)
+
+// reserveCondSQL inserts (or moves) an agent's reservation only while the
+// broker is under its limit (?4 <= 0: unlimited). Run inside a write
+// transaction, so count and insert cannot interleave with another writer.
+// Arguments: agent, broker, created_at, limit.
+const reserveCondSQL = `INSERT INTO reservations (agent_id, broker_id, created_at)
+	SELECT ?1, ?2, ?3 WHERE ?4 <= 0 OR (SELECT count(*) FROM reservations WHERE broker_id = ?2) < ?4
+	ON CONFLICT (agent_id) DO UPDATE SET broker_id = excluded.broker_id, created_at = excluded.created_at`
+
+// reserveTx takes a slot for agentID on brokerID inside tx, or fails with
+// ErrQuota (broker full) or ErrNotFound (no such broker or agent).
+func (s *Store) reserveTx(ctx context.Context, tx *sql.Tx, brokerID, agentID string, limit int) error {
+	res, err := tx.StmtContext(ctx, s.reserveCond).ExecContext(ctx, agentID, brokerID, micros(dbutil.Now()), limit)
+	if err != nil {
+		return mapErr(err, fmt.Sprintf("reserve on broker %q for agent %q", brokerID, agentID))
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return errQuota(brokerID, limit)
+	}
+	return nil
+}
+
+// Reserve takes a capacity slot on brokerID for agentID unless the broker
+// already holds limit slots (limit <= 0: unlimited). It is idempotent for
+// an agent already holding a slot on brokerID; an agent holding a slot on
+// another broker moves it (an agent runs on one broker at a time).
+func (s *Store) Reserve(ctx context.Context, brokerID, agentID string, limit int) error {
+	return s.write(ctx, func(tx *sql.Tx) error {
+		var cur string
+		err := tx.QueryRowContext(ctx, `SELECT broker_id FROM reservations WHERE agent_id = ?`, agentID).Scan(&cur)
+		switch {
+		case err == nil && cur == brokerID:
+			return nil
+		case err != nil && !errors.Is(err, sql.ErrNoRows):
+			return mapErr(err, fmt.Sprintf("reservation of agent %q", agentID))
+		}
+		return s.reserveTx(ctx, tx, brokerID, agentID, limit)
+	})
+}
+
+// Release frees the agent's slot, if it holds one.
+func (s *Store) Release(ctx context.Context, agentID string) error {
+	_, err := s.w.ExecContext(ctx, `DELETE FROM reservations WHERE agent_id = ?`, agentID)
+	return mapErr(err, fmt.Sprintf("release agent %q", agentID))
+}
+
+// CountReservations returns how many slots brokerID holds.
+func (s *Store) CountReservations(ctx context.Context, brokerID string) (int, error) {
+	var n int
+	err := s.r.QueryRowContext(ctx, `SELECT count(*) FROM reservations WHERE broker_id = ?`, brokerID).Scan(&n)
+	return n, mapErr(err, fmt.Sprintf("count reservations of broker %q", brokerID))
+}
+
+// ReservationCounts returns the slots held per broker; brokers holding
+// none are absent.
+func (s *Store) ReservationCounts(ctx context.Context) (map[string]int, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT broker_id, count(*) FROM reservations GROUP BY broker_id`)
+	if err != nil {
+		return nil, mapErr(err, "reservation counts")
+	}
+	defer rows.Close()
+	out := map[string]int{}
+	for rows.Next() {
+		var id string
+		var n int
+		if err := rows.Scan(&id, &n); err != nil {
+			return nil, mapErr(err, "reservation counts")
+		}
+		out[id] = n
+	}
+	return out, mapErr(rows.Err(), "reservation counts")
+}
+
+// errQuota is the error for a full broker.
+func errQuota(brokerID string, limit int) error {
+	return fmt.Errorf("broker %q holds its limit of %d reservations: %w", brokerID, limit, store.ErrQuota)
+}

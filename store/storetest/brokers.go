@@ -1,0 +1,149 @@
+package storetest
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/store"
+)
+
+func testBrokers(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	maxAgents := 5
+	b := &store.Broker{
+		Name:            "laptop",
+		Status:          api.BrokerOnline,
+		Version:         "1.2.3",
+		ProtocolVersion: 2,
+		Runtime:         "docker",
+		Capabilities:    []string{"attach", "exec"},
+		Profiles: []api.BrokerProfile{
+			{Name: "docker", Runtime: "docker", Default: true, Settings: map[string]string{"cpus": "2"}},
+			{Name: "podman", Runtime: "podman"},
+		},
+		Settings:    api.BrokerSettings{MaxAgents: &maxAgents},
+		AutoProvide: true,
+		Secret:      []byte{0, 1, 2, 255},
+		CreatedBy:   "user-1",
+		LastSeen:    oddTime(),
+		CreatedAt:   oddTime(),
+	}
+	must(t, s.CreateBroker(ctx, b))
+	if id, err := uuid.Parse(b.ID); err != nil || id.Version() != 7 {
+		t.Fatalf("generated ID %q is not a UUIDv7 (%v)", b.ID, err)
+	}
+	if b.LastSeen != norm(b.LastSeen) || b.CreatedAt != norm(b.CreatedAt) || b.UpdatedAt != b.CreatedAt {
+		t.Fatalf("times not normalised: %+v", b)
+	}
+	got, err := s.GetBroker(ctx, b.ID)
+	must(t, err)
+	equal(t, got, b)
+	got, err = s.GetBroker(ctx, "laptop")
+	must(t, err)
+	equal(t, got, b)
+	_, err = s.GetBroker(ctx, "nope")
+	wantErr(t, err, store.ErrNotFound)
+
+	// A sparse broker: nil and empty collections both round-trip, a zero
+	// LastSeen stays zero.
+	sparse := &store.Broker{ID: "sparse", Name: "sparse", Capabilities: []string{}}
+	must(t, s.CreateBroker(ctx, sparse))
+	got, err = s.GetBroker(ctx, "sparse")
+	must(t, err)
+	equal(t, got, sparse)
+	if got.Capabilities == nil || got.Profiles != nil || got.Secret != nil || !got.LastSeen.IsZero() {
+		t.Fatalf("sparse broker read back as %+v", got)
+	}
+
+	wantErr(t, s.CreateBroker(ctx, &store.Broker{Name: "laptop"}), store.ErrAlreadyExists)
+	wantErr(t, s.CreateBroker(ctx, &store.Broker{ID: b.ID, Name: "x"}), store.ErrAlreadyExists)
+
+	// ID wins over name.
+	must(t, s.CreateBroker(ctx, &store.Broker{ID: "named-like-id", Name: b.ID}))
+	if got, err := s.GetBroker(ctx, b.ID); err != nil || got.ID != b.ID {
+		t.Fatalf("GetBroker(%q) = %+v, %v; want the broker with that ID", b.ID, got, err)
+	}
+
+	// UpdateBroker writes everything but ID and CreatedAt.
+	upd := *b
+	upd.Name, upd.Status, upd.Version, upd.ProtocolVersion = "laptop2", api.BrokerOffline, "1.3.0", 3
+	upd.Capabilities, upd.Profiles, upd.Settings = nil, []api.BrokerProfile{}, api.BrokerSettings{}
+	upd.AutoProvide, upd.Secret, upd.LastSeen = false, []byte("new"), time.Time{}
+	upd.CreatedAt = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC) // ignored
+	must(t, s.UpdateBroker(ctx, &upd))
+	if !upd.UpdatedAt.After(b.UpdatedAt) {
+		t.Fatalf("UpdatedAt %v not after %v", upd.UpdatedAt, b.UpdatedAt)
+	}
+	got, err = s.GetBroker(ctx, b.ID)
+	must(t, err)
+	want := upd
+	want.CreatedAt = b.CreatedAt
+	equal(t, got, &want)
+
+	upd.Name = "sparse"
+	wantErr(t, s.UpdateBroker(ctx, &upd), store.ErrAlreadyExists)
+	wantErr(t, s.UpdateBroker(ctx, &store.Broker{ID: "missing", Name: "m"}), store.ErrNotFound)
+
+	// SetBrokerStatus touches status and LastSeen only.
+	seen := oddTime().Add(30 * time.Minute)
+	must(t, s.SetBrokerStatus(ctx, b.ID, api.BrokerOnline, seen))
+	got, err = s.GetBroker(ctx, b.ID)
+	must(t, err)
+	want.Status, want.LastSeen = api.BrokerOnline, norm(seen)
+	equal(t, got, &want)
+	wantErr(t, s.SetBrokerStatus(ctx, "missing", api.BrokerOnline, seen), store.ErrNotFound)
+
+	// Caller-chosen IDs page in byte order.
+	items, next, total, err := s.ListBrokers(ctx, store.Page{Limit: 2})
+	must(t, err)
+	if total != 3 || next == "" || len(items) != 2 {
+		t.Fatalf("ListBrokers = %d items, next %q, total %d", len(items), next, total)
+	}
+	rest, next2, _, err := s.ListBrokers(ctx, store.Page{Cursor: next, Limit: 2})
+	must(t, err)
+	if next2 != "" || len(rest) != 1 {
+		t.Fatalf("second page: %d items, next %q", len(rest), next2)
+	}
+	all := append(items, rest...)
+	equal(t, ids(all, func(b *store.Broker) string { return b.ID }), []string{b.ID, "named-like-id", "sparse"})
+	equal(t, all[0], &want)
+}
+
+func testDeleteBroker(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	p := newProject(t, s, "p")
+	b := newBroker(t, s, "doomed")
+	other := newBroker(t, s, "other")
+	must(t, s.LinkProvider(ctx, p.ID, b.ID))
+	must(t, s.LinkProvider(ctx, p.ID, other.ID))
+	a := newAgent(t, s, p.ID, "a", b.ID)
+	a2 := newAgent(t, s, p.ID, "a2", other.ID)
+	must(t, s.Reserve(ctx, b.ID, a.ID, 0))
+	must(t, s.Reserve(ctx, other.ID, a2.ID, 0))
+
+	must(t, s.DeleteBroker(ctx, b.ID))
+	_, err := s.GetBroker(ctx, b.ID)
+	wantErr(t, err, store.ErrNotFound)
+	wantErr(t, s.DeleteBroker(ctx, b.ID), store.ErrNotFound)
+
+	providers, err := s.ProjectProviders(ctx, p.ID)
+	must(t, err)
+	equal(t, providers, []string{other.ID})
+	n, err := s.CountReservations(ctx, b.ID)
+	must(t, err)
+	if n != 0 {
+		t.Fatalf("deleted broker still has %d reservations", n)
+	}
+	counts, err := s.ReservationCounts(ctx)
+	must(t, err)
+	equal(t, counts, map[string]int{other.ID: 1})
+	// The agent itself stays, still naming the broker it ran on.
+	got, err := s.GetAgent(ctx, a.ID)
+	must(t, err)
+	if got.BrokerID != b.ID {
+		t.Fatalf("agent BrokerID = %q, want %q", got.BrokerID, b.ID)
+	}
+}

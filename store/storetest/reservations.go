@@ -1,0 +1,114 @@
+package storetest
+
+import (
+	"testing"
+
+	"github.com/scion-go/scion/store"
+)
+
+func testReservations(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	counts, err := s.ReservationCounts(ctx)
+	must(t, err)
+	equal(t, counts, map[string]int{})
+
+	p := newProject(t, s, "p")
+	b, b2 := newBroker(t, s, "b"), newBroker(t, s, "b2")
+	var a [5]*store.Agent
+	for i := range a {
+		a[i] = newAgent(t, s, p.ID, slug(i), b.ID)
+	}
+	count := func(brokerID string, want int) {
+		t.Helper()
+		n, err := s.CountReservations(ctx, brokerID)
+		must(t, err)
+		if n != want {
+			t.Fatalf("CountReservations(%s) = %d, want %d", brokerID, n, want)
+		}
+	}
+
+	must(t, s.Reserve(ctx, b.ID, a[0].ID, 2))
+	must(t, s.Reserve(ctx, b.ID, a[0].ID, 2)) // idempotent
+	count(b.ID, 1)
+	must(t, s.Reserve(ctx, b.ID, a[1].ID, 2))
+	count(b.ID, 2)
+	wantErr(t, s.Reserve(ctx, b.ID, a[2].ID, 2), store.ErrQuota)
+	count(b.ID, 2)
+	// Still idempotent at the limit: a holder is not refused its own slot.
+	must(t, s.Reserve(ctx, b.ID, a[1].ID, 2))
+	must(t, s.Reserve(ctx, b.ID, a[1].ID, 1))
+	// 0 is unlimited.
+	must(t, s.Reserve(ctx, b.ID, a[2].ID, 0))
+	count(b.ID, 3)
+
+	must(t, s.Release(ctx, a[2].ID))
+	must(t, s.Release(ctx, a[2].ID)) // not holding: fine
+	must(t, s.Release(ctx, "no-such-agent"))
+	count(b.ID, 2)
+
+	must(t, s.Reserve(ctx, b2.ID, a[3].ID, 1))
+	counts, err = s.ReservationCounts(ctx)
+	must(t, err)
+	equal(t, counts, map[string]int{b.ID: 2, b2.ID: 1})
+
+	// A slot held elsewhere moves, subject to the new broker's limit.
+	wantErr(t, s.Reserve(ctx, b2.ID, a[0].ID, 1), store.ErrQuota)
+	must(t, s.Reserve(ctx, b2.ID, a[0].ID, 2))
+	count(b.ID, 1)
+	count(b2.ID, 2)
+
+	wantErr(t, s.Reserve(ctx, "missing", a[4].ID, 0), store.ErrNotFound)
+	wantErr(t, s.Reserve(ctx, b.ID, "missing", 0), store.ErrNotFound)
+	count("missing", 0)
+}
+
+func testCreateAgentReserve(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	p := newProject(t, s, "p")
+	b := newBroker(t, s, "b")
+	one, zero := 1, 0
+
+	a1 := &store.Agent{Slug: "a1", ProjectID: p.ID, BrokerID: b.ID}
+	must(t, s.CreateAgent(ctx, a1, &one))
+	counts, err := s.ReservationCounts(ctx)
+	must(t, err)
+	equal(t, counts, map[string]int{b.ID: 1})
+
+	// Full: nothing is inserted and the argument is untouched.
+	a2 := &store.Agent{Slug: "a2", ProjectID: p.ID, BrokerID: b.ID}
+	wantErr(t, s.CreateAgent(ctx, a2, &one), store.ErrQuota)
+	if a2.ID != "" {
+		t.Fatalf("failed create set ID %q", a2.ID)
+	}
+	_, err = s.GetAgentBySlug(ctx, p.ID, "a2")
+	wantErr(t, err, store.ErrNotFound)
+	_, _, total, err := s.ListAgents(ctx, store.AgentFilter{}, store.Page{})
+	must(t, err)
+	if total != 1 {
+		t.Fatalf("%d agents after a refused create, want 1", total)
+	}
+
+	// A duplicate slug is reported as such, not as a quota failure.
+	wantErr(t, s.CreateAgent(ctx, &store.Agent{Slug: "a1", ProjectID: p.ID, BrokerID: b.ID}, &one), store.ErrAlreadyExists)
+
+	must(t, s.CreateAgent(ctx, a2, &zero)) // unlimited
+	must(t, s.CreateAgent(ctx, &store.Agent{Slug: "a3", ProjectID: p.ID, BrokerID: b.ID}, nil))
+	n, err := s.CountReservations(ctx, b.ID)
+	must(t, err)
+	if n != 2 {
+		t.Fatalf("CountReservations = %d, want 2 (nil limit must not reserve)", n)
+	}
+
+	// The broker must exist when reserving.
+	wantErr(t, s.CreateAgent(ctx, &store.Agent{Slug: "a4", ProjectID: p.ID, BrokerID: "missing"}, &zero), store.ErrNotFound)
+	_, err = s.GetAgentBySlug(ctx, p.ID, "a4")
+	wantErr(t, err, store.ErrNotFound)
+	// The reservation belongs to the agent: deleting the agent frees it.
+	must(t, s.DeleteAgent(ctx, a1.ID))
+	must(t, s.CreateAgent(ctx, &store.Agent{Slug: "a5", ProjectID: p.ID, BrokerID: b.ID}, new(3)))
+	n, err = s.CountReservations(ctx, b.ID)
+	must(t, err)
+	if n != 2 {
+		t.Fatalf("CountReservations = %d, want 2", n)
+	}
+}

@@ -1,0 +1,102 @@
+// Package storetest is the conformance suite for store.Store: every
+// implementation's tests call Run, so the engines cannot drift apart. It
+// also has the helpers other packages' tests use to get a PostgreSQL
+// database (PostgresURL, NewPostgresDB) and the shared benchmarks.
+//
+// Beyond the interface's doc comments the suite pins down behaviour the
+// Hub relies on, identically in every engine:
+//   - Create* fill in an empty ID (UUIDv7) and zero times, normalise times
+//     to UTC microseconds, and write the stored record back into the
+//     argument only on success; Update* set UpdatedAt to now.
+//   - Read records equal (==, reflect.DeepEqual) what was written,
+//     nil-versus-empty slices and maps and the agent payload's bytes
+//     included.
+//   - List-like methods return empty, non-nil slices and maps.
+//   - Release of a slot not held is not an error; UnlinkProvider of a link
+//     that does not exist is ErrNotFound; Reserve moves a slot held on
+//     another broker.
+//   - A foreign key to a missing record (CreateAgent's project, Reserve's
+//     agent or broker, LinkProvider's ends) is ErrNotFound.
+//   - DeleteAgent also deletes the agent's tokens.
+package storetest
+
+import (
+	"errors"
+	"reflect"
+	"testing"
+
+	"github.com/scion-go/scion/store"
+)
+
+// Run runs the conformance suite. open must return a new, empty store for
+// each call and close it when the test ends (t.Cleanup); subtests run in
+// parallel, each on its own store.
+func Run(t *testing.T, open func(t *testing.T) store.Store) {
+	for _, tc := range []struct {
+		name string
+		fn   func(*testing.T, store.Store)
+	}{
+		{"Projects", testProjects},
+		{"DeleteProject", testDeleteProject},
+		{"Providers", testProviders},
+		{"Brokers", testBrokers},
+		{"DeleteBroker", testDeleteBroker},
+		{"Agents", testAgents},
+		{"UpdateAgent", testUpdateAgent},
+		{"DeleteAgent", testDeleteAgent},
+		{"ListAgentsFilter", testListAgentsFilter},
+		{"Reservations", testReservations},
+		{"CreateAgentReserve", testCreateAgentReserve},
+		{"Users", testUsers},
+		{"Tokens", testTokens},
+		{"JoinTokens", testJoinTokens},
+		{"Settings", testSettings},
+		{"Ping", testPing},
+		{"Pagination", testPagination},
+		{"PaginationAgents", testPaginationAgents},
+		{"PaginationWhileWriting", testPaginationWhileWriting},
+		{"PaginationLimits", testPaginationLimits},
+		{"ReserveRace", testReserveRace},
+		{"CreateAgentReserveRace", testCreateAgentReserveRace},
+		{"ConsumeJoinTokenRace", testConsumeJoinTokenRace},
+		{"UpdateAgentRace", testUpdateAgentRace},
+		{"DeleteProjectRace", testDeleteProjectRace},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			tc.fn(t, open(t))
+		})
+	}
+}
+
+// must fails the test now if err is not nil.
+func must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// wantErr checks errors.Is(err, target).
+func wantErr(t testing.TB, err, target error) {
+	t.Helper()
+	if !errors.Is(err, target) {
+		t.Fatalf("error = %v, want %v", err, target)
+	}
+}
+
+// equal checks got and want are deeply equal.
+func equal(t testing.TB, got, want any) {
+	t.Helper()
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("mismatch\n got: %+v\nwant: %+v", deref(got), deref(want))
+	}
+}
+
+func deref(v any) any {
+	rv := reflect.ValueOf(v)
+	if rv.Kind() == reflect.Pointer && !rv.IsNil() {
+		return rv.Elem().Interface()
+	}
+	return v
+}
