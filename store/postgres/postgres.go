@@ -12,6 +12,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -34,6 +35,13 @@ func Open(ctx context.Context, url string) (*Store, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: %w", err)
+	}
+	// pgx defaults to max(4, NumCPU) connections, which makes concurrent
+	// creates queue for a connection while each waits on its commit's
+	// fsync; more connections let commits share a flush. An explicit
+	// pool_max_conns in the URL wins.
+	if !strings.Contains(url, "pool_max_conns") {
+		cfg.MaxConns = 32
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
