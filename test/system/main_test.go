@@ -1,0 +1,98 @@
+package system
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"testing"
+)
+
+var (
+	scionBin   string // the binary under test
+	buildErr   error  // why there is no binary, if there is none
+	moduleRoot string // the repository root (holds go.mod)
+)
+
+// TestMain builds bin/scion once for the whole package (or takes
+// $SCION_BIN), the way `make build` does: static, CGO_ENABLED=0.
+func TestMain(m *testing.M) {
+	os.Exit(runMain(m))
+}
+
+func runMain(m *testing.M) int {
+	moduleRoot, buildErr = findModuleRoot()
+	tmp, err := os.MkdirTemp("", "scion-system-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "system tests:", err)
+		return 1
+	}
+	defer os.RemoveAll(tmp)
+	if buildErr == nil {
+		scionBin, buildErr = binary(tmp)
+	}
+	if buildErr != nil {
+		fmt.Fprintln(os.Stderr, "system tests: no scion binary:", buildErr)
+	}
+	return m.Run()
+}
+
+// findModuleRoot walks up from this file to the directory with go.mod, so
+// the tests work whatever the working directory of `go test` is.
+func findModuleRoot() (string, error) {
+	_, file, _, ok := runtime.Caller(0)
+	if !ok {
+		return "", errors.New("cannot locate the test source file")
+	}
+	for dir := filepath.Dir(file); ; dir = filepath.Dir(dir) {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		if parent := filepath.Dir(dir); parent == dir {
+			return "", fmt.Errorf("no go.mod above %s", file)
+		}
+	}
+}
+
+func binary(tmp string) (string, error) {
+	if b := os.Getenv("SCION_BIN"); b != "" {
+		abs, err := filepath.Abs(b)
+		if err != nil {
+			return "", err
+		}
+		if _, err := os.Stat(abs); err != nil {
+			return "", fmt.Errorf("SCION_BIN: %w", err)
+		}
+		return abs, nil
+	}
+	out := filepath.Join(tmp, "scion")
+	cmd := exec.Command("go", "build", "-buildvcs=false", "-o", out, "./cmd/scion")
+	cmd.Dir = moduleRoot
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build ./cmd/scion: %v\n%s", err, b)
+	}
+	return out, nil
+}
+
+// inCI is the CI=true rule: a missing real part fails, it never skips.
+func inCI() bool { return os.Getenv("CI") == "true" }
+
+// skipOrFail skips the test, except under CI=true where it fails.
+func skipOrFail(t *testing.T, format string, args ...any) {
+	t.Helper()
+	if inCI() {
+		t.Fatalf("CI=true, so not skipping: "+format, args...)
+	}
+	t.Skipf(format, args...)
+}
+
+// requireBinary stops a test that has no binary to run.
+func requireBinary(t *testing.T) {
+	t.Helper()
+	if buildErr != nil {
+		skipOrFail(t, "no scion binary: %v", buildErr)
+	}
+}
