@@ -1,14 +1,33 @@
 package wire
 
-// STUB: the wire helper replaces this file with the real implementation.
-// The exported API below is the contract; keep it.
-
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/coder/websocket"
+)
+
+// Defaults for the zero Options.
+const (
+	DefaultHeartbeatInterval = 5 * time.Second
+	DefaultGrace             = 10 * time.Second
+	DefaultTimeout           = 30 * time.Second
+	DefaultMaxMessage        = 64 << 20
+	DefaultChunkSize         = 256 << 10
+	DefaultMaxConcurrent     = 256
+	DefaultMaxQueued         = 1024
+	DefaultMaxStreams        = 1024
+	DefaultStreamWindow      = 32
+
+	minChunkSize = 4 << 10
+	maxWindow    = 1024
 )
 
 // Options tune a Conn. Zero values mean the defaults.
@@ -23,10 +42,51 @@ type Options struct {
 	// MaxMessage bounds one reassembled message (default 64 MiB).
 	MaxMessage int64
 	// ChunkSize is the largest frame written; bigger bodies are split
-	// (default 256 KiB).
+	// (default 256 KiB). It is also the read limit, so both peers must use
+	// the same value (or the reader a larger one).
 	ChunkSize int
 	// MaxConcurrent bounds concurrently running handlers (default 256).
+	// Requests beyond it wait for a slot, still cancellable and still
+	// subject to their deadline, in a queue of MaxQueued.
 	MaxConcurrent int
+	// MaxQueued bounds requests waiting for a handler slot (default 1024);
+	// beyond it a request is refused at once with code rate_limited.
+	MaxQueued int
+	// MaxStreams bounds concurrently running stream handlers (default
+	// 1024). Streams are long-lived (logs follow), so they do not take
+	// handler slots and are refused with rate_limited, not queued, beyond.
+	MaxStreams int
+	// StreamWindow is how many items this side buffers per stream it
+	// opened, the credit the handler starts with (default 32).
+	StreamWindow int
+}
+
+func (o Options) withDefaults() Options {
+	def := func(v *int, d int) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	if o.HeartbeatInterval <= 0 {
+		o.HeartbeatInterval = DefaultHeartbeatInterval
+	}
+	if o.Grace <= 0 {
+		o.Grace = DefaultGrace
+	}
+	if o.DefaultTimeout <= 0 {
+		o.DefaultTimeout = DefaultTimeout
+	}
+	if o.MaxMessage <= 0 {
+		o.MaxMessage = DefaultMaxMessage
+	}
+	def(&o.ChunkSize, DefaultChunkSize)
+	o.ChunkSize = max(o.ChunkSize, minChunkSize)
+	def(&o.MaxConcurrent, DefaultMaxConcurrent)
+	def(&o.MaxQueued, DefaultMaxQueued)
+	def(&o.MaxStreams, DefaultMaxStreams)
+	def(&o.StreamWindow, DefaultStreamWindow)
+	o.StreamWindow = min(o.StreamWindow, maxWindow)
+	return o
 }
 
 // Request is an incoming request as a handler sees it.
@@ -58,50 +118,244 @@ type callOpts struct{ key string }
 func WithKey(key string) CallOption { return func(o *callOpts) { o.key = key } }
 
 // Conn is one side of a control channel.
-type Conn struct{}
+//
+// An idle Conn costs no goroutine besides the one in Run: heartbeats are
+// timers, and maps and buffers are allocated on first use.
+type Conn struct {
+	ws   *websocket.Conn
+	opts Options
+
+	// hctx is the parent of every handler's ctx; shutdown cancels it.
+	hctx    context.Context
+	hcancel context.CancelCauseFunc
+	done    chan struct{}
+
+	out        outbox
+	chunkSlots chan struct{} // chunked messages being written at once
+	slots      chan struct{} // running handlers (MaxConcurrent)
+	work       chan job      // unbuffered: idle workers receive requests here
+	queued     atomic.Int32
+	streams    atomic.Int32
+
+	nextID   atomic.Uint64 // our request IDs
+	chunkSeq atomic.Uint64 // our chunked message IDs
+	lastSeen atomic.Int64  // unix nanoseconds
+	running  atomic.Bool
+
+	asm assembler // the read loop's
+
+	mu        sync.Mutex
+	handlers  map[string]Handler
+	shandlers map[string]StreamHandler
+	pending   map[uint64]*call    // requests we sent, by our ID
+	incoming  map[uint64]*serving // requests the peer sent, by its ID
+	reason    error               // why the Conn ended; nil while it runs
+	pingT     *time.Timer
+	deadT     *time.Timer
+}
 
 // NewConn wraps an open WebSocket. Register handlers, then call Run.
-func NewConn(ws *websocket.Conn, opts Options) *Conn { panic("stub") }
+func NewConn(ws *websocket.Conn, opts Options) *Conn {
+	opts = opts.withDefaults()
+	// Every message is at most ChunkSize (see chunk.go); the slack covers
+	// a peer whose frame encoding differs slightly.
+	ws.SetReadLimit(int64(opts.ChunkSize) + 1024)
+	c := &Conn{
+		ws:         ws,
+		opts:       opts,
+		done:       make(chan struct{}),
+		chunkSlots: make(chan struct{}, maxChunkedOut),
+		slots:      make(chan struct{}, opts.MaxConcurrent),
+		work:       make(chan job),
+		asm:        assembler{max: opts.MaxMessage},
+	}
+	c.hctx, c.hcancel = context.WithCancelCause(context.Background())
+	c.touch()
+	return c
+}
 
 // Handle registers a request handler for method.
-func (c *Conn) Handle(method string, h Handler) { panic("stub") }
+func (c *Conn) Handle(method string, h Handler) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.handlers == nil {
+		c.handlers = make(map[string]Handler)
+	}
+	c.handlers[method] = h
+}
 
 // HandleStream registers a stream handler for method.
-func (c *Conn) HandleStream(method string, h StreamHandler) { panic("stub") }
+func (c *Conn) HandleStream(method string, h StreamHandler) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.shandlers == nil {
+		c.shandlers = make(map[string]StreamHandler)
+	}
+	c.shandlers[method] = h
+}
 
 // Run reads frames until the connection ends (peer close, heartbeat
-// timeout, ctx done or Close); it returns the reason.
-func (c *Conn) Run(ctx context.Context) error { panic("stub") }
-
-// Call sends a request and waits for its response, decoding it into resp
-// (which may be nil). The deadline of ctx (or DefaultTimeout) travels with
-// the request. Errors from the peer come back as *api.Error; a dead or
-// closed connection gives an *api.Error with code runtime_broker_unavailable,
-// an expired deadline one with code runtime_broker_timeout.
-func (c *Conn) Call(ctx context.Context, method string, req, resp any, opts ...CallOption) error {
-	panic("stub")
+// timeout, ctx done or Close); it returns the reason. Run may be called
+// once; calls made before it are answered once it runs.
+func (c *Conn) Run(ctx context.Context) error {
+	if !c.running.CompareAndSwap(false, true) {
+		return errors.New("wire: Run called twice")
+	}
+	stop := context.AfterFunc(ctx, func() {
+		c.closeWith(fmt.Errorf("%w: %w", ErrClosed, context.Cause(ctx)), "context done")
+	})
+	defer stop()
+	c.startHeartbeat()
+	err := c.readLoop()
+	if c.shutdown(err) {
+		_ = c.ws.CloseNow()
+	}
+	return c.Err()
 }
 
-// Stream opens a streaming request.
-func (c *Conn) Stream(ctx context.Context, method string, req any, opts ...CallOption) (*Stream, error) {
-	panic("stub")
+// Close ends the connection with a reason. Pending calls fail at once with
+// code runtime_broker_unavailable; then the WebSocket close handshake sends
+// the reason to the peer, which waits for the peer at most a few seconds.
+func (c *Conn) Close(reason string) error {
+	c.closeWith(fmt.Errorf("%w: %s", ErrClosed, reason), reason)
+	return nil
 }
 
-// Close ends the connection with a reason.
-func (c *Conn) Close(reason string) error { panic("stub") }
+func (c *Conn) closeWith(err error, reason string) {
+	if !c.shutdown(err) {
+		return
+	}
+	if len(reason) > 120 { // a close frame's reason is at most 123 bytes
+		reason = strings.ToValidUTF8(reason[:120], "")
+	}
+	_ = c.ws.Close(websocket.StatusNormalClosure, reason)
+}
 
 // Done is closed when the connection has ended.
-func (c *Conn) Done() <-chan struct{} { panic("stub") }
+func (c *Conn) Done() <-chan struct{} { return c.done }
+
+// Err is why the connection ended, nil while it runs.
+func (c *Conn) Err() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.reason
+}
 
 // LastSeen is when the last frame or pong arrived from the peer.
-func (c *Conn) LastSeen() time.Time { panic("stub") }
+func (c *Conn) LastSeen() time.Time { return time.Unix(0, c.lastSeen.Load()) }
 
-// Stream is the receiving side of a streaming call.
-type Stream struct{}
+func (c *Conn) touch() { c.lastSeen.Store(time.Now().UnixNano()) }
 
-// Recv decodes the next item into v; io.EOF after the last one; the
-// handler's error (as *api.Error) if it failed.
-func (s *Stream) Recv(v any) error { panic("stub") }
+// shutdown ends the Conn's state: it records why, fails every pending call,
+// cancels every handler and closes Done. It does not touch the WebSocket.
+// It reports whether this call did it (only the first one does).
+func (c *Conn) shutdown(reason error) bool {
+	if reason == nil {
+		reason = ErrClosed
+	}
+	c.mu.Lock()
+	if c.reason != nil {
+		c.mu.Unlock()
+		return false
+	}
+	c.reason = reason
+	pending := c.pending
+	c.pending = nil
+	if c.pingT != nil {
+		c.pingT.Stop()
+		c.deadT.Stop()
+	}
+	c.mu.Unlock()
 
-// Close cancels the stream (the handler's ctx ends).
-func (s *Stream) Close() error { panic("stub") }
+	close(c.done)
+	c.hcancel(reason)
+	e := unavailable(reason)
+	for _, p := range pending {
+		p.fail(e)
+	}
+	return true
+}
+
+// readLoop reads and dispatches frames until the WebSocket fails. It never
+// writes and never blocks on anything but the socket: handlers run in their
+// own goroutines, deliveries to callers are non-blocking.
+func (c *Conn) readLoop() error {
+	for {
+		_, r, err := c.ws.Reader(context.Background())
+		if err != nil {
+			return fmt.Errorf("wire: read: %w", err)
+		}
+		bp := getBuf()
+		b, err := readAll(r, (*bp)[:0])
+		c.touch()
+		if err != nil {
+			putBuf(bp, b)
+			return fmt.Errorf("wire: read: %w", err)
+		}
+		err = decodeFrames(b, c.dispatch)
+		putBuf(bp, b)
+		if err != nil {
+			// The peer broke the protocol: say so in the close frame.
+			if c.shutdown(err) {
+				_ = c.ws.Close(websocket.StatusProtocolError, "protocol error")
+			}
+			return err
+		}
+	}
+}
+
+func readAll(r io.Reader, b []byte) ([]byte, error) {
+	for {
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			return b, nil
+		}
+		if err != nil {
+			return b, err
+		}
+	}
+}
+
+func (c *Conn) dispatch(f *Frame) error {
+	switch f.Kind {
+	case KindRequest:
+		c.accept(f)
+	case KindResponse, KindItem, KindEnd:
+		c.deliver(f)
+	case KindCancel:
+		c.cancelIncoming(f.ID)
+	case KindCredit:
+		c.addCredit(f.ID, f.Credit)
+	case KindChunk:
+		p, err := c.asm.add(f)
+		if err != nil || p == nil {
+			return err
+		}
+		if p.refused {
+			c.refuse(p)
+			return nil
+		}
+		inner, err := decodeChunked(p.buf, p.of, p.ofID)
+		if err != nil {
+			return err
+		}
+		return c.dispatch(inner)
+	}
+	// Unknown kinds are ignored so that a newer peer may add some.
+	return nil
+}
+
+// refuse fails the one message that was too big to reassemble.
+func (c *Conn) refuse(p *partial) {
+	e := tooLarge("message", p.total, c.opts.MaxMessage)
+	switch p.of {
+	case KindRequest:
+		go c.reply(&Frame{Kind: KindResponse, ID: p.ofID, Error: e})
+	case KindResponse, KindItem, KindEnd:
+		c.failPending(p.ofID, e)
+	}
+}

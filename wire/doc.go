@@ -9,4 +9,52 @@
 // on the read loop), can be cancelled by the caller, and expire at their
 // deadline. Frames larger than the chunk size are split into chunk frames,
 // so there is no message-size cliff.
+//
+// # Frames
+//
+// Every WebSocket message is a text message holding one JSON Frame, or
+// several separated by newlines when the writer batched frames that queued
+// up while it was busy. Kinds: request, response, cancel, item and end
+// (streams), credit (stream flow control) and chunk. A frame whose encoding
+// exceeds ChunkSize travels as chunk frames, each a base64 slice of it, so
+// no message exceeds ChunkSize (which is also the read limit); the receiver
+// reassembles up to MaxMessage and fails just that request, with code
+// request_too_large, beyond. Frames are decoded by a small single-pass
+// parser (decode.go) that is fuzzed against hostile input.
+//
+// # IDs
+//
+// Each side numbers its requests from its own counter. A frame's kind says
+// whose number its ID is: request and cancel frames carry the sender's
+// request IDs, response, item and end frames the receiver's, credit frames
+// the stream caller's. Both sides sending requests therefore never collide,
+// with no coordination.
+//
+// # Concurrency
+//
+// The read loop (Run) only decodes and dispatches; it never writes and
+// never blocks on anything but the socket. Requests go to worker goroutines
+// (reused for a second, then gone, so an idle Conn has none), at most
+// MaxConcurrent running handlers; further requests wait for a slot, still
+// cancellable and subject to their deadline, up to MaxQueued, beyond which
+// they are refused at once with rate_limited. Streams, being long-lived,
+// have their own bound (MaxStreams) and are refused rather than queued.
+// Writes go through an outbox that serializes them without a writer
+// goroutine and lets small frames overtake the chunks of a big message.
+//
+// # Streams
+//
+// Streams use credit-based flow control: the caller announces a window of
+// StreamWindow items, the handler's send blocks when it has used its
+// credit, and the caller grants more as Recv consumes. A slow consumer
+// holds at most a window of items and stalls only its own handler.
+//
+// # Liveness
+//
+// Each side pings every HeartbeatInterval; a Conn that hears nothing (no
+// frame, no pong) for HeartbeatInterval+Grace closes itself, which fails
+// every pending call with runtime_broker_unavailable.
+//
+// Sign, SignHeaders and NonceCache authenticate a broker's HTTP requests
+// (including the WebSocket upgrade) with an HMAC and replay protection.
 package wire
