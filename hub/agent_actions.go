@@ -88,6 +88,8 @@ func (s *Server) handleAgentAction(w http.ResponseWriter, r *http.Request, c *Ca
 		}
 	}
 	var st wire.AgentStatus
+	s.inflight.add(a.ID)
+	defer s.inflight.done(a.ID)
 	derr := s.dispatch(ctx, b.ID, act.method, wire.AgentRef{AgentID: a.ID, RunID: a.RunID}, &st, r.PathValue("action")+":"+key)
 	if derr != nil && !act.running {
 		// A failed stop or suspend leaves the agent as it was.

@@ -218,8 +218,10 @@ func (s *Server) handleCreateAgent(w http.ResponseWriter, r *http.Request, c *Ca
 		Profile: a.Profile, SharingMode: p.SharingMode, GitRemote: p.GitRemote,
 		AgentToken: s.mintAgentToken(a.ID, p.ID), HubURL: s.opts.PublicURL, Start: req.Start, Payload: req.Payload}
 	var st wire.AgentStatus
+	s.inflight.add(a.ID)
 	derr := s.dispatch(ctx, b.ID, wire.MethodAgentCreate, spec, &st, "create:"+a.RunID)
 	a, err = s.afterDispatch(context.WithoutCancel(ctx), a.ID, st, derr, req.Start)
+	s.inflight.done(a.ID)
 	if err != nil {
 		s.writeError(w, r, err)
 		return

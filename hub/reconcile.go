@@ -4,49 +4,54 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
+	"sync"
 
 	"github.com/scion-go/scion/api"
 	"github.com/scion-go/scion/store"
 	"github.com/scion-go/scion/wire"
 )
 
-// applyAgentStatus records a state change a broker observed on its own
-// (an agent exiting, say). Reports for another broker's or an older run's
-// agent are stale and ignored.
+// applyAgentStatus records a state change a broker reported (an agent
+// exiting, say) and returns the agent as stored. Reports for another
+// broker's or an older run's agent, or older than one already applied,
+// change nothing. Only a change from a slot-holding phase to another frees
+// the slot: a report about an agent that was already stopped must not
+// release the slot a start in flight has just taken.
 func (s *Server) applyAgentStatus(ctx context.Context, brokerID string, st wire.AgentStatus) error {
+	_, err := s.applyStatus(ctx, brokerID, st)
+	return err
+}
+
+func (s *Server) applyStatus(ctx context.Context, brokerID string, st wire.AgentStatus) (*store.Agent, error) {
 	a, err := s.store.GetAgent(ctx, st.AgentID)
 	if isNotFound(err) {
-		return nil
+		return nil, nil
 	}
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if a.BrokerID != brokerID || (st.RunID != "" && a.RunID != "" && st.RunID != a.RunID) {
-		return nil
+		return a, nil
 	}
-	var wasRunning bool
-	a, err = s.mutateAgent(ctx, a.ID, func(a *store.Agent) error {
+	var wasHolding bool
+	a2, err := s.mutateAgent(ctx, a.ID, func(a *store.Agent) error {
 		if !s.observed.claim(a.ID, st.ObservedAt) {
 			return errStale
 		}
-		wasRunning = holdsSlot(a.Phase)
+		wasHolding = holdsSlot(a.Phase)
 		applyContainerState(a, st)
 		return nil
 	})
 	if errors.Is(err, errStale) {
-		return nil
+		return a, nil
 	}
 	if err != nil {
-		return err
+		return nil, err
 	}
-	// Only a change from running to not running frees the slot: a report
-	// about an agent that was already stopped must not release the slot a
-	// start in flight has just taken.
-	if wasRunning && !holdsSlot(a.Phase) {
-		return s.store.Release(ctx, a.ID)
+	if wasHolding && !holdsSlot(a2.Phase) {
+		return a2, s.store.Release(ctx, a2.ID)
 	}
-	return nil
+	return a2, nil
 }
 
 // holdsSlot: phases in which an agent counts against its broker's limit.
@@ -61,6 +66,10 @@ func applyContainerState(a *store.Agent, st wire.AgentStatus) {
 		a.Phase = api.PhaseRunning
 	case api.ContainerPaused:
 		a.Phase = api.PhaseSuspended
+	case api.ContainerCreated:
+		if a.Phase == api.PhaseProvisioning || a.Phase == api.PhaseRunning {
+			a.Phase = api.PhaseCreated // provisioned but not (or no longer) started
+		}
 	case api.ContainerExited:
 		switch a.Phase {
 		case api.PhaseStopping: // we asked for it: any exit code is a stop
@@ -73,26 +82,47 @@ func applyContainerState(a *store.Agent, st wire.AgentStatus) {
 			}
 		}
 	case api.ContainerMissing:
-		if a.Phase == api.PhaseRunning || a.Phase == api.PhaseSuspended || a.Phase == api.PhaseStopping {
+		switch a.Phase {
+		case api.PhaseRunning, api.PhaseSuspended, api.PhaseStopping:
 			a.Phase = api.PhaseStopped
 			a.StatusMessage = "container not found on the runtime broker"
+		case api.PhaseProvisioning:
+			a.Phase = api.PhaseError
+			a.StatusMessage = "create was interrupted before the runtime broker confirmed it"
 		}
 	}
 }
 
-// provisioningGrace is how long an agent may sit in provisioning before a
-// reconnecting broker with no container for it marks it failed (the Hub
-// died between recording the create and the broker's answer).
-const provisioningGrace = 30 * time.Second
+// inflight holds the agents with a create or lifecycle command on its way
+// to a broker in this Hub process. Reconciliation leaves them to the
+// command's own outcome. After a Hub restart it is empty, which is right:
+// nothing can be in flight from a process that no longer exists.
+type inflight struct{ m sync.Map }
 
-// reconcileInventory aligns the Hub's agents on a broker with the
-// containers the broker reports: phases follow the containers, a
-// container that is gone frees its slot, and containers the Hub has no
-// record of are flagged in the log, never deleted.
+func (f *inflight) add(id string)      { f.m.Store(id, struct{}{}) }
+func (f *inflight) done(id string)     { f.m.Delete(id) }
+func (f *inflight) has(id string) bool { _, ok := f.m.Load(id); return ok }
+
+// reconcileInventory aligns the Hub with the containers a broker reports,
+// and is the repair point for capacity after any crash: every agent on the
+// broker ends up holding a slot exactly when its phase says it runs.
+// Containers the Hub has no record of are flagged in the log, never
+// deleted.
 func (s *Server) reconcileInventory(ctx context.Context, brokerID string, inv []wire.AgentStatus) error {
 	byID := make(map[string]wire.AgentStatus, len(inv))
 	for _, st := range inv {
 		byID[st.AgentID] = st
+	}
+	// Reservations are read before agents: an agent is committed together
+	// with its reservation, so every reservation seen here has its agent
+	// in the listing below.
+	ids, err := s.store.ReservedAgents(ctx, brokerID)
+	if err != nil {
+		return err
+	}
+	reserved := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		reserved[id] = true
 	}
 	page := store.Page{Limit: 1000}
 	for {
@@ -103,44 +133,44 @@ func (s *Server) reconcileInventory(ctx context.Context, brokerID string, inv []
 		for _, a := range agents {
 			st, ok := byID[a.ID]
 			delete(byID, a.ID)
-			if !ok {
-				if a.Phase == api.PhaseProvisioning && time.Since(a.UpdatedAt) < provisioningGrace {
-					continue // a create may still be on its way
-				}
-				if a.Phase == api.PhaseStopped || a.Phase == api.PhaseCreated || a.Phase == api.PhaseError {
-					continue
-				}
-				st = wire.AgentStatus{AgentID: a.ID, State: api.ContainerMissing}
-				if a.Phase == api.PhaseProvisioning {
-					a2, err := s.mutateAgent(ctx, a.ID, func(a *store.Agent) error {
-						a.Phase, a.ContainerStatus = api.PhaseError, api.ContainerMissing
-						a.StatusMessage = "create was interrupted before the runtime broker confirmed it"
-						return nil
-					})
-					if err == nil {
-						err = s.store.Release(ctx, a2.ID)
-					}
-					if err != nil && !isNotFound(err) {
-						return err
-					}
-					continue
-				}
+			held := reserved[a.ID]
+			delete(reserved, a.ID)
+			if s.inflight.has(a.ID) {
+				continue
 			}
-			if err := s.applyAgentStatus(ctx, brokerID, st); err != nil {
+			if !ok {
+				st = wire.AgentStatus{AgentID: a.ID, RunID: a.RunID, State: api.ContainerMissing}
+			}
+			got, err := s.applyStatus(ctx, brokerID, st)
+			if err != nil {
 				return err
 			}
-			if st.State == api.ContainerRunning {
+			if got == nil {
+				continue
+			}
+			switch holding := holdsSlot(got.Phase); {
+			case holding && !held:
 				// A running container holds a slot even if the Hub lost
-				// track (limit 0: re-adopting never fails on quota).
-				if err := s.store.Reserve(ctx, brokerID, a.ID, 0); err != nil {
-					return err
-				}
+				// track of it (limit 0: re-adopting never fails on quota).
+				err = s.store.Reserve(ctx, brokerID, got.ID, 0)
+			case !holding && held:
+				err = s.store.Release(ctx, got.ID)
+			}
+			if err != nil && !isNotFound(err) {
+				return err
 			}
 		}
 		if next == "" {
 			break
 		}
 		page.Cursor = next
+	}
+	for id := range reserved { // slots of agents no longer on this broker
+		if !s.inflight.has(id) {
+			if err := s.store.Release(ctx, id); err != nil && !isNotFound(err) {
+				return err
+			}
+		}
 	}
 	for id := range byID {
 		s.log.Warn("runtime broker reports a container the hub has no agent for; leaving it alone", "broker_id", brokerID, "agent_id", id)

@@ -46,6 +46,7 @@ type Server struct {
 	metrics  *metrics
 	sessions *sessions
 	observed observed
+	inflight inflight
 
 	cfgMu    sync.Mutex
 	settings *api.HubSettings

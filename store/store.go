@@ -198,6 +198,9 @@ type Store interface {
 	CountReservations(ctx context.Context, brokerID string) (int, error)
 	// ReservationCounts returns reservations per broker ID.
 	ReservationCounts(ctx context.Context) (map[string]int, error)
+	// ReservedAgents returns the IDs of the agents holding a slot on a
+	// broker (for reconciliation after a crash).
+	ReservedAgents(ctx context.Context, brokerID string) ([]string, error)
 
 	// Users and tokens.
 	CreateUser(ctx context.Context, u *User) error

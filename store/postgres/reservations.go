@@ -122,3 +122,21 @@ func (s *Store) ReservationCounts(ctx context.Context) (map[string]int, error) {
 func errQuota(brokerID string, limit int) error {
 	return fmt.Errorf("broker %q holds its limit of %d reservations: %w", brokerID, limit, store.ErrQuota)
 }
+
+// ReservedAgents returns the agents holding a slot on brokerID.
+func (s *Store) ReservedAgents(ctx context.Context, brokerID string) ([]string, error) {
+	rows, err := s.pool.Query(ctx, `SELECT agent_id FROM reservations WHERE broker_id = $1 ORDER BY agent_id`, brokerID)
+	if err != nil {
+		return nil, mapErr(err, fmt.Sprintf("reservations of broker %q", brokerID))
+	}
+	defer rows.Close()
+	out := []string{}
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		out = append(out, id)
+	}
+	return out, rows.Err()
+}

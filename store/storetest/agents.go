@@ -167,6 +167,14 @@ func testDeleteAgent(t *testing.T, s store.Store) {
 	if n != 1 {
 		t.Fatalf("CountReservations = %d after deleting one of two holders, want 1", n)
 	}
+	ids, err := s.ReservedAgents(ctx, b.ID)
+	must(t, err)
+	if len(ids) != 1 || ids[0] != keep.ID {
+		t.Fatalf("ReservedAgents = %v, want [%s]", ids, keep.ID)
+	}
+	if ids, err := s.ReservedAgents(ctx, "no-such-broker"); err != nil || len(ids) != 0 {
+		t.Fatalf("ReservedAgents of an unknown broker = %v, %v", ids, err)
+	}
 	_, err = s.GetTokenByHash(ctx, []byte("agent-a"))
 	wantErr(t, err, store.ErrNotFound)
 	for _, h := range []string{"agent-keep", "user"} {
