@@ -25,47 +25,48 @@ var actions = map[string]action{
 	"suspend": {wire.MethodAgentSuspend, false},
 }
 
-func (s *Server) handleAgentAction(w http.ResponseWriter, r *http.Request, c *Caller) {
+func (s *Server) handleAgentAction(r *http.Request, c *Caller) (int, any, error) {
 	ctx := r.Context()
 	act, ok := actions[r.PathValue("action")]
 	if !ok {
-		s.writeError(w, r, api.NotFound(api.CodeNotFound, "unknown agent action %q: use start, stop, restart, suspend or resume", r.PathValue("action")))
-		return
+		return 0, nil, api.NotFound(api.CodeNotFound, "unknown agent action %q: use start, stop, restart, suspend or resume", r.PathValue("action"))
 	}
 	a, err := s.loadAgent(ctx, c, r)
-	if err == nil {
-		err = requireWriter(c)
-	}
-	if err == nil && a.BrokerID == "" {
-		err = api.Conflict(api.CodeConflict, "agent %q has no runtime broker", a.Slug)
-	}
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return 0, nil, err
+	}
+	if err := requireWriter(c); err != nil {
+		return 0, nil, err
+	}
+	if a.BrokerID == "" {
+		return 0, nil, api.Conflict(api.CodeConflict, "agent %q has no runtime broker", a.Slug)
 	}
 	b, err := s.loadBroker(ctx, a.BrokerID)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return 0, nil, err
 	}
 	if !s.brokerOnline(b.ID) {
-		s.writeError(w, r, api.Errorf(http.StatusServiceUnavailable, api.CodeBrokerOffline,
-			"runtime broker %q is offline; try again when it reconnects", b.Name).WithDetail("broker", b.Name))
-		return
+		return 0, nil, api.Errorf(http.StatusServiceUnavailable, api.CodeBrokerOffline,
+			"runtime broker %q is offline; try again when it reconnects", b.Name).WithDetail("broker", b.Name)
 	}
 	if act.running {
 		// Checked again at start, resume and restart. A refused restart
 		// leaves the running container alone: nothing is dispatched.
 		limit, err := s.brokerLimit(ctx, b)
 		if err == nil {
-			err = s.store.Reserve(ctx, b.ID, a.ID, limit)
-			if errors.Is(err, store.ErrQuota) {
+			if err = s.store.Reserve(ctx, b.ID, a.ID, limit); errors.Is(err, store.ErrQuota) {
 				err = quotaError(b, limit)
 			}
 		}
 		if err != nil {
-			s.writeError(w, r, err)
-			return
+			return 0, nil, err
+		}
+	}
+	if act.method == wire.MethodAgentStop && a.Phase == api.PhaseRunning {
+		// Recorded first, so the exit the stop causes is not taken for a
+		// crash when the broker reports it.
+		if _, err := s.setPhaseIf(ctx, a.ID, api.PhaseRunning, api.PhaseStopping); err != nil {
+			return 0, nil, err
 		}
 	}
 	key := r.Header.Get(api.HeaderIdempotencyKey)
@@ -74,19 +75,6 @@ func (s *Server) handleAgentAction(w http.ResponseWriter, r *http.Request, c *Ca
 	} else {
 		key = c.ID + ":" + key
 	}
-	if act.method == wire.MethodAgentStop && a.Phase == api.PhaseRunning {
-		// Recorded first, so the exit the stop causes is not taken for a
-		// crash when the broker reports it.
-		if _, err := s.mutateAgent(ctx, a.ID, func(a *store.Agent) error {
-			if a.Phase == api.PhaseRunning {
-				a.Phase = api.PhaseStopping
-			}
-			return nil
-		}); err != nil {
-			s.writeError(w, r, err)
-			return
-		}
-	}
 	var st wire.AgentStatus
 	s.inflight.add(a.ID)
 	defer s.inflight.done(a.ID)
@@ -94,55 +82,55 @@ func (s *Server) handleAgentAction(w http.ResponseWriter, r *http.Request, c *Ca
 	if derr != nil && !act.running {
 		// A failed stop or suspend leaves the agent as it was.
 		if act.method == wire.MethodAgentStop {
-			_, _ = s.mutateAgent(context.WithoutCancel(ctx), a.ID, func(a *store.Agent) error {
-				if a.Phase == api.PhaseStopping {
-					a.Phase = api.PhaseRunning
-				}
-				return nil
-			})
+			_, _ = s.setPhaseIf(context.WithoutCancel(ctx), a.ID, api.PhaseStopping, api.PhaseRunning)
 		}
-		s.writeError(w, r, derr)
-		return
+		return 0, nil, derr
 	}
 	a, err = s.afterDispatch(context.WithoutCancel(ctx), a.ID, st, derr, act.running)
 	if err == nil {
 		err = derr
 	}
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return 0, nil, err
 	}
-	writeJSON(w, http.StatusOK, s.agentView(ctx, a, map[string]string{b.ID: b.Name}))
+	return http.StatusOK, s.agentView(ctx, a, map[string]string{b.ID: b.Name}), nil
 }
 
-func (s *Server) handleDeleteAgent(w http.ResponseWriter, r *http.Request, c *Caller) {
+// setPhaseIf moves an agent from one phase to another, leaving it alone
+// if it is in any other phase.
+func (s *Server) setPhaseIf(ctx context.Context, id, from, to string) (*store.Agent, error) {
+	return s.mutateAgent(ctx, id, func(a *store.Agent) error {
+		if a.Phase == from {
+			a.Phase = to
+		}
+		return nil
+	})
+}
+
+func (s *Server) handleDeleteAgent(r *http.Request, c *Caller) (int, any, error) {
 	ctx := r.Context()
 	a, err := s.loadAgent(ctx, c, r)
-	if err == nil {
-		err = requireWriter(c)
-	}
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return 0, nil, err
+	}
+	if err := requireWriter(c); err != nil {
+		return 0, nil, err
 	}
 	if a.BrokerID != "" {
 		if !s.brokerOnline(a.BrokerID) {
 			// Removing the record without reaching the broker could leave a
 			// workload running with its capacity released.
-			s.writeError(w, r, api.Errorf(http.StatusServiceUnavailable, api.CodeBrokerOffline,
-				"the agent's runtime broker is offline; delete it when the broker reconnects"))
-			return
+			return 0, nil, api.Errorf(http.StatusServiceUnavailable, api.CodeBrokerOffline,
+				"the agent's runtime broker is offline; delete it when the broker reconnects")
 		}
 		err := s.dispatch(ctx, a.BrokerID, wire.MethodAgentDelete, wire.AgentRef{AgentID: a.ID, RunID: a.RunID}, nil, "delete:"+a.ID)
 		if err != nil && !api.IsCode(err, api.CodeAgentNotFound) {
-			s.writeError(w, r, err)
-			return
+			return 0, nil, err
 		}
 	}
 	if err := s.store.DeleteAgent(context.WithoutCancel(ctx), a.ID); err != nil && !isNotFound(err) {
-		s.writeError(w, r, err)
-		return
+		return 0, nil, err
 	}
 	s.observed.forget(a.ID)
-	w.WriteHeader(http.StatusNoContent)
+	return http.StatusNoContent, nil, nil
 }

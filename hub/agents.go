@@ -1,6 +1,7 @@
 package hub
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"net/http"
@@ -131,54 +132,40 @@ func quotaError(b *store.Broker, limit int) error {
 		WithDetail("broker", b.Name).WithDetail("limit", limit)
 }
 
-func (s *Server) handleCreateAgent(w http.ResponseWriter, r *http.Request, c *Caller) {
+func (s *Server) handleCreateAgent(r *http.Request, c *Caller) (int, any, error) {
 	ctx := r.Context()
 	var req api.CreateAgentRequest
-	if err := decodeJSON(w, r, &req); err != nil {
-		s.writeError(w, r, err)
-		return
+	if err := decodeJSON(r, &req); err != nil {
+		return 0, nil, err
 	}
 	if err := validateCreate(&req); err != nil {
-		s.writeError(w, r, err)
-		return
+		return 0, nil, err
 	}
 	if err := requireWriter(c); err != nil {
-		s.writeError(w, r, err)
-		return
+		return 0, nil, err
 	}
-	projRef := req.Project
-	if projRef == "" {
-		projRef = c.ProjectID
-	}
-	if projRef == "" {
-		projRef = defaultProject
-	}
+	projRef := cmp.Or(req.Project, c.ProjectID, defaultProject)
 	p, err := s.loadProject(ctx, c, projRef)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return 0, nil, err
 	}
 	in, brokers, err := s.placementInput(ctx, c, p, req.Broker)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return 0, nil, err
 	}
 	d, perr := placement.Select(in)
 	if perr != nil {
-		s.writeError(w, r, perr)
-		return
+		return 0, nil, perr
 	}
 	b := brokers[d.BrokerID]
 	if d.AutoLink {
 		if err := s.store.LinkProvider(ctx, p.ID, b.ID); err != nil {
-			s.writeError(w, r, err)
-			return
+			return 0, nil, err
 		}
 	}
 	limit, err := s.brokerLimit(ctx, b)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return 0, nil, err
 	}
 	now := time.Now().UTC()
 	a := &store.Agent{ID: mustV7(), Slug: req.Name, ProjectID: p.ID, BrokerID: b.ID,
@@ -198,8 +185,7 @@ func (s *Server) handleCreateAgent(w http.ResponseWriter, r *http.Request, c *Ca
 			err = quotaError(b, limit)
 		}
 		if err != nil {
-			s.writeError(w, r, err)
-			return
+			return 0, nil, err
 		}
 	}
 	if err := s.store.CreateAgent(ctx, a, reserve); err != nil {
@@ -209,8 +195,7 @@ func (s *Server) handleCreateAgent(w http.ResponseWriter, r *http.Request, c *Ca
 		case isExists(err):
 			err = api.Conflict(api.CodeAlreadyExists, "an agent named %q already exists in project %q", req.Name, p.Name)
 		}
-		s.writeError(w, r, err)
-		return
+		return 0, nil, err
 	}
 	s.metrics.created.Inc()
 	spec := wire.AgentSpec{AgentID: a.ID, Slug: a.Slug, ProjectID: p.ID, ProjectName: p.Name, RunID: a.RunID,
@@ -221,22 +206,22 @@ func (s *Server) handleCreateAgent(w http.ResponseWriter, r *http.Request, c *Ca
 	s.inflight.add(a.ID)
 	derr := s.dispatch(ctx, b.ID, wire.MethodAgentCreate, spec, &st, "create:"+a.RunID)
 	a, err = s.afterDispatch(context.WithoutCancel(ctx), a.ID, st, derr, req.Start)
-	s.inflight.done(a.ID)
+	s.inflight.done(spec.AgentID)
+	if err == nil {
+		err = derr
+	}
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return 0, nil, err
 	}
-	if derr != nil {
-		s.writeError(w, r, derr)
-		return
-	}
-	writeJSON(w, http.StatusCreated, s.agentView(ctx, a, map[string]string{b.ID: b.Name}))
+	return http.StatusCreated, s.agentView(ctx, a, map[string]string{b.ID: b.Name}), nil
 }
 
 // afterDispatch records the outcome of a lifecycle command. On failure the
 // agent goes to the error phase with a message naming the cause and its
 // capacity slot is released (nothing half-done stays accounted).
 func (s *Server) afterDispatch(ctx context.Context, agentID string, st wire.AgentStatus, derr error, wantRunning bool) (*store.Agent, error) {
+	unlock := s.observed.lock(agentID)
+	defer unlock()
 	a, err := s.mutateAgent(ctx, agentID, func(a *store.Agent) error {
 		if derr != nil {
 			a.Phase = api.PhaseError
@@ -323,13 +308,7 @@ func (s *Server) loadAgent(ctx context.Context, c *Caller, r *http.Request) (*st
 	if _, perr := uuid.Parse(ref); perr == nil {
 		a, err = s.store.GetAgent(ctx, ref)
 	} else {
-		projRef := r.URL.Query().Get("project")
-		if projRef == "" {
-			projRef = c.ProjectID
-		}
-		if projRef == "" {
-			projRef = defaultProject
-		}
+		projRef := cmp.Or(r.URL.Query().Get("project"), c.ProjectID, defaultProject)
 		var p *store.Project
 		if p, err = s.loadProject(ctx, c, projRef); err != nil {
 			return nil, api.NotFound(api.CodeAgentNotFound, "agent %q not found", ref)
@@ -342,52 +321,44 @@ func (s *Server) loadAgent(ctx context.Context, c *Caller, r *http.Request) (*st
 	return a, err
 }
 
-func (s *Server) handleGetAgent(w http.ResponseWriter, r *http.Request, c *Caller) {
+func (s *Server) handleGetAgent(r *http.Request, c *Caller) (int, any, error) {
 	a, err := s.loadAgent(r.Context(), c, r)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return 0, nil, err
 	}
-	writeJSON(w, http.StatusOK, s.agentView(r.Context(), a, nil))
+	return http.StatusOK, s.agentView(r.Context(), a, nil), nil
 }
 
-func (s *Server) handleListAgents(w http.ResponseWriter, r *http.Request, c *Caller) {
+func (s *Server) handleListAgents(r *http.Request, c *Caller) (int, any, error) {
 	ctx := r.Context()
 	page, err := pageFrom(r)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return 0, nil, err
 	}
 	q := r.URL.Query()
-	var f store.AgentFilter
+	f := store.AgentFilter{ProjectID: c.ProjectID, Phase: q.Get("phase")}
 	if ref := q.Get("project"); ref != "" {
 		p, err := s.loadProject(ctx, c, ref)
 		if err != nil {
-			s.writeError(w, r, err)
-			return
+			return 0, nil, err
 		}
 		f.ProjectID = p.ID
-	} else if c.ProjectID != "" {
-		f.ProjectID = c.ProjectID
 	}
 	if ref := q.Get("broker"); ref != "" {
 		b, err := s.loadBroker(ctx, ref)
 		if err != nil {
-			s.writeError(w, r, err)
-			return
+			return 0, nil, err
 		}
 		f.BrokerID = b.ID
 	}
-	f.Phase = q.Get("phase")
 	items, next, total, err := s.store.ListAgents(ctx, f, page)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return 0, nil, err
 	}
 	names := map[string]string{}
 	out := api.List[api.Agent]{Items: make([]api.Agent, 0, len(items)), NextCursor: next, Total: total}
 	for _, a := range items {
 		out.Items = append(out.Items, s.agentView(ctx, a, names))
 	}
-	writeJSON(w, http.StatusOK, out)
+	return http.StatusOK, out, nil
 }

@@ -71,78 +71,61 @@ func (s *Server) issueBroker(ctx context.Context, name, createdBy string, autoPr
 	return api.BrokerCredentials{BrokerID: b.ID, Name: name, Secret: string(b.Secret), HubURL: s.opts.PublicURL}, nil
 }
 
-func (s *Server) handleRegisterBroker(w http.ResponseWriter, r *http.Request, c *Caller) {
+func (s *Server) handleRegisterBroker(r *http.Request, c *Caller) (int, any, error) {
 	var req api.RegisterBrokerRequest
-	if err := decodeJSON(w, r, &req); err != nil {
-		s.writeError(w, r, err)
-		return
+	if err := decodeJSON(r, &req); err != nil {
+		return 0, nil, err
 	}
 	if err := requireUser(c); err != nil {
-		s.writeError(w, r, err)
-		return
+		return 0, nil, err
 	}
 	if err := requireWriter(c); err != nil {
-		s.writeError(w, r, err)
-		return
+		return 0, nil, err
 	}
 	if req.JoinToken != "" {
-		s.writeError(w, r, api.BadRequest("joinToken belongs to POST /api/v1/runtime-brokers/join"))
-		return
+		return 0, nil, api.BadRequest("joinToken belongs to POST /api/v1/runtime-brokers/join")
 	}
 	creds, err := s.issueBroker(r.Context(), req.Name, c.ID, req.AutoProvide)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusCreated, creds)
+	return http.StatusCreated, creds, err
 }
 
 // handleJoinBroker registers a broker with a one-time join token instead of
-// a user's credentials.
+// a user's credentials. It is a public route: the token is the credential.
 func (s *Server) handleJoinBroker(w http.ResponseWriter, r *http.Request) {
-	var req api.RegisterBrokerRequest
-	if err := decodeJSON(w, r, &req); err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	if req.JoinToken == "" {
-		s.writeError(w, r, api.Unauthorized("a join token is required"))
-		return
-	}
-	if err := validName("runtime broker", req.Name); err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	jt, err := s.store.ConsumeJoinToken(r.Context(), hashToken(req.JoinToken), time.Now().UTC())
-	if err != nil {
-		s.log.Warn("join token rejected", "broker", req.Name)
-		s.writeError(w, r, api.Unauthorized("invalid, used or expired join token"))
-		return
-	}
-	creds, err := s.issueBroker(r.Context(), req.Name, jt.CreatedBy, req.AutoProvide)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusCreated, creds)
+	s.serveAPI(func(r *http.Request, _ *Caller) (int, any, error) {
+		var req api.RegisterBrokerRequest
+		if err := decodeJSON(r, &req); err != nil {
+			return 0, nil, err
+		}
+		if req.JoinToken == "" {
+			return 0, nil, api.Unauthorized("a join token is required")
+		}
+		if err := validName("runtime broker", req.Name); err != nil {
+			return 0, nil, err
+		}
+		jt, err := s.store.ConsumeJoinToken(r.Context(), hashToken(req.JoinToken), time.Now().UTC())
+		if err != nil {
+			s.log.Warn("join token rejected", "broker", req.Name)
+			return 0, nil, api.Unauthorized("invalid, used or expired join token")
+		}
+		creds, err := s.issueBroker(r.Context(), req.Name, jt.CreatedBy, req.AutoProvide)
+		return http.StatusCreated, creds, err
+	})(w, r, nil)
 }
 
-func (s *Server) handleCreateJoinToken(w http.ResponseWriter, r *http.Request, c *Caller) {
+func (s *Server) handleCreateJoinToken(r *http.Request, c *Caller) (int, any, error) {
 	var req api.CreateJoinTokenRequest
-	if err := decodeJSON(w, r, &req); err != nil {
-		s.writeError(w, r, err)
-		return
+	if err := decodeJSON(r, &req); err != nil {
+		return 0, nil, err
 	}
 	if err := requireAdmin(c); err != nil {
-		s.writeError(w, r, err)
-		return
+		return 0, nil, err
 	}
 	ttl := time.Hour
 	if req.TTL != "" {
 		d, err := time.ParseDuration(req.TTL)
 		if err != nil || d <= 0 || d > 30*24*time.Hour {
-			s.writeError(w, r, api.BadRequest("ttl must be a positive Go duration up to 720h"))
-			return
+			return 0, nil, api.BadRequest("ttl must be a positive Go duration up to 720h")
 		}
 		ttl = d
 	}
@@ -150,88 +133,74 @@ func (s *Server) handleCreateJoinToken(w http.ResponseWriter, r *http.Request, c
 	now := time.Now().UTC()
 	jt := &store.JoinToken{Hash: hashToken(tok), Name: req.Name, CreatedBy: c.ID, ExpiresAt: now.Add(ttl), CreatedAt: now}
 	if err := s.store.CreateJoinToken(r.Context(), jt); err != nil {
-		s.writeError(w, r, err)
-		return
+		return 0, nil, err
 	}
-	writeJSON(w, http.StatusCreated, api.JoinToken{Token: tok, Name: req.Name, ExpiresAt: jt.ExpiresAt})
+	return http.StatusCreated, api.JoinToken{Token: tok, Name: req.Name, ExpiresAt: jt.ExpiresAt}, nil
 }
 
-func (s *Server) handleListBrokers(w http.ResponseWriter, r *http.Request, c *Caller) {
+func (s *Server) handleListBrokers(r *http.Request, c *Caller) (int, any, error) {
 	page, err := pageFrom(r)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return 0, nil, err
 	}
 	items, next, total, err := s.store.ListBrokers(r.Context(), page)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return 0, nil, err
 	}
 	counts, err := s.store.ReservationCounts(r.Context())
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return 0, nil, err
 	}
 	out := api.List[api.RuntimeBroker]{Items: make([]api.RuntimeBroker, 0, len(items)), NextCursor: next, Total: total}
 	for _, b := range items {
 		v, err := s.brokerView(r.Context(), b, counts)
 		if err != nil {
-			s.writeError(w, r, err)
-			return
+			return 0, nil, err
 		}
 		out.Items = append(out.Items, v)
 	}
-	writeJSON(w, http.StatusOK, out)
+	return http.StatusOK, out, nil
 }
 
-func (s *Server) handleGetBroker(w http.ResponseWriter, r *http.Request, c *Caller) {
+func (s *Server) handleGetBroker(r *http.Request, c *Caller) (int, any, error) {
 	b, err := s.loadBroker(r.Context(), r.PathValue("broker"))
 	if err == nil && c.Kind == CallerBroker && c.ID != b.ID {
 		err = api.NotFound(api.CodeBrokerNotFound, "runtime broker %q not found", r.PathValue("broker"))
 	}
-	s.writeBroker(w, r, b, err, http.StatusOK)
+	if err != nil {
+		return 0, nil, err
+	}
+	return s.brokerAnswer(r.Context(), b)
 }
 
-func (s *Server) writeBroker(w http.ResponseWriter, r *http.Request, b *store.Broker, err error, status int) {
+// brokerAnswer is the 200 answer with one broker's view.
+func (s *Server) brokerAnswer(ctx context.Context, b *store.Broker) (int, any, error) {
+	n, err := s.store.CountReservations(ctx, b.ID)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return 0, nil, err
 	}
-	n, err := s.store.CountReservations(r.Context(), b.ID)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	v, err := s.brokerView(r.Context(), b, map[string]int{b.ID: n})
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	writeJSON(w, status, v)
+	v, err := s.brokerView(ctx, b, map[string]int{b.ID: n})
+	return http.StatusOK, v, err
 }
 
-func (s *Server) handleUpdateBroker(w http.ResponseWriter, r *http.Request, c *Caller) {
+func (s *Server) handleUpdateBroker(r *http.Request, c *Caller) (int, any, error) {
 	var req api.UpdateBrokerRequest
-	if err := decodeJSON(w, r, &req); err != nil {
-		s.writeError(w, r, err)
-		return
+	if err := decodeJSON(r, &req); err != nil {
+		return 0, nil, err
 	}
 	if err := requireAdmin(c); err != nil {
-		s.writeError(w, r, err)
-		return
+		return 0, nil, err
 	}
 	b, err := s.loadBroker(r.Context(), r.PathValue("broker"))
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return 0, nil, err
 	}
 	if req.AutoProvide != nil {
 		b.AutoProvide = *req.AutoProvide
 	}
 	if req.Settings != nil && req.Settings.MaxAgents != nil {
 		if *req.Settings.MaxAgents < 0 {
-			s.writeError(w, r, api.BadRequest("maxAgents must be 0 (unlimited) or more"))
-			return
+			return 0, nil, api.BadRequest("maxAgents must be 0 (unlimited) or more")
 		}
 		b.Settings.MaxAgents = req.Settings.MaxAgents
 	}
@@ -239,68 +208,63 @@ func (s *Server) handleUpdateBroker(w http.ResponseWriter, r *http.Request, c *C
 		b.Settings.MaxAgents = nil
 	}
 	b.UpdatedAt = time.Now().UTC()
-	err = s.store.UpdateBroker(r.Context(), b)
-	s.writeBroker(w, r, b, err, http.StatusOK)
+	if err := s.store.UpdateBroker(r.Context(), b); err != nil {
+		return 0, nil, err
+	}
+	return s.brokerAnswer(r.Context(), b)
 }
 
-func (s *Server) handleDeregisterBroker(w http.ResponseWriter, r *http.Request, c *Caller) {
+func (s *Server) handleDeregisterBroker(r *http.Request, c *Caller) (int, any, error) {
 	b, err := s.loadBroker(r.Context(), r.PathValue("broker"))
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return 0, nil, err
 	}
 	switch {
 	case c.Kind == CallerBroker && c.ID == b.ID:
 	case c.Kind == CallerUser && (c.Role == api.RoleAdmin || c.ID == b.CreatedBy):
 	default:
-		s.writeError(w, r, api.Forbidden("deregistering a runtime broker needs the hub admin role or having registered it"))
-		return
+		return 0, nil, api.Forbidden("deregistering a runtime broker needs the hub admin role or having registered it")
 	}
 	if err := s.store.DeleteBroker(r.Context(), b.ID); err != nil {
-		s.writeError(w, r, err)
-		return
+		return 0, nil, err
 	}
 	if sess := s.sessions.get(b.ID); sess != nil {
 		_ = sess.conn.Close("deregistered")
 	}
 	s.log.Info("runtime broker deregistered", "broker", b.Name, "broker_id", b.ID, "by", c.ID)
-	w.WriteHeader(http.StatusNoContent)
+	return http.StatusNoContent, nil, nil
 }
 
-func (s *Server) handleProvide(w http.ResponseWriter, r *http.Request, c *Caller) {
-	s.providerLink(w, r, c, true)
+func (s *Server) handleProvide(r *http.Request, c *Caller) (int, any, error) {
+	return s.providerLink(r, c, true)
 }
 
-func (s *Server) handleWithdraw(w http.ResponseWriter, r *http.Request, c *Caller) {
-	s.providerLink(w, r, c, false)
+func (s *Server) handleWithdraw(r *http.Request, c *Caller) (int, any, error) {
+	return s.providerLink(r, c, false)
 }
 
-func (s *Server) providerLink(w http.ResponseWriter, r *http.Request, c *Caller, link bool) {
+func (s *Server) providerLink(r *http.Request, c *Caller, link bool) (int, any, error) {
 	b, err := s.loadBroker(r.Context(), r.PathValue("broker"))
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return 0, nil, err
 	}
 	p, err := s.loadProject(r.Context(), c, r.PathValue("project"))
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return 0, nil, err
 	}
 	if c.Kind != CallerUser { // linking updates the project; agents never do
-		s.writeError(w, r, api.Forbidden("only signed-in users can change a project's runtime brokers"))
-		return
+		return 0, nil, api.Forbidden("only signed-in users can change a project's runtime brokers")
 	}
 	if err := requireWriter(c); err != nil {
-		s.writeError(w, r, err)
-		return
+		return 0, nil, err
 	}
 	if link {
 		err = s.store.LinkProvider(r.Context(), p.ID, b.ID)
-	} else {
-		err = s.store.UnlinkProvider(r.Context(), p.ID, b.ID)
-		if isNotFound(err) {
-			err = nil // withdrawing twice is fine
-		}
+	} else if err = s.store.UnlinkProvider(r.Context(), p.ID, b.ID); isNotFound(err) {
+		err = nil // withdrawing twice is fine
 	}
-	s.writeBroker(w, r, b, err, http.StatusOK)
+	if err != nil {
+		return 0, nil, err
+	}
+	return s.brokerAnswer(r.Context(), b)
 }

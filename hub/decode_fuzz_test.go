@@ -40,7 +40,8 @@ func FuzzDecodeRequests(f *testing.F) {
 			v := mk()
 			r := httptest.NewRequest(http.MethodPost, "/", bytes.NewReader(body))
 			r.Header.Set("Content-Type", "application/json")
-			err := decodeJSON(httptest.NewRecorder(), r, v)
+			r.Body = http.MaxBytesReader(httptest.NewRecorder(), r.Body, api.MaxRequestBody)
+			err := decodeJSON(r, v)
 			if err == nil {
 				if req, ok := v.(*api.CreateAgentRequest); ok {
 					err = validateCreate(req)

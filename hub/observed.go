@@ -1,6 +1,9 @@
 package hub
 
-import "sync"
+import (
+	"hash/fnv"
+	"sync"
+)
 
 // observed remembers, per agent, the newest broker stamp (ObservedAt) the
 // Hub has applied, so that a status report overtaken on the way (a late
@@ -11,6 +14,19 @@ import "sync"
 type observed struct {
 	mu sync.Mutex
 	m  map[string]int64
+	// stripes serialize claim-and-write per agent, so that whoever finds
+	// its report stale reads the newer report's committed result.
+	stripes [64]sync.Mutex
+}
+
+// lock serializes status application for one agent (striped: bounded
+// memory, rare false sharing).
+func (o *observed) lock(agentID string) func() {
+	h := fnv.New32a()
+	h.Write([]byte(agentID))
+	m := &o.stripes[h.Sum32()%uint32(len(o.stripes))]
+	m.Lock()
+	return m.Unlock
 }
 
 // claim reports whether a status stamped at ts is not older than the

@@ -49,23 +49,19 @@ func (s *Server) resolveBrokerRef(ctx context.Context, ref string) (string, erro
 	return b.ID, nil
 }
 
-func (s *Server) handleCreateProject(w http.ResponseWriter, r *http.Request, c *Caller) {
+func (s *Server) handleCreateProject(r *http.Request, c *Caller) (int, any, error) {
 	var req api.CreateProjectRequest
-	if err := decodeJSON(w, r, &req); err != nil {
-		s.writeError(w, r, err)
-		return
+	if err := decodeJSON(r, &req); err != nil {
+		return 0, nil, err
 	}
 	if err := requireUser(c); err != nil {
-		s.writeError(w, r, err)
-		return
+		return 0, nil, err
 	}
 	if err := requireWriter(c); err != nil {
-		s.writeError(w, r, err)
-		return
+		return 0, nil, err
 	}
 	if err := validName("project", req.Name); err != nil {
-		s.writeError(w, r, err)
-		return
+		return 0, nil, err
 	}
 	if req.SharingMode == "" {
 		req.SharingMode = api.SharingEmptyPerAgent
@@ -74,13 +70,11 @@ func (s *Server) handleCreateProject(w http.ResponseWriter, r *http.Request, c *
 		}
 	}
 	if !api.ValidSharingMode(req.SharingMode) {
-		s.writeError(w, r, api.BadRequest("invalid sharingMode %q: use worktree-per-agent, shared-workspace, clone-per-agent or empty-per-agent", req.SharingMode))
-		return
+		return 0, nil, api.BadRequest("invalid sharingMode %q: use worktree-per-agent, shared-workspace, clone-per-agent or empty-per-agent", req.SharingMode)
 	}
 	def, err := s.resolveBrokerRef(r.Context(), req.DefaultBroker)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return 0, nil, err
 	}
 	now := time.Now().UTC()
 	p := &store.Project{ID: mustV7(), Name: req.Name, GitRemote: req.GitRemote, SharingMode: req.SharingMode,
@@ -89,99 +83,76 @@ func (s *Server) handleCreateProject(w http.ResponseWriter, r *http.Request, c *
 		if isExists(err) {
 			err = api.Conflict(api.CodeAlreadyExists, "project %q already exists", req.Name)
 		}
-		s.writeError(w, r, err)
-		return
+		return 0, nil, err
 	}
 	v, err := s.projectView(r.Context(), p)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusCreated, v)
+	return http.StatusCreated, v, err
 }
 
-func (s *Server) handleListProjects(w http.ResponseWriter, r *http.Request, c *Caller) {
+func (s *Server) handleListProjects(r *http.Request, c *Caller) (int, any, error) {
 	page, err := pageFrom(r)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return 0, nil, err
 	}
+	var items []*store.Project
+	var next string
+	var total int
 	if c.ProjectID != "" { // agents and single-project tokens see one project
 		p, err := s.loadProject(r.Context(), c, c.ProjectID)
 		if err != nil {
-			s.writeError(w, r, err)
-			return
+			return 0, nil, err
 		}
-		v, err := s.projectView(r.Context(), p)
-		if err != nil {
-			s.writeError(w, r, err)
-			return
-		}
-		writeJSON(w, http.StatusOK, api.List[api.Project]{Items: []api.Project{v}, Total: 1})
-		return
-	}
-	items, next, total, err := s.store.ListProjects(r.Context(), page)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
+		items, total = []*store.Project{p}, 1
+	} else if items, next, total, err = s.store.ListProjects(r.Context(), page); err != nil {
+		return 0, nil, err
 	}
 	out := api.List[api.Project]{Items: make([]api.Project, 0, len(items)), NextCursor: next, Total: total}
 	for _, p := range items {
 		v, err := s.projectView(r.Context(), p)
 		if err != nil {
-			s.writeError(w, r, err)
-			return
+			return 0, nil, err
 		}
 		out.Items = append(out.Items, v)
 	}
-	writeJSON(w, http.StatusOK, out)
+	return http.StatusOK, out, nil
 }
 
-func (s *Server) handleGetProject(w http.ResponseWriter, r *http.Request, c *Caller) {
+func (s *Server) handleGetProject(r *http.Request, c *Caller) (int, any, error) {
 	p, err := s.loadProject(r.Context(), c, r.PathValue("project"))
-	if err == nil {
-		var v api.Project
-		if v, err = s.projectView(r.Context(), p); err == nil {
-			writeJSON(w, http.StatusOK, v)
-			return
-		}
+	if err != nil {
+		return 0, nil, err
 	}
-	s.writeError(w, r, err)
+	v, err := s.projectView(r.Context(), p)
+	return http.StatusOK, v, err
 }
 
-func (s *Server) handleUpdateProject(w http.ResponseWriter, r *http.Request, c *Caller) {
+func (s *Server) handleUpdateProject(r *http.Request, c *Caller) (int, any, error) {
 	var req api.UpdateProjectRequest
-	if err := decodeJSON(w, r, &req); err != nil {
-		s.writeError(w, r, err)
-		return
+	if err := decodeJSON(r, &req); err != nil {
+		return 0, nil, err
 	}
 	p, err := s.loadProject(r.Context(), c, r.PathValue("project"))
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return 0, nil, err
 	}
 	if c.Kind != CallerUser { // agents never update projects
-		s.writeError(w, r, api.Forbidden("agents cannot update projects"))
-		return
+		return 0, nil, api.Forbidden("agents cannot update projects")
 	}
 	if err := requireWriter(c); err != nil {
-		s.writeError(w, r, err)
-		return
+		return 0, nil, err
 	}
 	if req.GitRemote != nil {
 		p.GitRemote = *req.GitRemote
 	}
 	if req.SharingMode != nil {
 		if !api.ValidSharingMode(*req.SharingMode) {
-			s.writeError(w, r, api.BadRequest("invalid sharingMode %q", *req.SharingMode))
-			return
+			return 0, nil, api.BadRequest("invalid sharingMode %q", *req.SharingMode)
 		}
 		p.SharingMode = *req.SharingMode
 	}
 	if req.DefaultBroker != nil {
 		if p.DefaultBrokerID, err = s.resolveBrokerRef(r.Context(), *req.DefaultBroker); err != nil {
-			s.writeError(w, r, err)
-			return
+			return 0, nil, err
 		}
 	}
 	if req.ActiveProfile != nil {
@@ -189,36 +160,30 @@ func (s *Server) handleUpdateProject(w http.ResponseWriter, r *http.Request, c *
 	}
 	p.UpdatedAt = time.Now().UTC()
 	if err := s.store.UpdateProject(r.Context(), p); err != nil {
-		s.writeError(w, r, err)
-		return
+		return 0, nil, err
 	}
 	v, err := s.projectView(r.Context(), p)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, v)
+	return http.StatusOK, v, err
 }
 
-func (s *Server) handleDeleteProject(w http.ResponseWriter, r *http.Request, c *Caller) {
+func (s *Server) handleDeleteProject(r *http.Request, c *Caller) (int, any, error) {
 	p, err := s.loadProject(r.Context(), c, r.PathValue("project"))
-	if err == nil && c.Kind != CallerUser {
-		err = api.Forbidden("agents cannot delete projects")
+	if err != nil {
+		return 0, nil, err
 	}
-	if err == nil {
-		err = requireWriter(c)
+	if c.Kind != CallerUser {
+		return 0, nil, api.Forbidden("agents cannot delete projects")
 	}
-	if err == nil {
-		err = s.store.DeleteProject(r.Context(), p.ID)
+	if err := requireWriter(c); err != nil {
+		return 0, nil, err
+	}
+	if err := s.store.DeleteProject(r.Context(), p.ID); err != nil {
 		if isConflict(err) {
 			err = api.Conflict(api.CodeConflict, "project %q still has agents; delete them first (a forced project delete comes later)", p.Name)
 		}
+		return 0, nil, err
 	}
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	w.WriteHeader(http.StatusNoContent)
+	return http.StatusNoContent, nil, nil
 }
 
 // pageFrom reads ?cursor= and ?limit= (1..1000).

@@ -23,6 +23,8 @@ func (s *Server) applyAgentStatus(ctx context.Context, brokerID string, st wire.
 }
 
 func (s *Server) applyStatus(ctx context.Context, brokerID string, st wire.AgentStatus) (*store.Agent, error) {
+	unlock := s.observed.lock(st.AgentID)
+	defer unlock()
 	a, err := s.store.GetAgent(ctx, st.AgentID)
 	if isNotFound(err) {
 		return nil, nil

@@ -32,15 +32,15 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 
 // decodeJSON reads a bounded JSON body into v, refusing unknown fields,
 // trailing data and wrong content types.
-func decodeJSON(w http.ResponseWriter, r *http.Request, v any) error {
+func decodeJSON(r *http.Request, v any) error {
 	if ct := r.Header.Get("Content-Type"); ct != "" {
 		mt, _, err := mime.ParseMediaType(ct)
 		if err != nil || mt != "application/json" {
 			return api.Errorf(http.StatusUnsupportedMediaType, api.CodeUnsupportedMediaType, "Content-Type must be application/json")
 		}
 	}
-	body := http.MaxBytesReader(w, r.Body, api.MaxRequestBody)
-	dec := json.NewDecoder(body)
+	// The body is already bounded by serveAPI (or the caller).
+	dec := json.NewDecoder(r.Body)
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		return decodeError(err)

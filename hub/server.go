@@ -147,15 +147,22 @@ type Route struct {
 	// Public routes need no caller (health, metrics, join with a join
 	// token, and the control channel, which checks broker signatures).
 	Public bool
-	authed func(http.ResponseWriter, *http.Request, *Caller)
+	authed apiHandler
+	stream func(http.ResponseWriter, *http.Request, *Caller)
 	open   http.HandlerFunc
 }
+
+// apiHandler is the shape of most handlers: it returns the status and the
+// body to write, or an error that becomes the standard error body. A nil
+// body with a 2xx status writes no body.
+type apiHandler func(r *http.Request, c *Caller) (int, any, error)
 
 // Routes lists every route the Hub serves; tests walk it so that no route
 // can be added without an authentication check.
 func (s *Server) Routes() []Route {
-	a := func(p string, h func(http.ResponseWriter, *http.Request, *Caller)) Route {
-		return Route{Pattern: p, authed: h}
+	a := func(p string, h apiHandler) Route { return Route{Pattern: p, authed: h} }
+	stream := func(p string, h func(http.ResponseWriter, *http.Request, *Caller)) Route {
+		return Route{Pattern: p, stream: h}
 	}
 	pub := func(p string, h http.HandlerFunc) Route { return Route{Pattern: p, Public: true, open: h} }
 	return []Route{
@@ -186,7 +193,7 @@ func (s *Server) Routes() []Route {
 		a("GET /api/v1/agents/{agent}", s.handleGetAgent),
 		a("DELETE /api/v1/agents/{agent}", s.handleDeleteAgent),
 		a("POST /api/v1/agents/{agent}/{action}", s.handleAgentAction),
-		a("GET /api/v1/agents/{agent}/logs", s.handleAgentLogs),
+		stream("GET /api/v1/agents/{agent}/logs", s.handleAgentLogs),
 
 		a("GET /api/v1/settings", s.handleGetSettings),
 		a("PUT /api/v1/settings", s.handlePutSettings),
@@ -198,10 +205,13 @@ func (s *Server) Routes() []Route {
 func (s *Server) routes() {
 	m := http.NewServeMux()
 	for _, rt := range s.Routes() {
-		if rt.Public {
+		switch {
+		case rt.Public:
 			m.Handle(rt.Pattern, rt.open)
-		} else {
-			m.Handle(rt.Pattern, s.requireAuth(rt.authed))
+		case rt.stream != nil:
+			m.Handle(rt.Pattern, s.requireAuth(rt.stream))
+		default:
+			m.Handle(rt.Pattern, s.requireAuth(s.serveAPI(rt.authed)))
 		}
 	}
 	// Anything else under the API is a typed 404, not the mux's text page.
@@ -225,6 +235,23 @@ func (s *Server) handleReadyz(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, api.Health{Status: "ok", Checks: map[string]string{"database": "ok"}, Version: s.opts.Version})
 }
 
-func (s *Server) handleWhoami(w http.ResponseWriter, r *http.Request, c *Caller) {
-	writeJSON(w, http.StatusOK, api.Whoami{Kind: c.Kind, ID: c.ID, Name: c.Name, Role: c.Role, Project: c.ProjectID})
+func (s *Server) handleWhoami(r *http.Request, c *Caller) (int, any, error) {
+	return http.StatusOK, api.Whoami{Kind: c.Kind, ID: c.ID, Name: c.Name, Role: c.Role, Project: c.ProjectID}, nil
+}
+
+// serveAPI adapts an apiHandler: it bounds the request body, runs the
+// handler and writes its answer or its error.
+func (s *Server) serveAPI(h apiHandler) func(http.ResponseWriter, *http.Request, *Caller) {
+	return func(w http.ResponseWriter, r *http.Request, c *Caller) {
+		r.Body = http.MaxBytesReader(w, r.Body, api.MaxRequestBody)
+		status, body, err := h(r, c)
+		switch {
+		case err != nil:
+			s.writeError(w, r, err)
+		case body == nil:
+			w.WriteHeader(status)
+		default:
+			writeJSON(w, status, body)
+		}
+	}
 }

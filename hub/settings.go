@@ -56,72 +56,56 @@ func (s *Server) loadSetting(ctx context.Context, key string, v any) error {
 	return json.Unmarshal(b, v)
 }
 
-func (s *Server) handleGetSettings(w http.ResponseWriter, r *http.Request, c *Caller) {
+func (s *Server) handleGetSettings(r *http.Request, c *Caller) (int, any, error) {
 	v, err := s.hubSettings(r.Context())
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, v)
+	return http.StatusOK, v, err
 }
 
-func (s *Server) handlePutSettings(w http.ResponseWriter, r *http.Request, c *Caller) {
+func (s *Server) handlePutSettings(r *http.Request, c *Caller) (int, any, error) {
 	if err := requireAdmin(c); err != nil {
-		s.writeError(w, r, err)
-		return
+		return 0, nil, err
 	}
 	var v api.HubSettings
-	if err := decodeJSON(w, r, &v); err != nil {
-		s.writeError(w, r, err)
-		return
+	if err := decodeJSON(r, &v); err != nil {
+		return 0, nil, err
 	}
 	if ref := v.AgentDefaults.DefaultRuntimeBroker; ref != "" {
 		if _, err := s.store.GetBroker(r.Context(), ref); err != nil {
-			s.writeError(w, r, api.NotFound(api.CodeBrokerNotFound, "default_runtime_broker: runtime broker %q not found", ref))
-			return
+			return 0, nil, api.NotFound(api.CodeBrokerNotFound, "default_runtime_broker: runtime broker %q not found", ref)
 		}
 	}
 	b, _ := json.Marshal(v)
 	s.cfgMu.Lock()
 	defer s.cfgMu.Unlock()
 	if err := s.store.PutSetting(r.Context(), settingHub, b); err != nil {
-		s.writeError(w, r, err)
-		return
+		return 0, nil, err
 	}
 	s.settings = &v
-	writeJSON(w, http.StatusOK, v)
+	return http.StatusOK, v, nil
 }
 
-func (s *Server) handleGetLimits(w http.ResponseWriter, r *http.Request, c *Caller) {
+func (s *Server) handleGetLimits(r *http.Request, c *Caller) (int, any, error) {
 	v, err := s.hubLimits(r.Context())
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, v)
+	return http.StatusOK, v, err
 }
 
-func (s *Server) handlePutLimits(w http.ResponseWriter, r *http.Request, c *Caller) {
+func (s *Server) handlePutLimits(r *http.Request, c *Caller) (int, any, error) {
 	if err := requireAdmin(c); err != nil {
-		s.writeError(w, r, err)
-		return
+		return 0, nil, err
 	}
 	var v api.Limits
-	if err := decodeJSON(w, r, &v); err != nil {
-		s.writeError(w, r, err)
-		return
+	if err := decodeJSON(r, &v); err != nil {
+		return 0, nil, err
 	}
 	if v.MaxAgentsPerBroker < 0 || v.MaxAgentsPerBroker > 1_000_000 {
-		s.writeError(w, r, api.BadRequest("max_agents_per_broker must be between 0 (unlimited) and 1000000"))
-		return
+		return 0, nil, api.BadRequest("max_agents_per_broker must be between 0 (unlimited) and 1000000")
 	}
 	b, _ := json.Marshal(v)
 	s.cfgMu.Lock()
 	defer s.cfgMu.Unlock()
 	if err := s.store.PutSetting(r.Context(), settingLimits, b); err != nil {
-		s.writeError(w, r, err)
-		return
+		return 0, nil, err
 	}
 	s.limits = &v
-	writeJSON(w, http.StatusOK, v)
+	return http.StatusOK, v, nil
 }
