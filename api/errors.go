@@ -115,7 +115,7 @@ func IsCode(err error, code string) bool {
 // errors that crossed a boundary (the control channel) without their status.
 func StatusForCode(code string) int {
 	switch code {
-	case CodeInvalidRequest, CodeInvalidPhase:
+	case CodeInvalidRequest:
 		return http.StatusBadRequest
 	case CodeUnauthorized:
 		return http.StatusUnauthorized
@@ -123,7 +123,7 @@ func StatusForCode(code string) int {
 		return http.StatusForbidden
 	case CodeNotFound, CodeAgentNotFound, CodeProjectNotFound, CodeBrokerNotFound:
 		return http.StatusNotFound
-	case CodeAlreadyExists, CodeConflict, CodeGlobalProjectDisabled, CodeMultipleBrokers, CodeNoBroker:
+	case CodeAlreadyExists, CodeConflict, CodeInvalidPhase, CodeGlobalProjectDisabled, CodeMultipleBrokers, CodeNoBroker:
 		return http.StatusConflict
 	case CodeRequestTooLarge:
 		return http.StatusRequestEntityTooLarge

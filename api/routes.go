@@ -31,6 +31,8 @@ package api
 //	DELETE /api/v1/agents/{agent}                       (204)
 //	POST   /api/v1/agents/{agent}/start|stop|restart|suspend|resume -> Agent
 //	GET    /api/v1/agents/{agent}/logs?follow=true&tail=N  -> text/plain stream of the agent's output
+//	POST   /api/v1/agents/{agent}/exec                  ExecRequest -> application/x-ndjson of ExecOutput
+//	GET    /api/v1/agents/{agent}/attach                WebSocket: binary = bytes both ways, text = AttachControl
 //	GET    /api/v1/settings                             -> HubSettings
 //	PUT    /api/v1/settings                             HubSettings -> HubSettings (admin)
 //	GET    /api/v1/admin/limits                         -> Limits

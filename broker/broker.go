@@ -83,6 +83,7 @@ type Broker struct {
 	ws      Workspaces
 	dedup   *dedup
 	locks   agentLocks
+	attach  attachSessions
 	running atomic.Bool
 
 	mu      sync.Mutex
@@ -128,8 +129,15 @@ func New(cfg Config) (*Broker, error) {
 	cfg.MinBackoff = cmp.Or(cfg.MinBackoff, 100*time.Millisecond)
 	cfg.MaxBackoff = max(cmp.Or(cfg.MaxBackoff, 10*time.Second), cfg.MinBackoff)
 	cfg.StopGrace = cmp.Or(cfg.StopGrace, 10*time.Second)
+	cfg.Capabilities = slices.Clone(cfg.Capabilities)
 	if !slices.Contains(cfg.Capabilities, wire.CapLogsFollow) {
-		cfg.Capabilities = append(slices.Clone(cfg.Capabilities), wire.CapLogsFollow)
+		cfg.Capabilities = append(cfg.Capabilities, wire.CapLogsFollow)
+	}
+	if _, ok := cfg.Runtime.(runtime.Execer); ok && !slices.Contains(cfg.Capabilities, wire.CapExec) {
+		cfg.Capabilities = append(cfg.Capabilities, wire.CapExec)
+	}
+	if _, ok := cfg.Runtime.(runtime.Attacher); ok && !slices.Contains(cfg.Capabilities, wire.CapAttach) {
+		cfg.Capabilities = append(cfg.Capabilities, wire.CapAttach)
 	}
 	l := layout{root: cfg.DataDir}
 	if cfg.Workspaces == nil {

@@ -26,6 +26,9 @@ func (b *Broker) register(c *wire.Conn) {
 	c.Handle(wire.MethodAgentDelete, b.keyed(onAgent(b, b.deleteAgent)))
 	c.Handle(wire.MethodAgentInspect, onAgent(b, b.inspectAgent))
 	c.HandleStream(wire.MethodAgentLogs, b.handleLogs)
+	c.HandleStream(wire.MethodAgentExec, b.handleExec)
+	c.HandleStream(wire.MethodAgentAttach, b.handleAttach)
+	c.Handle(wire.MethodAgentAttachInput, b.handleAttachInput)
 	c.Handle(wire.MethodInventory, func(ctx context.Context, _ *wire.Request) (any, error) {
 		return b.inventory(ctx)
 	})

@@ -29,6 +29,12 @@ func (e *usageError) Unwrap() error { return e.err }
 
 func usageErr(err error) error { return &usageError{err} }
 
+// exitCodeError makes scion exit with a remote command's exit code
+// (`scion exec`), printing nothing more.
+type exitCodeError struct{ code int }
+
+func (e *exitCodeError) Error() string { return fmt.Sprintf("exit status %d", e.code) }
+
 func usageErrorf(format string, args ...any) error { return usageErr(fmt.Errorf(format, args...)) }
 
 // cobraUsagePrefixes are the messages of errors cobra raises itself without
@@ -53,6 +59,10 @@ func isUsage(err error) bool {
 // reportError prints err as `error: <code>: <message>` for a Hub error or
 // `error: <message>` for a local one, and returns the exit code.
 func reportError(w io.Writer, cmd *cobra.Command, err error) int {
+	var ce *exitCodeError
+	if errors.As(err, &ce) { // a remote command's own exit code: no message
+		return ce.code
+	}
 	if isUsage(err) {
 		fmt.Fprintf(w, "error: %s\nRun '%s --help' for usage.\n", err, cmd.CommandPath())
 		return exitUsage

@@ -194,6 +194,8 @@ func (s *Server) Routes() []Route {
 		a("DELETE /api/v1/agents/{agent}", s.handleDeleteAgent),
 		a("POST /api/v1/agents/{agent}/{action}", s.handleAgentAction),
 		stream("GET /api/v1/agents/{agent}/logs", s.handleAgentLogs),
+		stream("POST /api/v1/agents/{agent}/exec", s.handleAgentExec),
+		stream("GET /api/v1/agents/{agent}/attach", s.handleAgentAttach),
 
 		a("GET /api/v1/settings", s.handleGetSettings),
 		a("PUT /api/v1/settings", s.handlePutSettings),

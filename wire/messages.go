@@ -138,3 +138,50 @@ type Inventory struct {
 type Echo struct {
 	Data []byte `json:"data"`
 }
+
+// Exec and attach (Hub to broker).
+const (
+	MethodAgentExec        = "agent.exec"         // stream of ExecOutput
+	MethodAgentAttach      = "agent.attach"       // stream of AttachOutput
+	MethodAgentAttachInput = "agent.attach.input" // AttachInput -> {}
+)
+
+// ExecRequest runs a command in a running agent. Stdin, when given, is the
+// command's whole standard input (bounded by the request size).
+type ExecRequest struct {
+	AgentID string            `json:"agentId"`
+	Command []string          `json:"command"`
+	Env     map[string]string `json:"env,omitempty"`
+	TTY     bool              `json:"tty,omitempty"`
+	Stdin   []byte            `json:"stdin,omitempty"`
+}
+
+// ExecOutput is one item of an exec stream: output on a stream, or, last,
+// the exit code (Stream "exit").
+type ExecOutput struct {
+	Stream   string `json:"stream"` // stdout | stderr | exit
+	Data     []byte `json:"data,omitempty"`
+	ExitCode *int   `json:"exitCode,omitempty"`
+}
+
+// AttachRequest opens an attachment; input for it arrives as
+// agent.attach.input calls naming the same session.
+type AttachRequest struct {
+	AgentID   string `json:"agentId"`
+	SessionID string `json:"sessionId"`
+}
+
+// AttachOutput is one item of an attach stream.
+type AttachOutput struct {
+	Data []byte `json:"data"`
+}
+
+// AttachInput sends bytes to an attachment, or closes its input, or
+// resizes its terminal.
+type AttachInput struct {
+	SessionID  string `json:"sessionId"`
+	Data       []byte `json:"data,omitempty"`
+	CloseWrite bool   `json:"closeWrite,omitempty"`
+	Rows       uint16 `json:"rows,omitempty"`
+	Cols       uint16 `json:"cols,omitempty"`
+}
