@@ -52,8 +52,8 @@ func (b *Broker) createAgent(ctx context.Context, spec wire.AgentSpec) (_ runtim
 	}()
 
 	dir := b.layout.agentDir(spec.ProjectID, spec.AgentID)
-	if !b.layout.within(dir) {
-		return runtime.Status{}, api.BadRequest("agent directory %s is outside the data directory", dir)
+	if err := b.layout.safeDir(dir); err != nil {
+		return runtime.Status{}, err
 	}
 	// A directory without a container is a leftover (a crash mid-create,
 	// a container removed by hand); reuse it, and on failure remove only
@@ -195,8 +195,8 @@ func (b *Broker) deleteAgent(ctx context.Context, ref wire.AgentRef) (runtime.St
 // removeDir removes an agent directory, refusing anything outside the data
 // directory whatever the path says.
 func (b *Broker) removeDir(dir string) {
-	if !b.layout.within(dir) {
-		b.log.Error("refusing to remove a directory outside the data directory", "dir", dir)
+	if err := b.layout.safeDir(dir); err != nil {
+		b.log.Error("refusing to remove a directory outside the data directory", "dir", dir, "err", err)
 		return
 	}
 	if err := os.RemoveAll(dir); err != nil {

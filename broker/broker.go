@@ -52,9 +52,12 @@ type Config struct {
 	// ScionBinary is the path of the static scion binary exposed to agents;
 	// its directory is put first on their PATH. Optional.
 	ScionBinary string
-	// Workspaces provides agent workspaces (default: an empty directory
-	// per agent).
+	// Workspaces provides agent workspaces (default: GitWorkspaces, per the
+	// project's sharing mode, configured by GitWorkspaces).
 	Workspaces Workspaces
+	// GitWorkspaces configures the default Workspaces (clone depth, git
+	// binary); it is ignored when Workspaces is set.
+	GitWorkspaces GitWorkspacesConfig
 	// Idempotency remembers completed keyed commands (default: an
 	// in-memory LRU).
 	Idempotency IdempotencyStore
@@ -141,7 +144,10 @@ func New(cfg Config) (*Broker, error) {
 	}
 	l := layout{root: cfg.DataDir}
 	if cfg.Workspaces == nil {
-		cfg.Workspaces = emptyWorkspaces{layout: l}
+		cfg.GitWorkspaces.Logger = cmp.Or(cfg.GitWorkspaces.Logger, cfg.Logger)
+		if cfg.Workspaces, err = NewGitWorkspaces(cfg.DataDir, cfg.GitWorkspaces); err != nil {
+			return nil, fmt.Errorf("broker: %w", err)
+		}
 	}
 	if cfg.Idempotency == nil {
 		cfg.Idempotency = NewMemoryStore(0)

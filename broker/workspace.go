@@ -2,7 +2,9 @@ package broker
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,9 +13,8 @@ import (
 	"github.com/scion-go/scion/wire"
 )
 
-// Workspaces provides agents' workspaces. The default gives each agent an
-// empty directory of its own; the project sharing modes (worktree, clone,
-// shared) slot in here as other implementations.
+// Workspaces provides agents' workspaces. The default, GitWorkspaces, makes
+// them according to the project's sharing mode.
 type Workspaces interface {
 	// Prepare makes the workspace of a new agent and returns its directory.
 	// It is called after the agent directory exists.
@@ -25,14 +26,28 @@ type Workspaces interface {
 
 // layout names the broker-local directories:
 //
-//	<DataDir>/projects/<projectID>/agents/<agentID>/{home,workspace}
+//	<DataDir>/projects/<projectID>/agents/<agentID>/{home,workspace,workspace.json}
+//	<DataDir>/projects/<projectID>/base    worktree-per-agent: the shared base clone
+//	<DataDir>/projects/<projectID>/shared  shared-workspace: the one checkout
 //
 // Every path it returns is built from IDs that passed validID, so it stays
-// under the root.
+// under the root as written; safeDir also checks where it really leads.
 type layout struct{ root string }
 
+func (l layout) projectDir(projectID string) string {
+	return filepath.Join(l.root, "projects", projectID)
+}
+
 func (l layout) agentDir(projectID, agentID string) string {
-	return filepath.Join(l.root, "projects", projectID, "agents", agentID)
+	return filepath.Join(l.projectDir(projectID), "agents", agentID)
+}
+
+func (l layout) baseDir(projectID string) string {
+	return filepath.Join(l.projectDir(projectID), "base")
+}
+
+func (l layout) sharedDir(projectID string) string {
+	return filepath.Join(l.projectDir(projectID), "shared")
 }
 
 // findAgentDirs returns the agent's directories in any project. Lifecycle
@@ -53,6 +68,52 @@ func (l layout) within(path string) bool {
 		rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
 }
 
+// safeDir refuses a path that is outside the root, as written or once the
+// symlinks in the part of it that exists are resolved. Valid IDs alone do
+// not catch a projects/<id> that is a symlink to somewhere else, and
+// creating or removing through it would act outside the data directory.
+func (l layout) safeDir(path string) error {
+	path = filepath.Clean(path)
+	if !l.within(path) {
+		return api.BadRequest("workspace path %s is outside the runtime broker's data directory %s", path, l.root)
+	}
+	realRoot, err := filepath.EvalSymlinks(l.root)
+	if err != nil {
+		return fmt.Errorf("data directory: %w", err)
+	}
+	// Resolve the deepest existing ancestor; what is below it does not exist
+	// yet and will be made by us as plain directories.
+	existing, rest, retries := path, "", 0
+	for {
+		real, err := filepath.EvalSymlinks(existing)
+		if err == nil {
+			if real = filepath.Join(real, rest); !(layout{root: realRoot}).within(real) {
+				return api.BadRequest("workspace path %s resolves to %s, outside the runtime broker's data directory %s", path, real, realRoot)
+			}
+			return nil
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("workspace path %s: %w", path, err)
+		}
+		if fi, lerr := os.Lstat(existing); lerr == nil {
+			// A dangling symlink "does not exist", but making a directory
+			// through it would follow it.
+			if fi.Mode()&fs.ModeSymlink != 0 {
+				return api.BadRequest("workspace path %s goes through the dangling symlink %s", path, existing)
+			}
+			// Made by a concurrent create since: resolve it again.
+			if retries++; retries < 3 {
+				continue
+			}
+		}
+		parent := filepath.Dir(existing)
+		if parent == existing {
+			return fmt.Errorf("workspace path %s: %w", path, err)
+		}
+		rest, existing = filepath.Join(filepath.Base(existing), rest), parent
+	}
+}
+
 // validID accepts an ID that can be one path element: not empty, not "."
 // or "..", no separators or NUL, and of sane length.
 func validID(what, id string) error {
@@ -68,29 +129,4 @@ func validID(what, id string) error {
 func globEscape(s string) string {
 	r := strings.NewReplacer(`*`, `\*`, `?`, `\?`, `[`, `\[`, `\`, `\\`)
 	return r.Replace(s)
-}
-
-// emptyWorkspaces gives each agent an empty workspace directory inside its
-// agent directory, so deleting the agent directory removes it too.
-type emptyWorkspaces struct{ layout layout }
-
-func (w emptyWorkspaces) Prepare(_ context.Context, spec wire.AgentSpec) (string, error) {
-	dir := filepath.Join(w.layout.agentDir(spec.ProjectID, spec.AgentID), "workspace")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", fmt.Errorf("workspace: %w", err)
-	}
-	return dir, nil
-}
-
-func (w emptyWorkspaces) Remove(_ context.Context, agentID string) error {
-	dirs, err := w.layout.findAgentDirs(agentID)
-	if err != nil {
-		return err
-	}
-	for _, d := range dirs {
-		if err := os.RemoveAll(filepath.Join(d, "workspace")); err != nil {
-			return fmt.Errorf("workspace: %w", err)
-		}
-	}
-	return nil
 }

@@ -1,11 +1,11 @@
 package broker
 
 import (
+	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/scion-go/scion/api"
-	"github.com/scion-go/scion/wire"
 )
 
 func TestValidID(t *testing.T) {
@@ -38,20 +38,36 @@ func TestLayoutWithin(t *testing.T) {
 	}
 }
 
-func TestEmptyWorkspacesPrepareAndRemove(t *testing.T) {
-	l := layout{root: t.TempDir()}
-	w := emptyWorkspaces{layout: l}
-	dir, err := w.Prepare(t.Context(), wire.AgentSpec{AgentID: "a", ProjectID: "p"})
-	if err != nil {
+func TestSafeDirRefusesSymlinkEscapes(t *testing.T) {
+	root, outside := t.TempDir(), t.TempDir()
+	l := layout{root: root}
+	if err := os.MkdirAll(filepath.Join(root, "projects", "ok"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if want := filepath.Join(l.agentDir("p", "a"), "workspace"); dir != want {
-		t.Fatalf("dir = %s, want %s", dir, want)
-	}
-	if err := w.Remove(t.Context(), "a"); err != nil {
+	if err := os.Symlink(outside, filepath.Join(root, "projects", "evil")); err != nil {
 		t.Fatal(err)
 	}
-	if m, _ := filepath.Glob(dir); len(m) != 0 {
-		t.Fatalf("workspace still there")
+	if err := os.Symlink(filepath.Join(outside, "nope"), filepath.Join(root, "projects", "dangling")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(root, "projects", "ok"), filepath.Join(root, "projects", "alias")); err != nil {
+		t.Fatal(err)
+	}
+	for path, ok := range map[string]bool{
+		l.agentDir("ok", "a"):       true, // does not exist yet: fine
+		l.agentDir("alias", "a"):    true, // a symlink that stays inside
+		l.agentDir("evil", "a"):     false,
+		l.agentDir("dangling", "a"): false,
+		l.projectDir("evil"):        false,
+		filepath.Join(root, ".."):   false,
+		root:                        false,
+	} {
+		err := l.safeDir(path)
+		if ok && err != nil {
+			t.Errorf("safeDir(%s) = %v", path, err)
+		}
+		if !ok && !api.IsCode(err, api.CodeInvalidRequest) {
+			t.Errorf("safeDir(%s) = %v, want invalid_request", path, err)
+		}
 	}
 }

@@ -1,0 +1,271 @@
+package broker
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/wire"
+)
+
+// GitWorkspacesConfig configures GitWorkspaces; the zero value is usable.
+type GitWorkspacesConfig struct {
+	// CloneDepth is the history depth of clone-per-agent clones: 0 clones
+	// everything, N > 0 runs git clone --depth N. It is one setting for the
+	// whole broker for now; the spec's per-project clone depth (an
+	// agent_defaults entry) will override it once the Hub sends one.
+	CloneDepth int
+	// Git is the git binary (default: git on PATH).
+	Git string
+	// Env adds variables to git's reduced environment, such as a
+	// GIT_SSH_COMMAND that names a deploy key.
+	Env    []string
+	Logger *slog.Logger
+}
+
+// GitWorkspaces makes each agent's workspace the way its project's sharing
+// mode asks (spec.SharingMode; empty means empty-per-agent):
+//
+//   - empty-per-agent: an empty directory, agents/<agentID>/workspace.
+//   - clone-per-agent: a clone of the project's remote at the same place,
+//     of CloneDepth commits when that is set.
+//   - worktree-per-agent: a worktree on the agent's own branch
+//     (scion/<slug>) at the same place, over one base clone per project
+//     (projects/<projectID>/base) that later creates fetch into.
+//   - shared-workspace: one checkout per project (projects/<projectID>/shared),
+//     cloned by the first agent and handed to every agent as is.
+//
+// Removing an agent removes what is its alone: its worktree, its clone,
+// its empty directory. The base clone and the shared checkout belong to
+// the project and are never removed automatically, not even with the
+// project's last agent: the shared checkout holds the agents' common work,
+// and the base clone keeps the branches of deleted agents that had
+// commits nobody pushed.
+type GitWorkspaces struct {
+	layout layout
+	cfg    GitWorkspacesConfig
+	git    gitRunner
+	log    *slog.Logger
+	// projects serializes the work on a project's base clone and shared
+	// checkout: cloning, fetching, and adding and removing worktrees, whose
+	// registrations in the common git directory are not safe to race.
+	projects agentLocks
+
+	mu      sync.Mutex
+	fetched map[string]time.Time // when the last good fetch of a base clone began
+}
+
+// NewGitWorkspaces makes workspaces under dataDir, the broker's data
+// directory.
+func NewGitWorkspaces(dataDir string, cfg GitWorkspacesConfig) (*GitWorkspaces, error) {
+	if dataDir == "" {
+		return nil, errors.New("workspaces: data directory is required")
+	}
+	if cfg.CloneDepth < 0 {
+		return nil, fmt.Errorf("workspaces: clone depth %d is negative", cfg.CloneDepth)
+	}
+	root, err := filepath.Abs(dataDir)
+	if err != nil {
+		return nil, fmt.Errorf("workspaces: data directory: %w", err)
+	}
+	cfg.Git = cmp.Or(cfg.Git, "git")
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	return &GitWorkspaces{
+		layout:  layout{root: root},
+		cfg:     cfg,
+		git:     newGitRunner(cfg.Git, cfg.Env),
+		log:     cfg.Logger,
+		fetched: map[string]time.Time{},
+	}, nil
+}
+
+// Storage reports where workspaces are: on the broker's local disk.
+func (w *GitWorkspaces) Storage() WorkspaceStorage {
+	return WorkspaceStorage{Type: StorageLocal}
+}
+
+// Workspace returns the record of the agent's workspace.
+func (w *GitWorkspaces) Workspace(agentID string) (WorkspaceRecord, error) {
+	dirs, err := w.layout.findAgentDirs(agentID)
+	if err != nil {
+		return WorkspaceRecord{}, err
+	}
+	for _, d := range dirs {
+		if rec, ok, err := readRecord(d); err != nil || ok {
+			return rec, err
+		}
+	}
+	return WorkspaceRecord{}, api.NotFound(api.CodeAgentNotFound, "no workspace recorded for agent %s", agentID)
+}
+
+// Prepare makes the agent's workspace and records it. On failure it leaves
+// nothing of the agent's behind (a base clone or shared checkout that was
+// already there stays as it was).
+func (w *GitWorkspaces) Prepare(ctx context.Context, spec wire.AgentSpec) (string, error) {
+	began := time.Now()
+	mode := cmp.Or(spec.SharingMode, api.SharingEmptyPerAgent)
+	if !api.ValidSharingMode(mode) {
+		return "", api.BadRequest("unknown sharing mode %q: use %s, %s, %s or %s", mode,
+			api.SharingWorktreePerAgent, api.SharingSharedWorkspace, api.SharingClonePerAgent, api.SharingEmptyPerAgent)
+	}
+	if err := validID("project ID", spec.ProjectID); err != nil {
+		return "", err
+	}
+	if err := validID("agent ID", spec.AgentID); err != nil {
+		return "", err
+	}
+	if mode != api.SharingEmptyPerAgent {
+		if err := checkRemote(spec, mode); err != nil {
+			return "", err
+		}
+	}
+	agentDir := w.layout.agentDir(spec.ProjectID, spec.AgentID)
+	for _, p := range []string{agentDir, w.layout.baseDir(spec.ProjectID), w.layout.sharedDir(spec.ProjectID)} {
+		if err := w.layout.safeDir(p); err != nil {
+			return "", err
+		}
+	}
+	_, statErr := os.Stat(agentDir)
+	madeDir := errors.Is(statErr, fs.ErrNotExist)
+	// A create means a fresh workspace: clear what an earlier create of
+	// this agent left (a crash mid-create, a container removed by hand).
+	if err := w.removeIn(ctx, spec.ProjectID, agentDir); err != nil {
+		return "", w.describe(spec, mode, err)
+	}
+	if err := os.MkdirAll(agentDir, 0o755); err != nil {
+		return "", w.describe(spec, mode, err)
+	}
+
+	rec := WorkspaceRecord{AgentID: spec.AgentID, ProjectID: spec.ProjectID, Mode: mode,
+		Storage: StorageLocal, CreatedAt: time.Now().UTC()}
+	var err error
+	switch mode {
+	case api.SharingEmptyPerAgent:
+		rec.Path = filepath.Join(agentDir, "workspace")
+		err = os.MkdirAll(rec.Path, 0o755)
+	case api.SharingClonePerAgent:
+		err = w.prepareClone(ctx, spec, agentDir, &rec)
+	case api.SharingSharedWorkspace:
+		err = w.prepareShared(ctx, spec, agentDir, &rec)
+	case api.SharingWorktreePerAgent:
+		err = w.prepareWorktree(ctx, spec, agentDir, began, &rec)
+	}
+	if err == nil && mode != api.SharingWorktreePerAgent { // a worktree's is written before git runs
+		err = writeRecord(agentDir, rec)
+	}
+	if err != nil {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+		defer cancel()
+		if rerr := w.removeIn(cctx, spec.ProjectID, agentDir); rerr != nil {
+			w.log.Warn("undo workspace", "agent", spec.AgentID, "err", redactURLs(rerr.Error()))
+		}
+		if madeDir {
+			if rerr := w.removeInside(w.layout.root, agentDir); rerr != nil {
+				w.log.Warn("undo workspace", "agent", spec.AgentID, "err", rerr)
+			}
+		}
+		return "", w.describe(spec, mode, err)
+	}
+	w.log.Info("workspace ready", "agent", spec.AgentID, "project", spec.ProjectID, "mode", mode, "path", rec.Path, "branch", rec.Branch)
+	return rec.Path, nil
+}
+
+// checkRemote refuses a git mode without a usable remote before anything
+// is made.
+func checkRemote(spec wire.AgentSpec, mode string) error {
+	name := cmp.Or(spec.ProjectName, spec.ProjectID)
+	r := spec.GitRemote
+	if strings.TrimSpace(r) == "" {
+		return api.BadRequest("project %s has no git remote, which %s needs; set one with `scion project set %s --git-remote <url>` or use --sharing-mode %s",
+			name, mode, name, api.SharingEmptyPerAgent)
+	}
+	// A leading dash would be read as an option by git.
+	if strings.HasPrefix(r, "-") || strings.ContainsAny(r, "\x00\r\n") {
+		return api.BadRequest("project %s: git remote %q is not a repository URL", name, redactURLs(r))
+	}
+	return nil
+}
+
+// describe turns a failure into the error the Hub shows on the agent: bad
+// input stays invalid_request, an ended context stays recognisable, and
+// the rest (mostly git failing) is a runtime error naming the mode and
+// git's own words, never the remote's credentials.
+func (w *GitWorkspaces) describe(spec wire.AgentSpec, mode string, err error) error {
+	var ae *api.Error
+	if errors.As(err, &ae) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return api.Errorf(http.StatusBadGateway, api.CodeRuntimeError, "%s workspace for agent %s: %s",
+		mode, spec.AgentID, redactURLs(err.Error())).WithDetail("sharingMode", mode)
+}
+
+// Remove removes the agent's own workspace in whatever project it is.
+func (w *GitWorkspaces) Remove(ctx context.Context, agentID string) error {
+	dirs, err := w.layout.findAgentDirs(agentID)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, d := range dirs {
+		projectID := filepath.Base(filepath.Dir(filepath.Dir(d)))
+		errs = append(errs, w.removeIn(ctx, projectID, d))
+	}
+	return errors.Join(errs...)
+}
+
+// removeIn removes the workspace recorded in agentDir. Only paths inside
+// the agent directory are ever deleted, whatever the record says, so the
+// shared checkout and the base clone cannot be; a worktree is also
+// deregistered from the base clone.
+func (w *GitWorkspaces) removeIn(ctx context.Context, projectID, agentDir string) error {
+	if err := w.layout.safeDir(agentDir); err != nil {
+		return err
+	}
+	rec, _, err := readRecord(agentDir)
+	if err != nil {
+		// Still remove what the layout says is the agent's.
+		w.log.Warn("unreadable workspace record", "dir", agentDir, "err", err)
+	}
+	if rec.Mode == api.SharingWorktreePerAgent {
+		if err := w.removeWorktree(ctx, projectID, agentDir, rec); err != nil {
+			return err
+		}
+	}
+	leftovers, _ := filepath.Glob(filepath.Join(agentDir, ".*.tmp-*"))
+	for _, p := range append(leftovers, filepath.Join(agentDir, "workspace"), filepath.Join(agentDir, recordFile)) {
+		if err := w.removeInside(agentDir, p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// removeInside removes path, which must lie strictly inside area as
+// written, with its parent resolving to inside the data directory. The
+// last element is not followed: a symlink there is removed, not its target.
+func (w *GitWorkspaces) removeInside(area, path string) error {
+	if !(layout{root: area}).within(path) || !w.layout.within(path) {
+		return fmt.Errorf("refusing to remove %s: it is not inside %s", path, area)
+	}
+	if parent := filepath.Dir(path); parent != w.layout.root {
+		if err := w.layout.safeDir(parent); err != nil {
+			return err
+		}
+	}
+	if err := os.RemoveAll(path); err != nil {
+		return fmt.Errorf("removing %s: %w", path, err)
+	}
+	return nil
+}

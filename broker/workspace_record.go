@@ -1,0 +1,113 @@
+package broker
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/scion-go/scion/api"
+)
+
+// Workspace storage backends, by the names of the spec's
+// server.workspace_storage setting.
+const (
+	StorageLocal = "local"
+	StorageNFS   = "nfs"
+)
+
+// WorkspaceStorage is what holds a broker's workspaces, as it reports it to
+// the Hub (in its hello, once the wire carries it). Only local exists now;
+// the nfs fields, named as in the spec (nfs.shares[0]), are what the Hub
+// compares to decide whether two brokers see the same export for a move.
+type WorkspaceStorage struct {
+	Type        string `json:"type"`
+	Server      string `json:"server,omitempty"`
+	Export      string `json:"export,omitempty"`
+	SubpathRoot string `json:"subpath_root,omitempty"`
+}
+
+// WorkspaceRecord says where an agent's workspace is. It is kept as
+// workspace.json in the agent directory, written before the workspace is
+// made, so that a crash mid-create still leaves enough to clean up.
+type WorkspaceRecord struct {
+	AgentID   string `json:"agentId"`
+	ProjectID string `json:"projectId"`
+	Mode      string `json:"mode"` // the project's sharing mode
+	Path      string `json:"path"` // the workspace directory on the broker
+	Storage   string `json:"storage"`
+	// Branch is the worktree's own branch (worktree-per-agent).
+	Branch string `json:"branch,omitempty"`
+	// BaseCommit is the commit the worktree started from; a branch that
+	// has nothing beyond it is deleted with the agent.
+	BaseCommit string `json:"baseCommit,omitempty"`
+	// GitCommonDir is the base clone's git directory, which a worktree's
+	// .git file points at by absolute path: a runtime that isolates the
+	// agent must mount it at the same path for git to work inside.
+	GitCommonDir string    `json:"gitCommonDir,omitempty"`
+	CloneDepth   int       `json:"cloneDepth,omitempty"`
+	CreatedAt    time.Time `json:"createdAt"`
+}
+
+// WorkspaceReporter is implemented by Workspaces that know where each
+// agent's workspace is and what storage holds them. It is separate from
+// Workspaces so that simple implementations (and test doubles) need not
+// provide it.
+type WorkspaceReporter interface {
+	// Workspace returns the agent's record; an unknown agent is
+	// agent_not_found.
+	Workspace(agentID string) (WorkspaceRecord, error)
+	Storage() WorkspaceStorage
+}
+
+// AgentWorkspace returns where the agent's workspace is, if the broker's
+// Workspaces keep records.
+func (b *Broker) AgentWorkspace(agentID string) (WorkspaceRecord, error) {
+	r, ok := b.ws.(WorkspaceReporter)
+	if !ok {
+		return WorkspaceRecord{}, api.NotFound(api.CodeNotFound, "runtime broker %s does not record workspaces", b.cfg.BrokerID)
+	}
+	return r.Workspace(agentID)
+}
+
+// WorkspaceStorage reports the broker's workspace storage for its hello:
+// local unless its Workspaces say otherwise.
+func (b *Broker) WorkspaceStorage() WorkspaceStorage {
+	if r, ok := b.ws.(WorkspaceReporter); ok {
+		return r.Storage()
+	}
+	return WorkspaceStorage{Type: StorageLocal}
+}
+
+const recordFile = "workspace.json"
+
+// writeRecord replaces the record atomically: a reader (or a crash) sees
+// the old one or the new one, never half of either.
+func writeRecord(agentDir string, rec WorkspaceRecord) error {
+	b, err := json.MarshalIndent(rec, "", "  ")
+	if err == nil {
+		err = writeFileAtomic(filepath.Join(agentDir, recordFile), append(b, '\n'))
+	}
+	if err != nil {
+		return fmt.Errorf("workspace record: %w", err)
+	}
+	return nil
+}
+
+// readRecord reads the agent's record; ok is false when there is none.
+func readRecord(agentDir string) (rec WorkspaceRecord, ok bool, err error) {
+	b, err := os.ReadFile(filepath.Join(agentDir, recordFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return WorkspaceRecord{}, false, nil
+	}
+	if err == nil {
+		err = json.Unmarshal(b, &rec)
+	}
+	if err != nil {
+		return WorkspaceRecord{}, false, fmt.Errorf("workspace record of %s: %w", agentDir, err)
+	}
+	return rec, true, nil
+}
