@@ -173,6 +173,8 @@ func (b *Broker) hello(ctx context.Context, conn *wire.Conn) (wire.HelloReply, e
 		Profiles:        b.cfg.Profiles,
 		Inventory:       inv.Agents,
 	}
+	ws := b.WorkspaceStorage()
+	h.WorkspaceStorage = &ws
 	err = conn.Call(ctx, wire.MethodHello, h, &reply)
 	return reply, err
 }

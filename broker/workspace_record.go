@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/scion-go/scion/wire"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -23,12 +24,7 @@ const (
 // the Hub (in its hello, once the wire carries it). Only local exists now;
 // the nfs fields, named as in the spec (nfs.shares[0]), are what the Hub
 // compares to decide whether two brokers see the same export for a move.
-type WorkspaceStorage struct {
-	Type        string `json:"type"`
-	Server      string `json:"server,omitempty"`
-	Export      string `json:"export,omitempty"`
-	SubpathRoot string `json:"subpath_root,omitempty"`
-}
+type WorkspaceStorage = wire.WorkspaceStorage
 
 // WorkspaceRecord says where an agent's workspace is. It is kept as
 // workspace.json in the agent directory, written before the workspace is

@@ -50,6 +50,18 @@ type Hello struct {
 	Profiles        []Profile         `json:"profiles,omitempty"`
 	Inventory       []AgentStatus     `json:"inventory"`
 	Labels          map[string]string `json:"labels,omitempty"`
+	// WorkspaceStorage says where the broker keeps agent workspaces
+	// ("local", or "nfs" with the share's server, export and subpath_root).
+	WorkspaceStorage *WorkspaceStorage `json:"workspaceStorage,omitempty"`
+}
+
+// WorkspaceStorage is a broker's workspace storage, as server.workspace_storage
+// configures it.
+type WorkspaceStorage struct {
+	Type        string `json:"type"`
+	Server      string `json:"server,omitempty"`
+	Export      string `json:"export,omitempty"`
+	SubpathRoot string `json:"subpath_root,omitempty"`
 }
 
 // Profile is a Runtime Broker Profile as the broker advertises it.
