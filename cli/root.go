@@ -59,6 +59,7 @@ local workstation Hub started by 'scion server start --workstation'.`,
 		newHubCmd(a),
 		newProjectCmd(a),
 		newBrokerCmd(a),
+		newAgentDemoCmd(),
 	)
 	root.AddCommand(newAgentCmds(a)...)
 	return root

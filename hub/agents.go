@@ -27,6 +27,9 @@ func validateCreate(req *api.CreateAgentRequest) error {
 	if req.Harness == "" {
 		req.Harness = "generic"
 	}
+	if len(req.Image) > 512 {
+		return api.BadRequest("image reference too long")
+	}
 	switch req.Harness {
 	case "generic", "claude", "gemini":
 	default:
@@ -138,6 +141,13 @@ func (s *Server) handleCreateAgent(r *http.Request, c *Caller) (int, any, error)
 	if err := decodeJSON(r, &req); err != nil {
 		return 0, nil, err
 	}
+	settings, err := s.hubSettings(ctx)
+	if err != nil {
+		return 0, nil, err
+	}
+	// Agent Defaults fill what the request leaves out.
+	req.Harness = cmp.Or(req.Harness, settings.AgentDefaults.DefaultHarness)
+	req.Image = cmp.Or(req.Image, settings.AgentDefaults.DefaultImage)
 	if err := validateCreate(&req); err != nil {
 		return 0, nil, err
 	}
