@@ -14,6 +14,7 @@
 package runtimetest
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"path/filepath"
@@ -45,6 +46,28 @@ type Options struct {
 	// Timeout bounds each wait for a condition; zero means 30s. It is
 	// generous on purpose: a passing run never waits for it.
 	Timeout time.Duration
+	// Image is the Spec.Image of the suite's agents; empty means
+	// "scion/test-agent:latest". Runtimes that really run images set it to
+	// the test image they built (under a unique tag).
+	Image string
+	// BrokerID is the Spec.BrokerID of the suite's agents; empty means
+	// "broker-rtt". Runtimes whose state is shared (an engine other test
+	// runs may use at the same time) set a unique one.
+	BrokerID string
+
+	// The options below enable the tests of optional capabilities; each
+	// test is skipped when its option is unset or the runtime lacks the
+	// capability.
+
+	// ExecCommand returns a command that, run inside a running test agent,
+	// writes out on a line of its own to stdout and exits with code. It
+	// enables the Exec test for runtimes that implement runtime.Execer.
+	ExecCommand func(out string, code int) []string
+	// EchoCommand is a command that copies its standard input to its
+	// standard output until end of input. It enables the Exec stdin test
+	// (run through Exec) and, as an agent's own command, the Attach test
+	// for runtimes that implement runtime.Attacher.
+	EchoCommand []string
 }
 
 // Run runs the conformance suite against runtimes made by newRuntime, which
@@ -76,6 +99,9 @@ func Run(t *testing.T, newRuntime func(t *testing.T) runtime.Runtime, opts Optio
 		{"Concurrency", s.testConcurrency},
 		{"Readoption", s.testReadoption},
 		{"Close", s.testClose},
+		{"Exec", s.testExec},
+		{"ExecStdin", s.testExecStdin},
+		{"Attach", s.testAttach},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, tc.fn)
@@ -133,10 +159,10 @@ func (e *env) spec(name string, ignoreTerm bool) runtime.Spec {
 	return runtime.Spec{
 		AgentID:   id,
 		RunID:     "run-" + id,
-		BrokerID:  "broker-rtt",
+		BrokerID:  cmp.Or(e.s.opts.BrokerID, "broker-rtt"),
 		ProjectID: "project-rtt",
 		Slug:      name,
-		Image:     "scion/test-agent:latest",
+		Image:     cmp.Or(e.s.opts.Image, "scion/test-agent:latest"),
 		Command:   e.s.opts.Command(marker(id), ignoreTerm),
 		Env:       map[string]string{"SCION_TEST_AGENT": id},
 		WorkDir:   filepath.Join(e.base, id, "work"),
