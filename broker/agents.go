@@ -87,6 +87,11 @@ func (b *Broker) createAgent(ctx context.Context, spec wire.AgentSpec) (_ runtim
 		WorkDir:   work,
 		HomeDir:   home,
 	}
+	if rec, rerr := b.AgentWorkspace(spec.AgentID); rerr == nil && rec.GitCommonDir != "" {
+		// A worktree's .git file names the base clone's git directory by
+		// its host path: a container must see it at that same path.
+		rs.Mounts = append(rs.Mounts, runtime.Mount{Source: rec.GitCommonDir, Target: rec.GitCommonDir})
+	}
 	rs.Labels = runtime.SpecLabels(rs)
 	st, err := b.rt.Create(ctx, rs)
 	if err != nil {

@@ -50,7 +50,19 @@ type Spec struct {
 	WorkDir string
 	// HomeDir is the agent's broker-local home.
 	HomeDir string
-	Labels  map[string]string
+	// Mounts are further host directories the agent needs at a fixed path,
+	// such as the git directory a worktree workspace points into (which
+	// must appear at the same absolute path as on the host). Runtimes that
+	// run agents on the host itself (process) need not do anything.
+	Mounts []Mount
+	Labels map[string]string
+}
+
+// Mount is one extra host directory for an agent.
+type Mount struct {
+	Source   string
+	Target   string
+	ReadOnly bool
 }
 
 // Status is a runtime's view of one agent container.

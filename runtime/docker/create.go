@@ -160,6 +160,16 @@ func (r *Runtime) containerConfig(spec runtime.Spec, labels map[string]string) (
 	if r.opts.ScionBinary != "" {
 		host.Binds = append(host.Binds, r.opts.ScionBinary+":"+ScionBinaryPath+":ro")
 	}
+	for _, m := range spec.Mounts {
+		if !filepath.IsAbs(m.Source) || !filepath.IsAbs(m.Target) || strings.Contains(m.Source+m.Target, ":") {
+			return nil, nil, fmt.Errorf("mount %q -> %q: both must be absolute paths without colons", m.Source, m.Target)
+		}
+		b := m.Source + ":" + m.Target
+		if m.ReadOnly {
+			b += ":ro"
+		}
+		host.Binds = append(host.Binds, b)
+	}
 	if len(ports) > 0 {
 		cfg.ExposedPorts, host.PortBindings = portMaps(ports, r.opts.PortBindAddress)
 	}
