@@ -45,7 +45,7 @@ func newAgentDemoCmd() *cobra.Command {
 				// No --hub and no --image: the Hub endpoint and token come
 				// from this agent's environment, the image from the Hub's
 				// agent defaults.
-				root.SetArgs([]string{"start", child, "--", "agent-demo", "--steps", "1", "--stay"})
+				root.SetArgs([]string{"start", child, "--", "scion", "agent-demo", "--steps", "1", "--stay"})
 				root.SetOut(out)
 				root.SetErr(cmd.ErrOrStderr())
 				if code := run(cmd.Context(), root); code != 0 {

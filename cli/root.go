@@ -60,6 +60,7 @@ local workstation Hub started by 'scion server start --workstation'.`,
 		newProjectCmd(a),
 		newBrokerCmd(a),
 		newAgentDemoCmd(),
+		newImageCmd(),
 	)
 	root.AddCommand(newAgentCmds(a)...)
 	return root

@@ -73,7 +73,7 @@ token is written to ~/.scion/hub-admin-token (0600), never to the log.`,
 	fl.BoolVar(&f.enableHub, "enable-hub", false, "run a Hub alone")
 	fl.StringVar(&f.listen, "listen", "127.0.0.1:8780", "address to listen on (--workstation always stays on loopback)")
 	fl.StringVar(&f.db, "db", "", "database: a postgres:// URL or a SQLite file (default <scion home>/hub.db)")
-	fl.StringVar(&f.runtime, "runtime", "", "workstation broker runtime: process (default here) or fake")
+	fl.StringVar(&f.runtime, "runtime", "", "workstation broker runtime: docker, process or fake (default: docker when an engine answers, else process)")
 	fl.DurationVar(&f.heartbeat, "heartbeat-interval", 5*time.Second, "control-channel heartbeat interval")
 	fl.DurationVar(&f.grace, "heartbeat-grace", 10*time.Second, "silence past a heartbeat before a broker is marked offline")
 	fl.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")

@@ -5,14 +5,10 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"path/filepath"
 
 	"github.com/scion-go/scion/broker"
 	"github.com/scion-go/scion/config"
 	"github.com/scion-go/scion/hub"
-	"github.com/scion-go/scion/runtime"
-	"github.com/scion-go/scion/runtime/fake"
-	"github.com/scion-go/scion/runtime/process"
 )
 
 const workstationBrokerName = "local"
@@ -55,9 +51,20 @@ func startWorkstation(ctx context.Context, srv *hub.Server, url string, f *serve
 		return nil, fmt.Errorf("default project: %w", err)
 	}
 	dataDir := config.Path("broker")
-	rt, err := newRuntime(f.runtime, dataDir, log)
+	rt, err := newRuntime(ctx, runtimeChoice{Kind: f.runtime, BrokerID: conn.BrokerID, DataDir: dataDir, HubEndpoint: url}, log)
 	if err != nil {
 		return nil, err
+	}
+	if rt.Name() == "docker" {
+		// No registry: the demo image is built locally, once, and is the
+		// workstation's default image unless one was set.
+		img, err := ensureDemoImage(ctx, log)
+		if err == nil {
+			err = srv.EnsureDefaultImage(ctx, func() (string, error) { return img, nil })
+		}
+		if err != nil {
+			return nil, fmt.Errorf("demo image: %w", err)
+		}
 	}
 	self, _ := os.Executable()
 	b, err := broker.New(broker.Config{HubEndpoint: url, BrokerID: conn.BrokerID, Name: conn.BrokerName,
@@ -71,19 +78,4 @@ func startWorkstation(ctx context.Context, srv *hub.Server, url string, f *serve
 		return nil, err
 	}
 	return b, nil
-}
-
-// newRuntime builds the runtime a broker drives. Docker arrives with its
-// own issue; until then the process runtime is the default.
-func newRuntime(kind, dataDir string, log *slog.Logger) (runtime.Runtime, error) {
-	switch kind {
-	case "", "process":
-		if kind == "" {
-			log.Info("using the process runtime: agents run as unsandboxed local processes")
-		}
-		return process.New(filepath.Join(dataDir, "process"))
-	case "fake":
-		return fake.New(), nil
-	}
-	return nil, usageErrorf("unknown runtime %q: use process or fake", kind)
 }

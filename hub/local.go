@@ -2,6 +2,7 @@ package hub
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 
 	"github.com/scion-go/scion/api"
@@ -44,4 +45,26 @@ func (s *Server) EnsureProject(ctx context.Context, name, brokerID string) (stri
 		}
 	}
 	return p.ID, nil
+}
+
+// EnsureDefaultImage sets Agent Defaults' default_image when it is unset,
+// with the image build returns (called only then).
+func (s *Server) EnsureDefaultImage(ctx context.Context, build func() (string, error)) error {
+	cur, err := s.hubSettings(ctx)
+	if err != nil || cur.AgentDefaults.DefaultImage != "" {
+		return err
+	}
+	img, err := build()
+	if err != nil {
+		return err
+	}
+	cur.AgentDefaults.DefaultImage = img
+	b, _ := json.Marshal(cur)
+	s.cfgMu.Lock()
+	defer s.cfgMu.Unlock()
+	if err := s.store.PutSetting(ctx, settingHub, b); err != nil {
+		return err
+	}
+	s.settings = &cur
+	return nil
 }

@@ -81,6 +81,9 @@ func applyContainerState(a *store.Agent, st wire.AgentStatus) {
 			if st.ExitCode != nil && *st.ExitCode != 0 {
 				a.Phase = api.PhaseError
 				a.StatusMessage = fmt.Sprintf("agent exited with code %d", *st.ExitCode)
+				if st.Message != "" { // the runtime's account: last output lines, OOM, ...
+					a.StatusMessage += ": " + truncate(st.Message, 500)
+				}
 			}
 		}
 	case api.ContainerMissing:

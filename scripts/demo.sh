@@ -30,9 +30,16 @@ done
 echo "==> runtime brokers"
 "$BIN" hub brokers
 
+RUNTIME=$("$BIN" hub brokers -o json | sed -n 's/.*"runtime": *"\([a-z]*\)".*/\1/p' | head -n1)
+case "$RUNTIME" in
+docker) echo "==> runtime: docker (agents run in containers of the local image scion-demo:latest, built FROM scratch)" ;;
+process) echo "==> runtime: process (no Docker Engine answered: agents run as unsandboxed local processes)" ;;
+*) echo "==> runtime: $RUNTIME" ;;
+esac
+
 "$BIN" delete demo >/dev/null 2>&1 || true
-echo "==> starting the demo agent (runtime: process, an unsandboxed local process; Docker comes next)"
-"$BIN" start demo -- sh -c 'echo "hello from a Scion agent in $PWD"; for i in 1 2 3 4 5; do echo "working... step $i"; sleep 1; done; echo "demo agent done"'
+echo "==> starting the demo agent"
+"$BIN" start demo -- scion agent-demo --steps 5 --interval 1s
 "$BIN" list
 echo "==> logs of the demo agent (following until it exits)"
 "$BIN" logs demo -f
