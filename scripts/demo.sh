@@ -46,5 +46,5 @@ echo "==> logs of the demo agent (following until it exits)"
 "$BIN" list
 echo
 echo "The Hub is still running at $URL (pid $(cat "$HOME_DIR/hub.pid" 2>/dev/null || echo '?'))."
-echo "Try: bin/scion hub brokers | bin/scion list | bin/scion start my-agent -- sh -c 'echo hi; sleep 60'"
+echo "Try: bin/scion start my-agent -- scion agent-demo --echo --stay; bin/scion attach my-agent; bin/scion exec my-agent -- scion agent-demo --steps 0"
 echo "Stop it with: kill \$(cat $HOME_DIR/hub.pid)"
