@@ -33,6 +33,10 @@ const (
 	CodeUnsupportedMediaType  = "unsupported_media_type"
 	CodeMethodNotAllowed      = "method_not_allowed"
 	CodeGlobalProjectDisabled = "global_project_disabled"
+	CodeProfileNotAvailable   = "profile_not_available"
+	// CodePortPoolExhausted: the broker has too few free host ports left
+	// in its port pool for the ports an agent asks to expose.
+	CodePortPoolExhausted = "port_pool_exhausted"
 )
 
 // Error is the single error type of the Hub API. On the wire it is wrapped as
@@ -123,13 +127,13 @@ func StatusForCode(code string) int {
 		return http.StatusForbidden
 	case CodeNotFound, CodeAgentNotFound, CodeProjectNotFound, CodeBrokerNotFound:
 		return http.StatusNotFound
-	case CodeAlreadyExists, CodeConflict, CodeInvalidPhase, CodeGlobalProjectDisabled, CodeMultipleBrokers, CodeNoBroker:
+	case CodeAlreadyExists, CodeConflict, CodeInvalidPhase, CodeProfileNotAvailable, CodeGlobalProjectDisabled, CodeMultipleBrokers, CodeNoBroker:
 		return http.StatusConflict
 	case CodeRequestTooLarge:
 		return http.StatusRequestEntityTooLarge
 	case CodeQuotaExceeded, CodeRateLimited:
 		return http.StatusTooManyRequests
-	case CodeBrokerOffline, CodeBrokerUnavailable, CodeDefaultBrokerOffline:
+	case CodeBrokerOffline, CodeBrokerUnavailable, CodeDefaultBrokerOffline, CodePortPoolExhausted:
 		return http.StatusServiceUnavailable
 	case CodeBrokerTimeout:
 		return http.StatusGatewayTimeout

@@ -168,6 +168,7 @@ type Agent struct {
 	Image           string            `json:"image,omitempty"`
 	Command         []string          `json:"command,omitempty"`
 	Env             map[string]string `json:"env,omitempty"`
+	Ports           []PortMapping     `json:"ports,omitempty"` // published while the container holds them; see PortMapping
 	Phase           string            `json:"phase"`
 	StatusMessage   string            `json:"statusMessage,omitempty"`
 	ContainerStatus string            `json:"containerStatus,omitempty"`
@@ -201,6 +202,7 @@ type CreateAgentRequest struct {
 	Image   string            `json:"image,omitempty"`
 	Command []string          `json:"command,omitempty"`
 	Env     map[string]string `json:"env,omitempty"`
+	Ports   []int             `json:"ports,omitempty"` // container ports to publish; see ValidatePorts
 	Role    string            `json:"role,omitempty"`
 	// Start makes the agent run right away (scion start); otherwise it is
 	// only provisioned (scion create).

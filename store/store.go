@@ -74,6 +74,8 @@ type Agent struct {
 	Image           string
 	Command         []string
 	Env             map[string]string
+	Ports           []int             // container ports the agent asked to publish
+	PortMappings    []api.PortMapping // host ports its broker assigned, as last reported
 	Phase           string
 	StatusMessage   string
 	ContainerStatus string

@@ -3,6 +3,8 @@ package wire
 import (
 	"encoding/json"
 	"time"
+
+	"github.com/scion-go/scion/api"
 )
 
 // ProtocolVersion is the control-channel protocol version a peer speaks.
@@ -95,6 +97,7 @@ type AgentSpec struct {
 	Image       string            `json:"image,omitempty"`
 	Command     []string          `json:"command,omitempty"`
 	Env         map[string]string `json:"env,omitempty"`
+	Ports       []int             `json:"ports,omitempty"` // container ports to publish from the broker's port pool
 	Profile     string            `json:"profile,omitempty"`
 	SharingMode string            `json:"sharingMode,omitempty"`
 	GitRemote   string            `json:"gitRemote,omitempty"`
@@ -122,6 +125,9 @@ type AgentStatus struct {
 	Message   string            `json:"message,omitempty"`
 	StartedAt *time.Time        `json:"startedAt,omitempty"`
 	Labels    map[string]string `json:"labels,omitempty"`
+	// Ports are the host ports the container holds from the broker's port
+	// pool; empty when it holds none (stopped, missing).
+	Ports []api.PortMapping `json:"ports,omitempty"`
 	// ObservedAt orders the statuses of one agent: the broker stamps it
 	// (strictly increasing, broker clock, unix ns) while it holds the
 	// agent's lock, so a late event can never overwrite a newer answer.

@@ -12,24 +12,25 @@ import (
 
 const agentCols = `id, slug, project_id, broker_id, profile, harness, image, command, env, phase, status_message,
 	container_status, run_id, generation, generations, role, created_by, delegator, parent_agent_id, payload,
-	version, created_at, updated_at`
+	ports, port_mappings, version, created_at, updated_at`
 
 const insertAgentSQL = `INSERT INTO agents (` + agentCols + `) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10,
-	$11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23)`
+	$11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25)`
 
 // updateAgentSQL writes everything but id and created_at, only if the
-// version still matches ($21 id, $22 expected version).
+// version still matches ($23 id, $24 expected version).
 const updateAgentSQL = `UPDATE agents SET slug = $1, project_id = $2, broker_id = $3, profile = $4, harness = $5,
 	image = $6, command = $7, env = $8, phase = $9, status_message = $10, container_status = $11, run_id = $12,
 	generation = $13, generations = $14, role = $15, created_by = $16, delegator = $17, parent_agent_id = $18,
-	payload = $19, version = version + 1, updated_at = $20 WHERE id = $21 AND version = $22`
+	payload = $19, ports = $20, port_mappings = $21, version = version + 1, updated_at = $22
+	WHERE id = $23 AND version = $24`
 
 func scanAgent(row pgx.Row) (*store.Agent, error) {
 	var a store.Agent
-	var cmd, env, gens, payload []byte
+	var cmd, env, gens, payload, ports, mappings []byte
 	if err := row.Scan(&a.ID, &a.Slug, &a.ProjectID, &a.BrokerID, &a.Profile, &a.Harness, &a.Image, &cmd, &env,
 		&a.Phase, &a.StatusMessage, &a.ContainerStatus, &a.RunID, &a.Generation, &gens, &a.Role, &a.CreatedBy,
-		&a.Delegator, &a.ParentAgentID, &payload, &a.Version, &a.CreatedAt, &a.UpdatedAt); err != nil {
+		&a.Delegator, &a.ParentAgentID, &payload, &ports, &mappings, &a.Version, &a.CreatedAt, &a.UpdatedAt); err != nil {
 		return nil, err
 	}
 	if err := dbutil.UnJSON(cmd, &a.Command); err != nil {
@@ -40,6 +41,12 @@ func scanAgent(row pgx.Row) (*store.Agent, error) {
 	}
 	if err := dbutil.UnJSON(gens, &a.Generations); err != nil {
 		return nil, fmt.Errorf("agent %s generations: %w", a.ID, err)
+	}
+	if err := dbutil.UnJSON(ports, &a.Ports); err != nil {
+		return nil, fmt.Errorf("agent %s ports: %w", a.ID, err)
+	}
+	if err := dbutil.UnJSON(mappings, &a.PortMappings); err != nil {
+		return nil, fmt.Errorf("agent %s port mappings: %w", a.ID, err)
 	}
 	if payload != nil {
 		a.Payload = payload
@@ -67,9 +74,17 @@ func agentFields(a *store.Agent) ([]any, error) {
 	if err != nil {
 		return nil, err
 	}
+	ports, err := dbutil.JSON(a.Ports)
+	if err != nil {
+		return nil, fmt.Errorf("ports: %w", err)
+	}
+	mappings, err := dbutil.JSON(a.PortMappings)
+	if err != nil {
+		return nil, fmt.Errorf("port mappings: %w", err)
+	}
 	return []any{a.Slug, a.ProjectID, a.BrokerID, a.Profile, a.Harness, a.Image, jsonArg(cmd), jsonArg(env), a.Phase,
 		a.StatusMessage, a.ContainerStatus, a.RunID, a.Generation, jsonArg(gens), a.Role, a.CreatedBy, a.Delegator,
-		a.ParentAgentID, jsonArg(payload)}, nil
+		a.ParentAgentID, jsonArg(payload), jsonArg(ports), jsonArg(mappings)}, nil
 }
 
 // CreateAgent inserts a (filling in ID, times and Version 1 when zero) and,
@@ -97,7 +112,7 @@ func (s *Store) CreateAgent(ctx context.Context, a *store.Agent, reserveLimit *i
 	if err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}
-	args := make([]any, 0, 23)
+	args := make([]any, 0, 25)
 	args = append(args, n.ID)
 	args = append(args, fields...)
 	args = append(args, n.Version, n.CreatedAt, n.UpdatedAt)

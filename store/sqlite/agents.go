@@ -11,17 +11,17 @@ import (
 
 const agentCols = `id, slug, project_id, broker_id, profile, harness, image, command, env, phase, status_message,
 	container_status, run_id, generation, generations, role, created_by, delegator, parent_agent_id, payload,
-	version, created_at, updated_at`
+	ports, port_mappings, version, created_at, updated_at`
 
 const insertAgentSQL = `INSERT INTO agents (` + agentCols + `)
-	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
 // updateAgentSQL writes everything but id and created_at, only if the
 // version still matches (last two arguments: id, expected version).
 const updateAgentSQL = `UPDATE agents SET slug = ?, project_id = ?, broker_id = ?, profile = ?, harness = ?,
 	image = ?, command = ?, env = ?, phase = ?, status_message = ?, container_status = ?, run_id = ?,
 	generation = ?, generations = ?, role = ?, created_by = ?, delegator = ?, parent_agent_id = ?, payload = ?,
-	version = version + 1, updated_at = ? WHERE id = ? AND version = ?`
+	ports = ?, port_mappings = ?, version = version + 1, updated_at = ? WHERE id = ? AND version = ?`
 
 // updateAgentSameKeysSQL is updateAgentSQL for the common case of a status
 // update: it leaves the indexed columns (slug, project_id, broker_id) out
@@ -32,15 +32,15 @@ const updateAgentSQL = `UPDATE agents SET slug = ?, project_id = ?, broker_id = 
 const updateAgentSameKeysSQL = `UPDATE agents SET profile = ?, harness = ?,
 	image = ?, command = ?, env = ?, phase = ?, status_message = ?, container_status = ?, run_id = ?,
 	generation = ?, generations = ?, role = ?, created_by = ?, delegator = ?, parent_agent_id = ?, payload = ?,
-	version = version + 1, updated_at = ? WHERE id = ? AND version = ? AND slug = ? AND project_id = ? AND broker_id = ?`
+	ports = ?, port_mappings = ?, version = version + 1, updated_at = ? WHERE id = ? AND version = ? AND slug = ? AND project_id = ? AND broker_id = ?`
 
 func scanAgent(sc scanner) (*store.Agent, error) {
 	var a store.Agent
-	var cmd, env, gens, payload []byte
+	var cmd, env, gens, payload, ports, mappings []byte
 	var created, updated int64
 	if err := sc.Scan(&a.ID, &a.Slug, &a.ProjectID, &a.BrokerID, &a.Profile, &a.Harness, &a.Image, &cmd, &env,
 		&a.Phase, &a.StatusMessage, &a.ContainerStatus, &a.RunID, &a.Generation, &gens, &a.Role, &a.CreatedBy,
-		&a.Delegator, &a.ParentAgentID, &payload, &a.Version, &created, &updated); err != nil {
+		&a.Delegator, &a.ParentAgentID, &payload, &ports, &mappings, &a.Version, &created, &updated); err != nil {
 		return nil, err
 	}
 	if err := dbutil.UnJSON(cmd, &a.Command); err != nil {
@@ -51,6 +51,12 @@ func scanAgent(sc scanner) (*store.Agent, error) {
 	}
 	if err := dbutil.UnJSON(gens, &a.Generations); err != nil {
 		return nil, fmt.Errorf("agent %s generations: %w", a.ID, err)
+	}
+	if err := dbutil.UnJSON(ports, &a.Ports); err != nil {
+		return nil, fmt.Errorf("agent %s ports: %w", a.ID, err)
+	}
+	if err := dbutil.UnJSON(mappings, &a.PortMappings); err != nil {
+		return nil, fmt.Errorf("agent %s port mappings: %w", a.ID, err)
 	}
 	if payload != nil {
 		a.Payload = payload
@@ -78,9 +84,17 @@ func agentFields(a *store.Agent) ([]any, error) {
 	if err != nil {
 		return nil, err
 	}
+	ports, err := dbutil.JSON(a.Ports)
+	if err != nil {
+		return nil, fmt.Errorf("ports: %w", err)
+	}
+	mappings, err := dbutil.JSON(a.PortMappings)
+	if err != nil {
+		return nil, fmt.Errorf("port mappings: %w", err)
+	}
 	return []any{a.Slug, a.ProjectID, a.BrokerID, a.Profile, a.Harness, a.Image, text(cmd), text(env), a.Phase,
 		a.StatusMessage, a.ContainerStatus, a.RunID, a.Generation, text(gens), a.Role, a.CreatedBy, a.Delegator,
-		a.ParentAgentID, text(payload)}, nil
+		a.ParentAgentID, text(payload), text(ports), text(mappings)}, nil
 }
 
 // CreateAgent inserts a (filling in ID, times and Version 1 when zero) and,
@@ -108,7 +122,7 @@ func (s *Store) CreateAgent(ctx context.Context, a *store.Agent, reserveLimit *i
 	if err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}
-	args := make([]any, 0, 23)
+	args := make([]any, 0, 25)
 	args = append(args, n.ID)
 	args = append(args, fields...)
 	args = append(args, n.Version, micros(n.CreatedAt), micros(n.UpdatedAt))

@@ -73,12 +73,14 @@ func testAgents(t *testing.T, s store.Store) {
 	}
 
 	// A sparse agent: nil stays nil, empty stays empty.
-	sparse := &store.Agent{ID: "sparse", Slug: "sparse", ProjectID: p.ID, Command: []string{}, Env: map[string]string{}}
+	sparse := &store.Agent{ID: "sparse", Slug: "sparse", ProjectID: p.ID, Command: []string{}, Env: map[string]string{},
+		Ports: []int{}}
 	must(t, s.CreateAgent(ctx, sparse, nil))
 	got, err = s.GetAgent(ctx, "sparse")
 	must(t, err)
 	equal(t, got, sparse)
-	if got.Command == nil || got.Env == nil || got.Generations != nil || got.Payload != nil {
+	if got.Command == nil || got.Env == nil || got.Ports == nil || got.Generations != nil || got.Payload != nil ||
+		got.PortMappings != nil {
 		t.Fatalf("sparse agent read back as %+v", got)
 	}
 	// A caller-chosen Version is kept.

@@ -52,6 +52,8 @@ func fullAgent(projectID, slug, brokerID string) *store.Agent {
 		Image:           "ghcr.io/scion/claude:1",
 		Command:         []string{"claude", "--print", "hello world"},
 		Env:             map[string]string{"A": "1", "EMPTY": "", "UNICODE": "héllo ✓"},
+		Ports:           []int{8080, 9090},
+		PortMappings:    []api.PortMapping{{ContainerPort: 8080, HostPort: 31000, Protocol: "tcp"}, {ContainerPort: 9090, HostPort: 31001, Protocol: "udp"}},
 		Phase:           api.PhaseProvisioning,
 		StatusMessage:   "pulling image",
 		ContainerStatus: api.ContainerCreated,

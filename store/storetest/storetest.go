@@ -43,6 +43,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"DeleteBroker", testDeleteBroker},
 		{"Agents", testAgents},
 		{"UpdateAgent", testUpdateAgent},
+		{"AgentPorts", testAgentPorts},
 		{"DeleteAgent", testDeleteAgent},
 		{"ListAgentsFilter", testListAgentsFilter},
 		{"Reservations", testReservations},
