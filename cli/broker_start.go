@@ -60,7 +60,11 @@ control channel open, reconnecting with backoff when it drops.`,
 			}
 			defer rt.Close()
 			self, _ := os.Executable()
-			b, err := broker.New(broker.Config{HubEndpoint: ep, BrokerID: conn.BrokerID, Name: conn.BrokerName,
+			profiles, err := brokerProfiles(s.Server.Broker.Profiles)
+			if err != nil {
+				return err
+			}
+			b, err := broker.New(broker.Config{Profiles: profiles, HubEndpoint: ep, BrokerID: conn.BrokerID, Name: conn.BrokerName,
 				Secret: []byte(conn.Secret), Runtime: rt, DataDir: dataDir, Version: Version, Logger: log,
 				HeartbeatInterval: heartbeat, Grace: grace, ScionBinary: self})
 			if err != nil {

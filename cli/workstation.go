@@ -67,7 +67,15 @@ func startWorkstation(ctx context.Context, srv *hub.Server, url string, f *serve
 		}
 	}
 	self, _ := os.Executable()
-	b, err := broker.New(broker.Config{HubEndpoint: url, BrokerID: conn.BrokerID, Name: conn.BrokerName,
+	settings, err := config.LoadSettings()
+	if err != nil {
+		return nil, err
+	}
+	profiles, err := brokerProfiles(settings.Server.Broker.Profiles)
+	if err != nil {
+		return nil, err
+	}
+	b, err := broker.New(broker.Config{Profiles: profiles, HubEndpoint: url, BrokerID: conn.BrokerID, Name: conn.BrokerName,
 		Secret: []byte(conn.Secret), Runtime: rt, DataDir: dataDir, Version: Version, Logger: log,
 		HeartbeatInterval: f.heartbeat, Grace: f.grace, ScionBinary: self})
 	if err != nil {

@@ -33,8 +33,19 @@ type BrokerSettings struct {
 	// Runtime is the runtime to use: process, docker, fake.
 	Runtime string `yaml:"runtime,omitempty"`
 	// DataDir holds broker-local agent state (default <home>/broker).
-	DataDir string         `yaml:"data_dir,omitempty"`
-	Extra   map[string]any `yaml:",inline"`
+	DataDir string `yaml:"data_dir,omitempty"`
+	// Profiles are the Runtime Broker Profiles this broker offers: named
+	// runtime settings, one of them the default.
+	Profiles []ProfileSettings `yaml:"profiles,omitempty"`
+	Extra    map[string]any    `yaml:",inline"`
+}
+
+// ProfileSettings is one entry of server.broker.profiles.
+type ProfileSettings struct {
+	Name     string            `yaml:"name"`
+	Runtime  string            `yaml:"runtime,omitempty"`
+	Default  bool              `yaml:"default,omitempty"`
+	Settings map[string]string `yaml:"settings,omitempty"`
 }
 
 // HubSettings is server.hub.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"regexp"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -121,6 +122,23 @@ func resolveProfile(req string, p *store.Project, b *store.Broker) string {
 	return ""
 }
 
+// checkProfile refuses a profile the broker does not offer. A broker that
+// declares no profiles takes the name as a plain label.
+func checkProfile(b *store.Broker, profile string) error {
+	if profile == "" || len(b.Profiles) == 0 {
+		return nil
+	}
+	names := make([]string, 0, len(b.Profiles))
+	for _, pr := range b.Profiles {
+		if pr.Name == profile {
+			return nil
+		}
+		names = append(names, pr.Name)
+	}
+	return api.Conflict(api.CodeProfileNotAvailable, "runtime broker %q does not offer profile %q; it offers: %s (choose one with -p, or change the project's active profile)",
+		b.Name, profile, strings.Join(names, ", ")).WithDetail("profiles", names)
+}
+
 func (s *Server) brokerLimit(ctx context.Context, b *store.Broker) (int, error) {
 	lim, err := s.hubLimits(ctx)
 	if err != nil {
@@ -173,13 +191,17 @@ func (s *Server) handleCreateAgent(r *http.Request, c *Caller) (int, any, error)
 			return 0, nil, err
 		}
 	}
+	profile := resolveProfile(req.Profile, p, b)
+	if err := checkProfile(b, profile); err != nil {
+		return 0, nil, err
+	}
 	limit, err := s.brokerLimit(ctx, b)
 	if err != nil {
 		return 0, nil, err
 	}
 	now := time.Now().UTC()
 	a := &store.Agent{ID: mustV7(), Slug: req.Name, ProjectID: p.ID, BrokerID: b.ID,
-		Profile: resolveProfile(req.Profile, p, b), Harness: req.Harness, Image: req.Image, Command: req.Command,
+		Profile: profile, Harness: req.Harness, Image: req.Image, Command: req.Command,
 		Env: req.Env, Phase: api.PhaseProvisioning, RunID: mustV7(), Generation: 1, Role: req.Role,
 		CreatedBy: c.Kind + ":" + c.ID, Delegator: c.Kind + ":" + c.ID, Payload: req.Payload, CreatedAt: now, UpdatedAt: now}
 	if c.Kind == CallerAgent {

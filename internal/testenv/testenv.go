@@ -25,6 +25,7 @@ import (
 	"github.com/scion-go/scion/store/postgres"
 	"github.com/scion-go/scion/store/sqlite"
 	"github.com/scion-go/scion/store/storetest"
+	"github.com/scion-go/scion/wire"
 )
 
 // Options shape an Env.
@@ -40,6 +41,9 @@ type Options struct {
 	HeartbeatInterval, Grace time.Duration
 	// Verbose sends Hub and broker logs to stderr.
 	Verbose bool
+	// Profiles are the Runtime Broker Profiles each broker offers, by
+	// broker name.
+	Profiles map[string][]wire.Profile
 }
 
 // Env is a running Hub with its brokers.
@@ -147,7 +151,7 @@ func (e *Env) StartBroker(b *Broker, rt *fake.Runtime) {
 	var err error
 	b.Runtime = rt
 	b.Broker, err = broker.New(broker.Config{HubEndpoint: e.URL, BrokerID: b.ID, Name: b.Name, Secret: []byte(b.Secret),
-		Runtime: rt, DataDir: b.DataDir, Version: "test", Logger: e.log.With("broker", b.Name),
+		Runtime: rt, DataDir: b.DataDir, Version: "test", Logger: e.log.With("broker", b.Name), Profiles: e.opts.Profiles[b.Name],
 		HeartbeatInterval: e.opts.HeartbeatInterval, Grace: e.opts.Grace, MaxBackoff: time.Second})
 	if err != nil {
 		e.T.Fatalf("testenv: broker %s: %v", b.Name, err)

@@ -1,0 +1,114 @@
+package hub_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/client"
+	"github.com/scion-go/scion/internal/testenv"
+)
+
+// 200 concurrent starts against a broker limited to 50: exactly 50 run,
+// 150 are refused with 429 quota_exceeded, and the reservations equal the
+// running agents afterwards.
+func TestConcurrentCreatesNeverOvershoot(t *testing.T) {
+	engines(t, func(t *testing.T, pg bool) {
+		e := testenv.New(t, testenv.Options{Postgres: pg, Brokers: 1})
+		ctx := context.Background()
+		b := e.Brokers()[0]
+		fifty := 50
+		if _, err := e.Admin.UpdateBroker(ctx, b.ID, api.UpdateBrokerRequest{Settings: &api.BrokerSettings{MaxAgents: &fifty}}); err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		ok, refused := 0, 0
+		var other []error
+		sem := make(chan struct{}, 32)
+		for i := range 200 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				sem <- struct{}{}
+				defer func() { <-sem }()
+				_, err := e.Admin.CreateAgent(ctx, api.CreateAgentRequest{Name: fmt.Sprintf("c%03d", i), Project: "default", Start: true, Command: []string{"x"}})
+				mu.Lock()
+				defer mu.Unlock()
+				var ae *api.Error
+				switch {
+				case err == nil:
+					ok++
+				case errors.As(err, &ae) && ae.Status == 429 && ae.Code == api.CodeQuotaExceeded:
+					refused++
+				default:
+					other = append(other, err)
+				}
+			}()
+		}
+		wg.Wait()
+		if len(other) > 0 {
+			t.Fatalf("unexpected errors: %v", other[:min(3, len(other))])
+		}
+		if ok != 50 || refused != 150 {
+			t.Fatalf("%d created, %d refused; want 50 and 150", ok, refused)
+		}
+		running, err := e.Admin.ListAgents(ctx, client.AgentFilter{Project: "default", Phase: api.PhaseRunning}, "", 1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, err := e.Store.CountReservations(ctx, b.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		inv, _ := b.Runtime.Inventory(ctx)
+		if running.Total != 50 || n != 50 || len(inv) != 50 {
+			t.Fatalf("running %d, reservations %d, containers %d; want 50 each", running.Total, n, len(inv))
+		}
+		all, _ := e.Admin.ListAgents(ctx, client.AgentFilter{Project: "default"}, "", 1000)
+		if all.Total != 50 {
+			t.Fatalf("%d agent records; refused creates must leave none", all.Total)
+		}
+	})
+}
+
+// The hub-wide limit applies when a broker has no maxAgents; a broker's
+// own maxAgents may be lower than the hub default, and 0 is unlimited.
+func TestLimitPrecedence(t *testing.T) {
+	e := testenv.New(t, testenv.Options{Brokers: 1})
+	ctx := context.Background()
+	b := e.Brokers()[0]
+	if _, err := e.Admin.PutLimits(ctx, api.Limits{MaxAgentsPerBroker: 1}); err != nil {
+		t.Fatal(err)
+	}
+	start := func(name string) error {
+		_, err := e.Admin.CreateAgent(ctx, api.CreateAgentRequest{Name: name, Project: "default", Start: true, Command: []string{"x"}})
+		return err
+	}
+	if err := start("a1"); err != nil {
+		t.Fatal(err)
+	}
+	apiErr(t, start("a2"), 429, api.CodeQuotaExceeded)
+	zero := 0
+	if _, err := e.Admin.UpdateBroker(ctx, b.ID, api.UpdateBrokerRequest{Settings: &api.BrokerSettings{MaxAgents: &zero}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := start("a2"); err != nil {
+		t.Fatalf("maxAgents 0 is unlimited: %v", err)
+	}
+	br, _ := e.Admin.GetBroker(ctx, b.ID)
+	if br.EffectiveMaxAgents != 0 || br.RunningAgents != 2 {
+		t.Fatalf("broker view %+v", br)
+	}
+	if _, err := e.Admin.UpdateBroker(ctx, b.ID, api.UpdateBrokerRequest{ClearMaxAgents: true}); err != nil {
+		t.Fatal(err)
+	}
+	apiErr(t, start("a3"), 429, api.CodeQuotaExceeded) // back to the hub default of 1
+	// A refused restart leaves the running container alone.
+	if _, err := e.Admin.AgentAction(ctx, "a1", "default", "restart"); err != nil {
+		t.Fatalf("restart of an agent that holds its slot: %v", err)
+	}
+}
