@@ -39,13 +39,18 @@ func main() {
 	n := flag.Int("n", 2000, "creates per concurrency level")
 	levels := flag.String("c", "1,8,32", "concurrency levels")
 	engines := flag.String("engines", "sqlite,postgres", "stores to measure")
+	fleet := flag.Bool("fleet", false, "instead: 50 brokers with 5,000 agents placed vs an empty Hub, at -c's last level")
 	flag.Parse()
+	if *fleet {
+		runFleet(*engines, *levels, *n)
+		return
+	}
 	fmt.Printf("agent create through the Hub API (fake runtime, 1 broker), %d creates per level\n", *n)
 	fmt.Printf("%-9s %5s %10s %9s %9s %9s\n", "engine", "conc", "creates/s", "p50", "p99", "max")
 	for _, eng := range strings.Split(*engines, ",") {
 		for _, cs := range strings.Split(*levels, ",") {
 			c, _ := strconv.Atoi(cs)
-			if err := run(eng, c, *n); err != nil {
+			if _, err := run(eng, c, *n, 1, 0); err != nil {
 				fmt.Fprintf(os.Stderr, "%s c=%d: %v\n", eng, c, err)
 				if eng == "postgres" && os.Getenv("SCION_TEST_POSTGRES_URL") == "" {
 					break
@@ -101,17 +106,27 @@ func replaceDB(url, db string) string {
 	return url[:i+1] + db + q
 }
 
-func run(eng string, conc, n int) error {
+// result is one measurement.
+type result struct {
+	rate          float64
+	p50, p99, max time.Duration
+}
+
+// run measures n creates at concurrency conc on a Hub with brokers online
+// brokers and preload agents already placed (spread over them). Creates
+// name their broker explicitly, round robin, as a fleet's users would.
+func run(eng string, conc, n, brokers, preload int) (result, error) {
+	var res result
 	ctx := context.Background()
 	st, cleanup, err := openStore(ctx, eng)
 	if err != nil {
-		return err
+		return res, err
 	}
 	defer cleanup()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	h, err := hub.New(ctx, hub.Options{Store: st, Logger: log})
 	if err != nil {
-		return err
+		return res, err
 	}
 	srv := httptest.NewServer(h.Handler())
 	defer srv.Close()
@@ -119,39 +134,66 @@ func run(eng string, conc, n int) error {
 	h.SetPublicURL(srv.URL)
 	tok, err := h.BootstrapAdmin(ctx)
 	if err != nil {
-		return err
+		return res, err
 	}
-	creds, err := h.RegisterBroker(ctx, "bench", hub.BootstrapAdminID, true)
+	projectID, err := h.EnsureProject(ctx, "default", "")
 	if err != nil {
-		return err
-	}
-	if _, err := h.EnsureProject(ctx, "default", creds.BrokerID); err != nil {
-		return err
+		return res, err
 	}
 	dir, _ := os.MkdirTemp("", "scion-bench-broker")
 	defer os.RemoveAll(dir)
-	b, err := broker.New(broker.Config{HubEndpoint: srv.URL, BrokerID: creds.BrokerID, Name: "bench",
-		Secret: []byte(creds.Secret), Runtime: fake.New(), DataDir: dir, Logger: log})
-	if err != nil {
-		return err
-	}
 	bctx, stop := context.WithCancel(ctx)
 	defer stop()
-	go b.Run(bctx)
-	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	if err := b.WaitConnected(wctx); err != nil {
-		return err
+	ids := make([]string, brokers)
+	names := make([]string, brokers)
+	for i := range brokers {
+		names[i] = fmt.Sprintf("bench-%02d", i)
+		creds, err := h.RegisterBroker(ctx, names[i], hub.BootstrapAdminID, true)
+		if err != nil {
+			return res, err
+		}
+		ids[i] = creds.BrokerID
+		if _, err := h.EnsureProject(ctx, "default", creds.BrokerID); err != nil {
+			return res, err
+		}
+		b, err := broker.New(broker.Config{HubEndpoint: srv.URL, BrokerID: creds.BrokerID, Name: names[i],
+			Secret: []byte(creds.Secret), Runtime: fake.New(), DataDir: filepath.Join(dir, names[i]), Logger: log})
+		if err != nil {
+			return res, err
+		}
+		go b.Run(bctx)
+		wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		err = b.WaitConnected(wctx)
+		cancel()
+		if err != nil {
+			return res, err
+		}
+	}
+	// Agents already placed: written straight to the store (with their
+	// reservations) once every broker has said hello, as a Hub that has
+	// been running a while would hold them.
+	for i := range preload {
+		now := time.Now().UTC()
+		a := &store.Agent{Slug: fmt.Sprintf("old-%05d", i), ProjectID: projectID, BrokerID: ids[i%brokers],
+			Harness: "generic", Command: []string{"x"}, Phase: api.PhaseRunning, ContainerStatus: api.ContainerRunning,
+			Generation: 1, CreatedAt: now, UpdatedAt: now}
+		if err := st.CreateAgent(ctx, a, new(int)); err != nil {
+			return res, err
+		}
 	}
 	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256, MaxConnsPerHost: 256}}
 	cl := client.New(srv.URL, tok, client.WithHTTPClient(hc))
 	if _, err := cl.PutLimits(ctx, api.Limits{MaxAgentsPerBroker: 0}); err != nil {
+		return res, err
+	}
+	create := func(name string, i int) error {
+		_, err := cl.CreateAgent(ctx, api.CreateAgentRequest{Name: name, Project: "default", Broker: names[i%brokers], Start: true, Command: []string{"x"}})
 		return err
 	}
 	// Warm up connections and caches.
 	for i := range conc {
-		if _, err := cl.CreateAgent(ctx, api.CreateAgentRequest{Name: fmt.Sprintf("warm-%d", i), Project: "default", Start: true, Command: []string{"x"}}); err != nil {
-			return err
+		if err := create(fmt.Sprintf("warm-%d", i), i); err != nil {
+			return res, err
 		}
 	}
 	lat := make([]time.Duration, n)
@@ -170,7 +212,7 @@ func run(eng string, conc, n int) error {
 					return
 				}
 				t0 := time.Now()
-				_, err := cl.CreateAgent(ctx, api.CreateAgentRequest{Name: fmt.Sprintf("a-%d", i), Project: "default", Start: true, Command: []string{"x"}})
+				err := create(fmt.Sprintf("a-%d", i), i)
 				lat[i] = time.Since(t0)
 				if err != nil {
 					once.Do(func() { firstErr = err })
@@ -182,11 +224,35 @@ func run(eng string, conc, n int) error {
 	wg.Wait()
 	el := time.Since(start)
 	if firstErr != nil {
-		return firstErr
+		return res, firstErr
 	}
 	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
 	pct := func(p float64) time.Duration { return lat[int(p*float64(len(lat)-1))] }
-	fmt.Printf("%-9s %5d %10.0f %9s %9s %9s\n", eng, conc, float64(n)/el.Seconds(),
-		pct(.5).Round(time.Microsecond), pct(.99).Round(time.Microsecond), lat[len(lat)-1].Round(time.Microsecond))
-	return nil
+	res = result{rate: float64(n) / el.Seconds(), p50: pct(.5), p99: pct(.99), max: lat[len(lat)-1]}
+	fmt.Printf("%-9s %5d %10.0f %9s %9s %9s\n", eng, conc, res.rate,
+		res.p50.Round(time.Microsecond), res.p99.Round(time.Microsecond), res.max.Round(time.Microsecond))
+	return res, nil
+}
+
+// runFleet compares a loaded Hub (50 brokers, 5,000 agents placed) with an
+// empty one (1 broker, nothing placed), same concurrency, same run.
+func runFleet(engines, levels string, n int) {
+	ls := strings.Split(levels, ",")
+	conc, _ := strconv.Atoi(ls[len(ls)-1])
+	fmt.Printf("agent create through the Hub API, concurrency %d, %d creates: empty Hub vs 50 brokers with 5,000 agents placed\n", conc, n)
+	for _, eng := range strings.Split(engines, ",") {
+		fmt.Printf("%-9s %5s %10s %9s %9s %9s\n", "engine", "conc", "creates/s", "p50", "p99", "max")
+		empty, err := run(eng, conc, n, 1, 0)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "%s empty: %v\n", eng, err)
+			continue
+		}
+		full, err := run(eng, conc, n, 50, 5000)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "%s fleet: %v\n", eng, err)
+			continue
+		}
+		fmt.Printf("%s: empty %.0f/s, fleet %.0f/s: the fleet is %.1f%% slower (target: at most 20%%, and at least 1,000/s)\n\n",
+			eng, empty.rate, full.rate, 100*(1-full.rate/empty.rate))
+	}
 }
