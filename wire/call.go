@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"sync"
+	"time"
 
 	"github.com/scion-go/scion/api"
 )
@@ -16,11 +17,23 @@ import (
 // same time without confusion, and no coordination is needed.
 
 // call is one request we sent and are waiting on.
+//
+// A unary call's outcome is delivered exactly once, under c.mu, while the
+// call is registered (and it is unregistered in the same critical section):
+// so once Call has unregistered it, nothing can touch it any more and it
+// can be reused for another call.
 type call struct {
 	// ch receives the response (a unary call, capacity 1) or the items and
 	// end (a stream, capacity window+1).
 	ch     chan *Frame
 	stream bool
+
+	// Unary calls. resp holds the delivered response, which ch points to.
+	resp Frame
+	// expires is when the DefaultTimeout of a call whose ctx had no
+	// deadline runs out (see sweep), on the mono clock; 0 for the others.
+	expires int64
+
 	// A stream is failed through dead/err rather than ch, which may be
 	// full of items.
 	once sync.Once
@@ -28,35 +41,60 @@ type call struct {
 	err  error
 }
 
-// fail ends the call with e unless it already ended. The read loop and
-// shutdown call it, so it never blocks.
-func (p *call) fail(e error) {
-	if !p.stream {
-		select {
-		case p.ch <- &Frame{Kind: KindResponse, Error: api.AsError(e)}:
-		default: // a response is already there; let it win
-		}
-		return
+var calls = sync.Pool{New: func() any { return &call{ch: make(chan *Frame, 1)} }}
+
+// putCall recycles an unregistered unary call.
+func putCall(p *call) {
+	select {
+	case <-p.ch: // delivered after the caller gave up on it
+	default:
 	}
+	p.resp, p.expires = Frame{}, 0
+	calls.Put(p)
+}
+
+// timedOut is what sweep delivers to a call whose DefaultTimeout ran out.
+var timedOut = &Frame{Kind: KindResponse}
+
+// deliverLocked hands a unary call its outcome and unregisters it. c.mu is
+// held and p is registered as id, so this is the call's only delivery.
+func (c *Conn) deliverLocked(id uint64, p *call, f *Frame) {
+	delete(c.pending, id)
+	if f != timedOut {
+		p.resp = *f
+		f = &p.resp
+	}
+	p.ch <- f // never blocks: capacity 1, one delivery
+}
+
+// fail ends a stream call with e unless it already ended. It never blocks.
+func (p *call) fail(e error) {
 	p.once.Do(func() {
 		p.err = e
 		close(p.dead)
 	})
 }
 
-// register assigns an ID to p and records it, unless the Conn has ended.
-func (c *Conn) register(p *call) (uint64, error) {
-	id := c.nextID.Add(1)
+// mono is a monotonic clock in nanoseconds, for deadlines kept as numbers.
+func mono() int64 { return int64(time.Since(monoStart)) }
+
+var monoStart = time.Now()
+
+// register records p as request id, unless the Conn has ended.
+func (c *Conn) register(id uint64, p *call) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.reason != nil {
-		return 0, unavailable(c.reason)
+		return unavailable(c.reason)
 	}
 	if c.pending == nil {
 		c.pending = make(map[uint64]*call)
 	}
 	c.pending[id] = p
-	return id, nil
+	if p.expires != 0 {
+		c.armSweepLocked(p.expires)
+	}
+	return nil
 }
 
 func (c *Conn) unregister(id uint64) {
@@ -71,38 +109,100 @@ func (c *Conn) lookup(id uint64) *call {
 	return c.pending[id]
 }
 
+// Default timeouts. A call whose ctx has no deadline gets DefaultTimeout;
+// instead of a timer per call (a context.WithTimeout), one timer per Conn,
+// the sweeper, is armed for the earliest such expiry and fails the calls
+// whose time is up. Calls come and go by the thousand in a second and each
+// expires later than the one before, so the timer is rearmed only about
+// once per DefaultTimeout. (Arming a timer may wake an idle thread, which
+// costs as much as the rest of a round trip on some machines.)
+
+// armSweepLocked makes sure the sweeper runs by at (mono). c.mu is held.
+func (c *Conn) armSweepLocked(at int64) {
+	if c.sweepAt != 0 && c.sweepAt <= at {
+		return
+	}
+	c.sweepAt = at
+	d := time.Duration(at - mono())
+	if c.sweepT == nil {
+		c.sweepT = time.AfterFunc(d, c.sweep)
+	} else {
+		c.sweepT.Reset(d)
+	}
+}
+
+// sweep fails the calls whose DefaultTimeout ran out and rearms for the
+// next expiry, if any.
+func (c *Conn) sweep() {
+	now := mono()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.sweepAt = 0
+	if c.reason != nil {
+		return
+	}
+	next := int64(0)
+	for id, p := range c.pending {
+		switch {
+		case p.expires == 0:
+		case p.expires <= now:
+			c.deliverLocked(id, p, timedOut)
+		case next == 0 || p.expires < next:
+			next = p.expires
+		}
+	}
+	if next != 0 {
+		c.armSweepLocked(next)
+	}
+}
+
 // deliver hands a response, item or end to its caller. Frames for calls
 // that already ended (timed out, cancelled) are dropped. A stream whose
 // buffer is full has a peer that ignored its credit: that stream fails, the
-// connection and other streams carry on.
+// connection and other streams carry on. f belongs to the read loop: what
+// is kept is a copy.
 func (c *Conn) deliver(f *Frame) {
-	p := c.lookup(f.ID)
+	c.mu.Lock()
+	p := c.pending[f.ID]
 	if p == nil {
+		c.mu.Unlock()
 		return
 	}
+	if !p.stream {
+		c.deliverLocked(f.ID, p, f)
+		c.mu.Unlock()
+		return
+	}
+	c.mu.Unlock()
+	item := new(Frame)
+	*item = *f
 	select {
-	case p.ch <- f:
+	case p.ch <- item:
 		return
 	default:
 	}
-	if p.stream {
-		c.unregister(f.ID)
-		p.fail(api.Errorf(502, api.CodeInternal, "stream %d: peer sent past its credit", f.ID))
-		c.sendAsync(&Frame{Kind: KindCancel, ID: f.ID})
-	}
+	c.unregister(f.ID)
+	p.fail(api.Errorf(502, api.CodeInternal, "stream %d: peer sent past its credit", f.ID))
+	c.sendAsync(&Frame{Kind: KindCancel, ID: f.ID})
 }
 
 // failPending fails one of our calls, e.g. when its response was too big.
 func (c *Conn) failPending(id uint64, e error) {
-	p := c.lookup(id)
+	c.mu.Lock()
+	p := c.pending[id]
 	if p == nil {
+		c.mu.Unlock()
 		return
 	}
-	c.unregister(id)
-	p.fail(e)
-	if p.stream {
-		c.sendAsync(&Frame{Kind: KindCancel, ID: id})
+	if !p.stream {
+		c.deliverLocked(id, p, &Frame{Kind: KindResponse, ID: id, Error: api.AsError(e)})
+		c.mu.Unlock()
+		return
 	}
+	delete(c.pending, id)
+	c.mu.Unlock()
+	p.fail(e)
+	c.sendAsync(&Frame{Kind: KindCancel, ID: id})
 }
 
 func encodeBody(method string, v any) (json.RawMessage, error) {
@@ -111,9 +211,26 @@ func encodeBody(method string, v any) (json.RawMessage, error) {
 	}
 	b, err := json.Marshal(v)
 	if err != nil {
-		return nil, api.BadRequest("%s: encode request: %v", method, err)
+		return nil, encodeError(method, err)
 	}
 	return b, nil
+}
+
+func encodeError(method string, err error) error {
+	return api.BadRequest("%s: encode request: %v", method, err)
+}
+
+// keyOf applies opts. (A callOpts handed to the options escapes, so
+// there is none without options.)
+func keyOf(opts []CallOption) string {
+	if len(opts) == 0 {
+		return ""
+	}
+	var o callOpts
+	for _, opt := range opts {
+		opt(&o)
+	}
+	return o.key
 }
 
 // Call sends a request and waits for its response, decoding it into resp
@@ -124,29 +241,30 @@ func encodeBody(method string, v any) (json.RawMessage, error) {
 // cancelled (not expired) the handler is cancelled and Call returns
 // ctx.Err().
 func (c *Conn) Call(ctx context.Context, method string, req, resp any, opts ...CallOption) error {
-	var o callOpts
-	for _, opt := range opts {
-		opt(&o)
+	p := calls.Get().(*call)
+	dl, ok := ctx.Deadline()
+	if !ok {
+		p.expires = mono() + int64(c.opts.DefaultTimeout)
+		dl = time.Now().Add(c.opts.DefaultTimeout)
 	}
-	body, err := encodeBody(method, req)
+	id := c.nextID.Add(1)
+	f := Frame{Kind: KindRequest, ID: id, Method: method, Deadline: dl.UnixMilli(), Key: keyOf(opts)}
+	bp := getBuf()
+	b, err := appendFrameJSON((*bp)[:0], &f, req)
+	*bp = b
 	if err != nil {
+		putBuf(bp, b)
+		putCall(p)
+		return encodeError(method, err)
+	}
+	if err := c.register(id, p); err != nil {
+		putBuf(bp, b)
+		putCall(p)
 		return err
 	}
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, c.opts.DefaultTimeout)
-		defer cancel()
-	}
-	dl, _ := ctx.Deadline()
-
-	p := &call{ch: make(chan *Frame, 1)}
-	id, err := c.register(p)
-	if err != nil {
-		return err
-	}
-	defer c.unregister(id)
-	f := &Frame{Kind: KindRequest, ID: id, Method: method, Deadline: dl.UnixMilli(), Key: o.key, Body: body}
-	if err := c.send(ctx, f); err != nil {
+	if err := c.sendEncoded(ctx, &f, bp); err != nil {
+		c.unregister(id)
+		putCall(p)
 		if ctx.Err() != nil {
 			return ctxError(ctx, method)
 		}
@@ -154,18 +272,37 @@ func (c *Conn) Call(ctx context.Context, method string, req, resp any, opts ...C
 	}
 	select {
 	case r := <-p.ch:
-		if r.Error != nil {
-			return fromPeer(r.Error)
-		}
-		if resp != nil && len(r.Body) > 0 {
-			if err := json.Unmarshal(r.Body, resp); err != nil {
-				return api.Internal("%s: decode response: %v", method, err)
-			}
-		}
-		return nil
+		err := c.result(method, id, r, resp)
+		putCall(p)
+		return err
 	case <-ctx.Done():
+		c.unregister(id)
+		putCall(p)
 		// Tell the handler; don't make the caller wait for the write lock.
 		c.sendAsync(&Frame{Kind: KindCancel, ID: id})
 		return ctxError(ctx, method)
 	}
+}
+
+// result turns the outcome delivered to call id into Call's return value.
+func (c *Conn) result(method string, id uint64, r *Frame, resp any) error {
+	if r == timedOut {
+		c.sendAsync(&Frame{Kind: KindCancel, ID: id})
+		return timeoutError(method)
+	}
+	if r.Error != nil {
+		return fromPeer(r.Error)
+	}
+	if resp != nil && len(r.Body) > 0 {
+		if m, ok := resp.(*json.RawMessage); ok {
+			// What Unmarshal would do, without validating again what the
+			// frame decoder just validated.
+			*m = append((*m)[:0], r.Body...)
+			return nil
+		}
+		if err := json.Unmarshal(r.Body, resp); err != nil {
+			return api.Internal("%s: decode response: %v", method, err)
+		}
+	}
+	return nil
 }

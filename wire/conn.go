@@ -133,7 +133,7 @@ type Conn struct {
 	out        outbox
 	chunkSlots chan struct{} // chunked messages being written at once
 	slots      chan struct{} // running handlers (MaxConcurrent)
-	work       chan job      // unbuffered: idle workers receive requests here
+	work       chan *serving // unbuffered: idle workers receive requests here
 	queued     atomic.Int32
 	streams    atomic.Int32
 
@@ -144,14 +144,71 @@ type Conn struct {
 
 	asm assembler // the read loop's
 
-	mu        sync.Mutex
-	handlers  map[string]Handler
-	shandlers map[string]StreamHandler
-	pending   map[uint64]*call    // requests we sent, by our ID
-	incoming  map[uint64]*serving // requests the peer sent, by its ID
-	reason    error               // why the Conn ended; nil while it runs
-	pingT     *time.Timer
-	deadT     *time.Timer
+	// reg holds the handlers; it is replaced, never changed, so that
+	// requests find their handler without a lock.
+	reg atomic.Pointer[registry]
+
+	mu       sync.Mutex
+	pending  map[uint64]*call    // requests we sent, by our ID
+	incoming map[uint64]*serving // requests the peer sent, by its ID
+	reason   error               // why the Conn ended; nil while it runs
+	pingT    *time.Timer
+	deadT    *time.Timer
+	sweepT   *time.Timer // fails calls past their DefaultTimeout (call.go)
+	sweepAt  int64       // when sweepT fires (mono); 0 if it is not armed
+}
+
+// registry is a Conn's handlers, by method name. A registry is never
+// changed once published (Handle publishes a copy), so requests find their
+// handler without a lock, and the read loop interns the method names it
+// knows (a request for one costs no string allocation).
+type registry map[string]*entry
+
+type entry struct {
+	name   string
+	unary  Handler
+	stream StreamHandler
+}
+
+// with returns a copy of r with name's handlers updated by set.
+func (r registry) with(name string, set func(*entry)) registry {
+	n := make(registry, len(r)+1)
+	for k, v := range r {
+		n[k] = v
+	}
+	m := &entry{name: name}
+	if old := r[name]; old != nil {
+		*m = *old
+	}
+	set(m)
+	n[name] = m
+	return n
+}
+
+func (c *Conn) handler(name string) Handler {
+	if r := c.reg.Load(); r != nil {
+		if m := (*r)[name]; m != nil {
+			return m.unary
+		}
+	}
+	return nil
+}
+
+func (c *Conn) streamHandler(name string) StreamHandler {
+	if r := c.reg.Load(); r != nil {
+		if m := (*r)[name]; m != nil {
+			return m.stream
+		}
+	}
+	return nil
+}
+
+// methods returns the registry, for the read loop to intern names with.
+func (c *Conn) methods() registry {
+	if r := c.reg.Load(); r != nil {
+		return *r
+	}
+	return nil
 }
 
 // NewConn wraps an open WebSocket. Register handlers, then call Run.
@@ -166,7 +223,7 @@ func NewConn(ws *websocket.Conn, opts Options) *Conn {
 		done:       make(chan struct{}),
 		chunkSlots: make(chan struct{}, maxChunkedOut),
 		slots:      make(chan struct{}, opts.MaxConcurrent),
-		work:       make(chan job),
+		work:       make(chan *serving),
 		asm:        assembler{max: opts.MaxMessage},
 	}
 	c.hctx, c.hcancel = context.WithCancelCause(context.Background())
@@ -178,20 +235,16 @@ func NewConn(ws *websocket.Conn, opts Options) *Conn {
 func (c *Conn) Handle(method string, h Handler) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.handlers == nil {
-		c.handlers = make(map[string]Handler)
-	}
-	c.handlers[method] = h
+	r := c.methods().with(method, func(m *entry) { m.unary = h })
+	c.reg.Store(&r)
 }
 
 // HandleStream registers a stream handler for method.
 func (c *Conn) HandleStream(method string, h StreamHandler) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.shandlers == nil {
-		c.shandlers = make(map[string]StreamHandler)
-	}
-	c.shandlers[method] = h
+	r := c.methods().with(method, func(m *entry) { m.stream = h })
+	c.reg.Store(&r)
 }
 
 // Run reads frames until the connection ends (peer close, heartbeat
@@ -259,18 +312,30 @@ func (c *Conn) shutdown(reason error) bool {
 		return false
 	}
 	c.reason = reason
-	pending := c.pending
-	c.pending = nil
 	if c.pingT != nil {
 		c.pingT.Stop()
 		c.deadT.Stop()
 	}
+	if c.sweepT != nil {
+		c.sweepT.Stop()
+	}
+	// Unary calls are failed under the lock, like every delivery to them
+	// (see call); streams are failed through their own channel.
+	e := unavailable(reason)
+	var streams []*call
+	for id, p := range c.pending {
+		if p.stream {
+			streams = append(streams, p)
+		} else {
+			c.deliverLocked(id, p, &Frame{Kind: KindResponse, ID: id, Error: e})
+		}
+	}
+	c.pending = nil
 	c.mu.Unlock()
 
 	close(c.done)
 	c.hcancel(reason)
-	e := unavailable(reason)
-	for _, p := range pending {
+	for _, p := range streams {
 		p.fail(e)
 	}
 	return true
@@ -292,7 +357,10 @@ func (c *Conn) readLoop() error {
 			putBuf(bp, b)
 			return fmt.Errorf("wire: read: %w", err)
 		}
-		err = decodeFrames(b, c.dispatch)
+		f := frames.Get().(*Frame)
+		err = decodeFramesInto(b, f, c.methods(), c.dispatch)
+		*f = Frame{}
+		frames.Put(f)
 		putBuf(bp, b)
 		if err != nil {
 			// The peer broke the protocol: say so in the close frame.
@@ -303,6 +371,10 @@ func (c *Conn) readLoop() error {
 		}
 	}
 }
+
+// frames holds the Frames the read loops decode into: dispatch copies what
+// it keeps, so one per message being read suffices.
+var frames = sync.Pool{New: func() any { return new(Frame) }}
 
 func readAll(r io.Reader, b []byte) ([]byte, error) {
 	for {

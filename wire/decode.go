@@ -21,7 +21,8 @@ import (
 // decoder reserve space up front, and nesting depth is bounded.
 func decodeFrame(data []byte) (*Frame, error) {
 	d := decoder{b: data}
-	f, err := d.frame()
+	f := new(Frame)
+	err := d.frame(f)
 	if err == nil {
 		if d.ws(); d.i != len(d.b) {
 			err = errors.New("data after the frame")
@@ -37,10 +38,17 @@ func decodeFrame(data []byte) (*Frame, error) {
 // several separated by whitespace (the writer batches queued frames into
 // one message, joined by newlines). Frames do not share memory with data.
 func decodeFrames(data []byte, fn func(*Frame) error) error {
-	d := decoder{b: data}
+	return decodeFramesInto(data, new(Frame), nil, fn)
+}
+
+// decodeFramesInto is decodeFrames decoding every frame into f, which fn
+// must therefore not retain. names, if not nil, interns method names: a
+// name it knows costs no allocation.
+func decodeFramesInto(data []byte, f *Frame, names registry, fn func(*Frame) error) error {
+	d := decoder{b: data, names: names}
 	for {
-		f, err := d.frame()
-		if err != nil {
+		*f = Frame{}
+		if err := d.frame(f); err != nil {
 			return fmt.Errorf("wire: bad frame at byte %d: %w", d.i, err)
 		}
 		if err := fn(f); err != nil {
@@ -59,8 +67,9 @@ var errNoKind = errors.New("frame without kind")
 const maxDepth = 1000
 
 type decoder struct {
-	b []byte
-	i int
+	b     []byte
+	i     int
+	names registry // known method names, to intern
 }
 
 var (
@@ -95,43 +104,103 @@ func (d *decoder) lit(s string) bool {
 	return false
 }
 
-// frame parses one frame object at d.i.
-func (d *decoder) frame() (*Frame, error) {
-	f := new(Frame)
+// frame parses one frame object at d.i into f, which must be zero.
+func (d *decoder) frame(f *Frame) error {
 	d.ws()
 	if !d.eat('{') {
-		return nil, errSyntax
+		return errSyntax
 	}
 	d.ws()
 	if d.eat('}') {
-		return nil, errNoKind
+		return errNoKind
 	}
 	for {
 		d.ws()
-		key, err := d.str()
+		key, err := d.key()
 		if err != nil {
-			return nil, err
+			return err
 		}
 		d.ws()
 		if !d.eat(':') {
-			return nil, errSyntax
+			return errSyntax
 		}
 		d.ws()
 		if err := d.field(f, key); err != nil {
-			return nil, fmt.Errorf("field %q: %w", key, err)
+			return fmt.Errorf("field %q: %w", key, err)
 		}
 		d.ws()
 		if d.eat(',') {
 			continue
 		}
 		if !d.eat('}') {
-			return nil, errSyntax
+			return errSyntax
 		}
 		if f.Kind == "" {
-			return nil, errNoKind
+			return errNoKind
 		}
-		return f, nil
+		return nil
 	}
+}
+
+// The keys of a frame, as constants so that the common ones cost no
+// allocation when decoded.
+var frameKeys = [...]string{"k", "id", "m", "dl", "key", "st", "cr", "err", "of", "ofid", "tot", "off", "more", "d", "b"}
+
+// key decodes an object key; the frame's own keys are not allocated.
+func (d *decoder) key() (string, error) {
+	s, ok, err := d.plainString()
+	if err != nil {
+		return "", err
+	}
+	if !ok {
+		var v string
+		err = d.viaJSON(&v)
+		return v, err
+	}
+	for _, k := range frameKeys {
+		if string(s) == k {
+			return k, nil
+		}
+	}
+	return string(s), nil
+}
+
+var kinds = [...]Kind{KindRequest, KindResponse, KindCancel, KindItem, KindEnd, KindChunk, KindCredit}
+
+// kind decodes a kind; the known ones are not allocated.
+func (d *decoder) kind() (Kind, error) {
+	s, ok, err := d.plainString()
+	if err != nil {
+		return "", err
+	}
+	if ok {
+		for _, k := range kinds {
+			if string(s) == string(k) {
+				return k, nil
+			}
+		}
+		return Kind(s), nil
+	}
+	var v string
+	err = d.viaJSON(&v)
+	return Kind(v), err
+}
+
+// method decodes a method name, interned if it is one of d.names.
+func (d *decoder) method() (string, error) {
+	s, ok, err := d.plainString()
+	if err != nil {
+		return "", err
+	}
+	if ok {
+		if m := d.names[string(s)]; m != nil {
+			return m.name, nil
+		}
+		return string(s), nil
+	}
+	var v string
+	err = d.viaJSON(&v)
+	return v, err
 }
 
 // field decodes the value of one key. As with encoding/json, null leaves
@@ -143,13 +212,11 @@ func (d *decoder) field(f *Frame, key string) error {
 	var err error
 	switch key {
 	case "k":
-		var s string
-		s, err = d.str()
-		f.Kind = Kind(s)
+		f.Kind, err = d.kind()
 	case "id":
 		f.ID, err = d.uint()
 	case "m":
-		f.Method, err = d.str()
+		f.Method, err = d.method()
 	case "dl":
 		f.Deadline, err = d.int()
 	case "key":
@@ -165,9 +232,7 @@ func (d *decoder) field(f *Frame, key string) error {
 			err = json.Unmarshal(d.b[start:d.i], f.Error)
 		}
 	case "of":
-		var s string
-		s, err = d.str()
-		f.Of = Kind(s)
+		f.Of, err = d.kind()
 	case "ofid":
 		f.OfID, err = d.uint()
 	case "tot":

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"sync"
 
 	"github.com/scion-go/scion/api"
 )
@@ -58,6 +59,37 @@ type Frame struct {
 // frames, and json.Marshal would re-validate and re-compact Body (already
 // valid JSON we produced) on every one of them.
 func appendFrame(b []byte, f *Frame) ([]byte, error) {
+	b, err := appendHead(b, f)
+	if err != nil {
+		return b, err
+	}
+	if len(f.Body) > 0 {
+		b = append(b, `,"b":`...)
+		b = append(b, f.Body...)
+	}
+	return append(b, '}'), nil
+}
+
+// appendFrameJSON is appendFrame with the JSON encoding of v as the body
+// (none if v is nil), encoded straight into b rather than into a body of
+// its own first. f.Body is ignored. An error encoding v leaves b as it was.
+func appendFrameJSON(b []byte, f *Frame, v any) ([]byte, error) {
+	n := len(b)
+	b, err := appendHead(b, f)
+	if err != nil {
+		return b[:n], err
+	}
+	if v != nil {
+		b = append(b, `,"b":`...)
+		if b, err = appendJSON(b, v); err != nil {
+			return b[:n], err
+		}
+	}
+	return append(b, '}'), nil
+}
+
+// appendHead appends every field of f but Body, without the closing brace.
+func appendHead(b []byte, f *Frame) ([]byte, error) {
 	b = append(b, `{"k":`...)
 	b = appendString(b, string(f.Kind))
 	b = append(b, `,"id":`...)
@@ -111,11 +143,40 @@ func appendFrame(b []byte, f *Frame) ([]byte, error) {
 		b = base64.StdEncoding.AppendEncode(b, f.Data)
 		b = append(b, '"')
 	}
-	if len(f.Body) > 0 {
-		b = append(b, `,"b":`...)
-		b = append(b, f.Body...)
+	return b, nil
+}
+
+// jsonAppender is a json.Encoder that appends to a slice. Encoding a body
+// through it is json.Marshal without the copy of the result Marshal
+// allocates; the output is the same (Encode adds only a newline).
+type jsonAppender struct {
+	b   []byte
+	enc *json.Encoder
+}
+
+func (a *jsonAppender) Write(p []byte) (int, error) {
+	a.b = append(a.b, p...)
+	return len(p), nil
+}
+
+var appenders = sync.Pool{New: func() any {
+	a := new(jsonAppender)
+	a.enc = json.NewEncoder(a)
+	return a
+}}
+
+// appendJSON appends the JSON encoding of v to b, as json.Marshal has it.
+func appendJSON(b []byte, v any) ([]byte, error) {
+	a := appenders.Get().(*jsonAppender)
+	a.b = b
+	err := a.enc.Encode(v)
+	b = a.b
+	a.b = nil
+	appenders.Put(a)
+	if err != nil {
+		return b, err
 	}
-	return append(b, '}'), nil
+	return b[:len(b)-1], nil // Encode's newline
 }
 
 // appendString appends s as a JSON string. Methods, keys and kinds are

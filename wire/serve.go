@@ -2,7 +2,6 @@ package wire
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"sync"
@@ -13,38 +12,169 @@ import (
 )
 
 // serving is one request from the peer that a handler is answering (or
-// waiting to answer).
+// waiting to answer). It is also the handler's ctx (see Done).
 type serving struct {
-	cancel context.CancelFunc
+	c      *Conn
+	req    Request // the request, as the handler sees it
+	stream bool
+	// deadline is the caller's deadline; zero if it sent none.
+	deadline time.Time
 	// byPeer is set when the caller cancelled: nobody wants the answer.
 	byPeer atomic.Bool
 
+	mu sync.Mutex
+	// The ctx: err is set once it ended. done, the timer for the deadline
+	// and the watch on the Conn's end exist only once Done was called.
+	err        error
+	done       chan struct{}
+	timer      *time.Timer
+	stopParent func() bool
+	afters     []afterFunc
+	nextAfter  uint64
+
 	// Stream flow control: items the handler may still send.
-	mu     sync.Mutex
 	credit int64
 	wake   chan struct{} // capacity 1: "credit arrived"
 }
 
+type afterFunc struct {
+	id uint64
+	f  func()
+}
+
+// A request's ctx. Most handlers of a control channel answer in
+// microseconds and never look at ctx.Done; a context.WithDeadline per
+// request would arm (and disarm) a timer for each of them, and arming a
+// timer may wake an idle thread. So serving is its own Context: Err checks
+// the deadline on the clock, and the timer is armed only when a handler
+// asks for Done (or derives a context, which asks for it). It ends at the
+// deadline, when the caller cancels, when the handler returns and when the
+// Conn ends (with the Conn's reason as its cause, as a child of hctx).
+
+func (s *serving) Deadline() (time.Time, bool) { return s.deadline, !s.deadline.IsZero() }
+
+func (s *serving) Value(key any) any { return s.c.hctx.Value(key) }
+
+func (s *serving) Done() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.doneLocked()
+}
+
+// doneLocked creates the done channel on first use and, unless the ctx
+// already ended, arms what ends it.
+func (s *serving) doneLocked() chan struct{} {
+	if s.done != nil {
+		return s.done
+	}
+	s.done = make(chan struct{})
+	if s.err != nil {
+		close(s.done)
+	} else if err := s.expired(); err != nil {
+		s.endLocked(err)
+	} else {
+		if !s.deadline.IsZero() {
+			s.timer = time.AfterFunc(time.Until(s.deadline), func() { s.end(context.DeadlineExceeded) })
+		}
+		s.stopParent = context.AfterFunc(s.c.hctx, func() { s.end(context.Canceled) })
+	}
+	return s.done
+}
+
+func (s *serving) Err() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.err == nil {
+		if err := s.expired(); err != nil {
+			s.endLocked(err)
+		}
+	}
+	return s.err
+}
+
+// expired says whether the ctx ended without being told: the deadline
+// passed or the Conn ended.
+func (s *serving) expired() error {
+	if s.c.hctx.Err() != nil {
+		return context.Canceled
+	}
+	if !s.deadline.IsZero() && !time.Now().Before(s.deadline) {
+		return context.DeadlineExceeded
+	}
+	return nil
+}
+
+// AfterFunc lets context.AfterFunc and contexts derived from this one
+// follow it without a goroutine each (context's afterFuncer).
+func (s *serving) AfterFunc(f func()) (stop func() bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.doneLocked(); s.err != nil {
+		go f()
+		return func() bool { return false }
+	}
+	s.nextAfter++
+	id := s.nextAfter
+	s.afters = append(s.afters, afterFunc{id, f})
+	return func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		for i, a := range s.afters {
+			if a.id == id {
+				s.afters = append(s.afters[:i], s.afters[i+1:]...)
+				return true
+			}
+		}
+		return false
+	}
+}
+
+// end ends the ctx with err unless it already ended.
+func (s *serving) end(err error) {
+	s.mu.Lock()
+	s.endLocked(err)
+	s.mu.Unlock()
+}
+
+func (s *serving) endLocked(err error) {
+	if s.err != nil {
+		return
+	}
+	s.err = err
+	if s.done != nil {
+		close(s.done)
+	}
+	if s.timer != nil {
+		s.timer.Stop()
+		s.timer = nil
+	}
+	if s.stopParent != nil {
+		s.stopParent()
+		s.stopParent = nil
+	}
+	for _, a := range s.afters {
+		go a.f()
+	}
+	s.afters = nil
+}
+
 // accept starts serving a request. It runs on the read loop, so it only
 // registers the request (a cancel right behind it must find it) and hands
-// it to a goroutine.
+// it to a goroutine. f belongs to the read loop: what is kept is copied.
 func (c *Conn) accept(f *Frame) {
-	var ctx context.Context
-	s := &serving{}
+	s := &serving{c: c, stream: f.Stream}
 	if f.Deadline > 0 {
-		ctx, s.cancel = context.WithDeadline(c.hctx, time.UnixMilli(f.Deadline))
-	} else {
-		ctx, s.cancel = context.WithCancel(c.hctx)
+		s.deadline = time.UnixMilli(f.Deadline)
 	}
 	if f.Stream {
 		s.credit = min(max(f.Credit, 1), maxWindow)
 		s.wake = make(chan struct{}, 1)
 	}
+	s.req = Request{ID: f.ID, Method: f.Method, Key: f.Key, Body: f.Body}
 	c.mu.Lock()
 	_, dup := c.incoming[f.ID]
 	if c.reason != nil || dup { // a duplicate ID is a peer bug: ignore it
 		c.mu.Unlock()
-		s.cancel()
 		return
 	}
 	if c.incoming == nil {
@@ -52,14 +182,7 @@ func (c *Conn) accept(f *Frame) {
 	}
 	c.incoming[f.ID] = s
 	c.mu.Unlock()
-	c.run(job{ctx, s, f})
-}
-
-// job is a request for a worker goroutine.
-type job struct {
-	ctx context.Context
-	s   *serving
-	f   *Frame
+	c.run(s)
 }
 
 // workerIdle is how long a worker goroutine waits for another request
@@ -68,25 +191,34 @@ type job struct {
 // request; an idle Conn still ends up with no worker at all.
 const workerIdle = time.Second
 
-// run hands j to an idle worker, or starts one. It never blocks.
-func (c *Conn) run(j job) {
+// run hands s to an idle worker, or starts one. It never blocks.
+func (c *Conn) run(s *serving) {
 	select {
-	case c.work <- j:
+	case c.work <- s:
 	default:
-		go c.worker(j)
+		go c.worker(s)
 	}
 }
 
-func (c *Conn) worker(j job) {
+// worker serves requests until it was idle for workerIdle. Its timer is
+// not reset per request (arming a timer may wake an idle thread): when it
+// fires, the worker checks how long it has really been idle and waits for
+// the rest, if any.
+func (c *Conn) worker(s *serving) {
 	t := time.NewTimer(workerIdle)
 	defer t.Stop()
 	for {
-		c.serve(j.ctx, j.s, j.f)
-		j = job{} // don't keep the request alive while idle
-		t.Reset(workerIdle)
+		c.serve(s)
+		s = nil // don't keep the request alive while idle
+		last := time.Now()
+	wait:
 		select {
-		case j = <-c.work:
+		case s = <-c.work:
 		case <-t.C:
+			if idle := time.Since(last); idle < workerIdle {
+				t.Reset(workerIdle - idle)
+				goto wait
+			}
 			return
 		case <-c.done:
 			return
@@ -103,7 +235,7 @@ func (c *Conn) incomingByID(id uint64) *serving {
 func (c *Conn) cancelIncoming(id uint64) {
 	if s := c.incomingByID(id); s != nil {
 		s.byPeer.Store(true)
-		s.cancel()
+		s.end(context.Canceled)
 	}
 }
 
@@ -124,7 +256,7 @@ func (c *Conn) addCredit(id uint64, n int64) {
 }
 
 // take waits for one unit of credit.
-func (s *serving) take(ctx context.Context) error {
+func (s *serving) take() error {
 	for {
 		s.mu.Lock()
 		if s.credit > 0 {
@@ -135,69 +267,64 @@ func (s *serving) take(ctx context.Context) error {
 		s.mu.Unlock()
 		select {
 		case <-s.wake:
-		case <-ctx.Done():
-			return ctx.Err()
+		case <-s.Done():
+			return s.Err()
 		}
 	}
 }
 
-func (c *Conn) serve(ctx context.Context, s *serving, f *Frame) {
+func (c *Conn) serve(s *serving) {
 	defer func() {
-		s.cancel()
+		s.end(context.Canceled)
 		c.mu.Lock()
-		delete(c.incoming, f.ID)
+		delete(c.incoming, s.req.ID)
 		c.mu.Unlock()
 	}()
-	var out *Frame
-	if f.Stream {
-		out = c.serveStream(ctx, s, f)
-	} else {
-		out = c.serveCall(ctx, f)
+	if s.stream {
+		out := c.serveStream(s)
+		if !s.byPeer.Load() && c.hctx.Err() == nil {
+			c.reply(out)
+		}
+		return
 	}
+	out, e := c.serveCall(s)
 	if s.byPeer.Load() || c.hctx.Err() != nil {
 		return
 	}
-	c.reply(out)
+	if e != nil {
+		c.reply(errFrame(KindResponse, s.req.ID, e))
+		return
+	}
+	c.replyJSON(s.req.Method, s.req.ID, out)
 }
 
 func errFrame(kind Kind, id uint64, e *api.Error) *Frame {
 	return &Frame{Kind: kind, ID: id, Error: e}
 }
 
-func unknownMethod(f *Frame) *api.Error {
+func unknownMethod(method string, stream bool) *api.Error {
 	kind := "method"
-	if f.Stream {
+	if stream {
 		kind = "stream method"
 	}
-	return api.Errorf(http.StatusMethodNotAllowed, api.CodeMethodNotAllowed, "unknown %s %q", kind, f.Method)
+	return api.Errorf(http.StatusMethodNotAllowed, api.CodeMethodNotAllowed, "unknown %s %q", kind, method)
 }
 
-func (c *Conn) serveCall(ctx context.Context, f *Frame) *Frame {
-	if e := c.acquire(ctx, f.Method); e != nil {
-		return errFrame(KindResponse, f.ID, e)
+// serveCall runs the handler; it returns its result or the error to send.
+func (c *Conn) serveCall(s *serving) (any, *api.Error) {
+	if e := c.acquire(s, s.req.Method); e != nil {
+		return nil, e
 	}
 	defer func() { <-c.slots }()
-	c.mu.Lock()
-	h := c.handlers[f.Method]
-	c.mu.Unlock()
+	h := c.handler(s.req.Method)
 	if h == nil {
-		return errFrame(KindResponse, f.ID, unknownMethod(f))
+		return nil, unknownMethod(s.req.Method, false)
 	}
-	out, err := runHandler(func() (any, error) {
-		return h(ctx, &Request{ID: f.ID, Method: f.Method, Key: f.Key, Body: f.Body})
-	})
+	out, err := runHandler(h, s)
 	if err != nil {
-		return errFrame(KindResponse, f.ID, handlerError(ctx, f.Method, err))
+		return nil, handlerError(s, s.req.Method, err)
 	}
-	r := &Frame{Kind: KindResponse, ID: f.ID}
-	if out != nil {
-		b, err := json.Marshal(out)
-		if err != nil {
-			return errFrame(KindResponse, f.ID, api.Internal("%s: encode response: %v", f.Method, err))
-		}
-		r.Body = b
-	}
-	return r
+	return out, nil
 }
 
 // acquire takes a handler slot. When all are busy the request waits, as a
@@ -225,43 +352,53 @@ func (c *Conn) acquire(ctx context.Context, method string) *api.Error {
 
 // runHandler turns a panic into an internal error: one bad request must not
 // take the connection (and every other request on it) down.
-func runHandler(h func() (any, error)) (out any, err error) {
+func runHandler(h Handler, s *serving) (out any, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			out, err = nil, api.Internal("handler panicked: %v", r)
 		}
 	}()
-	return h()
+	return h(s, &s.req)
 }
 
-func (c *Conn) serveStream(ctx context.Context, s *serving, f *Frame) *Frame {
+func runStreamHandler(h StreamHandler, s *serving, send func(any) error) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = api.Internal("handler panicked: %v", r)
+		}
+	}()
+	return h(s, &s.req, send)
+}
+
+func (c *Conn) serveStream(s *serving) *Frame {
+	id, method := s.req.ID, s.req.Method
 	if int(c.streams.Add(1)) > c.opts.MaxStreams {
 		c.streams.Add(-1)
-		return errFrame(KindEnd, f.ID, api.Errorf(http.StatusTooManyRequests, api.CodeRateLimited,
-			"%s: %d streams running", f.Method, c.opts.MaxStreams))
+		return errFrame(KindEnd, id, api.Errorf(http.StatusTooManyRequests, api.CodeRateLimited,
+			"%s: %d streams running", method, c.opts.MaxStreams))
 	}
 	defer c.streams.Add(-1)
-	c.mu.Lock()
-	h := c.shandlers[f.Method]
-	c.mu.Unlock()
+	h := c.streamHandler(method)
 	if h == nil {
-		return errFrame(KindEnd, f.ID, unknownMethod(f))
+		return errFrame(KindEnd, id, unknownMethod(method, true))
 	}
 	send := func(item any) error {
-		b, err := json.Marshal(item)
+		f := Frame{Kind: KindItem, ID: id}
+		bp := getBuf()
+		b, err := appendFrameJSON((*bp)[:0], &f, item)
+		*bp = b
 		if err != nil {
-			return fmt.Errorf("wire: %s: encode item: %w", f.Method, err)
+			putBuf(bp, b)
+			return fmt.Errorf("wire: %s: encode item: %w", method, err)
 		}
-		if err := s.take(ctx); err != nil {
+		if err := s.take(); err != nil {
+			putBuf(bp, b)
 			return err
 		}
-		return c.send(ctx, &Frame{Kind: KindItem, ID: f.ID, Body: b})
+		return c.sendEncoded(s, &f, bp)
 	}
-	_, err := runHandler(func() (any, error) {
-		return nil, h(ctx, &Request{ID: f.ID, Method: f.Method, Key: f.Key, Body: f.Body}, send)
-	})
-	if err != nil {
-		return errFrame(KindEnd, f.ID, handlerError(ctx, f.Method, err))
+	if err := runStreamHandler(h, s, send); err != nil {
+		return errFrame(KindEnd, id, handlerError(s, method, err))
 	}
-	return &Frame{Kind: KindEnd, ID: f.ID}
+	return &Frame{Kind: KindEnd, ID: id}
 }

@@ -40,21 +40,17 @@ type Stream struct {
 // deadline) or ctx.Err(). Unlike Call, a ctx without deadline gets none:
 // streams such as logs follow last as long as the caller wants.
 func (c *Conn) Stream(ctx context.Context, method string, req any, opts ...CallOption) (*Stream, error) {
-	var o callOpts
-	for _, opt := range opts {
-		opt(&o)
-	}
 	body, err := encodeBody(method, req)
 	if err != nil {
 		return nil, err
 	}
 	w := c.opts.StreamWindow
 	p := &call{ch: make(chan *Frame, w+1), stream: true, dead: make(chan struct{})}
-	id, err := c.register(p)
-	if err != nil {
+	id := c.nextID.Add(1)
+	if err := c.register(id, p); err != nil {
 		return nil, err
 	}
-	f := &Frame{Kind: KindRequest, ID: id, Method: method, Key: o.key, Stream: true, Credit: int64(w), Body: body}
+	f := &Frame{Kind: KindRequest, ID: id, Method: method, Key: keyOf(opts), Stream: true, Credit: int64(w), Body: body}
 	if dl, ok := ctx.Deadline(); ok {
 		f.Deadline = dl.UnixMilli()
 	}

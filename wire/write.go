@@ -54,12 +54,20 @@ func (c *Conn) send(ctx context.Context, f *Frame) error {
 	bp := getBuf()
 	b, err := appendFrame((*bp)[:0], f)
 	*bp = b
-	if err == nil && int64(len(b)) > c.opts.MaxMessage {
-		err = tooLarge("message", int64(len(b)), c.opts.MaxMessage)
-	}
 	if err != nil {
 		putBuf(bp, b)
 		return err
+	}
+	return c.sendEncoded(ctx, f, bp)
+}
+
+// sendEncoded is send for a frame already encoded in *bp (which it takes
+// over); f gives its kind and ID.
+func (c *Conn) sendEncoded(ctx context.Context, f *Frame, bp *[]byte) error {
+	b := *bp
+	if int64(len(b)) > c.opts.MaxMessage {
+		putBuf(bp, b)
+		return tooLarge("message", int64(len(b)), c.opts.MaxMessage)
 	}
 	if len(b) <= c.opts.ChunkSize {
 		return c.enqueue(ctx, bp, false)
@@ -120,9 +128,37 @@ func (c *Conn) writeMsg(b []byte) error {
 // A response too big for MaxMessage is replaced by an error saying so.
 func (c *Conn) reply(f *Frame) {
 	err := c.send(context.Background(), f)
-	var e *api.Error
-	if f.Error == nil && errors.As(err, &e) && e.Code == api.CodeRequestTooLarge {
+	if e := tooLargeError(err); e != nil && f.Error == nil {
 		_ = c.send(context.Background(), &Frame{Kind: f.Kind, ID: f.ID, Error: e})
+	}
+}
+
+// tooLargeError returns err if it is a request_too_large error.
+func tooLargeError(err error) *api.Error {
+	if err == nil {
+		return nil
+	}
+	var e *api.Error
+	if errors.As(err, &e) && e.Code == api.CodeRequestTooLarge {
+		return e
+	}
+	return nil
+}
+
+// replyJSON sends the response to request id with the JSON encoding of out
+// as its body, encoded straight into the frame.
+func (c *Conn) replyJSON(method string, id uint64, out any) {
+	f := Frame{Kind: KindResponse, ID: id}
+	bp := getBuf()
+	b, err := appendFrameJSON((*bp)[:0], &f, out)
+	*bp = b
+	if err != nil {
+		putBuf(bp, b)
+		c.reply(errFrame(KindResponse, id, api.Internal("%s: encode response: %v", method, err)))
+		return
+	}
+	if e := tooLargeError(c.sendEncoded(context.Background(), &f, bp)); e != nil {
+		_ = c.send(context.Background(), errFrame(KindResponse, id, e))
 	}
 }
 
