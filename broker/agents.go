@@ -51,6 +51,14 @@ func (b *Broker) createAgent(ctx context.Context, spec wire.AgentSpec) (_ runtim
 		}
 	}()
 
+	// Ports first: an exhausted pool fails the create before anything is
+	// made.
+	portsLabel, err := b.allocatePorts(ctx, spec)
+	if err != nil {
+		return runtime.Status{}, err
+	}
+	undo = append(undo, func(context.Context) { b.ports.Release(spec.AgentID) })
+
 	dir := b.layout.agentDir(spec.ProjectID, spec.AgentID)
 	if err := b.layout.safeDir(dir); err != nil {
 		return runtime.Status{}, err
@@ -91,6 +99,9 @@ func (b *Broker) createAgent(ctx context.Context, spec wire.AgentSpec) (_ runtim
 		// A worktree's .git file names the base clone's git directory by
 		// its host path: a container must see it at that same path.
 		rs.Mounts = append(rs.Mounts, runtime.Mount{Source: rec.GitCommonDir, Target: rec.GitCommonDir})
+	}
+	if portsLabel != "" {
+		rs.Labels = map[string]string{labelPorts: portsLabel}
 	}
 	rs.Labels = runtime.SpecLabels(rs)
 	st, err := b.rt.Create(ctx, rs)
@@ -139,6 +150,9 @@ func (b *Broker) agentEnv(spec wire.AgentSpec) map[string]string {
 }
 
 func (b *Broker) startAgent(ctx context.Context, ref wire.AgentRef) (runtime.Status, error) {
+	if err := b.acquirePorts(ctx, ref.AgentID); err != nil {
+		return runtime.Status{}, err
+	}
 	return b.rt.Start(ctx, ref.AgentID)
 }
 
@@ -147,6 +161,11 @@ func (b *Broker) stopAgent(ctx context.Context, ref wire.AgentRef) (runtime.Stat
 }
 
 func (b *Broker) restartAgent(ctx context.Context, ref wire.AgentRef) (runtime.Status, error) {
+	// Ports before the stop: a restart that cannot get them back must not
+	// stop a running agent.
+	if err := b.acquirePorts(ctx, ref.AgentID); err != nil {
+		return runtime.Status{}, err
+	}
 	if _, err := b.rt.Stop(ctx, ref.AgentID, b.stopGrace(ref)); err != nil {
 		return runtime.Status{}, err
 	}
@@ -158,6 +177,9 @@ func (b *Broker) suspendAgent(ctx context.Context, ref wire.AgentRef) (runtime.S
 }
 
 func (b *Broker) resumeAgent(ctx context.Context, ref wire.AgentRef) (runtime.Status, error) {
+	if err := b.acquirePorts(ctx, ref.AgentID); err != nil {
+		return runtime.Status{}, err
+	}
 	return b.rt.Resume(ctx, ref.AgentID)
 }
 

@@ -61,6 +61,10 @@ type Config struct {
 	// Idempotency remembers completed keyed commands (default: an
 	// in-memory LRU).
 	Idempotency IdempotencyStore
+	// PortRange is the inclusive host port range agents' published ports
+	// come from (default DefaultPortRange). It must be reserved for this
+	// broker's agents on its host; see PortPool.
+	PortRange [2]int
 }
 
 // Status is a snapshot of the broker's connection to its Hub.
@@ -88,6 +92,10 @@ type Broker struct {
 	locks   agentLocks
 	attach  attachSessions
 	running atomic.Bool
+
+	ports       *PortPool
+	portsMu     sync.Mutex // guards portsLoaded and serialises loadPorts
+	portsLoaded bool
 
 	mu      sync.Mutex
 	conn    *wire.Conn // the current session's channel once hello succeeded
@@ -152,7 +160,15 @@ func New(cfg Config) (*Broker, error) {
 	if cfg.Idempotency == nil {
 		cfg.Idempotency = NewMemoryStore(0)
 	}
+	if cfg.PortRange == [2]int{} {
+		cfg.PortRange = DefaultPortRange
+	}
+	ports, err := NewPortPool(cfg.Name, cfg.PortRange[0], cfg.PortRange[1])
+	if err != nil {
+		return nil, fmt.Errorf("broker: %w", err)
+	}
 	return &Broker{
+		ports:   ports,
 		cfg:     cfg,
 		log:     cfg.Logger.With("broker_id", cfg.BrokerID),
 		rt:      cfg.Runtime,
@@ -172,6 +188,13 @@ func (b *Broker) Run(ctx context.Context) error {
 	if !b.running.CompareAndSwap(false, true) {
 		return errors.New("broker: Run called twice")
 	}
+	// Warm the port pool before the first command; a failure is retried
+	// by the first command that needs the pool.
+	lctx, cancel := context.WithTimeout(ctx, helloTimeout)
+	if err := b.loadPorts(lctx); err != nil {
+		b.log.Warn("port pool", "err", err)
+	}
+	cancel()
 	var wg sync.WaitGroup
 	wg.Go(func() { b.forwardEvents(ctx) })
 	defer wg.Wait()

@@ -193,8 +193,10 @@ func (b *Broker) currentStatus(ctx context.Context, ev runtime.Status) wire.Agen
 	case errors.Is(err, runtime.ErrNotFound):
 		st = runtime.Status{AgentID: ev.AgentID, RunID: ev.RunID, State: runtime.StateMissing, Labels: ev.Labels}
 	case err != nil:
-		st = ev
+		return agentStatus(ev)
 	}
+	// An agent that exited by itself gives its ports back.
+	b.alignPorts(ctx, ev.AgentID, st)
 	return agentStatus(st)
 }
 
@@ -217,13 +219,17 @@ func (b *Broker) forwardEvents(ctx context.Context) {
 			if !ok {
 				return
 			}
+			// The status is read even while disconnected: reading it
+			// also gives an exited agent's ports back to the pool.
+			cctx, cancel := context.WithTimeout(ctx, eventTimeout)
+			st := b.currentStatus(cctx, ev.Status)
 			conn := b.currentConn()
 			if conn == nil {
+				cancel()
 				b.log.Debug("runtime event dropped while disconnected", "agent", ev.Status.AgentID, "state", ev.Status.State)
 				continue
 			}
-			cctx, cancel := context.WithTimeout(ctx, eventTimeout)
-			err := conn.Call(cctx, wire.MethodAgentStatus, b.currentStatus(cctx, ev.Status), nil)
+			err := conn.Call(cctx, wire.MethodAgentStatus, st, nil)
 			cancel()
 			if err != nil {
 				b.log.Warn("forward agent status", "agent", ev.Status.AgentID, "state", ev.Status.State, "err", err)

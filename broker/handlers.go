@@ -79,6 +79,7 @@ func onAgent[T agentBody](b *Broker, op func(context.Context, T) (runtime.Status
 		}
 		defer unlock()
 		st, err := op(ctx, body)
+		b.syncPorts(ctx, agentID, st, err)
 		if err != nil {
 			return nil, b.opError(req.Method, agentID, err)
 		}
@@ -187,6 +188,7 @@ func agentStatus(s runtime.Status) wire.AgentStatus {
 		ExitCode:  s.ExitCode,
 		Message:   s.Message,
 		Labels:    s.Labels,
+		Ports:     statusPorts(s),
 		// Callers hold the agent's lock, so stamps follow the real order
 		// of the agent's states.
 		ObservedAt: stamp(),

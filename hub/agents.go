@@ -44,12 +44,12 @@ func validateCreate(req *api.CreateAgentRequest) error {
 			return api.BadRequest("invalid environment variable name %q", k)
 		}
 	}
-	return nil
+	return api.ValidatePorts(req.Ports)
 }
 
 func (s *Server) agentView(ctx context.Context, a *store.Agent, names map[string]string) api.Agent {
 	v := api.Agent{ID: a.ID, Slug: a.Slug, ProjectID: a.ProjectID, BrokerID: a.BrokerID, Profile: a.Profile,
-		Harness: a.Harness, Image: a.Image, Command: a.Command, Env: a.Env, Phase: a.Phase,
+		Harness: a.Harness, Image: a.Image, Command: a.Command, Env: a.Env, Ports: a.PortMappings, Phase: a.Phase,
 		StatusMessage: a.StatusMessage, ContainerStatus: a.ContainerStatus, RunID: a.RunID,
 		Generation: a.Generation, Generations: a.Generations, Role: a.Role, CreatedBy: a.CreatedBy,
 		Delegator: a.Delegator, ParentAgentID: a.ParentAgentID, CreatedAt: a.CreatedAt, UpdatedAt: a.UpdatedAt}
@@ -202,7 +202,7 @@ func (s *Server) handleCreateAgent(r *http.Request, c *Caller) (int, any, error)
 	now := time.Now().UTC()
 	a := &store.Agent{ID: mustV7(), Slug: req.Name, ProjectID: p.ID, BrokerID: b.ID,
 		Profile: profile, Harness: req.Harness, Image: req.Image, Command: req.Command,
-		Env: req.Env, Phase: api.PhaseProvisioning, RunID: mustV7(), Generation: 1, Role: req.Role,
+		Env: req.Env, Ports: req.Ports, Phase: api.PhaseProvisioning, RunID: mustV7(), Generation: 1, Role: req.Role,
 		CreatedBy: c.Kind + ":" + c.ID, Delegator: c.Kind + ":" + c.ID, Payload: req.Payload, CreatedAt: now, UpdatedAt: now}
 	if c.Kind == CallerAgent {
 		a.ParentAgentID = c.ID
@@ -232,7 +232,7 @@ func (s *Server) handleCreateAgent(r *http.Request, c *Caller) (int, any, error)
 	s.metrics.created.Inc()
 	spec := wire.AgentSpec{AgentID: a.ID, Slug: a.Slug, ProjectID: p.ID, ProjectName: p.Name, RunID: a.RunID,
 		Generation: a.Generation, Harness: a.Harness, Image: a.Image, Command: a.Command, Env: a.Env,
-		Profile: a.Profile, SharingMode: p.SharingMode, GitRemote: p.GitRemote,
+		Ports: a.Ports, Profile: a.Profile, SharingMode: p.SharingMode, GitRemote: p.GitRemote,
 		AgentToken: s.mintAgentToken(a.ID, p.ID), HubURL: s.opts.PublicURL, Start: req.Start, Payload: req.Payload}
 	var st wire.AgentStatus
 	s.inflight.add(a.ID)
@@ -258,6 +258,7 @@ func (s *Server) afterDispatch(ctx context.Context, agentID string, st wire.Agen
 		if derr != nil {
 			a.Phase = api.PhaseError
 			a.StatusMessage = api.AsError(derr).Message
+			a.PortMappings = nil // until the broker reports a state that holds ports again
 			return nil
 		}
 		if !s.observed.claim(a.ID, st.ObservedAt) {
@@ -265,6 +266,7 @@ func (s *Server) afterDispatch(ctx context.Context, agentID string, st wire.Agen
 		}
 		a.StatusMessage = st.Message
 		a.ContainerStatus = st.State
+		a.PortMappings = st.Ports
 		a.Phase = phaseFor(st.State, wantRunning)
 		return nil
 	})

@@ -63,6 +63,7 @@ func holdsSlot(phase string) bool {
 
 func applyContainerState(a *store.Agent, st wire.AgentStatus) {
 	a.ContainerStatus = st.State
+	a.PortMappings = st.Ports // the broker reports them while the container holds them
 	switch st.State {
 	case api.ContainerRunning:
 		a.Phase = api.PhaseRunning

@@ -1,0 +1,165 @@
+package broker
+
+import (
+	"fmt"
+	"net/http"
+	"slices"
+	"sync"
+
+	"github.com/scion-go/scion/api"
+)
+
+// DefaultPortRange is the host port range a broker publishes agent ports
+// from when Config.PortRange is unset.
+var DefaultPortRange = [2]int{31000, 31999}
+
+// PortPool hands out host ports from a fixed range to agents. One mutex
+// guards it, so concurrent allocations never hand out a port twice; every
+// change is all-or-nothing for one agent.
+//
+// The pool lives in memory. Its truth is the scion.ports label on each
+// agent's container (written atomically with the container, so it cannot
+// disagree with the runtime the way a side file could after a crash); see
+// Broker.loadPorts for how a restarted broker rebuilds it.
+type PortPool struct {
+	name   string // the broker's, for error messages
+	lo, hi int
+
+	mu    sync.Mutex
+	owner map[int]string   // host port -> agent ID
+	held  map[string][]int // agent ID -> its host ports
+	// next is where the next allocation starts looking (next fit): a port
+	// just released is the last to be handed out again, so a stopped
+	// agent usually gets its ports back when it starts again.
+	next int
+}
+
+// NewPortPool returns an empty pool over the host ports lo..hi inclusive.
+func NewPortPool(name string, lo, hi int) (*PortPool, error) {
+	if lo < 1 || hi > 65535 || lo > hi {
+		return nil, fmt.Errorf("port range %d-%d: want 1 <= first <= last <= 65535", lo, hi)
+	}
+	return &PortPool{name: name, lo: lo, hi: hi, next: lo, owner: map[int]string{}, held: map[string][]int{}}, nil
+}
+
+// Size is how many ports the range has.
+func (p *PortPool) Size() int { return p.hi - p.lo + 1 }
+
+// Allocate gives agentID n free ports from the range, replacing whatever
+// it held (a new container gets new ports). With fewer than n free it
+// takes nothing and fails with port_pool_exhausted.
+func (p *PortPool) Allocate(agentID string, n int) ([]int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.releaseLocked(agentID)
+	if n <= 0 {
+		return nil, nil
+	}
+	if free := p.freeLocked(); free < n {
+		return nil, api.Errorf(http.StatusServiceUnavailable, api.CodePortPoolExhausted,
+			"port pool exhausted on runtime broker %s: %d of %d host ports (%d-%d) free, the agent needs %d; "+
+				"stop or delete agents that publish ports, or widen the broker's port range",
+			p.name, free, p.Size(), p.lo, p.hi, n).
+			WithDetail("free", free).WithDetail("requested", n).WithDetail("range", fmt.Sprintf("%d-%d", p.lo, p.hi))
+	}
+	ports := make([]int, 0, n)
+	for port := p.next; len(ports) < n; port++ {
+		if port > p.hi {
+			port = p.lo
+		}
+		if _, taken := p.owner[port]; !taken {
+			ports = append(ports, port)
+			p.owner[port] = agentID
+		}
+		p.next = port + 1
+	}
+	if p.next > p.hi {
+		p.next = p.lo
+	}
+	p.held[agentID] = ports
+	return slices.Clone(ports), nil
+}
+
+// Acquire takes exactly the given ports for agentID (a container starting
+// again keeps the host ports it was created with). Ports it already holds
+// are fine; ports outside the range are tracked too, so a range narrowed
+// between broker runs still cannot hand them out twice. If another agent
+// holds one, nothing changes and the error names the port and the holder.
+func (p *PortPool) Acquire(agentID string, ports []int) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, port := range ports {
+		if other, ok := p.owner[port]; ok && other != agentID {
+			return &PortConflict{Port: port, Holder: other}
+		}
+	}
+	for _, port := range p.held[agentID] {
+		if !slices.Contains(ports, port) {
+			delete(p.owner, port)
+		}
+	}
+	if len(ports) == 0 {
+		delete(p.held, agentID)
+		return nil
+	}
+	for _, port := range ports {
+		p.owner[port] = agentID
+	}
+	p.held[agentID] = slices.Clone(ports)
+	return nil
+}
+
+// Release returns agentID's ports to the pool (none held is fine).
+func (p *PortPool) Release(agentID string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.releaseLocked(agentID)
+}
+
+func (p *PortPool) releaseLocked(agentID string) {
+	for _, port := range p.held[agentID] {
+		delete(p.owner, port)
+	}
+	delete(p.held, agentID)
+}
+
+// Holder is the agent holding port, or "".
+func (p *PortPool) Holder(port int) string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.owner[port]
+}
+
+// Held returns the ports agentID holds.
+func (p *PortPool) Held(agentID string) []int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.held[agentID])
+}
+
+// Free is how many ports of the range nobody holds.
+func (p *PortPool) Free() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.freeLocked()
+}
+
+func (p *PortPool) freeLocked() int {
+	used := 0
+	for port := range p.owner {
+		if port >= p.lo && port <= p.hi {
+			used++
+		}
+	}
+	return p.Size() - used
+}
+
+// PortConflict is Acquire's error: another agent holds a port.
+type PortConflict struct {
+	Port   int
+	Holder string
+}
+
+func (e *PortConflict) Error() string {
+	return fmt.Sprintf("host port %d is held by agent %s", e.Port, e.Holder)
+}

@@ -1,0 +1,156 @@
+package broker
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/runtime"
+	"github.com/scion-go/scion/runtime/fake"
+	"github.com/scion-go/scion/wire"
+)
+
+func withPorts(id string, start bool, ports ...int) wire.AgentSpec {
+	s := spec(id)
+	s.Start, s.Ports = start, ports
+	return s
+}
+
+func mappedHosts(t *testing.T, st wire.AgentStatus, want int) []int {
+	t.Helper()
+	if len(st.Ports) != want {
+		t.Fatalf("%s reports ports %v, want %d", st.AgentID, st.Ports, want)
+	}
+	return hostPorts(st.Ports)
+}
+
+// TestBrokerPortLifecycle: a create publishes pool ports (label and
+// status), a stop gives them back to another agent, a start that finds
+// one taken fails naming it, and delete returns them.
+func TestBrokerPortLifecycle(t *testing.T) {
+	hub := newTestHub(t)
+	rt := fake.New()
+	b := startBroker(t, hub, rt, func(c *Config) { c.PortRange = [2]int{32000, 32002} })
+	waitConnected(t, b)
+
+	st := hub.status(wire.MethodAgentCreate, withPorts("a1", true, 8080, 9090))
+	a1 := mappedHosts(t, st, 2)
+	for i, m := range st.Ports {
+		if m.ContainerPort != []int{8080, 9090}[i] || m.HostPort < 32000 || m.HostPort > 32002 || m.Protocol != "tcp" {
+			t.Fatalf("mapping %d = %+v", i, m)
+		}
+	}
+	if c, err := rt.Inspect(t.Context(), "a1"); err != nil || c.Labels[labelPorts] != formatPorts(st.Ports) {
+		t.Fatalf("container label %q (%v), want %q", c.Labels[labelPorts], err, formatPorts(st.Ports))
+	}
+
+	// Two ports asked, one free: refused before anything is made.
+	err := hub.call(wire.MethodAgentCreate, withPorts("a2", true, 80, 81), nil)
+	wantCode(t, err, api.CodePortPoolExhausted)
+	if !strings.Contains(err.Error(), "port pool exhausted") {
+		t.Errorf("error does not name the cause: %v", err)
+	}
+	if _, err := rt.Inspect(t.Context(), "a2"); !errors.Is(err, runtime.ErrNotFound) {
+		t.Errorf("exhausted create left a container (%v)", err)
+	}
+	if _, err := os.Stat(filepath.Join(b.cfg.DataDir, "projects", "p1", "agents", "a2")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("exhausted create left a directory (%v)", err)
+	}
+	if b.ports.Free() != 1 {
+		t.Fatalf("free ports = %d, want 1", b.ports.Free())
+	}
+
+	// Suspend keeps the ports; stop gives them back.
+	if st := hub.status(wire.MethodAgentSuspend, wire.AgentRef{AgentID: "a1"}); len(st.Ports) != 2 {
+		t.Fatalf("suspended agent reports %v", st.Ports)
+	}
+	hub.status(wire.MethodAgentResume, wire.AgentRef{AgentID: "a1"})
+	if st := hub.status(wire.MethodAgentStop, wire.AgentRef{AgentID: "a1", GraceMS: 10}); st.Ports != nil {
+		t.Fatalf("stopped agent reports ports %v", st.Ports)
+	}
+	if b.ports.Free() != 3 {
+		t.Fatalf("free ports after stop = %d, want 3", b.ports.Free())
+	}
+	a3 := mappedHosts(t, hub.status(wire.MethodAgentCreate, withPorts("a3", true, 80, 81, 82)), 3)
+
+	// a1 wants its original ports back; a3 has them.
+	err = hub.call(wire.MethodAgentStart, wire.AgentRef{AgentID: "a1"}, nil)
+	wantCode(t, err, api.CodeConflict)
+	if !strings.Contains(err.Error(), "slug-a3") || !strings.Contains(err.Error(), "host port 3200") {
+		t.Errorf("conflict does not name the port and the agent: %v", err)
+	}
+	if c, _ := rt.Inspect(t.Context(), "a1"); c.State != runtime.StateExited {
+		t.Fatalf("a1 after refused start: %s", c.State)
+	}
+	if got := b.ports.Held("a3"); !slices.Equal(got, a3) {
+		t.Fatalf("refused start changed a3's ports: %v, want %v", got, a3)
+	}
+
+	// Deleting a3 frees them; a1 starts on its original ports.
+	hub.status(wire.MethodAgentDelete, wire.AgentRef{AgentID: "a3"})
+	if st := hub.status(wire.MethodAgentStart, wire.AgentRef{AgentID: "a1"}); !slices.Equal(hostPorts(st.Ports), a1) {
+		t.Fatalf("restarted a1 on %v, want its original %v", st.Ports, a1)
+	}
+	hub.status(wire.MethodAgentRestart, wire.AgentRef{AgentID: "a1", GraceMS: 10})
+	if got := b.ports.Held("a1"); !slices.Equal(got, a1) {
+		t.Fatalf("after restart a1 holds %v, want %v", got, a1)
+	}
+	hub.status(wire.MethodAgentDelete, wire.AgentRef{AgentID: "a1"})
+	if b.ports.Free() != 3 {
+		t.Fatalf("free ports after deleting everything = %d, want 3", b.ports.Free())
+	}
+}
+
+// TestBrokerPortsOnExit: an agent that exits by itself gives its ports
+// back (the engine unbinds them too).
+func TestBrokerPortsOnExit(t *testing.T) {
+	hub := newTestHub(t)
+	rt := fake.New()
+	b := startBroker(t, hub, rt, func(c *Config) { c.PortRange = [2]int{32000, 32009} })
+	waitConnected(t, b)
+	hub.status(wire.MethodAgentCreate, withPorts("a1", true, 8080))
+	if err := rt.SimulateExit("a1", 0); err != nil {
+		t.Fatal(err)
+	}
+	if st := recv(t, hub.statuses, "agent.status"); st.State != runtime.StateExited || st.Ports != nil {
+		t.Fatalf("exit reported as %+v", st)
+	}
+	eventually(t, "the exited agent's port to return", func() bool { return b.ports.Free() == 10 })
+}
+
+// TestBrokerPortsAfterRestart: a new broker process over the same
+// containers rebuilds the pool from their labels: running and created
+// containers keep their ports, a stopped one does not, and the inventory
+// reports the mappings.
+func TestBrokerPortsAfterRestart(t *testing.T) {
+	hub := newTestHub(t)
+	rt := fake.New()
+	edit := func(c *Config) { c.PortRange = [2]int{32000, 32003} }
+	b := startBroker(t, hub, rt, edit)
+	waitConnected(t, b)
+	run := mappedHosts(t, hub.status(wire.MethodAgentCreate, withPorts("run", true, 80)), 1)
+	created := mappedHosts(t, hub.status(wire.MethodAgentCreate, withPorts("made", false, 80)), 1)
+	hub.status(wire.MethodAgentCreate, withPorts("stopped", true, 80))
+	hub.status(wire.MethodAgentStop, wire.AgentRef{AgentID: "stopped", GraceMS: 10})
+
+	hub2 := newTestHub(t)
+	b2 := startBroker(t, hub2, rt.Restart(), edit)
+	hello := recv(t, hub2.hellos, "hello")
+	waitConnected(t, b2)
+	if b2.ports.Holder(run[0]) != "run" || b2.ports.Holder(created[0]) != "made" || b2.ports.Free() != 2 {
+		t.Fatalf("rebuilt pool: %d held by %q, %d by %q, %d free", run[0], b2.ports.Holder(run[0]),
+			created[0], b2.ports.Holder(created[0]), b2.ports.Free())
+	}
+	for _, st := range hello.Inventory {
+		if want := map[string]int{"run": 1, "made": 1, "stopped": 0}[st.AgentID]; len(st.Ports) != want {
+			t.Errorf("inventory: %s reports ports %v, want %d", st.AgentID, st.Ports, want)
+		}
+	}
+	// New agents get the two free ports and no more.
+	mappedHosts(t, hub2.status(wire.MethodAgentCreate, withPorts("new", false, 80, 81)), 2)
+	wantCode(t, hub2.call(wire.MethodAgentCreate, withPorts("more", false, 80), nil), api.CodePortPoolExhausted)
+}

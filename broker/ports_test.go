@@ -1,0 +1,185 @@
+package broker
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"reflect"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/runtime/docker"
+)
+
+func newPool(t *testing.T, lo, hi int) *PortPool {
+	t.Helper()
+	p, err := NewPortPool("b1", lo, hi)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestPortPoolConcurrentAllocate: 50 agents race for a 40-port range:
+// exactly 40 win, each with its own port inside the range; the rest get
+// port_pool_exhausted.
+func TestPortPoolConcurrentAllocate(t *testing.T) {
+	p := newPool(t, 31000, 31039)
+	var (
+		wg        sync.WaitGroup
+		mu        sync.Mutex
+		got       = map[int]string{}
+		exhausted int
+	)
+	for i := range 50 {
+		wg.Go(func() {
+			id := fmt.Sprintf("agent-%d", i)
+			ports, err := p.Allocate(id, 1)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				if !api.IsCode(err, api.CodePortPoolExhausted) {
+					t.Errorf("%s: %v", id, err)
+				}
+				exhausted++
+				return
+			}
+			if len(ports) != 1 || ports[0] < 31000 || ports[0] > 31039 {
+				t.Errorf("%s got %v", id, ports)
+				return
+			}
+			if other, dup := got[ports[0]]; dup {
+				t.Errorf("port %d given to %s and %s", ports[0], other, id)
+			}
+			got[ports[0]] = id
+		})
+	}
+	wg.Wait()
+	if len(got) != 40 || exhausted != 10 || p.Free() != 0 {
+		t.Fatalf("%d allocated, %d exhausted, %d free; want 40, 10, 0", len(got), exhausted, p.Free())
+	}
+	for port, id := range got {
+		if h := p.Holder(port); h != id {
+			t.Errorf("Holder(%d) = %q, want %q", port, h, id)
+		}
+	}
+}
+
+func TestPortPoolExhaustionTakesNothing(t *testing.T) {
+	p := newPool(t, 100, 103)
+	if _, err := p.Allocate("a", 1); err != nil {
+		t.Fatal(err)
+	}
+	_, err := p.Allocate("b", 4)
+	var ae *api.Error
+	if !errors.As(err, &ae) || ae.Code != api.CodePortPoolExhausted || ae.Status != http.StatusServiceUnavailable {
+		t.Fatalf("err = %v, want 503 port_pool_exhausted", err)
+	}
+	if api.StatusForCode(api.CodePortPoolExhausted) != http.StatusServiceUnavailable {
+		t.Error("StatusForCode(port_pool_exhausted) is not 503")
+	}
+	if p.Free() != 3 || p.Held("b") != nil {
+		t.Fatalf("a failed allocation took ports: free %d, b holds %v", p.Free(), p.Held("b"))
+	}
+	// The three left still go to someone asking for three.
+	if ports, err := p.Allocate("c", 3); err != nil || len(ports) != 3 {
+		t.Fatalf("Allocate 3 of 3 free = %v, %v", ports, err)
+	}
+	if _, err := p.Allocate("d", 0); err != nil {
+		t.Fatalf("no ports from a full pool: %v", err)
+	}
+}
+
+func TestPortPoolReleaseAndReacquire(t *testing.T) {
+	p := newPool(t, 100, 104)
+	a, err := p.Allocate("a", 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Taking one's own ports again (a start, a resume) changes nothing.
+	if err := p.Acquire("a", a); err != nil || !reflect.DeepEqual(p.Held("a"), a) {
+		t.Fatalf("re-acquire own ports: %v, holds %v", err, p.Held("a"))
+	}
+	p.Release("a")
+	if p.Free() != 5 || p.Holder(a[0]) != "" {
+		t.Fatalf("after release: free %d, holder %q", p.Free(), p.Holder(a[0]))
+	}
+	// Next fit: a new agent gets the ports nobody had last, not a's.
+	b, err := p.Allocate("b", 2)
+	if err != nil || slices.Contains(b, a[0]) || slices.Contains(b, a[1]) {
+		t.Fatalf("b got %v (%v) while untouched ports were free; a had %v", b, err, a)
+	}
+	if err := p.Acquire("a", a); err != nil {
+		t.Fatalf("a takes its old ports back: %v", err)
+	}
+	// c gets the last free port; a's and b's are taken.
+	c, err := p.Allocate("c", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Release("a")
+	if _, err := p.Allocate("d", 2); err != nil { // takes a's two ports
+		t.Fatal(err)
+	}
+	// a cannot start again: all or nothing, naming the port and holder.
+	err = p.Acquire("a", a)
+	var pc *PortConflict
+	if !errors.As(err, &pc) || pc.Holder != "d" || !slices.Contains(a, pc.Port) {
+		t.Fatalf("Acquire of taken ports = %v", err)
+	}
+	if p.Held("a") != nil {
+		t.Fatalf("a failed acquire took %v", p.Held("a"))
+	}
+	if p.Holder(c[0]) != "c" || p.Free() != 0 {
+		t.Fatalf("pool changed: holder %q, free %d", p.Holder(c[0]), p.Free())
+	}
+}
+
+func TestPortPoolRange(t *testing.T) {
+	for _, r := range [][2]int{{0, 10}, {10, 9}, {65000, 65536}} {
+		if _, err := NewPortPool("b", r[0], r[1]); err == nil {
+			t.Errorf("range %v accepted", r)
+		}
+	}
+	// Ports outside the range (a range narrowed across restarts) are
+	// tracked but do not count towards the range's free ports.
+	p := newPool(t, 100, 101)
+	if err := p.Acquire("old", []int{5000}); err != nil {
+		t.Fatal(err)
+	}
+	if p.Free() != 2 || p.Holder(5000) != "old" {
+		t.Fatalf("free %d, holder %q", p.Free(), p.Holder(5000))
+	}
+}
+
+// TestPortLabelIsDockers: the broker writes and reads scion.ports exactly
+// as runtime/docker does.
+func TestPortLabelIsDockers(t *testing.T) {
+	ms := []api.PortMapping{{ContainerPort: 8080, HostPort: 31000, Protocol: "tcp"},
+		{ContainerPort: 9090, HostPort: 31001, Protocol: "udp"}}
+	s := formatPorts(ms)
+	dms, err := docker.ParsePorts(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if labelPorts != docker.LabelPorts || s != docker.FormatPorts(dms) {
+		t.Fatalf("label %q = %q, docker reads %v", labelPorts, s, dms)
+	}
+	for i, d := range dms {
+		if d.Container != ms[i].ContainerPort || d.Host != ms[i].HostPort || d.Proto != ms[i].Protocol {
+			t.Errorf("mapping %d: docker %+v, broker %+v", i, d, ms[i])
+		}
+	}
+	back, err := parsePorts(" 8080:31000, 9090/UDP:31001,7000")
+	want := append(slices.Clone(ms), api.PortMapping{ContainerPort: 7000, Protocol: "tcp"})
+	if err != nil || !reflect.DeepEqual(back, want) {
+		t.Fatalf("parsePorts = %v, %v; want %v", back, err, want)
+	}
+	for _, bad := range []string{"x:1", "80/sctp:1", "80:70000", "0:1"} {
+		if _, err := parsePorts(bad); err == nil {
+			t.Errorf("parsePorts(%q) succeeded", bad)
+		}
+	}
+}
