@@ -43,6 +43,7 @@ func newAgentCmds(a *app) []*cobra.Command {
 type createFlags struct {
 	project, broker, profile, harness, image string
 	env                                      []string
+	ports                                    []int
 }
 
 func (f *createFlags) add(cmd *cobra.Command) {
@@ -53,6 +54,7 @@ func (f *createFlags) add(cmd *cobra.Command) {
 	fs.StringVar(&f.harness, "harness", "", `harness to run (default: the Hub's default, "generic")`)
 	fs.StringVar(&f.image, "image", "", "container image")
 	fs.StringArrayVar(&f.env, "env", nil, "environment variable KEY=VALUE (repeatable)")
+	fs.IntSliceVar(&f.ports, "port", nil, "container port to publish on a host port from the broker's port pool (repeatable)")
 }
 
 // nameAndCommand splits `<name> [-- command args...]`.
@@ -88,7 +90,8 @@ profile is -p, else the project's active profile, else the broker's default.
 Inside an agent container the Hub comes from SCION_HUB_ENDPOINT; the calling
 agent's broker and profile are not inherited.`,
 		Example: `  scion create fixer --project web -- claude -p "fix the flaky test"
-  scion create batch --broker my-cloud-vm -p k8s --env MODE=fast`,
+  scion create batch --broker my-cloud-vm -p k8s --env MODE=fast
+  scion create web --port 8080 --port 9090 -- ./serve`,
 	}
 	if start {
 		c.Use = "start <name> [flags] [-- command args...]"
@@ -109,13 +112,16 @@ with the same broker and profile selection as 'scion create'.`
 		if err != nil {
 			return err
 		}
+		if err := checkPorts(f.ports); err != nil {
+			return err
+		}
 		project := projectOrDefault(f.project)
 		_, cl, err := a.connect()
 		if err != nil {
 			return err
 		}
 		req := api.CreateAgentRequest{Name: name, Project: project, Broker: f.broker, Profile: f.profile,
-			Harness: f.harness, Image: f.image, Command: command, Env: env, Start: start}
+			Harness: f.harness, Image: f.image, Command: command, Env: env, Ports: f.ports, Start: start}
 		var ag *api.Agent
 		if start {
 			ag, err = startOrCreate(cmd, cl, req)
@@ -153,7 +159,7 @@ func startOrCreate(cmd *cobra.Command, cl *client.Client, req api.CreateAgentReq
 
 func ignoredCreateFlags(cmd *cobra.Command, req api.CreateAgentRequest) []string {
 	var out []string
-	for _, n := range []string{"broker", "profile", "harness", "image", "env"} {
+	for _, n := range []string{"broker", "profile", "harness", "image", "env", "port"} {
 		if cmd.Flags().Changed(n) {
 			out = append(out, "--"+n)
 		}
@@ -230,7 +236,11 @@ func (a *app) printAgent(cmd *cobra.Command, ag *api.Agent, project string) erro
 	}
 	t := newTable(cmd.OutOrStdout(), agentHeaders...)
 	t.row(agentRow(*ag, project)...)
-	return t.flush()
+	if err := t.flush(); err != nil || len(ag.Ports) == 0 {
+		return err
+	}
+	_, err := fmt.Fprintf(cmd.OutOrStdout(), "Ports: %s\n", portsCell(ag.Ports))
+	return err
 }
 
 var agentHeaders = []string{"NAME", "PROJECT", "BROKER", "PHASE", "CONTAINER", "AGE"}

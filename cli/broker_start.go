@@ -17,7 +17,7 @@ import (
 // takes its Hub from server.broker.hub_endpoint and its credentials from
 // the stored connection for that Hub.
 func newBrokerStartCmd() *cobra.Command {
-	var rtKind, logLevel string
+	var rtKind, logLevel, portRange string
 	var heartbeat, grace time.Duration
 	cmd := &cobra.Command{
 		Use:   "start",
@@ -31,6 +31,10 @@ control channel open, reconnecting with backoff when it drops.`,
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			log := newLogger(logLevel)
+			ports, err := parsePortRange(portRange)
+			if err != nil {
+				return err
+			}
 			s, err := config.LoadSettings()
 			if err != nil {
 				return err
@@ -66,7 +70,7 @@ control channel open, reconnecting with backoff when it drops.`,
 			}
 			b, err := broker.New(broker.Config{Profiles: profiles, HubEndpoint: ep, BrokerID: conn.BrokerID, Name: conn.BrokerName,
 				Secret: []byte(conn.Secret), Runtime: rt, DataDir: dataDir, Version: Version, Logger: log,
-				HeartbeatInterval: heartbeat, Grace: grace, ScionBinary: self})
+				HeartbeatInterval: heartbeat, Grace: grace, ScionBinary: self, PortRange: ports})
 			if err != nil {
 				return err
 			}
@@ -78,5 +82,6 @@ control channel open, reconnecting with backoff when it drops.`,
 	cmd.Flags().StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
 	cmd.Flags().DurationVar(&heartbeat, "heartbeat-interval", 0, "control-channel heartbeat interval (default 5s)")
 	cmd.Flags().DurationVar(&grace, "heartbeat-grace", 0, "silence past a heartbeat before the Hub is considered gone (default 10s)")
+	cmd.Flags().StringVar(&portRange, "port-range", "", "host ports agents' published ports come from, FIRST-LAST, reserved for this broker (default 31000-31999)")
 	return cmd
 }
