@@ -2,9 +2,11 @@ package wire
 
 import (
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/bits"
 	"strconv"
 
 	"github.com/scion-go/scion/api"
@@ -447,6 +449,10 @@ func (d *decoder) skipString() error {
 		return errSyntax
 	}
 	for d.i < len(d.b) {
+		d.i += plainRun(d.b[d.i:])
+		if d.i >= len(d.b) {
+			break
+		}
 		c := d.b[d.i]
 		d.i++
 		switch {
@@ -478,6 +484,35 @@ func (d *decoder) skipString() error {
 		}
 	}
 	return errSyntax
+}
+
+// plainRun is how many bytes at the start of b need no attention inside a
+// string: not a quote, backslash or control character. It looks at eight
+// bytes at a time (bodies are mostly long strings, e.g. base64).
+func plainRun(b []byte) int {
+	const (
+		ones  = 0x0101010101010101
+		highs = 0x8080808080808080
+	)
+	n := 0
+	for ; len(b)-n >= 8; n += 8 {
+		x := binary.LittleEndian.Uint64(b[n:])
+		// A byte of z is nonzero (its high bit set) where x has a byte
+		// equal to '"' or '\\', or below 0x20. Borrows only make bytes
+		// after the first such one nonzero too, which does not matter.
+		q := x ^ (ones * '"')
+		s := x ^ (ones * '\\')
+		z := ((q - ones) &^ q) | ((s - ones) &^ s) | ((x - ones*0x20) &^ x)
+		if z&highs != 0 {
+			return n + bits.TrailingZeros64(z&highs)/8
+		}
+	}
+	for ; n < len(b); n++ {
+		if c := b[n]; c < 0x20 || c == '"' || c == '\\' {
+			return n
+		}
+	}
+	return n
 }
 
 func isHex(c byte) bool {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -227,5 +228,32 @@ func TestLateResponsesAreNotMisdelivered(t *testing.T) {
 	}
 	if slow.Load() == 0 {
 		t.Fatal("no slow call")
+	}
+}
+
+// plainRun (eight bytes at a time) agrees with the obvious loop.
+func TestPlainRun(t *testing.T) {
+	naive := func(b []byte) int {
+		for i, c := range b {
+			if c < 0x20 || c == '"' || c == '\\' {
+				return i
+			}
+		}
+		return len(b)
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	special := []byte{'"', '\\', 0, 0x1f, 0x20, 0x21, 0x5b, 0x5d, 0x7f, 0x80, 0xff, 'a'}
+	for i := 0; i < 100000; i++ {
+		b := make([]byte, r.IntN(40))
+		for j := range b {
+			if r.IntN(8) == 0 {
+				b[j] = special[r.IntN(len(special))]
+			} else {
+				b[j] = byte(r.IntN(256))
+			}
+		}
+		if got, want := plainRun(b), naive(b); got != want {
+			t.Fatalf("plainRun(%q) = %d, want %d", b, got, want)
+		}
 	}
 }
