@@ -100,8 +100,9 @@ func (b *Broker) createAgent(ctx context.Context, spec wire.AgentSpec) (_ runtim
 		// its host path: a container must see it at that same path.
 		rs.Mounts = append(rs.Mounts, runtime.Mount{Source: rec.GitCommonDir, Target: rec.GitCommonDir})
 	}
+	rs.Labels = b.profileLabels(spec.Profile)
 	if portsLabel != "" {
-		rs.Labels = map[string]string{labelPorts: portsLabel}
+		rs.Labels[labelPorts] = portsLabel
 	}
 	rs.Labels = runtime.SpecLabels(rs)
 	st, err := b.rt.Create(ctx, rs)
@@ -273,4 +274,25 @@ func (l *agentLocks) release(agentID string, e *agentLock) {
 	if e.refs--; e.refs == 0 {
 		delete(l.m, agentID)
 	}
+}
+
+// Profile settings a runtime reads from the agent's labels: resource
+// limits ("512m", "1.5").
+var profileLabelKeys = map[string]string{"memory": "scion.memory", "cpus": "scion.cpus"}
+
+// profileLabels returns the labels the agent's profile supplies (its
+// resource limits), or an empty map.
+func (b *Broker) profileLabels(profile string) map[string]string {
+	out := map[string]string{}
+	for _, p := range b.cfg.Profiles {
+		if p.Name != profile {
+			continue
+		}
+		for k, label := range profileLabelKeys {
+			if v := p.Settings[k]; v != "" {
+				out[label] = v
+			}
+		}
+	}
+	return out
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/scion-go/scion/api"
 	"github.com/scion-go/scion/runtime/docker"
+	"github.com/scion-go/scion/wire"
 )
 
 func newPool(t *testing.T, lo, hi int) *PortPool {
@@ -181,5 +182,19 @@ func TestPortLabelIsDockers(t *testing.T) {
 		if _, err := parsePorts(bad); err == nil {
 			t.Errorf("parsePorts(%q) succeeded", bad)
 		}
+	}
+}
+
+func TestProfileLabels(t *testing.T) {
+	b := &Broker{cfg: Config{Profiles: []wire.Profile{{Name: "big", Settings: map[string]string{"memory": "2g", "cpus": "2", "other": "x"}}, {Name: "small"}}}}
+	got := b.profileLabels("big")
+	if len(got) != 2 || got["scion.memory"] != "2g" || got["scion.cpus"] != "2" {
+		t.Fatalf("big: %v", got)
+	}
+	if got := b.profileLabels("small"); len(got) != 0 {
+		t.Fatalf("small: %v", got)
+	}
+	if got := b.profileLabels("nope"); len(got) != 0 {
+		t.Fatalf("unknown: %v", got)
 	}
 }

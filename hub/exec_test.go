@@ -3,12 +3,14 @@ package hub_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/client"
 	"github.com/scion-go/scion/internal/testenv"
 )
 
@@ -93,4 +95,29 @@ func TestAttachThroughHub(t *testing.T) {
 	}
 	_, err = e.Admin.Attach(ctx, "w", "default")
 	apiErr(t, err, 409, api.CodeInvalidPhase)
+}
+
+// Credential-like env values reach the agent but never come back from the
+// API.
+func TestAgentEnvSecretsNotReturned(t *testing.T) {
+	e := testenv.New(t, testenv.Options{Brokers: 1})
+	ctx := context.Background()
+	a, err := e.Admin.CreateAgent(ctx, api.CreateAgentRequest{Name: "w", Project: "default", Start: true, Command: []string{"x"},
+		Env: map[string]string{"ANTHROPIC_API_KEY": "sk-very-secret", "MODE": "fast"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Env["ANTHROPIC_API_KEY"] == "sk-very-secret" || a.Env["MODE"] != "fast" {
+		t.Fatalf("create answer env = %v", a.Env)
+	}
+	l, _ := e.Admin.ListAllAgents(ctx, client.AgentFilter{})
+	for _, x := range l {
+		if strings.Contains(fmt.Sprint(x.Env), "sk-very-secret") {
+			t.Fatal("list returns the secret")
+		}
+	}
+	var out bytes.Buffer
+	if _, err := e.Admin.Exec(ctx, "w", "default", api.ExecRequest{Command: []string{"env", "ANTHROPIC_API_KEY"}}, &out, nil); err != nil || strings.TrimSpace(out.String()) != "sk-very-secret" {
+		t.Fatalf("the agent itself must see its key: %q %v", out.String(), err)
+	}
 }
