@@ -33,6 +33,8 @@ type call struct {
 	// expires is when the DefaultTimeout of a call whose ctx had no
 	// deadline runs out (see sweep), on the mono clock; 0 for the others.
 	expires int64
+	// bound is such a call's ctx while it sends.
+	bound sendBound
 
 	// A stream is failed through dead/err rather than ch, which may be
 	// full of items.
@@ -262,12 +264,19 @@ func (c *Conn) Call(ctx context.Context, method string, req, resp any, opts ...C
 		putCall(p)
 		return err
 	}
-	if err := c.sendEncoded(ctx, &f, bp); err != nil {
+	sctx := ctx
+	if p.expires != 0 {
+		p.bound = sendBound{Context: ctx, until: dl}
+		sctx = &p.bound
+	}
+	err = c.sendEncoded(sctx, &f, bp)
+	if err != nil && sctx.Err() != nil {
+		err = ctxError(sctx, method)
+	}
+	p.bound.release()
+	if err != nil {
 		c.unregister(id)
 		putCall(p)
-		if ctx.Err() != nil {
-			return ctxError(ctx, method)
-		}
 		return err
 	}
 	select {
@@ -282,6 +291,40 @@ func (c *Conn) Call(ctx context.Context, method string, req, resp any, opts ...C
 		c.sendAsync(&Frame{Kind: KindCancel, ID: id})
 		return ctxError(ctx, method)
 	}
+}
+
+// sendBound is the ctx a call without a deadline sends under: the
+// caller's, bounded by DefaultTimeout. Sending waits on ctx only when the
+// outbox is full or for a chunked message, so the bounded context (and its
+// timer) is made only then. It is used by the calling goroutine alone.
+type sendBound struct {
+	context.Context // the caller's
+	until           time.Time
+	bounded         context.Context // made by the first Done
+	cancel          context.CancelFunc
+}
+
+func (b *sendBound) Deadline() (time.Time, bool) { return b.until, true }
+
+func (b *sendBound) Done() <-chan struct{} {
+	if b.bounded == nil {
+		b.bounded, b.cancel = context.WithDeadline(b.Context, b.until)
+	}
+	return b.bounded.Done()
+}
+
+func (b *sendBound) Err() error {
+	if b.bounded == nil {
+		return b.Context.Err()
+	}
+	return b.bounded.Err()
+}
+
+func (b *sendBound) release() {
+	if b.cancel != nil {
+		b.cancel()
+	}
+	*b = sendBound{}
 }
 
 // result turns the outcome delivered to call id into Call's return value.

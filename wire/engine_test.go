@@ -257,3 +257,24 @@ func TestPlainRun(t *testing.T) {
 		}
 	}
 }
+
+// DefaultTimeout also bounds a wait for room in a full outbox.
+func TestDefaultTimeoutBoundsQueueWait(t *testing.T) {
+	p := pair(t, Options{DefaultTimeout: 100 * time.Millisecond}, Options{}, withEcho)
+	o := &p.hub.out
+	o.mu.Lock()
+	o.busy = true      // as if a write were in progress
+	o.qBytes = 1 << 30 // and the queue full
+	o.mu.Unlock()
+	start := time.Now()
+	wantCode(t, p.hub.Call(context.Background(), MethodEcho, Echo{Data: []byte("x")}, nil), api.CodeBrokerTimeout)
+	if d := time.Since(start); d > 2*time.Second {
+		t.Fatalf("took %v", d)
+	}
+	o.mu.Lock()
+	o.busy, o.qBytes = false, 0
+	o.mu.Unlock()
+	if err := p.hub.Call(context.Background(), MethodEcho, Echo{Data: []byte("x")}, nil); err != nil {
+		t.Fatal(err)
+	}
+}

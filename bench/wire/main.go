@@ -3,6 +3,7 @@
 // costs the Hub.
 //
 //	go run ./bench/wire                    # defaults: -n 20000 -c 8 -payload 256 -idle 500
+//	go run ./bench/wire -runs 5 -idle 0    # median of 5 interleaved runs (a shared, noisy machine)
 //
 // Latency: N sequential round trips on each side, then the same N spread
 // over C concurrent callers (wire: C goroutines sharing one Conn, as the Hub
@@ -45,6 +46,7 @@ func main() {
 	child := flag.String("child", "", "internal: dial -idle connections to this address and wait")
 	serve := flag.Bool("serve", false, "internal: serve and print the address")
 	mode := flag.String("mode", "both", "latency with servers in this process (inproc), in a child (split), or both")
+	runs := flag.Int("runs", 1, "repeat each latency measurement this many times, interleaved, and print the medians")
 	flag.StringVar(&memProfile, "memprofile", "", "write a heap profile of the idle hub side here")
 	flag.Parse()
 	if memProfile != "" {
@@ -70,12 +72,12 @@ func main() {
 	fmt.Printf("round trips over loopback, %d-byte payload, GOMAXPROCS=%d\n", *size, runtime.GOMAXPROCS(0))
 	if *mode != "split" {
 		fmt.Printf("\nclients and servers in this process\n")
-		latency(addr, *n, *conc, payload)
+		latency(addr, *n, *conc, *runs, payload)
 	}
 	if *mode != "inproc" {
 		fmt.Printf("\nservers in a child process\n")
 		cmd, remote := spawn("-serve")
-		latency(remote, *n, *conc, payload)
+		latency(remote, *n, *conc, *runs, payload)
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
 	}
@@ -136,12 +138,19 @@ func spawn(args ...string) (*exec.Cmd, string) {
 // encoding/json reflecting over the payload type, i.e. the engine's own cost.
 const rawEcho = "echo.raw"
 
-func latency(addr string, n, conc int, payload []byte) {
+func latency(addr string, n, conc, runs int, payload []byte) {
+	if runs > 1 {
+		fmt.Printf("(median of %d runs)\n", runs)
+	}
 	fmt.Printf("%-30s %10s %10s %10s\n", "", "p50", "p99", "mean")
 	for _, callers := range []int{1, conc} {
-		bare := measure(n, callers, func() func() { return bareClient(addr, payload) })
-		ours := measure(n, callers, func() func() { return wireClient(addr, payload, false) })
-		raw := measure(n, callers, func() func() { return wireClient(addr, payload, true) })
+		var bares, ourss, raws []stats
+		for r := 0; r < runs; r++ {
+			bares = append(bares, measure(n, callers, func() func() { return bareClient(addr, payload) }))
+			ourss = append(ourss, measure(n, callers, func() func() { return wireClient(addr, payload, false) }))
+			raws = append(raws, measure(n, callers, func() func() { return wireClient(addr, payload, true) }))
+		}
+		bare, ours, raw := median(bares), median(ourss), median(raws)
 		label := "sequential"
 		if callers > 1 {
 			label = fmt.Sprintf("%d concurrent", callers)
@@ -153,6 +162,23 @@ func latency(addr string, n, conc int, payload []byte) {
 			ratio(ours.p50, bare.p50), ratio(ours.p99, bare.p99), ratio(ours.mean, bare.mean))
 		fmt.Printf("%-30s %9.2fx %9.2fx %9.2fx\n", label+" ratio raw/bare",
 			ratio(raw.p50, bare.p50), ratio(raw.p99, bare.p99), ratio(raw.mean, bare.mean))
+	}
+}
+
+// median is the median of each statistic over runs.
+func median(runs []stats) stats {
+	pick := func(f func(stats) time.Duration) time.Duration {
+		v := make([]time.Duration, len(runs))
+		for i, s := range runs {
+			v[i] = f(s)
+		}
+		slices.Sort(v)
+		return v[len(v)/2]
+	}
+	return stats{
+		pick(func(s stats) time.Duration { return s.p50 }),
+		pick(func(s stats) time.Duration { return s.p99 }),
+		pick(func(s stats) time.Duration { return s.mean }),
 	}
 }
 
