@@ -221,6 +221,11 @@ type Store interface {
 	GetSetting(ctx context.Context, key string) ([]byte, error)
 	PutSetting(ctx context.Context, key string, value []byte) error
 
+	// The queue of dispatches for offline brokers, and the records of
+	// API calls made with an Idempotency-Key (see queue.go).
+	DispatchQueue
+	IdempotencyKeys
+
 	// Ping checks the database answers (for /readyz).
 	Ping(ctx context.Context) error
 	Close() error

@@ -91,6 +91,12 @@ func agentFields(a *store.Agent) ([]any, error) {
 // when reserveLimit is not nil, takes its capacity reservation on
 // a.BrokerID in the same transaction.
 func (s *Store) CreateAgent(ctx context.Context, a *store.Agent, reserveLimit *int) error {
+	return s.createAgent(ctx, a, reserveLimit, nil)
+}
+
+// createAgent is CreateAgent that, when rec is not nil, first claims the
+// idempotency record in the same transaction (see CreateAgentKeyed).
+func (s *Store) createAgent(ctx context.Context, a *store.Agent, reserveLimit *int, rec *store.IdempotencyRecord) error {
 	n := *a
 	if n.ID == "" {
 		n.ID = dbutil.NewID()
@@ -117,23 +123,38 @@ func (s *Store) CreateAgent(ctx context.Context, a *store.Agent, reserveLimit *i
 	args = append(args, fields...)
 	args = append(args, n.Version, n.CreatedAt, n.UpdatedAt)
 
-	if reserveLimit == nil {
+	if reserveLimit == nil && rec == nil {
 		if _, err := s.pool.Exec(ctx, insertAgentSQL, args...); err != nil {
 			return mapErr(err, what)
 		}
 	} else {
-		// Insert, lock and reserve go in one round trip inside an explicit
-		// transaction, so a full broker rolls the insert back. The agent
-		// goes first so that a duplicate slug is reported as
+		// Claim, insert, lock and reserve go in one round trip inside an
+		// explicit transaction, so a used key or a full broker rolls the
+		// insert back. The key goes first so that a replay is reported as
+		// ErrKeyInUse rather than as its own duplicate slug; the agent
+		// before the reservation so that a duplicate slug is reported as
 		// ErrAlreadyExists before any quota question, as in store/sqlite.
 		err := s.tx(ctx, func(tx pgx.Tx) error {
 			b := &pgx.Batch{}
+			if rec != nil {
+				queueClaimKey(b, rec, n.ID)
+			}
 			b.Queue(insertAgentSQL, args...)
-			queueReserve(b, n.BrokerID, n.ID, *reserveLimit)
+			if reserveLimit != nil {
+				queueReserve(b, n.BrokerID, n.ID, *reserveLimit)
+			}
 			br := tx.SendBatch(ctx, b)
 			defer br.Close()
+			if rec != nil {
+				if err := readClaimKey(br, rec); err != nil {
+					return err
+				}
+			}
 			if _, err := br.Exec(); err != nil {
 				return mapErr(err, what)
+			}
+			if reserveLimit == nil {
+				return nil
 			}
 			return readReserve(br, n.BrokerID, n.ID, *reserveLimit)
 		})

@@ -101,6 +101,12 @@ func agentFields(a *store.Agent) ([]any, error) {
 // when reserveLimit is not nil, takes its capacity reservation on
 // a.BrokerID in the same transaction.
 func (s *Store) CreateAgent(ctx context.Context, a *store.Agent, reserveLimit *int) error {
+	return s.createAgent(ctx, a, reserveLimit, nil)
+}
+
+// createAgent is CreateAgent that, when rec is not nil, first claims the
+// idempotency record in the same transaction (see CreateAgentKeyed).
+func (s *Store) createAgent(ctx context.Context, a *store.Agent, reserveLimit *int, rec *store.IdempotencyRecord) error {
 	n := *a
 	if n.ID == "" {
 		n.ID = dbutil.NewID()
@@ -127,15 +133,23 @@ func (s *Store) CreateAgent(ctx context.Context, a *store.Agent, reserveLimit *i
 	args = append(args, fields...)
 	args = append(args, n.Version, micros(n.CreatedAt), micros(n.UpdatedAt))
 
-	if reserveLimit == nil {
+	if reserveLimit == nil && rec == nil {
 		// A single statement commits on its own: no BEGIN/COMMIT needed.
 		if _, err := s.insertAgent.ExecContext(ctx, args...); err != nil {
 			return mapErr(err, what)
 		}
 	} else {
 		err := s.write(ctx, func(tx *sql.Tx) error {
+			if rec != nil {
+				if err := claimKeyTx(ctx, tx, rec, n.ID); err != nil {
+					return err
+				}
+			}
 			if _, err := tx.StmtContext(ctx, s.insertAgent).ExecContext(ctx, args...); err != nil {
 				return mapErr(err, what)
+			}
+			if reserveLimit == nil {
+				return nil
 			}
 			return s.reserveTx(ctx, tx, n.BrokerID, n.ID, *reserveLimit)
 		})

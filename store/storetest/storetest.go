@@ -18,6 +18,11 @@
 //   - A foreign key to a missing record (CreateAgent's project, Reserve's
 //     agent or broker, LinkProvider's ends) is ErrNotFound.
 //   - DeleteAgent also deletes the agent's tokens.
+//   - The dispatch queue keeps one pending dispatch per agent and method,
+//     delivers in enqueue order per broker, survives its agent (so that
+//     delivery can mark it skipped) but not its broker.
+//   - An idempotency record exists exactly when the agent it created
+//     does, and an unexpired key is refused before any other constraint.
 package storetest
 
 import (
@@ -62,6 +67,10 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"ConsumeJoinTokenRace", testConsumeJoinTokenRace},
 		{"UpdateAgentRace", testUpdateAgentRace},
 		{"DeleteProjectRace", testDeleteProjectRace},
+		{"DispatchQueue", testDispatchQueue},
+		{"EnqueueDispatchRace", testEnqueueDispatchRace},
+		{"IdempotencyKeys", testIdempotencyKeys},
+		{"CreateAgentKeyedRace", testCreateAgentKeyedRace},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -1,0 +1,90 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/scion-go/scion/store"
+	"github.com/scion-go/scion/store/internal/dbutil"
+)
+
+// CreateAgentKeyed creates the agent and claims rec for it in one
+// transaction; see store.IdempotencyKeys.
+func (s *Store) CreateAgentKeyed(ctx context.Context, a *store.Agent, reserveLimit *int, rec *store.IdempotencyRecord) error {
+	r := *rec
+	if r.Caller == "" || r.Key == "" {
+		return fmt.Errorf("idempotency record needs a caller and a key: %w", store.ErrConflict)
+	}
+	if r.CreatedAt.IsZero() {
+		r.CreatedAt = dbutil.Now()
+	}
+	r.CreatedAt, r.ExpiresAt = dbutil.Time(r.CreatedAt), dbutil.Time(r.ExpiresAt)
+	if !r.ExpiresAt.After(r.CreatedAt) {
+		return fmt.Errorf("idempotency record for key %q expires before it is made: %w", r.Key, store.ErrConflict)
+	}
+	r.Status, r.Response = 0, nil
+	if err := s.createAgent(ctx, a, reserveLimit, &r); err != nil {
+		return err
+	}
+	r.AgentID = a.ID
+	*rec = r
+	return nil
+}
+
+// claimKeySQL inserts a record, replacing an expired one of the same
+// caller and key; it returns a row only if it wrote. A concurrent claim of
+// the same key waits on the primary key for the first transaction and then
+// sees its row, unexpired: no row, ErrKeyInUse.
+const claimKeySQL = `INSERT INTO idempotency_keys (caller, key, request_hash, agent_id, status, response, created_at, expires_at)
+	VALUES ($1, $2, $3, $4, 0, NULL, $5, $6)
+	ON CONFLICT (caller, key) DO UPDATE SET request_hash = excluded.request_hash, agent_id = excluded.agent_id,
+		status = 0, response = NULL, created_at = excluded.created_at, expires_at = excluded.expires_at
+	WHERE idempotency_keys.expires_at <= excluded.created_at
+	RETURNING 1`
+
+// queueClaimKey adds the claim to a batch; readClaimKey reads its result.
+func queueClaimKey(b *pgx.Batch, r *store.IdempotencyRecord, agentID string) {
+	b.Queue(claimKeySQL, r.Caller, r.Key, r.RequestHash, agentID, r.CreatedAt, r.ExpiresAt)
+}
+
+func readClaimKey(br pgx.BatchResults, r *store.IdempotencyRecord) error {
+	var one int
+	err := br.QueryRow().Scan(&one)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return fmt.Errorf("claim idempotency key %q of %s: %w", r.Key, r.Caller, store.ErrKeyInUse)
+	}
+	return mapErr(err, fmt.Sprintf("claim idempotency key %q", r.Key))
+}
+
+// GetIdempotencyRecord returns the caller's unexpired record for key.
+func (s *Store) GetIdempotencyRecord(ctx context.Context, caller, key string, now time.Time) (*store.IdempotencyRecord, error) {
+	r := store.IdempotencyRecord{Caller: caller, Key: key}
+	err := s.pool.QueryRow(ctx, `SELECT request_hash, agent_id, status, response, created_at, expires_at
+		FROM idempotency_keys WHERE caller = $1 AND key = $2 AND expires_at > $3`, caller, key, now).
+		Scan(&r.RequestHash, &r.AgentID, &r.Status, &r.Response, &r.CreatedAt, &r.ExpiresAt)
+	if err != nil {
+		return nil, mapErr(err, fmt.Sprintf("idempotency key %q of %s", key, caller))
+	}
+	r.CreatedAt, r.ExpiresAt = utc(r.CreatedAt), utc(r.ExpiresAt)
+	return &r, nil
+}
+
+// CompleteIdempotencyRecord stores the call's answer.
+func (s *Store) CompleteIdempotencyRecord(ctx context.Context, caller, key string, status int, response []byte) error {
+	tag, err := s.pool.Exec(ctx, `UPDATE idempotency_keys SET status = $1, response = $2 WHERE caller = $3 AND key = $4`,
+		status, bytesArg(response), caller, key)
+	return mustAffect(tag, err, fmt.Sprintf("complete idempotency key %q of %s", key, caller))
+}
+
+// PruneIdempotencyRecords deletes the records expired at now.
+func (s *Store) PruneIdempotencyRecords(ctx context.Context, now time.Time) (int, error) {
+	tag, err := s.pool.Exec(ctx, `DELETE FROM idempotency_keys WHERE expires_at <= $1`, now)
+	if err != nil {
+		return 0, mapErr(err, "prune idempotency keys")
+	}
+	return int(tag.RowsAffected()), nil
+}
