@@ -18,10 +18,14 @@ import (
 
 // call is one request we sent and are waiting on.
 //
-// A unary call's outcome is delivered exactly once, under c.mu, while the
-// call is registered (and it is unregistered in the same critical section):
-// so once Call has unregistered it, nothing can touch it any more and it
-// can be reused for another call.
+// A unary call's outcome is delivered exactly once: whoever delivers it
+// (the read loop, the sweeper, shutdown) first claims it by removing it
+// from pending under c.mu, then sends on ch outside the lock (a send that
+// readies the caller can cost a thread wakeup, which must not hold up
+// everyone else's use of c.mu). A caller that gives up unregisters its
+// call under c.mu; if it finds the call already claimed, it waits for the
+// delivery under way. Either way nothing touches the call afterwards, so
+// it can be reused.
 type call struct {
 	// ch receives the response (a unary call, capacity 1) or the items and
 	// end (a stream, capacity window+1).
@@ -45,12 +49,9 @@ type call struct {
 
 var calls = sync.Pool{New: func() any { return &call{ch: make(chan *Frame, 1)} }}
 
-// putCall recycles an unregistered unary call.
+// putCall recycles a unary call nothing can deliver to any more (see
+// giveUp), its delivery, if any, received.
 func putCall(p *call) {
-	select {
-	case <-p.ch: // delivered after the caller gave up on it
-	default:
-	}
 	p.resp, p.expires = Frame{}, 0
 	calls.Put(p)
 }
@@ -58,15 +59,27 @@ func putCall(p *call) {
 // timedOut is what sweep delivers to a call whose DefaultTimeout ran out.
 var timedOut = &Frame{Kind: KindResponse}
 
-// deliverLocked hands a unary call its outcome and unregisters it. c.mu is
-// held and p is registered as id, so this is the call's only delivery.
-func (c *Conn) deliverLocked(id uint64, p *call, f *Frame) {
-	delete(c.pending, id)
+// deliverTo hands a claimed unary call its outcome. f may belong to the
+// read loop: what is kept is a copy.
+func deliverTo(p *call, f *Frame) {
 	if f != timedOut {
 		p.resp = *f
 		f = &p.resp
 	}
 	p.ch <- f // never blocks: capacity 1, one delivery
+}
+
+// giveUp unregisters a unary call its caller no longer waits for. When it
+// was claimed already, it waits for the delivery, which is under way, so
+// that the call can be reused.
+func (c *Conn) giveUp(id uint64, p *call) {
+	c.mu.Lock()
+	_, pending := c.pending[id]
+	delete(c.pending, id)
+	c.mu.Unlock()
+	if !pending {
+		<-p.ch
+	}
 }
 
 // fail ends a stream call with e unless it already ended. It never blocks.
@@ -138,23 +151,29 @@ func (c *Conn) armSweepLocked(at int64) {
 func (c *Conn) sweep() {
 	now := mono()
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	c.sweepAt = 0
 	if c.reason != nil {
+		c.mu.Unlock()
 		return
 	}
 	next := int64(0)
+	var expired []*call
 	for id, p := range c.pending {
 		switch {
 		case p.expires == 0:
 		case p.expires <= now:
-			c.deliverLocked(id, p, timedOut)
+			delete(c.pending, id)
+			expired = append(expired, p)
 		case next == 0 || p.expires < next:
 			next = p.expires
 		}
 	}
 	if next != 0 {
 		c.armSweepLocked(next)
+	}
+	c.mu.Unlock()
+	for _, p := range expired {
+		deliverTo(p, timedOut)
 	}
 }
 
@@ -171,8 +190,9 @@ func (c *Conn) deliver(f *Frame) {
 		return
 	}
 	if !p.stream {
-		c.deliverLocked(f.ID, p, f)
+		delete(c.pending, f.ID)
 		c.mu.Unlock()
+		deliverTo(p, f)
 		return
 	}
 	c.mu.Unlock()
@@ -196,13 +216,12 @@ func (c *Conn) failPending(id uint64, e error) {
 		c.mu.Unlock()
 		return
 	}
-	if !p.stream {
-		c.deliverLocked(id, p, &Frame{Kind: KindResponse, ID: id, Error: api.AsError(e)})
-		c.mu.Unlock()
-		return
-	}
 	delete(c.pending, id)
 	c.mu.Unlock()
+	if !p.stream {
+		deliverTo(p, &Frame{Kind: KindResponse, ID: id, Error: api.AsError(e)})
+		return
+	}
 	p.fail(e)
 	c.sendAsync(&Frame{Kind: KindCancel, ID: id})
 }
@@ -275,7 +294,7 @@ func (c *Conn) Call(ctx context.Context, method string, req, resp any, opts ...C
 	}
 	p.bound.release()
 	if err != nil {
-		c.unregister(id)
+		c.giveUp(id, p)
 		putCall(p)
 		return err
 	}
@@ -285,7 +304,7 @@ func (c *Conn) Call(ctx context.Context, method string, req, resp any, opts ...C
 		putCall(p)
 		return err
 	case <-ctx.Done():
-		c.unregister(id)
+		c.giveUp(id, p)
 		putCall(p)
 		// Tell the handler; don't make the caller wait for the write lock.
 		c.sendAsync(&Frame{Kind: KindCancel, ID: id})

@@ -319,24 +319,19 @@ func (c *Conn) shutdown(reason error) bool {
 	if c.sweepT != nil {
 		c.sweepT.Stop()
 	}
-	// Unary calls are failed under the lock, like every delivery to them
-	// (see call); streams are failed through their own channel.
-	e := unavailable(reason)
-	var streams []*call
-	for id, p := range c.pending {
-		if p.stream {
-			streams = append(streams, p)
-		} else {
-			c.deliverLocked(id, p, &Frame{Kind: KindResponse, ID: id, Error: e})
-		}
-	}
+	pending := c.pending // claimed, all of them (see call)
 	c.pending = nil
 	c.mu.Unlock()
 
 	close(c.done)
 	c.hcancel(reason)
-	for _, p := range streams {
-		p.fail(e)
+	e := unavailable(reason)
+	for id, p := range pending {
+		if p.stream {
+			p.fail(e)
+		} else {
+			deliverTo(p, &Frame{Kind: KindResponse, ID: id, Error: e})
+		}
 	}
 	return true
 }

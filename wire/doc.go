@@ -42,6 +42,16 @@
 // Writes go through an outbox that serializes them without a writer
 // goroutine and lets small frames overtake the chunks of a big message.
 //
+// A round trip therefore costs two goroutine hand-offs beyond what a bare
+// WebSocket echo does: the peer's read loop to a worker, and our read loop
+// to the waiting caller. Each one can wake an idle OS thread, the dominant
+// cost of a round trip on small virtual machines, so nothing else on the
+// hot path wakes one: no timer is armed per call (calls without a deadline
+// share a per-Conn sweeper; a handler's ctx, the request itself, arms its
+// deadline timer only if the handler asks for Done; idle workers check
+// their age rather than reset a timer), deliveries happen outside the
+// Conn's lock, and writes are made by the goroutine that has the frame.
+//
 // # Streams
 //
 // Streams use credit-based flow control: the caller announces a window of
