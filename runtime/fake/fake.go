@@ -3,7 +3,7 @@
 // that move through the runtime states, write a configurable line to their
 // log when started, and exit when stopped or when a test calls
 // SimulateExit. Test hooks inject errors (FailNext) and latency
-// (SetLatency).
+// (SetLatency); Calls counts the calls of each method.
 //
 // The simulated "engine" holding the containers outlives a Runtime:
 // Restart returns a second Runtime over the same containers, the way a
@@ -53,6 +53,7 @@ type engine struct {
 	subscribers map[*Runtime]struct{} // open Runtimes, for events
 	startOutput func(runtime.Spec) string
 	ignoreTerm  func(runtime.Spec) bool
+	calls       callCounts
 }
 
 type container struct {
@@ -74,6 +75,7 @@ func New() *Runtime {
 		subscribers: make(map[*Runtime]struct{}),
 		startOutput: func(s runtime.Spec) string { return "fake agent " + s.AgentID + " started\n" },
 		ignoreTerm:  func(runtime.Spec) bool { return false },
+		calls:       newCallCounts(),
 	}
 	return newRuntime(eng)
 }

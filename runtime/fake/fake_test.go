@@ -162,3 +162,18 @@ func BenchmarkCreateStartDelete(b *testing.B) {
 		}
 	})
 }
+
+func TestCallsCountAcrossRestart(t *testing.T) {
+	ctx := context.Background()
+	r := fake.New()
+	if _, err := r.Create(ctx, runtime.Spec{AgentID: "a"}); err != nil {
+		t.Fatal(err)
+	}
+	r.FailNext("Stop", errors.New("injected"))
+	_, _ = r.Stop(ctx, "a", 0)
+	r2 := r.Restart()
+	_, _ = r2.Stop(ctx, "a", 0)
+	if r.Calls("Create") != 1 || r.Calls("Stop") != 2 || r2.Calls("Stop") != 2 || r.Calls("Delete") != 0 {
+		t.Fatalf("calls: create %d, stop %d/%d, delete %d", r.Calls("Create"), r.Calls("Stop"), r2.Calls("Stop"), r.Calls("Delete"))
+	}
+}

@@ -67,10 +67,39 @@ func (r *Runtime) SetLatency(method string, d time.Duration) {
 	h.active.Store(true)
 }
 
-// enter runs at the start of every Runtime method: it refuses calls on a
-// closed runtime, applies the method's latency and returns its injected
-// error, if any.
+// counted are the methods Calls counts: those with hooks, and Exec and
+// Attach.
+var counted = []string{"Create", "Start", "Stop", "Suspend", "Resume", "Delete", "Inspect", "Logs", "Inventory", "Exec", "Attach"}
+
+// callCounts counts calls per method. The map is filled once and only read
+// afterwards, so counting takes no lock.
+type callCounts map[string]*atomic.Int64
+
+func newCallCounts() callCounts {
+	c := make(callCounts, len(counted))
+	for _, m := range counted {
+		c[m] = new(atomic.Int64)
+	}
+	return c
+}
+
+// Calls returns how many times method (e.g. "Stop") was called on this
+// Runtime or any other over the same containers (see Restart), including
+// calls that failed. Tests use it to prove an effect happened exactly
+// once. An unknown method name panics.
+func (r *Runtime) Calls(method string) int {
+	n, ok := r.eng.calls[method]
+	if !ok {
+		panic(fmt.Sprintf("fake: Calls: unknown Runtime method %q", method))
+	}
+	return int(n.Load())
+}
+
+// enter runs at the start of every Runtime method: it counts the call,
+// refuses calls on a closed runtime, applies the method's latency and
+// returns its injected error, if any.
 func (r *Runtime) enter(ctx context.Context, method string) error {
+	r.eng.calls[method].Add(1)
 	if r.closed.Load() {
 		return ErrClosed
 	}
