@@ -14,6 +14,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"os"
@@ -58,9 +59,16 @@ type Config struct {
 	// GitWorkspaces configures the default Workspaces (clone depth, git
 	// binary); it is ignored when Workspaces is set.
 	GitWorkspaces GitWorkspacesConfig
-	// Idempotency remembers completed keyed commands (default: an
-	// in-memory LRU).
+	// Idempotency remembers completed keyed commands (default: a
+	// FileStore under DataDir/idempotency, so that a replay after a broker
+	// restart is still answered from the record; NewMemoryStore is for
+	// tests).
 	Idempotency IdempotencyStore
+	// DropReply is fault injection for tests: when it returns true for a
+	// keyed command that has completed (and been recorded), the broker
+	// closes the control channel instead of answering, the way a network
+	// failure loses an acknowledgement. Leave nil in production.
+	DropReply func(method, key string) bool
 	// PortRange is the inclusive host port range agents' published ports
 	// come from (default DefaultPortRange). It must be reserved for this
 	// broker's agents on its host; see PortPool.
@@ -89,6 +97,7 @@ type Broker struct {
 	layout  layout
 	ws      Workspaces
 	dedup   *dedup
+	ownIdem io.Closer // the default idempotency store, closed when Run ends
 	locks   agentLocks
 	attach  attachSessions
 	running atomic.Bool
@@ -157,8 +166,13 @@ func New(cfg Config) (*Broker, error) {
 			return nil, fmt.Errorf("broker: %w", err)
 		}
 	}
+	var ownIdem io.Closer
 	if cfg.Idempotency == nil {
-		cfg.Idempotency = NewMemoryStore(0)
+		fs, err := NewFileStore(filepath.Join(cfg.DataDir, "idempotency"), FileStoreOptions{Logger: cfg.Logger})
+		if err != nil {
+			return nil, fmt.Errorf("broker: %w", err)
+		}
+		cfg.Idempotency, ownIdem = fs, fs
 	}
 	if cfg.PortRange == [2]int{} {
 		cfg.PortRange = DefaultPortRange
@@ -176,6 +190,7 @@ func New(cfg Config) (*Broker, error) {
 		layout:  l,
 		ws:      cfg.Workspaces,
 		dedup:   newDedup(cfg.Idempotency),
+		ownIdem: ownIdem,
 		status:  Status{HubEndpoint: cfg.HubEndpoint},
 		changed: make(chan struct{}),
 	}, nil
@@ -195,6 +210,9 @@ func (b *Broker) Run(ctx context.Context) error {
 		b.log.Warn("port pool", "err", err)
 	}
 	cancel()
+	if b.ownIdem != nil {
+		defer b.ownIdem.Close()
+	}
 	var wg sync.WaitGroup
 	wg.Go(func() { b.forwardEvents(ctx) })
 	defer wg.Wait()

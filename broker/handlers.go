@@ -17,13 +17,13 @@ import (
 
 // register installs the Hub-to-broker methods on a new channel.
 func (b *Broker) register(c *wire.Conn) {
-	c.Handle(wire.MethodAgentCreate, b.keyed(onAgent(b, b.createAgent)))
-	c.Handle(wire.MethodAgentStart, b.keyed(onAgent(b, b.startAgent)))
-	c.Handle(wire.MethodAgentStop, b.keyed(onAgent(b, b.stopAgent)))
-	c.Handle(wire.MethodAgentRestart, b.keyed(onAgent(b, b.restartAgent)))
-	c.Handle(wire.MethodAgentSuspend, b.keyed(onAgent(b, b.suspendAgent)))
-	c.Handle(wire.MethodAgentResume, b.keyed(onAgent(b, b.resumeAgent)))
-	c.Handle(wire.MethodAgentDelete, b.keyed(onAgent(b, b.deleteAgent)))
+	c.Handle(wire.MethodAgentCreate, b.keyed(c, onAgent(b, b.createAgent)))
+	c.Handle(wire.MethodAgentStart, b.keyed(c, onAgent(b, b.startAgent)))
+	c.Handle(wire.MethodAgentStop, b.keyed(c, onAgent(b, b.stopAgent)))
+	c.Handle(wire.MethodAgentRestart, b.keyed(c, onAgent(b, b.restartAgent)))
+	c.Handle(wire.MethodAgentSuspend, b.keyed(c, onAgent(b, b.suspendAgent)))
+	c.Handle(wire.MethodAgentResume, b.keyed(c, onAgent(b, b.resumeAgent)))
+	c.Handle(wire.MethodAgentDelete, b.keyed(c, onAgent(b, b.deleteAgent)))
 	c.Handle(wire.MethodAgentInspect, onAgent(b, b.inspectAgent))
 	c.HandleStream(wire.MethodAgentLogs, b.handleLogs)
 	c.HandleStream(wire.MethodAgentExec, b.handleExec)
@@ -40,12 +40,20 @@ func (b *Broker) register(c *wire.Conn) {
 // keyed makes a handler idempotent for requests that carry a key. Keys are
 // scoped by method so that a key reused by mistake for another command
 // never answers it with the wrong result.
-func (b *Broker) keyed(h wire.Handler) wire.Handler {
+func (b *Broker) keyed(c *wire.Conn, h wire.Handler) wire.Handler {
 	return func(ctx context.Context, req *wire.Request) (any, error) {
 		if req.Key == "" {
 			return h(ctx, req)
 		}
-		return b.dedup.do(ctx, req.Method+"\x00"+req.Key, func() (any, error) { return h(ctx, req) })
+		v, err := b.dedup.do(ctx, req.Method+"\x00"+req.Key, func() (any, error) { return h(ctx, req) })
+		if b.cfg.DropReply != nil && b.cfg.DropReply(req.Method, req.Key) {
+			// Fault injection: the effect happened and is recorded, the
+			// acknowledgement is lost with the connection.
+			b.log.Warn("fault injection: dropping the reply and the channel", "method", req.Method, "key", req.Key)
+			_ = c.Close("fault injection: reply dropped")
+			return nil, api.Errorf(http.StatusServiceUnavailable, api.CodeBrokerUnavailable, "reply dropped")
+		}
+		return v, err
 	}
 }
 
