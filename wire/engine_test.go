@@ -280,3 +280,63 @@ func TestDefaultTimeoutBoundsQueueWait(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// Calls are recycled across Conns: calls given up on, or failed, while a
+// Conn shuts down must not leak an outcome into another Conn's calls.
+func TestRecycledCallsAcrossShutdown(t *testing.T) {
+	id := func(c *Conn, _ bool) {
+		c.Handle("id", func(_ context.Context, r *Request) (any, error) {
+			var n int
+			err := r.Decode(&n)
+			return n, err
+		})
+	}
+	a := pair(t, Options{}, Options{}, id)
+	b := pair(t, Options{}, Options{}, id)
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	for g := 0; g < 4; g++ {
+		wg.Add(1)
+		go func() { // on a, with short timeouts, until it closes
+			defer wg.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), time.Duration(i%50)*time.Microsecond)
+				_ = a.hub.Call(ctx, "id", i, nil)
+				cancel()
+			}
+		}()
+	}
+	errs := make(chan error, 4)
+	for g := 0; g < 4; g++ {
+		wg.Add(1)
+		go func() { // on b: every answer must be its own
+			defer wg.Done()
+			for i := g * 100000; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				var got int
+				if err := b.hub.Call(context.Background(), "id", i, &got); err != nil || got != i {
+					errs <- fmt.Errorf("call %d: got %d, %v", i, got, err)
+					return
+				}
+			}
+		}()
+	}
+	time.Sleep(50 * time.Millisecond)
+	a.broker.Close("going away")
+	time.Sleep(50 * time.Millisecond)
+	close(stop)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+}
