@@ -37,6 +37,9 @@ const (
 	// CodePortPoolExhausted: the broker has too few free host ports left
 	// in its port pool for the ports an agent asks to expose.
 	CodePortPoolExhausted = "port_pool_exhausted"
+	// CodeIdempotencyKeyReused: an Idempotency-Key came back with a
+	// different request than the one it was first used for.
+	CodeIdempotencyKeyReused = "idempotency_key_reused"
 )
 
 // Error is the single error type of the Hub API. On the wire it is wrapped as
@@ -127,7 +130,7 @@ func StatusForCode(code string) int {
 		return http.StatusForbidden
 	case CodeNotFound, CodeAgentNotFound, CodeProjectNotFound, CodeBrokerNotFound:
 		return http.StatusNotFound
-	case CodeAlreadyExists, CodeConflict, CodeInvalidPhase, CodeProfileNotAvailable, CodeGlobalProjectDisabled, CodeMultipleBrokers, CodeNoBroker:
+	case CodeAlreadyExists, CodeConflict, CodeIdempotencyKeyReused, CodeInvalidPhase, CodeProfileNotAvailable, CodeGlobalProjectDisabled, CodeMultipleBrokers, CodeNoBroker:
 		return http.StatusConflict
 	case CodeRequestTooLarge:
 		return http.StatusRequestEntityTooLarge

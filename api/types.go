@@ -181,6 +181,19 @@ type Agent struct {
 	ParentAgentID   string            `json:"parentAgentId,omitempty"`
 	CreatedAt       time.Time         `json:"createdAt"`
 	UpdatedAt       time.Time         `json:"updatedAt"`
+	// QueuedDispatch is set in the 202 Accepted answer to an action the
+	// Hub queued because the agent's runtime broker is offline (a stop):
+	// the command waiting for the broker to reconnect.
+	QueuedDispatch *QueuedDispatch `json:"queuedDispatch,omitempty"`
+}
+
+// QueuedDispatch is a command the Hub holds for an offline runtime broker
+// and delivers, once and in order, when the broker reconnects.
+type QueuedDispatch struct {
+	ID       string    `json:"id"`
+	Action   string    `json:"action"` // e.g. "stop"
+	Status   string    `json:"status"` // pending, delivered, failed or skipped
+	QueuedAt time.Time `json:"queuedAt"`
 }
 
 // Generation is one link of an agent's generation chain.

@@ -1,6 +1,7 @@
 package hub
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"net/http"
@@ -45,9 +46,38 @@ func (s *Server) handleAgentAction(r *http.Request, c *Caller) (int, any, error)
 	if err != nil {
 		return 0, nil, err
 	}
+	// The dispatch key: the caller's Idempotency-Key (scoped to the caller
+	// and the action) when given, so a retried request is carried out once.
+	clientKey := ""
+	if k := r.Header.Get(api.HeaderIdempotencyKey); k != "" {
+		clientKey = r.PathValue("action") + ":" + c.ID + ":" + k
+	}
+	key := cmp.Or(clientKey, r.PathValue("action")+":"+mustV7())
+	if act.method == wire.MethodAgentStop {
+		// The one action the spec queues for an offline broker: 202, and
+		// delivered when the broker reconnects (dispatch_queue.go).
+		queued, view, err := s.queueStop(ctx, c, a, b, clientKey)
+		if err != nil {
+			return 0, nil, err
+		}
+		if queued {
+			return http.StatusAccepted, view, nil
+		}
+	}
 	if !s.brokerOnline(b.ID) {
 		return 0, nil, api.Errorf(http.StatusServiceUnavailable, api.CodeBrokerOffline,
 			"runtime broker %q is offline; try again when it reconnects", b.Name).WithDetail("broker", b.Name)
+	}
+	// A broker that just came back first receives what was queued for it;
+	// decide (reserve, mark stopping) on the agent as that left it.
+	if _, err := s.liveSession(ctx, b.ID); err != nil {
+		return 0, nil, err
+	}
+	if a, err = s.store.GetAgent(ctx, a.ID); err != nil {
+		if isNotFound(err) {
+			err = api.NotFound(api.CodeAgentNotFound, "agent not found")
+		}
+		return 0, nil, err
 	}
 	if act.running {
 		// Checked again at start, resume and restart. A refused restart
@@ -69,20 +99,24 @@ func (s *Server) handleAgentAction(r *http.Request, c *Caller) (int, any, error)
 			return 0, nil, err
 		}
 	}
-	key := r.Header.Get(api.HeaderIdempotencyKey)
-	if key == "" {
-		key = mustV7()
-	} else {
-		key = c.ID + ":" + key
-	}
 	var st wire.AgentStatus
 	s.inflight.add(a.ID)
 	defer s.inflight.done(a.ID)
-	derr := s.dispatch(ctx, b.ID, act.method, wire.AgentRef{AgentID: a.ID, RunID: a.RunID}, &st, r.PathValue("action")+":"+key)
+	derr := s.dispatch(ctx, b.ID, act.method, wire.AgentRef{AgentID: a.ID, RunID: a.RunID}, &st, key)
 	if derr != nil && !act.running {
 		// A failed stop or suspend leaves the agent as it was.
 		if act.method == wire.MethodAgentStop {
 			_, _ = s.setPhaseIf(context.WithoutCancel(ctx), a.ID, api.PhaseStopping, api.PhaseRunning)
+			if lostReply(derr) || api.IsCode(derr, api.CodeBrokerOffline) {
+				// The broker went away with the stop unanswered and did
+				// not come back in time: queue it under the same key, so
+				// that it is delivered, and carried out once, when the
+				// broker is back.
+				queued, view, qerr := s.queueStop(context.WithoutCancel(ctx), c, a, b, key)
+				if qerr == nil && queued {
+					return http.StatusAccepted, view, nil
+				}
+			}
 		}
 		return 0, nil, derr
 	}

@@ -83,9 +83,9 @@ func (s *Server) agentSession(ctx context.Context, c *Caller, r *http.Request) (
 	if a.Phase != api.PhaseRunning {
 		return "", nil, api.Conflict(api.CodeInvalidPhase, "agent %q is %s, not running; start it first", a.Slug, a.Phase)
 	}
-	sess := s.sessions.get(a.BrokerID)
-	if sess == nil {
-		return "", nil, api.Errorf(http.StatusServiceUnavailable, api.CodeBrokerOffline, "the agent's runtime broker is offline")
+	sess, err := s.liveSession(ctx, a.BrokerID)
+	if err != nil {
+		return "", nil, err
 	}
 	return a.ID, sess, nil
 }

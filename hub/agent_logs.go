@@ -26,9 +26,9 @@ func (s *Server) handleAgentLogs(w http.ResponseWriter, r *http.Request, c *Call
 			return
 		}
 	}
-	sess := s.sessions.get(a.BrokerID)
-	if sess == nil {
-		s.writeError(w, r, api.Errorf(http.StatusServiceUnavailable, api.CodeBrokerOffline, "the agent's runtime broker is offline"))
+	sess, err := s.liveSession(ctx, a.BrokerID)
+	if err != nil {
+		s.writeError(w, r, err)
 		return
 	}
 	st, err := sess.conn.Stream(ctx, wire.MethodAgentLogs, req)

@@ -159,6 +159,34 @@ func (s *Server) handleCreateAgent(r *http.Request, c *Caller) (int, any, error)
 	if err := decodeJSON(r, &req); err != nil {
 		return 0, nil, err
 	}
+	key, err := createKeyOf(r, c, &req)
+	if err != nil {
+		return 0, nil, err
+	}
+	if key != nil {
+		if status, body, ok, err := s.replayCreate(ctx, key); ok || err != nil {
+			return status, body, err
+		}
+	}
+	var claimed bool
+	status, body, err := s.createAgent(r, c, req, key, &claimed)
+	switch {
+	case claimed:
+		s.recordCreate(ctx, key, status, body, err)
+	case errKeyInUse(err):
+		// A concurrent create with this key won the claim: answer as it
+		// does.
+		status, body, _, err = s.replayCreate(ctx, key)
+	}
+	return status, body, err
+}
+
+// createAgent is POST /agents after the Idempotency-Key check. With a key
+// the agent is created together with the key's record, and *claimed says
+// so: only then is there an answer to record (a create refused earlier
+// created nothing).
+func (s *Server) createAgent(r *http.Request, c *Caller, req api.CreateAgentRequest, key *createKey, claimed *bool) (int, any, error) {
+	ctx := r.Context()
 	settings, err := s.hubSettings(ctx)
 	if err != nil {
 		return 0, nil, err
@@ -220,7 +248,13 @@ func (s *Server) handleCreateAgent(r *http.Request, c *Caller) (int, any, error)
 			return 0, nil, err
 		}
 	}
-	if err := s.store.CreateAgent(ctx, a, reserve); err != nil {
+	if key != nil {
+		err = s.store.CreateAgentKeyed(ctx, a, reserve, key.record(now))
+		*claimed = err == nil
+	} else {
+		err = s.store.CreateAgent(ctx, a, reserve)
+	}
+	if err != nil {
 		switch {
 		case errors.Is(err, store.ErrQuota):
 			err = quotaError(b, limit)
@@ -261,7 +295,7 @@ func (s *Server) afterDispatch(ctx context.Context, agentID string, st wire.Agen
 			a.PortMappings = nil // until the broker reports a state that holds ports again
 			return nil
 		}
-		if !s.observed.claim(a.ID, st.ObservedAt) {
+		if !s.observed.fresh(a.ID, st.ObservedAt) {
 			return errStale // a newer report already told the state
 		}
 		a.StatusMessage = st.Message
@@ -270,8 +304,11 @@ func (s *Server) afterDispatch(ctx context.Context, agentID string, st wire.Agen
 		a.Phase = phaseFor(st.State, wantRunning)
 		return nil
 	})
-	if errors.Is(err, errStale) {
+	switch {
+	case errors.Is(err, errStale):
 		a, err = s.store.GetAgent(ctx, agentID)
+	case err == nil && derr == nil:
+		s.observed.applied(agentID, st.ObservedAt)
 	}
 	if err != nil {
 		return nil, err

@@ -29,7 +29,7 @@ func (s *Server) handleConnect(w http.ResponseWriter, r *http.Request) {
 		s.log.Warn("control channel upgrade failed", "broker", c.ID, "err", err)
 		return
 	}
-	sess := &session{id: uuid.NewString(), brokerID: c.ID, conn: conn, connectedAt: time.Now()}
+	sess := newSession(uuid.NewString(), c.ID, conn)
 	conn.Handle(wire.MethodHello, func(ctx context.Context, req *wire.Request) (any, error) {
 		return s.onHello(ctx, sess, req)
 	})
@@ -38,6 +38,10 @@ func (s *Server) handleConnect(w http.ResponseWriter, r *http.Request) {
 		if err := req.Decode(&st); err != nil {
 			return nil, api.BadRequest("bad agent.status body: %v", err)
 		}
+		// A report that arrived is recorded even if the channel drops
+		// meanwhile: the broker will not send it again.
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
 		return struct{}{}, s.applyAgentStatus(ctx, sess.brokerID, st)
 	})
 	conn.Handle(wire.MethodInventorySet, func(ctx context.Context, req *wire.Request) (any, error) {
@@ -72,8 +76,9 @@ func (s *Server) runSession(sess *session, name string) {
 	}
 }
 
-// onHello records what the broker announced, makes this session current
-// (closing any older one) and reconciles the broker's inventory.
+// onHello records what the broker announced, reconciles the broker's
+// inventory, makes this session current (closing any older one) and starts
+// delivering the dispatches queued while the broker was offline.
 func (s *Server) onHello(ctx context.Context, sess *session, req *wire.Request) (any, error) {
 	var h wire.Hello
 	if err := req.Decode(&h); err != nil {
@@ -108,9 +113,20 @@ func (s *Server) onHello(ctx context.Context, sess *session, req *wire.Request) 
 	if err := s.reconcileInventory(ctx, sess.brokerID, h.Inventory); err != nil {
 		return nil, err
 	}
+	// The session becomes current now, but not ready: every other
+	// command waits (see dispatch) until drainQueue has delivered what was
+	// queued, so nothing overtakes a queued stop. The drain runs after
+	// the hello is answered rather than inside it: delivering many stops
+	// can take longer than the broker waits for its hello, and the broker
+	// serves requests as soon as its channel is up.
 	if old := s.sessions.put(sess); old != nil && old != sess {
 		_ = old.conn.Close("replaced by a new session")
 	}
+	s.bg.Add(1)
+	go func() {
+		defer s.bg.Done()
+		s.drainQueue(sess)
+	}()
 	s.log.Info("broker online", "broker", b.Name, "broker_id", b.ID, "session", sess.id, "inventory", len(h.Inventory))
 	return wire.HelloReply{
 		ProtocolVersion:     wire.ProtocolVersion,
@@ -123,6 +139,12 @@ func (s *Server) onHello(ctx context.Context, sess *session, req *wire.Request) 
 
 // dispatch sends one command to a broker and waits for its answer, bounded
 // by DispatchTimeout. An offline broker is an immediate typed error.
+//
+// A keyed command whose answer is lost with the channel (the broker may
+// or may not have acted) is sent again with the same key once the broker
+// is back, within the same deadline: the broker answers a key it has
+// already run from its record, so the effect happens once. Commands wait
+// for the session to be ready (its queued dispatches delivered) first.
 func (s *Server) dispatch(ctx context.Context, brokerID, method string, req, resp any, key string) error {
 	sess := s.sessions.get(brokerID)
 	if sess == nil {
@@ -132,6 +154,25 @@ func (s *Server) dispatch(ctx context.Context, brokerID, method string, req, res
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, s.opts.DispatchTimeout)
 		defer cancel()
+	}
+	for {
+		err := s.call(ctx, sess, method, req, resp, key)
+		if err == nil || key == "" || !lostReply(err) || ctx.Err() != nil {
+			return err
+		}
+		next := s.nextSession(ctx, sess)
+		if next == nil {
+			return err
+		}
+		s.log.Info("resending a command whose answer was lost", "broker_id", brokerID, "method", method, "key", key)
+		sess = next
+	}
+}
+
+// call sends one command on one session, once it is ready.
+func (s *Server) call(ctx context.Context, sess *session, method string, req, resp any, key string) error {
+	if err := waitReady(ctx, sess); err != nil {
+		return err
 	}
 	start := time.Now()
 	var opts []wire.CallOption
@@ -145,6 +186,72 @@ func (s *Server) dispatch(ctx context.Context, brokerID, method string, req, res
 	}
 	s.metrics.dispatch.WithLabelValues(method, outcome).Observe(time.Since(start).Seconds())
 	return err
+}
+
+// waitReady waits until sess has delivered the dispatches queued for its
+// broker. A session that ends meanwhile is returned to the caller, whose
+// call then fails as unavailable.
+func waitReady(ctx context.Context, sess *session) error {
+	select {
+	case <-sess.ready:
+		return nil
+	default:
+	}
+	select {
+	case <-sess.ready:
+	case <-sess.conn.Done():
+	case <-ctx.Done():
+		return api.Errorf(http.StatusServiceUnavailable, api.CodeBrokerUnavailable,
+			"the runtime broker is still receiving the commands queued while it was offline; try again")
+	}
+	return nil
+}
+
+// lostReply reports whether a call failed in a way that leaves open
+// whether the broker acted: the channel went away under it, or the broker
+// gave up on it (its own cancellation).
+func lostReply(err error) bool { return api.IsCode(err, api.CodeBrokerUnavailable) }
+
+// nextSession waits for the session to resend a command on after one was
+// lost on old: the broker's next session, or old itself if it is still up
+// (then after a short pause, so a broker that keeps refusing is not
+// hammered). nil when ctx ends first.
+func (s *Server) nextSession(ctx context.Context, old *session) *session {
+	for {
+		cur, changed := s.sessions.watch(old.brokerID)
+		select {
+		case <-old.conn.Done():
+		default:
+			if cur == old {
+				select {
+				case <-time.After(50 * time.Millisecond):
+					return old
+				case <-ctx.Done():
+					return nil
+				}
+			}
+		}
+		if cur != nil && cur != old {
+			return cur
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return nil
+		}
+	}
+}
+
+// liveSession returns the broker's session for a stream (logs, exec,
+// attach) once it is ready, or the offline error.
+func (s *Server) liveSession(ctx context.Context, brokerID string) (*session, error) {
+	sess := s.sessions.get(brokerID)
+	if sess == nil {
+		return nil, api.Errorf(http.StatusServiceUnavailable, api.CodeBrokerOffline, "the agent's runtime broker is offline")
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.opts.DispatchTimeout)
+	defer cancel()
+	return sess, waitReady(ctx, sess)
 }
 
 // brokerOnline reports whether the broker has a live channel to this Hub.

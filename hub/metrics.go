@@ -21,6 +21,7 @@ type metrics struct {
 	latency  *prometheus.HistogramVec
 	dispatch *prometheus.HistogramVec
 	created  prometheus.Counter
+	queued   prometheus.Counter
 }
 
 func newMetrics(s *Server) *metrics {
@@ -38,8 +39,10 @@ func newMetrics(s *Server) *metrics {
 			Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .5, 1, 5, 30},
 		}, []string{"method", "outcome"}),
 		created: prometheus.NewCounter(prometheus.CounterOpts{Name: "scion_agents_created_total", Help: "Agents created."}),
+		queued: prometheus.NewCounter(prometheus.CounterOpts{Name: "scion_dispatches_queued_total",
+			Help: "Commands queued for an offline runtime broker."}),
 	}
-	m.reg.MustRegister(m.requests, m.latency, m.dispatch, m.created,
+	m.reg.MustRegister(m.requests, m.latency, m.dispatch, m.created, m.queued,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "scion_brokers_connected", Help: "Brokers with a live control channel to this Hub."},
 			func() float64 { return float64(s.sessions.count()) }))

@@ -29,23 +29,30 @@ func (o *observed) lock(agentID string) func() {
 	return m.Unlock
 }
 
-// claim reports whether a status stamped at ts is not older than the
-// newest applied one, and records it. A zero stamp (an older broker)
-// always applies.
-func (o *observed) claim(agentID string, ts int64) bool {
+// fresh reports whether a status stamped at ts is not older than the
+// newest applied one. A zero stamp (an older broker) always applies.
+// Callers hold the agent's lock and call applied once the status is
+// written: a write that fails (a cancelled request, a database error)
+// must not make the next report of the same state look stale.
+func (o *observed) fresh(agentID string, ts int64) bool {
 	if ts == 0 {
 		return true
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	return ts >= o.m[agentID]
+}
+
+// applied records that the status stamped at ts is written.
+func (o *observed) applied(agentID string, ts int64) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
 	if o.m == nil {
 		o.m = map[string]int64{}
 	}
-	if ts < o.m[agentID] {
-		return false
+	if ts > o.m[agentID] {
+		o.m[agentID] = ts
 	}
-	o.m[agentID] = ts
-	return true
 }
 
 func (o *observed) forget(agentID string) {

@@ -37,10 +37,10 @@ func (s *Server) applyStatus(ctx context.Context, brokerID string, st wire.Agent
 	}
 	var wasHolding bool
 	a2, err := s.mutateAgent(ctx, a.ID, func(a *store.Agent) error {
-		if !s.observed.claim(a.ID, st.ObservedAt) {
+		if !s.observed.fresh(a.ID, st.ObservedAt) {
 			return errStale
 		}
-		wasHolding = holdsSlot(a.Phase)
+		wasHolding = keepsSlot(a)
 		applyContainerState(a, st)
 		return nil
 	})
@@ -50,7 +50,8 @@ func (s *Server) applyStatus(ctx context.Context, brokerID string, st wire.Agent
 	if err != nil {
 		return nil, err
 	}
-	if wasHolding && !holdsSlot(a2.Phase) {
+	s.observed.applied(a.ID, st.ObservedAt)
+	if wasHolding && !keepsSlot(a2) {
 		return a2, s.store.Release(ctx, a2.ID)
 	}
 	return a2, nil
@@ -61,7 +62,23 @@ func holdsSlot(phase string) bool {
 	return phase == api.PhaseRunning || phase == api.PhaseProvisioning || phase == api.PhaseStopping
 }
 
+// keepsSlot: an agent holding a slot by its phase, or one whose stop is
+// queued for its offline broker, which keeps the slot it had until the
+// stop's answer or an inventory shows the container stopped or gone.
+func keepsSlot(a *store.Agent) bool {
+	return holdsSlot(a.Phase) || a.ContainerStatus == api.ContainerStopQueued
+}
+
 func applyContainerState(a *store.Agent, st wire.AgentStatus) {
+	if a.ContainerStatus == api.ContainerStopQueued {
+		if st.State == api.ContainerRunning || st.State == api.ContainerPaused {
+			// Still live: the queued stop decides what happens next.
+			a.PortMappings = st.Ports
+			return
+		}
+		// Stopped or gone before the stop arrived: the stop is moot.
+		a.StatusMessage = ""
+	}
 	a.ContainerStatus = st.State
 	a.PortMappings = st.Ports // the broker reports them while the container holds them
 	switch st.State {
@@ -151,7 +168,9 @@ func (s *Server) reconcileInventory(ctx context.Context, brokerID string, inv []
 			if err != nil {
 				return err
 			}
-			if got == nil {
+			if got == nil || got.ContainerStatus == api.ContainerStopQueued {
+				// A stop_queued agent keeps the slot it had (none, if it
+				// was suspended) until its container is seen stopped.
 				continue
 			}
 			switch holding := holdsSlot(got.Phase); {

@@ -47,6 +47,10 @@ type Server struct {
 	sessions *sessions
 	observed observed
 	inflight inflight
+	// queueLock serialises queueing a stop for a broker with declaring
+	// its queue drained; drainLock keeps drains of one broker apart.
+	queueLock brokerLocks
+	drainLock brokerLocks
 
 	cfgMu    sync.Mutex
 	settings *api.HubSettings
@@ -104,6 +108,11 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 		return nil, err
 	}
 	s.routes()
+	s.bg.Add(1)
+	go func() {
+		defer s.bg.Done()
+		s.janitor()
+	}()
 	return s, nil
 }
 

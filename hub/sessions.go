@@ -13,6 +13,14 @@ type session struct {
 	brokerID    string
 	conn        *wire.Conn
 	connectedAt time.Time
+	// ready is closed once the dispatches queued while the broker was
+	// offline have been delivered on this session. Until then every other
+	// command to the broker waits, so none overtakes a queued one.
+	ready chan struct{}
+}
+
+func newSession(id, brokerID string, conn *wire.Conn) *session {
+	return &session{id: id, brokerID: brokerID, conn: conn, connectedAt: time.Now(), ready: make(chan struct{})}
 }
 
 // sessions maps broker IDs to their current control channel. A broker
@@ -22,14 +30,27 @@ type session struct {
 type sessions struct {
 	mu sync.RWMutex
 	m  map[string]*session
+	// changed is closed and replaced whenever a session becomes current,
+	// for callers waiting for a broker to come back.
+	changed chan struct{}
 }
 
-func newSessions() *sessions { return &sessions{m: map[string]*session{}} }
+func newSessions() *sessions {
+	return &sessions{m: map[string]*session{}, changed: make(chan struct{})}
+}
 
 func (ss *sessions) get(brokerID string) *session {
 	ss.mu.RLock()
 	defer ss.mu.RUnlock()
 	return ss.m[brokerID]
+}
+
+// watch returns the broker's current session (or nil) and a channel that
+// is closed when any session next becomes current.
+func (ss *sessions) watch(brokerID string) (*session, <-chan struct{}) {
+	ss.mu.RLock()
+	defer ss.mu.RUnlock()
+	return ss.m[brokerID], ss.changed
 }
 
 // put makes s current and returns the session it replaced, if any.
@@ -38,6 +59,8 @@ func (ss *sessions) put(s *session) *session {
 	defer ss.mu.Unlock()
 	old := ss.m[s.brokerID]
 	ss.m[s.brokerID] = s
+	close(ss.changed)
+	ss.changed = make(chan struct{})
 	return old
 }
 

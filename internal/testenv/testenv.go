@@ -44,6 +44,14 @@ type Options struct {
 	// Profiles are the Runtime Broker Profiles each broker offers, by
 	// broker name.
 	Profiles map[string][]wire.Profile
+	// MinBackoff and MaxBackoff bound the brokers' reconnect delay
+	// (defaults: the broker's 100ms, and 1s).
+	MinBackoff, MaxBackoff time.Duration
+	// DispatchTimeout bounds one Hub-to-broker command (default 10s).
+	DispatchTimeout time.Duration
+	// DropReply is the brokers' fault injection (broker.Config.DropReply),
+	// with the broker's name.
+	DropReply func(broker, method, key string) bool
 }
 
 // Env is a running Hub with its brokers.
@@ -84,6 +92,12 @@ func New(t testing.TB, opts Options) *Env {
 	if opts.Grace == 0 {
 		opts.Grace = 600 * time.Millisecond
 	}
+	if opts.MaxBackoff == 0 {
+		opts.MaxBackoff = time.Second
+	}
+	if opts.DispatchTimeout == 0 {
+		opts.DispatchTimeout = 10 * time.Second
+	}
 	e := &Env{T: t, opts: opts}
 	e.log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	if opts.Verbose || os.Getenv("SCION_TEST_VERBOSE") != "" {
@@ -104,7 +118,7 @@ func New(t testing.TB, opts Options) *Env {
 		t.Fatalf("testenv: open store: %v", err)
 	}
 	e.Hub, err = hub.New(ctx, hub.Options{Store: e.Store, Logger: e.log, Version: "test",
-		HeartbeatInterval: opts.HeartbeatInterval, Grace: opts.Grace, DispatchTimeout: 10 * time.Second})
+		HeartbeatInterval: opts.HeartbeatInterval, Grace: opts.Grace, DispatchTimeout: opts.DispatchTimeout})
 	if err != nil {
 		t.Fatalf("testenv: hub: %v", err)
 	}
@@ -150,9 +164,14 @@ func (e *Env) StartBroker(b *Broker, rt *fake.Runtime) {
 	e.T.Helper()
 	var err error
 	b.Runtime = rt
+	var drop func(method, key string) bool
+	if e.opts.DropReply != nil {
+		drop = func(method, key string) bool { return e.opts.DropReply(b.Name, method, key) }
+	}
 	b.Broker, err = broker.New(broker.Config{HubEndpoint: e.URL, BrokerID: b.ID, Name: b.Name, Secret: []byte(b.Secret),
 		Runtime: rt, DataDir: b.DataDir, Version: "test", Logger: e.log.With("broker", b.Name), Profiles: e.opts.Profiles[b.Name],
-		HeartbeatInterval: e.opts.HeartbeatInterval, Grace: e.opts.Grace, MaxBackoff: time.Second})
+		HeartbeatInterval: e.opts.HeartbeatInterval, Grace: e.opts.Grace,
+		MinBackoff: e.opts.MinBackoff, MaxBackoff: e.opts.MaxBackoff, DropReply: drop})
 	if err != nil {
 		e.T.Fatalf("testenv: broker %s: %v", b.Name, err)
 	}

@@ -1,0 +1,309 @@
+package hub
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/store"
+	"github.com/scion-go/scion/wire"
+)
+
+// Dispatches for offline brokers.
+//
+// The spec queues one operation for a Runtime Broker that is offline: a
+// stop. It is answered 202 Accepted, stored in the database
+// (store.DispatchQueue) in the same transaction that shows the agent
+// stopped with container status stop_queued, and delivered when the broker
+// reconnects. Every other operation on an offline broker is refused at once
+// with 503 runtime_broker_offline.
+//
+// Order: onHello reconciles the broker's inventory, makes the session
+// current but not ready, and starts drainQueue. Until drainQueue has
+// delivered every pending dispatch (in enqueue order, one at a time)
+// dispatch() holds back every other command to that broker, so nothing
+// overtakes a queued stop. A stop is queued only while the broker has no
+// current session, decided under the broker's queue lock; drainQueue
+// declares the queue empty under the same lock, so a stop cannot be queued
+// behind a drain that has already finished.
+//
+// Exactly once: each delivery carries the dispatch's durable key
+// ("queued:<id>", or the caller's Idempotency-Key). A dispatch stays
+// pending until its answer is applied, so a Hub or connection failure
+// after the broker acted only means it is sent again, with the same key,
+// and the broker (whose idempotency store survives its restarts) answers
+// from its record instead of acting twice.
+//
+// Capacity: a stop_queued agent keeps whatever slot it held. The slot is
+// released when the stop's answer shows the container exited, or when an
+// inventory shows it exited or gone (reconcile.go).
+
+const (
+	// drainBatch is how many pending dispatches one read fetches.
+	drainBatch = 100
+	// maxQueuedAttempts bounds the deliveries of one dispatch that end
+	// without an answer (timeouts, lost channels), across sessions; then
+	// it is marked failed rather than blocking the broker's queue forever.
+	maxQueuedAttempts = 5
+	// finishedRetention is how long finished dispatches stay as a record
+	// (pruned by the janitor).
+	finishedRetention = 7 * 24 * time.Hour
+)
+
+// brokerLocks hands out one mutex per broker and purpose.
+type brokerLocks struct{ m sync.Map }
+
+func (l *brokerLocks) get(brokerID string) *sync.Mutex {
+	mu, _ := l.m.LoadOrStore(brokerID, new(sync.Mutex))
+	return mu.(*sync.Mutex)
+}
+
+// queueStop queues a stop for agent a on broker b if b is offline, and
+// answers 202 with the agent and the queued dispatch; ok is false (and
+// nothing is written) when the broker is online, so the caller dispatches
+// as usual. A stop already queued for the agent is the one answered.
+func (s *Server) queueStop(ctx context.Context, c *Caller, a *store.Agent, b *store.Broker, key string) (ok bool, view api.Agent, err error) {
+	mu := s.queueLock.get(b.ID)
+	mu.Lock()
+	defer mu.Unlock()
+	if s.brokerOnline(b.ID) {
+		return false, view, nil
+	}
+	body, err := json.Marshal(wire.AgentRef{AgentID: a.ID, RunID: a.RunID})
+	if err != nil {
+		return false, view, err
+	}
+	for range 20 {
+		cur, err := s.store.GetAgent(ctx, a.ID)
+		if isNotFound(err) {
+			return false, view, api.NotFound(api.CodeAgentNotFound, "agent not found")
+		}
+		if err != nil {
+			return false, view, err
+		}
+		d := &store.Dispatch{BrokerID: b.ID, AgentID: a.ID, RunID: cur.RunID, Method: wire.MethodAgentStop,
+			Body: body, Key: key, CreatedBy: c.Kind + ":" + c.ID}
+		next := *cur
+		next.Phase = api.PhaseStopped
+		next.ContainerStatus = api.ContainerStopQueued
+		next.StatusMessage = fmt.Sprintf("stop queued: runtime broker %q is offline; the stop is delivered when it reconnects", b.Name)
+		next.UpdatedAt = time.Now().UTC()
+		created, err := s.store.EnqueueDispatch(ctx, d, &next)
+		if isConflict(err) {
+			continue // the agent changed under us: queue against its new state
+		}
+		if err != nil {
+			return false, view, err
+		}
+		shown := cur
+		if created {
+			shown = &next
+			s.metrics.queued.Inc()
+			s.log.Info("stop queued for offline runtime broker", "broker", b.Name, "broker_id", b.ID,
+				"agent_id", a.ID, "dispatch", d.ID, "seq", d.Seq)
+		}
+		view = s.agentView(ctx, shown, map[string]string{b.ID: b.Name})
+		view.QueuedDispatch = &api.QueuedDispatch{ID: d.ID, Action: "stop", Status: d.Status, QueuedAt: d.CreatedAt}
+		return true, view, nil
+	}
+	return false, view, api.Conflict(api.CodeConflict, "agent is being changed concurrently; try again")
+}
+
+// drainQueue delivers the dispatches queued for sess's broker, in order,
+// then marks the session ready. It returns early, leaving the rest
+// pending for the next session, when the channel ends. Drains of one
+// broker never overlap: a replacing session's drain waits for the old one
+// to notice its channel is gone.
+func (s *Server) drainQueue(sess *session) {
+	dl := s.drainLock.get(sess.brokerID)
+	dl.Lock()
+	defer dl.Unlock()
+	ctx := s.ctx
+	failed := false
+	for backoff := 100 * time.Millisecond; ; {
+		if sessionDone(sess) || ctx.Err() != nil {
+			return
+		}
+		ds, err := s.store.PendingDispatches(ctx, sess.brokerID, drainBatch)
+		if err == nil && len(ds) == 0 {
+			if s.markReadyIfEmpty(ctx, sess) {
+				break
+			}
+			continue
+		}
+		if err != nil {
+			// Nothing may overtake the queue, so the session stays not
+			// ready until the database answers again.
+			s.log.Error("reading queued dispatches", "broker_id", sess.brokerID, "err", err)
+			select {
+			case <-time.After(backoff):
+			case <-sess.conn.Done():
+			case <-ctx.Done():
+			}
+			backoff = min(2*backoff, 5*time.Second)
+			continue
+		}
+		for _, d := range ds {
+			ok, fail := s.deliverQueued(ctx, sess, d)
+			failed = failed || fail
+			if !ok {
+				return
+			}
+		}
+	}
+	if failed {
+		// A stop that failed may have left its container in any state:
+		// let the broker's inventory say which, and set the slots by it.
+		s.refreshInventory(ctx, sess)
+	}
+}
+
+// markReadyIfEmpty makes the session ready if the broker's queue is empty,
+// checked under the queue lock so that no stop is queued in between.
+func (s *Server) markReadyIfEmpty(ctx context.Context, sess *session) bool {
+	mu := s.queueLock.get(sess.brokerID)
+	mu.Lock()
+	defer mu.Unlock()
+	ds, err := s.store.PendingDispatches(ctx, sess.brokerID, 1)
+	if err != nil || len(ds) > 0 {
+		return false
+	}
+	close(sess.ready)
+	return true
+}
+
+func sessionDone(sess *session) bool {
+	select {
+	case <-sess.conn.Done():
+		return true
+	default:
+		return false
+	}
+}
+
+// deliverQueued sends one queued dispatch and records its outcome. ok is
+// false when the channel ended before the dispatch finished (the drain
+// stops; the dispatch stays pending). failed reports a dispatch given up
+// on.
+func (s *Server) deliverQueued(ctx context.Context, sess *session, d *store.Dispatch) (ok, failed bool) {
+	log := s.log.With("broker_id", d.BrokerID, "agent_id", d.AgentID, "dispatch", d.ID, "method", d.Method)
+	a, err := s.store.GetAgent(ctx, d.AgentID)
+	switch {
+	case isNotFound(err):
+		log.Warn("queued dispatch skipped: its agent was deleted before the runtime broker reconnected")
+		return s.finishQueued(ctx, d, store.DispatchSkipped, "agent deleted before delivery"), false
+	case err != nil:
+		log.Error("queued dispatch: reading its agent", "err", err)
+		return false, false
+	case a.BrokerID != d.BrokerID || (d.RunID != "" && a.RunID != d.RunID):
+		log.Warn("queued dispatch skipped: its agent moved to another runtime broker or run before delivery",
+			"agent_broker_id", a.BrokerID, "agent_run_id", a.RunID, "queued_run_id", d.RunID)
+		return s.finishQueued(ctx, d, store.DispatchSkipped, "agent reassigned before delivery"), false
+	}
+	s.inflight.add(a.ID)
+	defer s.inflight.done(a.ID)
+	for {
+		cctx, cancel := context.WithTimeout(ctx, s.opts.DispatchTimeout)
+		var st wire.AgentStatus
+		start := time.Now()
+		err := sess.conn.Call(cctx, d.Method, json.RawMessage(d.Body), &st, wire.WithKey(d.Key))
+		cancel()
+		outcome := "ok"
+		if err != nil {
+			outcome = api.AsError(err).Code
+		}
+		s.metrics.dispatch.WithLabelValues(d.Method+"(queued)", outcome).Observe(time.Since(start).Seconds())
+		switch {
+		case err == nil:
+			if _, err := s.afterDispatch(ctx, a.ID, st, nil, false); err != nil && !api.IsCode(err, api.CodeAgentNotFound) {
+				log.Error("queued dispatch: recording its result", "err", err)
+				return false, false // stays pending; the resend is answered from the broker's record
+			}
+			log.Info("queued dispatch delivered", "state", st.State)
+			return s.finishQueued(ctx, d, store.DispatchDelivered, st.State), false
+		case api.IsCode(err, api.CodeAgentNotFound):
+			// Nothing to stop: the container is gone.
+			s.queuedContainerGone(ctx, d)
+			log.Info("queued dispatch delivered: the container was already gone")
+			return s.finishQueued(ctx, d, store.DispatchDelivered, api.ContainerMissing), false
+		case api.IsCode(err, api.CodeBrokerUnavailable), api.IsCode(err, api.CodeBrokerTimeout):
+			// No answer: the broker may or may not have acted. Send it
+			// again with the same key, here or on the next session.
+			n, nerr := s.store.NoteDispatchAttempt(ctx, d.ID, api.AsError(err).Error())
+			if nerr != nil {
+				log.Error("queued dispatch: counting an attempt", "err", nerr)
+				return false, false
+			}
+			if n >= maxQueuedAttempts {
+				log.Error("queued dispatch failed: no answer after repeated attempts", "attempts", n, "err", err)
+				s.queuedFailed(ctx, d, err)
+				return s.finishQueued(ctx, d, store.DispatchFailed, api.AsError(err).Error()), true
+			}
+			if sessionDone(sess) || ctx.Err() != nil {
+				log.Info("queued dispatch left pending: the channel ended", "attempts", n, "err", err)
+				return false, false
+			}
+			log.Warn("queued dispatch: no answer; sending it again", "attempts", n, "err", err)
+		default:
+			log.Warn("queued dispatch failed on the runtime broker", "err", err)
+			s.queuedFailed(ctx, d, err)
+			return s.finishQueued(ctx, d, store.DispatchFailed, api.AsError(err).Error()), true
+		}
+	}
+}
+
+// finishQueued records a dispatch's final status. Losing the race to
+// another Hub that finished it is fine; a database error stops the drain
+// (the dispatch is sent again, harmlessly, next time).
+func (s *Server) finishQueued(ctx context.Context, d *store.Dispatch, status, result string) bool {
+	err := s.store.FinishDispatch(ctx, d.ID, status, result)
+	if err != nil && !isConflict(err) {
+		s.log.Error("queued dispatch: recording its outcome", "dispatch", d.ID, "status", status, "err", err)
+		return false
+	}
+	return true
+}
+
+// queuedContainerGone records that the agent of a queued stop has no
+// container on its broker: it is stopped and its slot is free.
+func (s *Server) queuedContainerGone(ctx context.Context, d *store.Dispatch) {
+	st := wire.AgentStatus{AgentID: d.AgentID, RunID: d.RunID, State: api.ContainerMissing}
+	if _, err := s.applyStatus(ctx, d.BrokerID, st); err != nil {
+		s.log.Error("queued dispatch: recording a missing container", "agent_id", d.AgentID, "err", err)
+	}
+}
+
+// queuedFailed clears the stop_queued mark of a stop the broker could not
+// carry out and says why. The slot stays as it is until the inventory
+// drainQueue asks for afterwards shows the container's state.
+func (s *Server) queuedFailed(ctx context.Context, d *store.Dispatch, cause error) {
+	_, err := s.mutateAgent(ctx, d.AgentID, func(a *store.Agent) error {
+		if a.ContainerStatus == api.ContainerStopQueued {
+			a.ContainerStatus = ""
+			a.Phase = api.PhaseError
+			a.StatusMessage = "queued stop failed: " + strings.TrimSpace(api.AsError(cause).Message)
+		}
+		return nil
+	})
+	if err != nil && !api.IsCode(err, api.CodeAgentNotFound) {
+		s.log.Error("queued dispatch: recording its failure", "agent_id", d.AgentID, "err", err)
+	}
+}
+
+// refreshInventory asks the broker for its containers and reconciles.
+func (s *Server) refreshInventory(ctx context.Context, sess *session) {
+	ctx, cancel := context.WithTimeout(ctx, s.opts.DispatchTimeout)
+	defer cancel()
+	var inv wire.Inventory
+	err := sess.conn.Call(ctx, wire.MethodInventory, nil, &inv)
+	if err == nil {
+		err = s.reconcileInventory(ctx, sess.brokerID, inv.Agents)
+	}
+	if err != nil {
+		s.log.Warn("reconciling after a failed queued dispatch", "broker_id", sess.brokerID, "err", err)
+	}
+}
