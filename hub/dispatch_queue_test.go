@@ -631,3 +631,46 @@ func TestStopWithLostReplyIsQueued(t *testing.T) {
 		}
 	})
 }
+
+// TestQueuedStopsSurviveHubRestart: stops queued before a Hub restart are
+// delivered by the new Hub when the broker returns.
+func TestQueuedStopsSurviveHubRestart(t *testing.T) {
+	engines(t, func(t *testing.T, pg bool) {
+		e := testenv.New(t, testenv.Options{Postgres: pg, Brokers: 2})
+		ctx := context.Background()
+		b, other := e.Brokers()[0], e.Brokers()[1]
+		var agents []api.Agent
+		for i := range 5 {
+			a, err := e.Admin.CreateAgent(ctx, api.CreateAgentRequest{Name: fmt.Sprintf("r%d", i), Project: "default",
+				Broker: b.Name, Start: true, Command: []string{"x"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			agents = append(agents, *a)
+		}
+		e.StopBroker(b)
+		e.WaitBrokerStatus(b.ID, api.BrokerOffline)
+		for _, a := range agents {
+			stopQueued(t, e, a.ID)
+		}
+		e.RestartHub()
+		e.WaitBrokerStatus(other.ID, api.BrokerOnline) // came back by itself
+		got, err := e.Admin.GetAgent(ctx, agents[0].ID, "")
+		if err != nil || got.ContainerStatus != api.ContainerStopQueued {
+			t.Fatalf("after the Hub restart: %+v %v", got, err)
+		}
+		if n := runningAgents(t, e, b.ID); n != 5 {
+			t.Fatalf("%d slots after the Hub restart, want 5", n)
+		}
+		e.StartBroker(b, b.Runtime)
+		testenv.Eventually(t, 10*time.Second, func() error {
+			if n := runningAgents(t, e, b.ID); n != 0 {
+				return fmt.Errorf("%d slots held", n)
+			}
+			return nil
+		})
+		if n := b.Runtime.Calls("Stop"); n != 5 {
+			t.Fatalf("runtime saw %d stops, want 5", n)
+		}
+	})
+}

@@ -9,10 +9,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -69,6 +71,26 @@ type Env struct {
 	log     *slog.Logger
 	mu      sync.Mutex
 	brokers []*Broker
+	handler atomic.Value // handlerBox: the current Hub's, so RestartHub keeps the URL
+}
+
+type handlerBox struct{ http.Handler }
+
+// RestartHub replaces the Hub with a new one over the same store and
+// address, as a Hub process restart would: the old Hub's broker sessions
+// end and the brokers reconnect to the new one by themselves.
+func (e *Env) RestartHub() {
+	e.T.Helper()
+	h, err := hub.New(context.Background(), hub.Options{Store: e.Store, Logger: e.log, Version: "test",
+		HeartbeatInterval: e.opts.HeartbeatInterval, Grace: e.opts.Grace, DispatchTimeout: e.opts.DispatchTimeout})
+	if err != nil {
+		e.T.Fatalf("testenv: restart hub: %v", err)
+	}
+	h.SetPublicURL(e.URL)
+	old := e.Hub
+	e.Hub = h
+	e.handler.Store(handlerBox{h.Handler()})
+	old.Close()
 }
 
 // Broker is one in-process broker.
@@ -122,7 +144,10 @@ func New(t testing.TB, opts Options) *Env {
 	if err != nil {
 		t.Fatalf("testenv: hub: %v", err)
 	}
-	e.Server = httptest.NewServer(e.Hub.Handler())
+	e.handler.Store(handlerBox{e.Hub.Handler()})
+	e.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		e.handler.Load().(handlerBox).ServeHTTP(w, r)
+	}))
 	e.URL = e.Server.URL
 	e.Hub.SetPublicURL(e.URL)
 	if e.AdminToken, err = e.Hub.BootstrapAdmin(ctx); err != nil {
