@@ -115,43 +115,52 @@ func (s *Server) queueStop(ctx context.Context, c *Caller, a *store.Agent, b *st
 
 // drainQueue delivers the dispatches queued for sess's broker, in order,
 // then marks the session ready. It returns early, leaving the rest
-// pending for the next session, when the channel ends. Drains of one
-// broker never overlap: a replacing session's drain waits for the old one
-// to notice its channel is gone.
+// pending for the next session, when the channel ends. A database error
+// is retried with backoff (the session stays not ready meanwhile: nothing
+// may overtake the queue). Drains of one broker never overlap: a
+// replacing session's drain waits for the old one to notice its channel
+// is gone.
 func (s *Server) drainQueue(sess *session) {
 	dl := s.drainLock.get(sess.brokerID)
 	dl.Lock()
 	defer dl.Unlock()
 	ctx := s.ctx
 	failed := false
-	for backoff := 100 * time.Millisecond; ; {
+	backoff := 100 * time.Millisecond
+	pause := func() {
+		select {
+		case <-time.After(backoff):
+		case <-sess.conn.Done():
+		case <-ctx.Done():
+		}
+		backoff = min(2*backoff, 5*time.Second)
+	}
+	for {
 		if sessionDone(sess) || ctx.Err() != nil {
 			return
 		}
 		ds, err := s.store.PendingDispatches(ctx, sess.brokerID, drainBatch)
-		if err == nil && len(ds) == 0 {
+		if err != nil {
+			s.log.Error("reading queued dispatches", "broker_id", sess.brokerID, "err", err)
+			pause()
+			continue
+		}
+		if len(ds) == 0 {
 			if s.markReadyIfEmpty(ctx, sess) {
 				break
 			}
 			continue
 		}
-		if err != nil {
-			// Nothing may overtake the queue, so the session stays not
-			// ready until the database answers again.
-			s.log.Error("reading queued dispatches", "broker_id", sess.brokerID, "err", err)
-			select {
-			case <-time.After(backoff):
-			case <-sess.conn.Done():
-			case <-ctx.Done():
-			}
-			backoff = min(2*backoff, 5*time.Second)
-			continue
-		}
+	batch:
 		for _, d := range ds {
-			ok, fail := s.deliverQueued(ctx, sess, d)
-			failed = failed || fail
-			if !ok {
+			switch s.deliverQueued(ctx, sess, d) {
+			case queuedFailed:
+				failed = true
+			case queuedChannelGone:
 				return
+			case queuedRetry:
+				pause()
+				break batch // read the queue again: this dispatch is still first
 			}
 		}
 	}
@@ -185,24 +194,31 @@ func sessionDone(sess *session) bool {
 	}
 }
 
-// deliverQueued sends one queued dispatch and records its outcome. ok is
-// false when the channel ended before the dispatch finished (the drain
-// stops; the dispatch stays pending). failed reports a dispatch given up
-// on.
-func (s *Server) deliverQueued(ctx context.Context, sess *session, d *store.Dispatch) (ok, failed bool) {
+// Outcomes of deliverQueued.
+type queuedOutcome int
+
+const (
+	queuedDone        queuedOutcome = iota // finished: delivered or skipped
+	queuedFailed                           // finished: given up on
+	queuedChannelGone                      // still pending; the session ended
+	queuedRetry                            // still pending; a database error
+)
+
+// deliverQueued sends one queued dispatch and records its outcome.
+func (s *Server) deliverQueued(ctx context.Context, sess *session, d *store.Dispatch) queuedOutcome {
 	log := s.log.With("broker_id", d.BrokerID, "agent_id", d.AgentID, "dispatch", d.ID, "method", d.Method)
 	a, err := s.store.GetAgent(ctx, d.AgentID)
 	switch {
 	case isNotFound(err):
 		log.Warn("queued dispatch skipped: its agent was deleted before the runtime broker reconnected")
-		return s.finishQueued(ctx, d, store.DispatchSkipped, "agent deleted before delivery"), false
+		return s.finishQueued(ctx, d, store.DispatchSkipped, "agent deleted before delivery", queuedDone)
 	case err != nil:
 		log.Error("queued dispatch: reading its agent", "err", err)
-		return false, false
+		return queuedRetry
 	case a.BrokerID != d.BrokerID || (d.RunID != "" && a.RunID != d.RunID):
 		log.Warn("queued dispatch skipped: its agent moved to another runtime broker or run before delivery",
 			"agent_broker_id", a.BrokerID, "agent_run_id", a.RunID, "queued_run_id", d.RunID)
-		return s.finishQueued(ctx, d, store.DispatchSkipped, "agent reassigned before delivery"), false
+		return s.finishQueued(ctx, d, store.DispatchSkipped, "agent reassigned before delivery", queuedDone)
 	}
 	s.inflight.add(a.ID)
 	defer s.inflight.done(a.ID)
@@ -220,52 +236,55 @@ func (s *Server) deliverQueued(ctx context.Context, sess *session, d *store.Disp
 		switch {
 		case err == nil:
 			if _, err := s.afterDispatch(ctx, a.ID, st, nil, false); err != nil && !api.IsCode(err, api.CodeAgentNotFound) {
+				// Stays pending; the resend is answered from the
+				// broker's record.
 				log.Error("queued dispatch: recording its result", "err", err)
-				return false, false // stays pending; the resend is answered from the broker's record
+				return queuedRetry
 			}
 			log.Info("queued dispatch delivered", "state", st.State)
-			return s.finishQueued(ctx, d, store.DispatchDelivered, st.State), false
+			return s.finishQueued(ctx, d, store.DispatchDelivered, st.State, queuedDone)
 		case api.IsCode(err, api.CodeAgentNotFound):
 			// Nothing to stop: the container is gone.
 			s.queuedContainerGone(ctx, d)
 			log.Info("queued dispatch delivered: the container was already gone")
-			return s.finishQueued(ctx, d, store.DispatchDelivered, api.ContainerMissing), false
+			return s.finishQueued(ctx, d, store.DispatchDelivered, api.ContainerMissing, queuedDone)
 		case api.IsCode(err, api.CodeBrokerUnavailable), api.IsCode(err, api.CodeBrokerTimeout):
 			// No answer: the broker may or may not have acted. Send it
 			// again with the same key, here or on the next session.
 			n, nerr := s.store.NoteDispatchAttempt(ctx, d.ID, api.AsError(err).Error())
 			if nerr != nil {
 				log.Error("queued dispatch: counting an attempt", "err", nerr)
-				return false, false
+				return queuedRetry
 			}
 			if n >= maxQueuedAttempts {
 				log.Error("queued dispatch failed: no answer after repeated attempts", "attempts", n, "err", err)
-				s.queuedFailed(ctx, d, err)
-				return s.finishQueued(ctx, d, store.DispatchFailed, api.AsError(err).Error()), true
+				s.markQueuedFailed(ctx, d, err)
+				return s.finishQueued(ctx, d, store.DispatchFailed, api.AsError(err).Error(), queuedFailed)
 			}
 			if sessionDone(sess) || ctx.Err() != nil {
 				log.Info("queued dispatch left pending: the channel ended", "attempts", n, "err", err)
-				return false, false
+				return queuedChannelGone
 			}
 			log.Warn("queued dispatch: no answer; sending it again", "attempts", n, "err", err)
 		default:
 			log.Warn("queued dispatch failed on the runtime broker", "err", err)
-			s.queuedFailed(ctx, d, err)
-			return s.finishQueued(ctx, d, store.DispatchFailed, api.AsError(err).Error()), true
+			s.markQueuedFailed(ctx, d, err)
+			return s.finishQueued(ctx, d, store.DispatchFailed, api.AsError(err).Error(), queuedFailed)
 		}
 	}
 }
 
-// finishQueued records a dispatch's final status. Losing the race to
-// another Hub that finished it is fine; a database error stops the drain
-// (the dispatch is sent again, harmlessly, next time).
-func (s *Server) finishQueued(ctx context.Context, d *store.Dispatch, status, result string) bool {
+// finishQueued records a dispatch's final status and returns outcome.
+// Losing the race to another Hub that finished it is fine; on a database
+// error the dispatch stays pending and is sent again, harmlessly (same
+// key), after a pause.
+func (s *Server) finishQueued(ctx context.Context, d *store.Dispatch, status, result string, outcome queuedOutcome) queuedOutcome {
 	err := s.store.FinishDispatch(ctx, d.ID, status, result)
 	if err != nil && !isConflict(err) {
 		s.log.Error("queued dispatch: recording its outcome", "dispatch", d.ID, "status", status, "err", err)
-		return false
+		return queuedRetry
 	}
-	return true
+	return outcome
 }
 
 // queuedContainerGone records that the agent of a queued stop has no
@@ -277,10 +296,10 @@ func (s *Server) queuedContainerGone(ctx context.Context, d *store.Dispatch) {
 	}
 }
 
-// queuedFailed clears the stop_queued mark of a stop the broker could not
+// markQueuedFailed clears the stop_queued mark of a stop the broker could not
 // carry out and says why. The slot stays as it is until the inventory
 // drainQueue asks for afterwards shows the container's state.
-func (s *Server) queuedFailed(ctx context.Context, d *store.Dispatch, cause error) {
+func (s *Server) markQueuedFailed(ctx context.Context, d *store.Dispatch, cause error) {
 	_, err := s.mutateAgent(ctx, d.AgentID, func(a *store.Agent) error {
 		if a.ContainerStatus == api.ContainerStopQueued {
 			a.ContainerStatus = ""

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -673,4 +674,41 @@ func TestQueuedStopsSurviveHubRestart(t *testing.T) {
 			t.Fatalf("runtime saw %d stops, want 5", n)
 		}
 	})
+}
+
+// TestQueuedStopThatFails: the runtime refuses the queued stop. The
+// dispatch is marked failed, the agent says why, and the broker's
+// inventory (the container still runs) decides the slot: kept.
+func TestQueuedStopThatFails(t *testing.T) {
+	e := testenv.New(t, testenv.Options{Brokers: 1})
+	ctx := context.Background()
+	b := e.Brokers()[0]
+	a := startAgents(t, e, 1)[0]
+	e.StopBroker(b)
+	e.WaitBrokerStatus(b.ID, api.BrokerOffline)
+	q := stopQueued(t, e, a.ID)
+	b.Runtime.FailNext("Stop", fmt.Errorf("engine refused"))
+	e.StartBroker(b, b.Runtime)
+	testenv.Eventually(t, 10*time.Second, func() error {
+		d, err := e.Store.GetDispatch(ctx, q.QueuedDispatch.ID)
+		if err != nil || d.Status != store.DispatchFailed {
+			return fmt.Errorf("dispatch %+v (%v)", d, err)
+		}
+		got, err := e.Admin.GetAgent(ctx, a.ID, "")
+		if err != nil || got.Phase != api.PhaseRunning || got.ContainerStatus != api.ContainerRunning {
+			return fmt.Errorf("agent %+v (%v)", got, err)
+		}
+		return nil
+	})
+	got, _ := e.Admin.GetAgent(ctx, a.ID, "")
+	if !strings.Contains(got.StatusMessage, "queued stop failed") || !strings.Contains(got.StatusMessage, "engine refused") {
+		t.Fatalf("status message %q", got.StatusMessage)
+	}
+	if n := runningAgents(t, e, b.ID); n != 1 {
+		t.Fatalf("%d slots, want the running agent's", n)
+	}
+	// A new stop goes straight through.
+	if got, err := e.Admin.AgentAction(ctx, a.ID, "", "stop"); err != nil || got.Phase != api.PhaseStopped {
+		t.Fatalf("stop after the failure: %+v %v", got, err)
+	}
 }
