@@ -73,15 +73,15 @@ func (s *Server) queueStop(ctx context.Context, c *Caller, a *store.Agent, b *st
 	if s.brokerOnline(b.ID) {
 		return false, view, nil
 	}
-	body, err := json.Marshal(wire.AgentRef{AgentID: a.ID, RunID: a.RunID})
-	if err != nil {
-		return false, view, err
-	}
 	for range 20 {
 		cur, err := s.store.GetAgent(ctx, a.ID)
 		if isNotFound(err) {
 			return false, view, api.NotFound(api.CodeAgentNotFound, "agent not found")
 		}
+		if err != nil {
+			return false, view, err
+		}
+		body, err := json.Marshal(wire.AgentRef{AgentID: cur.ID, RunID: cur.RunID})
 		if err != nil {
 			return false, view, err
 		}
