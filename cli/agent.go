@@ -196,6 +196,9 @@ func newActionCmd(a *app, action, short string) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if ag.QueuedDispatch != nil && !a.json() {
+				fmt.Fprintf(cmd.ErrOrStderr(), "The runtime broker is offline: the %s is queued and delivered when it reconnects.\n", ag.QueuedDispatch.Action)
+			}
 			return a.printAgent(cmd, ag, p)
 		},
 	}
