@@ -31,7 +31,15 @@ type FileStoreOptions struct {
 	// MaxKeys is how many of the most recent keys are kept.
 	MaxKeys int
 	// TTL is how long a key is kept; older ones are forgotten.
-	TTL    time.Duration
+	TTL time.Duration
+	// Sync makes every Put wait for an fsync of its line (shared by
+	// concurrent Puts). Without it a line is in the kernel's page cache
+	// when Put returns: it survives the broker process dying (kill -9, a
+	// panic), which is what a replay follows, but not a power loss. The
+	// runtime's own state still guards a replay after one (a second create
+	// is refused as existing, a second stop is a no-op), so the default
+	// skips the fsync that would otherwise sit on every command's answer.
+	Sync   bool
 	Logger *slog.Logger
 }
 
@@ -41,9 +49,9 @@ type FileStoreOptions struct {
 // of starting, stopping or deleting a second time.
 //
 // It is an append-only log of JSON lines, one per result, in
-// dir/keys.jsonl, with an in-memory index. Put returns only once its line
-// is fsynced, so a broker killed right after answering still knows the
-// key; concurrent Puts share one fsync (group commit). The log is
+// dir/keys.jsonl, with an in-memory index. Put returns once its line is
+// written (and, with Sync, fsynced; concurrent Puts then share one fsync),
+// so a broker killed right after answering still knows the key. The log is
 // compacted (rewritten with the live keys only, then renamed over the old
 // one) on open and whenever it has grown to twice MaxKeys lines. A torn
 // last line, which a crash mid-append leaves, is skipped on open.
@@ -55,6 +63,7 @@ type FileStore struct {
 	path    string
 	maxKeys int
 	ttl     time.Duration
+	fsync   bool
 	log     *slog.Logger
 
 	syncMu sync.Mutex // held while fsyncing or compacting; taken before mu
@@ -95,7 +104,7 @@ func NewFileStore(dir string, opts FileStoreOptions) (*FileStore, error) {
 		return nil, fmt.Errorf("idempotency store: %w", err)
 	}
 	s := &FileStore{path: filepath.Join(dir, idempotencyFile), maxKeys: opts.MaxKeys, ttl: opts.TTL,
-		log: opts.Logger, items: map[string]*list.Element{}, order: list.New()}
+		fsync: opts.Sync, log: opts.Logger, items: map[string]*list.Element{}, order: list.New()}
 	if err := s.load(); err != nil {
 		return nil, err
 	}
@@ -216,13 +225,13 @@ func (s *FileStore) Put(key string, r Result) {
 	s.sync(mine)
 }
 
-// sync makes lines up to seq durable. Whoever holds syncMu syncs
-// everything written so far, so Puts waiting behind it usually find
-// their line already durable.
+// sync makes lines up to seq durable (with Sync) and compacts the log when
+// it has grown. Whoever holds syncMu syncs everything written so far, so
+// Puts waiting behind it usually find their line already durable.
 func (s *FileStore) sync(seq uint64) {
 	s.syncMu.Lock()
 	defer s.syncMu.Unlock()
-	if s.synced < seq {
+	if s.fsync && s.synced < seq {
 		s.mu.Lock()
 		f, upto, closed := s.f, s.written, s.closed
 		s.mu.Unlock()
