@@ -57,7 +57,30 @@ func (l layout) findAgentDirs(agentID string) ([]string, error) {
 	if err := validID("agent ID", agentID); err != nil {
 		return nil, err
 	}
-	return filepath.Glob(filepath.Join(l.root, "projects", "*", "agents", globEscape(agentID)))
+	// One stat per project, not a glob: a glob would read every agent
+	// directory of every project on each lookup, O(agents) per command.
+	projects, err := os.ReadDir(filepath.Join(l.root, "projects"))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, p := range projects {
+		// Symlinked project directories are returned too, so that the
+		// callers' escape checks refuse them loudly rather than skip them.
+		if !p.IsDir() && p.Type()&os.ModeSymlink == 0 {
+			continue
+		}
+		dir := filepath.Join(l.root, "projects", p.Name(), "agents", agentID)
+		if _, err := os.Lstat(dir); err == nil {
+			out = append(out, dir)
+		} else if !errors.Is(err, os.ErrNotExist) {
+			return nil, err
+		}
+	}
+	return out, nil
 }
 
 // within reports whether path lies strictly inside the root. It is the last
@@ -126,7 +149,3 @@ func validID(what, id string) error {
 	return nil
 }
 
-func globEscape(s string) string {
-	r := strings.NewReplacer(`*`, `\*`, `?`, `\?`, `[`, `\[`, `\`, `\\`)
-	return r.Replace(s)
-}
