@@ -36,6 +36,7 @@ func runMain(m *testing.M) int {
 	if buildErr != nil {
 		fmt.Fprintln(os.Stderr, "system tests: no scion binary:", buildErr)
 	}
+	defer dockerCleanupAfterAll()
 	return m.Run()
 }
 
