@@ -55,9 +55,27 @@ func newAgentDemoCmd() *cobra.Command {
 			}
 			fmt.Fprintln(out, "demo agent done")
 			if echo {
-				sc := bufio.NewScanner(cmd.InOrStdin())
-				for sc.Scan() {
-					fmt.Fprintf(out, "agent got: %s\n", sc.Text())
+				// Read on a goroutine so a stop (SIGTERM cancels the
+				// context) ends the agent at once, not after its grace.
+				lines := make(chan string)
+				go func() {
+					defer close(lines)
+					sc := bufio.NewScanner(cmd.InOrStdin())
+					for sc.Scan() {
+						lines <- sc.Text()
+					}
+				}()
+			echoLoop:
+				for {
+					select {
+					case <-cmd.Context().Done():
+						return nil
+					case l, ok := <-lines:
+						if !ok {
+							break echoLoop
+						}
+						fmt.Fprintf(out, "agent got: %s\n", l)
+					}
 				}
 			}
 			if stay {

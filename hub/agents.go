@@ -363,6 +363,9 @@ func (s *Server) mutateAgent(ctx context.Context, id string, f func(*store.Agent
 		if err == nil {
 			return a, nil
 		}
+		if isNotFound(err) { // deleted meanwhile
+			return nil, api.NotFound(api.CodeAgentNotFound, "agent not found")
+		}
 		if !isConflict(err) {
 			return nil, err
 		}

@@ -184,7 +184,12 @@ func (a *attachment) Read(p []byte) (int, error) { return a.out.Read(p) }
 
 func (a *attachment) Write(p []byte) (int, error) { return a.hj.Conn.Write(p) }
 
-func (a *attachment) CloseWrite() error { return a.hj.CloseWrite() }
+// CloseWrite ends this attachment's input without half-closing the
+// engine's attach connection: the engine answers a half-close by closing
+// the attachment's output at once, which would lose the agent's answer to
+// what was just sent. The agent's stdin outlives attachments anyway
+// (OpenStdin without StdinOnce), so it would not see end of file either.
+func (a *attachment) CloseWrite() error { return nil }
 
 func (a *attachment) TTY() bool { return a.tty }
 

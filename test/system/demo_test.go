@@ -72,6 +72,9 @@ func TestWorkstationDemo(t *testing.T) {
 	}
 	t.Logf("demo agent after the script: phase=%s container=%s broker=%s", demo.Phase, demo.ContainerStatus, demo.BrokerName)
 
+	// Delete the demo agent so no container or process is left behind.
+	h.mustScion(t, "delete", "demo")
+
 	// Stop it as the script tells the user: kill $(cat $SCION_HOME/hub.pid).
 	pid := readPID(pidFile)
 	if pid <= 0 {
