@@ -134,10 +134,7 @@ func (b *Broker) agentEnv(spec wire.AgentSpec) map[string]string {
 	if env == nil {
 		env = map[string]string{}
 	}
-	hub := spec.HubURL
-	if hub == "" {
-		hub = b.cfg.HubEndpoint
-	}
+	hub := cmp.Or(b.cfg.AgentHubEndpoint, spec.HubURL, b.cfg.HubEndpoint)
 	env[api.EnvHubEndpoint] = hub
 	env[api.EnvHubURL] = hub
 	env[api.EnvAgentToken] = spec.AgentToken

@@ -50,6 +50,10 @@ type Config struct {
 	// StopGrace is the stop grace period when a command gives none (10s).
 	StopGrace  time.Duration
 	HTTPClient *http.Client
+	// AgentHubEndpoint, when set, is the Hub address given to agents
+	// instead of the one the Hub announces (a loopback Hub is reached from
+	// containers through a forwarder on their network's gateway).
+	AgentHubEndpoint string
 	// ScionBinary is the path of the static scion binary exposed to agents;
 	// its directory is put first on their PATH. Optional.
 	ScionBinary string

@@ -58,7 +58,7 @@ control channel open, reconnecting with backoff when it drops.`,
 			if dataDir == "" {
 				dataDir = config.Path("broker")
 			}
-			rt, err := newRuntime(cmd.Context(), runtimeChoice{Kind: rtKind, BrokerID: conn.BrokerID, DataDir: dataDir, HubEndpoint: ep}, log)
+			rt, agentHub, err := newRuntime(cmd.Context(), runtimeChoice{Kind: rtKind, BrokerID: conn.BrokerID, DataDir: dataDir, HubEndpoint: ep}, log)
 			if err != nil {
 				return err
 			}
@@ -68,7 +68,7 @@ control channel open, reconnecting with backoff when it drops.`,
 			if err != nil {
 				return err
 			}
-			b, err := broker.New(broker.Config{Profiles: profiles, HubEndpoint: ep, BrokerID: conn.BrokerID, Name: conn.BrokerName,
+			b, err := broker.New(broker.Config{Profiles: profiles, AgentHubEndpoint: agentHub, HubEndpoint: ep, BrokerID: conn.BrokerID, Name: conn.BrokerName,
 				Secret: []byte(conn.Secret), Runtime: rt, DataDir: dataDir, Version: Version, Logger: log,
 				HeartbeatInterval: heartbeat, Grace: grace, ScionBinary: self, PortRange: ports})
 			if err != nil {

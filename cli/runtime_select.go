@@ -27,7 +27,9 @@ type runtimeChoice struct {
 }
 
 // newRuntime builds the runtime a broker drives and says which it chose.
-func newRuntime(ctx context.Context, c runtimeChoice, log *slog.Logger) (runtime.Runtime, error) {
+// agentHub, when not empty, is the Hub address agents must use instead of
+// the broker's own (a loopback Hub seen from a container).
+func newRuntime(ctx context.Context, c runtimeChoice, log *slog.Logger) (rt runtime.Runtime, agentHub string, err error) {
 	kind := c.Kind
 	if kind == "" {
 		kind = "process"
@@ -39,21 +41,26 @@ func newRuntime(ctx context.Context, c runtimeChoice, log *slog.Logger) (runtime
 	case "docker":
 		self, err := scionBinary()
 		if err != nil {
-			return nil, err
+			return nil, "", err
 		}
-		rt, err := docker.New(docker.Options{BrokerID: c.BrokerID, ScionBinary: self, Network: dockerNetwork(c.HubEndpoint)})
+		network, agentHub, err := agentNetwork(ctx, c.HubEndpoint, log)
 		if err != nil {
-			return nil, fmt.Errorf("docker runtime: %w", err)
+			return nil, "", err
 		}
-		log.Info("using the docker runtime", "network", cmpNetwork(dockerNetwork(c.HubEndpoint)))
-		return rt, nil
+		rt, err := docker.New(docker.Options{BrokerID: c.BrokerID, ScionBinary: self, Network: network})
+		if err != nil {
+			return nil, "", fmt.Errorf("docker runtime: %w", err)
+		}
+		log.Info("using the docker runtime", "network", cmpNetwork(network), "agents_reach_hub_at", cmpNetwork(agentHub))
+		return rt, agentHub, nil
 	case "process":
 		log.Info("using the process runtime: agents run as unsandboxed local processes (no Docker Engine answered)")
-		return process.New(filepath.Join(c.DataDir, "process"))
+		rt, err := process.New(filepath.Join(c.DataDir, "process"))
+		return rt, "", err
 	case "fake":
-		return fake.New(), nil
+		return fake.New(), "", nil
 	}
-	return nil, usageErrorf("unknown runtime %q: use docker, process or fake", c.Kind)
+	return nil, "", usageErrorf("unknown runtime %q: use docker, process or fake", c.Kind)
 }
 
 func cmpNetwork(n string) string {
@@ -77,19 +84,45 @@ func dockerAnswers(ctx context.Context) bool {
 	return err == nil
 }
 
-// dockerNetwork picks the agents' network: a Hub on loopback (the
-// workstation, or a broker beside its Hub) is only reachable from a
-// container that shares the host's network; any other Hub address is
-// reached through the engine's default bridge.
-func dockerNetwork(hubEndpoint string) string {
+// agentNetwork picks the agents' network. A Hub on loopback (the
+// workstation, or a broker beside its Hub) cannot be reached from a
+// container, so agents go on a bridge network the broker creates, and the
+// broker forwards that network's gateway address to the Hub; published
+// ports then work as on any bridge. Any other Hub address is reached
+// through the engine's default bridge.
+func agentNetwork(ctx context.Context, hubEndpoint string, log *slog.Logger) (network, agentHub string, err error) {
 	u, err := url.Parse(hubEndpoint)
 	if err != nil {
-		return ""
+		return "", "", err
 	}
-	if ip := net.ParseIP(u.Hostname()); (ip != nil && ip.IsLoopback()) || u.Hostname() == "localhost" {
-		return "host"
+	ip := net.ParseIP(u.Hostname())
+	if u.Hostname() != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return "", "", nil
 	}
-	return ""
+	cl, err := docker.NewClient("")
+	if err != nil {
+		return "", "", err
+	}
+	defer cl.Close()
+	gw, err := docker.EnsureNetwork(ctx, cl, docker.AgentNetwork)
+	if err != nil {
+		return "", "", err
+	}
+	port := u.Port()
+	if port == "" {
+		port = "80"
+	}
+	target := net.JoinHostPort(u.Hostname(), port)
+	// The Hub's own port on the gateway keeps the address agents were
+	// given stable across broker restarts; any free port if it is taken.
+	addr, err := forwardToHub(context.WithoutCancel(ctx), net.JoinHostPort(gw, port), target, log)
+	if err != nil {
+		log.Warn("hub forwarder: the Hub's port is taken on the agent network; using another", "err", err)
+		if addr, err = forwardToHub(context.WithoutCancel(ctx), net.JoinHostPort(gw, "0"), target, log); err != nil {
+			return "", "", fmt.Errorf("forward the agent network to the hub: %w", err)
+		}
+	}
+	return docker.AgentNetwork, u.Scheme + "://" + addr, nil
 }
 
 // scionBinary is this executable's path, mounted read-only into agents so

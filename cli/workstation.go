@@ -51,7 +51,7 @@ func startWorkstation(ctx context.Context, srv *hub.Server, url string, f *serve
 		return nil, fmt.Errorf("default project: %w", err)
 	}
 	dataDir := config.Path("broker")
-	rt, err := newRuntime(ctx, runtimeChoice{Kind: f.runtime, BrokerID: conn.BrokerID, DataDir: dataDir, HubEndpoint: url}, log)
+	rt, agentHub, err := newRuntime(ctx, runtimeChoice{Kind: f.runtime, BrokerID: conn.BrokerID, DataDir: dataDir, HubEndpoint: url}, log)
 	if err != nil {
 		return nil, err
 	}
@@ -75,7 +75,7 @@ func startWorkstation(ctx context.Context, srv *hub.Server, url string, f *serve
 	if err != nil {
 		return nil, err
 	}
-	b, err := broker.New(broker.Config{Profiles: profiles, HubEndpoint: url, BrokerID: conn.BrokerID, Name: conn.BrokerName,
+	b, err := broker.New(broker.Config{Profiles: profiles, AgentHubEndpoint: agentHub, HubEndpoint: url, BrokerID: conn.BrokerID, Name: conn.BrokerName,
 		Secret: []byte(conn.Secret), Runtime: rt, DataDir: dataDir, Version: Version, Logger: log,
 		HeartbeatInterval: f.heartbeat, Grace: f.grace, ScionBinary: self})
 	if err != nil {
