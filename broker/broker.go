@@ -185,6 +185,11 @@ func New(cfg Config) (*Broker, error) {
 	if err != nil {
 		return nil, fmt.Errorf("broker: %w", err)
 	}
+	if cfg.Runtime.Name() == "docker" {
+		// Published ports bind real host ports, which another broker on
+		// this host or any other program may hold.
+		ports.CheckHost(HostPortBusy)
+	}
 	return &Broker{
 		ports:   ports,
 		cfg:     cfg,

@@ -2,8 +2,10 @@ package broker
 
 import (
 	"fmt"
+	"net"
 	"net/http"
 	"slices"
+	"strconv"
 	"sync"
 
 	"github.com/scion-go/scion/api"
@@ -32,6 +34,30 @@ type PortPool struct {
 	// just released is the last to be handed out again, so a stopped
 	// agent usually gets its ports back when it starts again.
 	next int
+	// busy, when set, reports a host port that something outside the pool
+	// holds (another broker's agent on the same host, any other program),
+	// so Allocate passes it over. See HostPortBusy.
+	busy func(port int) bool
+}
+
+// CheckHost makes Allocate skip host ports that are in use on this host.
+func (p *PortPool) CheckHost(busy func(port int) bool) {
+	p.mu.Lock()
+	p.busy = busy
+	p.mu.Unlock()
+}
+
+// HostPortBusy reports whether a TCP port cannot be bound on the loopback
+// address (where agent ports are published) or on all addresses.
+func HostPortBusy(port int) bool {
+	for _, addr := range []string{"127.0.0.1", "0.0.0.0"} {
+		ln, err := net.Listen("tcp", net.JoinHostPort(addr, strconv.Itoa(port)))
+		if err != nil {
+			return true
+		}
+		_ = ln.Close()
+	}
+	return false
 }
 
 // NewPortPool returns an empty pool over the host ports lo..hi inclusive.
@@ -63,19 +89,28 @@ func (p *PortPool) Allocate(agentID string, n int) ([]int, error) {
 			WithDetail("free", free).WithDetail("requested", n).WithDetail("range", fmt.Sprintf("%d-%d", p.lo, p.hi))
 	}
 	ports := make([]int, 0, n)
-	for port := p.next; len(ports) < n; port++ {
-		if port > p.hi {
+	port := p.next
+	for range p.Size() { // one lap at most
+		if len(ports) == n {
+			break
+		}
+		if _, taken := p.owner[port]; !taken && (p.busy == nil || !p.busy(port)) {
+			ports = append(ports, port)
+		}
+		if port++; port > p.hi {
 			port = p.lo
 		}
-		if _, taken := p.owner[port]; !taken {
-			ports = append(ports, port)
-			p.owner[port] = agentID
-		}
-		p.next = port + 1
 	}
-	if p.next > p.hi {
-		p.next = p.lo
+	if len(ports) < n {
+		return nil, api.Errorf(http.StatusServiceUnavailable, api.CodePortPoolExhausted,
+			"port pool exhausted on runtime broker %s: the free ports of %d-%d are in use by other programs on the host; "+
+				"widen or move the broker's port range", p.name, p.lo, p.hi).
+			WithDetail("requested", n).WithDetail("range", fmt.Sprintf("%d-%d", p.lo, p.hi))
 	}
+	for _, port := range ports {
+		p.owner[port] = agentID
+	}
+	p.next = port
 	p.held[agentID] = ports
 	return slices.Clone(ports), nil
 }

@@ -3,6 +3,7 @@ package broker
 import (
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"reflect"
 	"slices"
@@ -196,5 +197,27 @@ func TestProfileLabels(t *testing.T) {
 	}
 	if got := b.profileLabels("nope"); len(got) != 0 {
 		t.Fatalf("unknown: %v", got)
+	}
+}
+
+func TestPortPoolSkipsBusyHostPorts(t *testing.T) {
+	p := newPool(t, 40000, 40004)
+	busy := map[int]bool{40000: true, 40002: true}
+	p.CheckHost(func(port int) bool { return busy[port] })
+	got, err := p.Allocate("a", 3)
+	if err != nil || !reflect.DeepEqual(got, []int{40001, 40003, 40004}) {
+		t.Fatalf("allocate = %v, %v", got, err)
+	}
+	if _, err := p.Allocate("b", 1); !api.IsCode(err, api.CodePortPoolExhausted) {
+		t.Fatalf("with every free port busy on the host: %v", err)
+	}
+	// A real busy port is seen as busy.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	if !HostPortBusy(ln.Addr().(*net.TCPAddr).Port) {
+		t.Fatal("a listening port is not reported busy")
 	}
 }
