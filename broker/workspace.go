@@ -148,4 +148,3 @@ func validID(what, id string) error {
 	}
 	return nil
 }
-
