@@ -141,8 +141,11 @@ func (w *GitWorkspaces) Prepare(ctx context.Context, spec wire.AgentSpec) (strin
 	madeDir := errors.Is(statErr, fs.ErrNotExist)
 	// A create means a fresh workspace: clear what an earlier create of
 	// this agent left (a crash mid-create, a container removed by hand).
-	if err := w.removeIn(ctx, spec.ProjectID, agentDir); err != nil {
-		return "", w.describe(spec, mode, err)
+	// A new agent's directory does not exist yet: nothing to clear.
+	if !madeDir {
+		if err := w.removeIn(ctx, spec.ProjectID, agentDir); err != nil {
+			return "", w.describe(spec, mode, err)
+		}
 	}
 	if err := os.MkdirAll(agentDir, 0o755); err != nil {
 		return "", w.describe(spec, mode, err)

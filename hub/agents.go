@@ -86,6 +86,26 @@ func (s *Server) placementInput(ctx context.Context, c *Caller, p *store.Project
 		HubDefault:       settings.AgentDefaults.DefaultRuntimeBroker,
 		CanUpdateProject: c.Kind == CallerUser && requireWriter(c) == nil}
 	byID := map[string]*store.Broker{}
+	add := func(b *store.Broker) {
+		byID[b.ID] = b
+		in.Brokers = append(in.Brokers, placement.Broker{ID: b.ID, Name: b.Name, Online: s.brokerOnline(b.ID),
+			Provider: isProvider[b.ID], Dispatchable: true})
+	}
+	// The cascade decides on one broker when --broker or the project's
+	// default names one that exists: load just that one, not the fleet (a
+	// Hub with many brokers would otherwise read them all on every create).
+	if ref := cmp.Or(explicit, p.DefaultBrokerID); ref != "" {
+		b, err := s.store.GetBroker(ctx, ref)
+		switch {
+		case err == nil:
+			add(b)
+			return in, byID, nil
+		case !isNotFound(err):
+			return in, nil, err
+		case explicit != "":
+			return in, byID, nil // Select answers runtime_broker_not_found
+		}
+	}
 	page := store.Page{Limit: 1000}
 	for {
 		bs, next, _, err := s.store.ListBrokers(ctx, page)
@@ -93,9 +113,7 @@ func (s *Server) placementInput(ctx context.Context, c *Caller, p *store.Project
 			return in, nil, err
 		}
 		for _, b := range bs {
-			byID[b.ID] = b
-			in.Brokers = append(in.Brokers, placement.Broker{ID: b.ID, Name: b.Name, Online: s.brokerOnline(b.ID),
-				Provider: isProvider[b.ID], Dispatchable: true})
+			add(b)
 		}
 		if next == "" {
 			return in, byID, nil
