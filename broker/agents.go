@@ -73,6 +73,9 @@ func (b *Broker) createAgent(ctx context.Context, spec wire.AgentSpec) (_ runtim
 	if err := os.MkdirAll(home, 0o700); err != nil {
 		return runtime.Status{}, fmt.Errorf("agent directory: %w", err)
 	}
+	if err := buildHome(home, spec.Harness); err != nil {
+		return runtime.Status{}, fmt.Errorf("agent home: %w", err)
+	}
 	work, err := b.ws.Prepare(ctx, spec)
 	if err != nil {
 		return runtime.Status{}, err

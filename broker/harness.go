@@ -1,7 +1,11 @@
 package broker
 
 import (
+	"cmp"
+	"fmt"
 	"maps"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -18,6 +22,10 @@ type harness struct {
 	// AuthEnv names the environment variables that can authenticate the
 	// harness; at least one of them must be set (if the list is not empty).
 	AuthEnv []string
+	// Home holds the files the harness expects in its home directory,
+	// by path relative to it. Every agent gets a fresh broker-local home
+	// built from them (a moved or recreated agent gets it rebuilt).
+	Home map[string]string
 }
 
 // harnesses is the table of known harnesses, by AgentSpec.Harness. An empty
@@ -28,11 +36,20 @@ var harnesses = map[string]harness{
 		Image:   "scion-claude:latest",
 		Command: []string{"claude", "--dangerously-skip-permissions"},
 		AuthEnv: []string{"ANTHROPIC_API_KEY", "CLAUDE_CODE_OAUTH_TOKEN"},
+		// Skip the first-run prompts that would block an agent with no
+		// terminal, and keep the harness from phoning home for updates.
+		Home: map[string]string{
+			".claude.json":          `{"hasCompletedOnboarding": true, "autoUpdates": false}` + "\n",
+			".claude/settings.json": `{"permissions": {"defaultMode": "bypassPermissions"}}` + "\n",
+		},
 	},
 	"gemini": {
 		Image:   "scion-gemini:latest",
 		Command: []string{"gemini", "--yolo"},
 		AuthEnv: []string{"GEMINI_API_KEY", "GOOGLE_API_KEY"},
+		Home: map[string]string{
+			".gemini/settings.json": `{"autoAccept": true, "disableAutoUpdate": true}` + "\n",
+		},
 	},
 }
 
@@ -62,4 +79,23 @@ func resolveHarness(spec wire.AgentSpec) (image string, command []string, err er
 		return "", nil, api.BadRequest("harness %s needs one of these environment variables: %s", name, strings.Join(h.AuthEnv, ", "))
 	}
 	return image, slices.Clone(command), nil
+}
+
+// buildHome writes the harness's home files into a fresh agent home. Paths
+// come from the table above, never from a request, and stay inside home.
+func buildHome(home, harnessName string) error {
+	h := harnesses[cmp.Or(harnessName, "generic")]
+	for rel, content := range h.Home {
+		p := filepath.Join(home, filepath.FromSlash(rel))
+		if !strings.HasPrefix(p, home+string(filepath.Separator)) {
+			return fmt.Errorf("harness %s: home file %q escapes the home", harnessName, rel)
+		}
+		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+			return err
+		}
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			return err
+		}
+	}
+	return nil
 }
