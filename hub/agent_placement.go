@@ -1,0 +1,118 @@
+// Placement inputs for a create: the brokers the cascade weighs, the
+// profile, and the capacity limit.
+
+package hub
+
+import (
+	"cmp"
+	"context"
+	"net/http"
+	"strings"
+
+	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/hub/placement"
+	"github.com/scion-go/scion/store"
+)
+
+// placementInput gathers what the cascade needs about every broker.
+func (s *Server) placementInput(ctx context.Context, c *Caller, p *store.Project, explicit string) (placement.Input, map[string]*store.Broker, error) {
+	settings, err := s.hubSettings(ctx)
+	if err != nil {
+		return placement.Input{}, nil, err
+	}
+	providers, err := s.store.ProjectProviders(ctx, p.ID)
+	if err != nil {
+		return placement.Input{}, nil, err
+	}
+	isProvider := make(map[string]bool, len(providers))
+	for _, id := range providers {
+		isProvider[id] = true
+	}
+	in := placement.Input{Project: p.Name, Explicit: explicit, ProjectDefault: p.DefaultBrokerID,
+		HubDefault:       settings.AgentDefaults.DefaultRuntimeBroker,
+		CanUpdateProject: c.Kind == CallerUser && requireWriter(c) == nil}
+	byID := map[string]*store.Broker{}
+	add := func(b *store.Broker) {
+		byID[b.ID] = b
+		in.Brokers = append(in.Brokers, placement.Broker{ID: b.ID, Name: b.Name, Online: s.brokerOnline(b.ID),
+			Provider: isProvider[b.ID], Dispatchable: true})
+	}
+	// The cascade decides on one broker when --broker or the project's
+	// default names one that exists: load just that one, not the fleet (a
+	// Hub with many brokers would otherwise read them all on every create).
+	if ref := cmp.Or(explicit, p.DefaultBrokerID); ref != "" {
+		b, err := s.store.GetBroker(ctx, ref)
+		switch {
+		case err == nil:
+			add(b)
+			return in, byID, nil
+		case !isNotFound(err):
+			return in, nil, err
+		case explicit != "":
+			return in, byID, nil // Select answers runtime_broker_not_found
+		}
+	}
+	page := store.Page{Limit: 1000}
+	for {
+		bs, next, _, err := s.store.ListBrokers(ctx, page)
+		if err != nil {
+			return in, nil, err
+		}
+		for _, b := range bs {
+			add(b)
+		}
+		if next == "" {
+			return in, byID, nil
+		}
+		page.Cursor = next
+	}
+}
+
+// resolveProfile: -p first, then the project's active profile, then the
+// selected broker's default profile. The creator's profile is never
+// inherited.
+func resolveProfile(req string, p *store.Project, b *store.Broker) string {
+	if req != "" {
+		return req
+	}
+	if p.ActiveProfile != "" {
+		return p.ActiveProfile
+	}
+	for _, pr := range b.Profiles {
+		if pr.Default {
+			return pr.Name
+		}
+	}
+	return ""
+}
+
+// checkProfile refuses a profile the broker does not offer. A broker that
+// declares no profiles takes the name as a plain label.
+func checkProfile(b *store.Broker, profile string) error {
+	if profile == "" || len(b.Profiles) == 0 {
+		return nil
+	}
+	names := make([]string, 0, len(b.Profiles))
+	for _, pr := range b.Profiles {
+		if pr.Name == profile {
+			return nil
+		}
+		names = append(names, pr.Name)
+	}
+	return api.Conflict(api.CodeProfileNotAvailable, "runtime broker %q does not offer profile %q; it offers: %s (choose one with -p, or change the project's active profile)",
+		b.Name, profile, strings.Join(names, ", ")).WithDetail("profiles", names)
+}
+
+func (s *Server) brokerLimit(ctx context.Context, b *store.Broker) (int, error) {
+	lim, err := s.hubLimits(ctx)
+	if err != nil {
+		return 0, err
+	}
+	return placement.EffectiveLimit(b.Settings.MaxAgents, lim.MaxAgentsPerBroker), nil
+}
+
+func quotaError(b *store.Broker, limit int) error {
+	return api.Errorf(http.StatusTooManyRequests, api.CodeQuotaExceeded,
+		"runtime broker %q is at its limit of %d running agents; stop an agent there or choose another broker", b.Name, limit).
+		WithDetail("broker", b.Name).WithDetail("limit", limit)
+}

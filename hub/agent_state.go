@@ -1,0 +1,104 @@
+// Recording agent state: lifecycle outcomes and optimistic updates.
+
+package hub
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/store"
+	"github.com/scion-go/scion/wire"
+)
+
+// afterDispatch records the outcome of a lifecycle command. On failure the
+// agent goes to the error phase with a message naming the cause and its
+// capacity slot is released (nothing half-done stays accounted).
+func (s *Server) afterDispatch(ctx context.Context, agentID string, st wire.AgentStatus, derr error, wantRunning bool) (*store.Agent, error) {
+	unlock := s.observed.lock(agentID)
+	defer unlock()
+	a, err := s.mutateAgent(ctx, agentID, func(a *store.Agent) error {
+		if derr != nil {
+			a.Phase = api.PhaseError
+			a.StatusMessage = api.AsError(derr).Message
+			a.PortMappings = nil // until the broker reports a state that holds ports again
+			return nil
+		}
+		if !s.observed.fresh(a.ID, st.ObservedAt) {
+			return errStale // a newer report already told the state
+		}
+		a.StatusMessage = st.Message
+		a.ContainerStatus = st.State
+		a.PortMappings = st.Ports
+		a.Phase = phaseFor(st.State, wantRunning)
+		return nil
+	})
+	switch {
+	case errors.Is(err, errStale):
+		a, err = s.store.GetAgent(ctx, agentID)
+	case err == nil && derr == nil:
+		s.observed.applied(agentID, st.ObservedAt)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if a.Phase != api.PhaseRunning {
+		if err := s.store.Release(ctx, a.ID); err != nil && !isNotFound(err) {
+			return nil, err
+		}
+	}
+	return a, nil
+}
+
+// errStale aborts a mutation whose status report is older than one
+// already applied.
+var errStale = errors.New("stale status report")
+
+func phaseFor(state string, wantRunning bool) string {
+	switch state {
+	case api.ContainerRunning:
+		return api.PhaseRunning
+	case api.ContainerPaused:
+		return api.PhaseSuspended
+	case api.ContainerCreated:
+		if wantRunning {
+			return api.PhaseProvisioning
+		}
+		return api.PhaseCreated
+	case api.ContainerExited:
+		return api.PhaseStopped
+	case api.ContainerMissing:
+		return api.PhaseError
+	}
+	return api.PhaseCreated
+}
+
+// mutateAgent applies f to the latest copy of an agent and writes it,
+// retrying on a concurrent update.
+func (s *Server) mutateAgent(ctx context.Context, id string, f func(*store.Agent) error) (*store.Agent, error) {
+	for range 20 {
+		a, err := s.store.GetAgent(ctx, id)
+		if err != nil {
+			if isNotFound(err) {
+				return nil, api.NotFound(api.CodeAgentNotFound, "agent not found")
+			}
+			return nil, err
+		}
+		if err := f(a); err != nil {
+			return nil, err
+		}
+		a.UpdatedAt = time.Now().UTC()
+		err = s.store.UpdateAgent(ctx, a)
+		if err == nil {
+			return a, nil
+		}
+		if isNotFound(err) { // deleted meanwhile
+			return nil, api.NotFound(api.CodeAgentNotFound, "agent not found")
+		}
+		if !isConflict(err) {
+			return nil, err
+		}
+	}
+	return nil, api.Conflict(api.CodeConflict, "agent is being changed concurrently; try again")
+}
