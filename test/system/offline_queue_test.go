@@ -57,7 +57,23 @@ func TestQueuedStopsAcrossBrokerCut(t *testing.T) {
 	admin.useHub(t, hub.URL, token)
 	admin.mustScion(t, "project", "create", "default")
 	b := setupBroker(t, hub, token, "cut")
-	eventually(t, offlineBudget, func() error { return admin.brokerStatuses(map[string]string{"cut": api.BrokerOnline}) })
+	thawed := true
+	t.Cleanup(func() {
+		if !thawed {
+			_ = syscall.Kill(b.proc.PID, syscall.SIGCONT)
+		}
+	})
+	queuedStopsScenario(t, hub, admin, token, "cut", b.host, "SIGSTOP",
+		func() { b.proc.Signal(t, syscall.SIGSTOP); thawed = false },
+		func() { b.proc.Signal(t, syscall.SIGCONT); thawed = true })
+}
+
+// queuedStopsScenario is TestQueuedStopsAcrossBrokerCut's body for any
+// kind of cut: cut makes the broker unreachable, heal reconnects it. bh is
+// the broker's host (its SCION_HOME holds the idempotency log).
+func queuedStopsScenario(t *testing.T, hub *hubProc, admin *host, token, brokerName string, bh *host, cutKind string, cut, heal func()) {
+	t.Helper()
+	eventually(t, offlineBudget, func() error { return admin.brokerStatuses(map[string]string{brokerName: api.BrokerOnline}) })
 	cl := client.New(hub.URL, token)
 
 	ids := startAgents(t, cl, "q", queuedStops)
@@ -65,18 +81,12 @@ func TestQueuedStopsAcrossBrokerCut(t *testing.T) {
 	stopsBefore := dispatchCount(t, hub.URL, "agent.stop")
 
 	// The cut.
-	b.proc.Signal(t, syscall.SIGSTOP)
-	thawed := false
-	t.Cleanup(func() {
-		if !thawed {
-			_ = syscall.Kill(b.proc.PID, syscall.SIGCONT)
-		}
-	})
+	cut()
 	cutAt := time.Now()
 	detect := eventually(t, offlineBudget, func() error {
-		return admin.brokerStatuses(map[string]string{"cut": api.BrokerOffline})
+		return admin.brokerStatuses(map[string]string{brokerName: api.BrokerOffline})
 	})
-	t.Logf("MEASURED: cut-off broker shown offline %v after SIGSTOP", detect.Round(time.Millisecond))
+	t.Logf("MEASURED: cut-off broker shown offline %v after the cut (%s)", detect.Round(time.Millisecond), cutKind)
 
 	// Queue the 50 stops, 8 at a time.
 	var mu sync.Mutex
@@ -128,11 +138,10 @@ func TestQueuedStopsAcrossBrokerCut(t *testing.T) {
 	}
 
 	// Reconnect.
-	b.proc.Signal(t, syscall.SIGCONT)
-	thawed = true
+	heal()
 	resumed := time.Now()
 	var samples int
-	drained := eventually(t, 30*time.Second, func() error {
+	drained := eventually(t, 45*time.Second, func() error {
 		r1, err := reserved(cl)
 		if err != nil {
 			return err
@@ -163,9 +172,9 @@ func TestQueuedStopsAcrossBrokerCut(t *testing.T) {
 		}
 		return nil
 	})
-	t.Logf("MEASURED: %d queued stops drained %v after SIGCONT (%d samples; cut lasted %v)",
+	t.Logf("MEASURED: %d queued stops drained %v after the cut healed (%d samples; cut lasted %v)",
 		queuedStops, drained.Round(time.Millisecond), samples, resumed.Sub(cutAt).Round(time.Millisecond))
-	eventually(t, offlineBudget, func() error { return admin.brokerStatuses(map[string]string{"cut": api.BrokerOnline}) })
+	eventually(t, offlineBudget, func() error { return admin.brokerStatuses(map[string]string{brokerName: api.BrokerOnline}) })
 
 	agents, err := listAgents(cl)
 	if err != nil {
@@ -197,7 +206,7 @@ func TestQueuedStopsAcrossBrokerCut(t *testing.T) {
 	if got := dispatchCount(t, hub.URL, "agent.stop") - stopsBefore; got != 0 {
 		t.Errorf("the Hub sent %d direct (unqueued) agent.stop dispatches besides the queue", got)
 	}
-	perAgent := brokerStopRecords(t, b.host)
+	perAgent := brokerStopRecords(t, bh)
 	total := 0
 	for id, n := range perAgent {
 		total += n
