@@ -27,6 +27,10 @@ const (
 	stableSession         = 5500 * time.Millisecond // broker/connect.go stableAfter (5 s) resets its backoff
 )
 
+// hubDowntimes are the outages of SCION_TIMING_OUTAGES: long enough for
+// the broker's reconnect backoff to grow.
+var hubDowntimes = []time.Duration{1 * time.Second, 2 * time.Second, 3 * time.Second, 5 * time.Second}
+
 // TestOfflineTimingDefaults measures, with no heartbeat flags at all (so
 // the Hub and the broker use their defaults): how long a frozen (SIGSTOP)
 // broker shows online; that a 2 s SIGSTOP never shows it offline (polled
@@ -116,37 +120,65 @@ func TestOfflineTimingDefaults(t *testing.T) {
 	frozen = false
 	waitBrokerOnline(t, cl, "dflt")
 
-	// 3. Reconnect after a Hub restart: kill -9, start again on the same
-	// database and port, time from /readyz answering to the broker online.
+	// 3. Reconnect after a Hub restart: kill -9, start again at once on
+	// the same database and port; time from /readyz answering to the
+	// broker online. The target is asserted on these.
+	downs := make([]time.Duration, restarts)
+	times := hubRestartTimes(t, hub, cl, "dflt", downs)
+	p50, maxT := medianMax(times)
+	t.Logf("MEASURED: broker back online after an immediate Hub restart: p50 %v, max %v over %d restarts %v (target p50 %v)",
+		p50.Round(time.Millisecond), maxT.Round(time.Millisecond), len(times), roundAll(times), reconnectP50Target)
+	if p50 > reconnectP50Target {
+		t.Errorf("brokers back online %v (p50) after the Hub answered again, more than %v", p50, reconnectP50Target)
+	}
+
+	// 3b. With SCION_TIMING_OUTAGES set: the Hub kept down 1, 2, 3 and 5 s
+	// before its restart, so the broker's reconnect backoff has grown
+	// (jittered, doubling from 100 ms): measured and logged, bounded only
+	// by hubRestartBudget (the target is about the restart itself).
+	if os.Getenv("SCION_TIMING_OUTAGES") != "" {
+		times := hubRestartTimes(t, hub, cl, "dflt", hubDowntimes)
+		p50, maxT := medianMax(times)
+		t.Logf("MEASURED: broker back online after a Hub outage of %v: %v (p50 %v, max %v)",
+			hubDowntimes, roundAll(times), p50.Round(time.Millisecond), maxT.Round(time.Millisecond))
+	}
+}
+
+// hubRestartTimes kills the Hub with SIGKILL once per entry of downs,
+// keeps it down that long, restarts it and returns, for each restart, the
+// time from the Hub being ready to the broker showing online.
+func hubRestartTimes(t *testing.T, hub *hubProc, cl *client.Client, broker string, downs []time.Duration) []time.Duration {
+	t.Helper()
 	var times []time.Duration
-	for i := 1; i <= restarts; i++ {
+	for i, down := range downs {
 		time.Sleep(stableSession) // a settled session, so the broker's backoff starts from its floor
 		killed := time.Now()
 		hub.proc.Kill9(t)
+		time.Sleep(down)
 		hub.restart(t)
 		ready := time.Now()
 		var online time.Duration
 		for {
-			if brokerStatus(t, cl, "dflt") == api.BrokerOnline {
+			if brokerStatus(t, cl, broker) == api.BrokerOnline {
 				online = time.Since(ready)
 				break
 			}
 			if time.Since(ready) > hubRestartBudget {
-				t.Fatalf("restart %d: the broker not back online %v after the Hub was ready", i, hubRestartBudget)
+				t.Fatalf("restart %d: the broker not back online %v after the Hub was ready", i+1, hubRestartBudget)
 			}
 			time.Sleep(pollInterval)
 		}
 		times = append(times, online)
-		t.Logf("restart %d: broker online %v after the Hub was ready (%v after the kill)", i, online.Round(time.Millisecond), time.Since(killed).Round(time.Millisecond))
+		t.Logf("restart %d (Hub kept down %v): broker online %v after the Hub was ready (%v after the kill)",
+			i+1, down, online.Round(time.Millisecond), time.Since(killed).Round(time.Millisecond))
 	}
-	sorted := append([]time.Duration(nil), times...)
+	return times
+}
+
+func medianMax(ds []time.Duration) (p50, maxD time.Duration) {
+	sorted := append([]time.Duration(nil), ds...)
 	sort.Slice(sorted, func(i, j int) bool { return sorted[i] < sorted[j] })
-	p50 := sorted[(len(sorted)-1)/2]
-	t.Logf("MEASURED: broker back online after a Hub restart: p50 %v, max %v over %d restarts %v (target p50 %v)",
-		p50.Round(time.Millisecond), sorted[len(sorted)-1].Round(time.Millisecond), len(times), roundAll(times), reconnectP50Target)
-	if p50 > reconnectP50Target {
-		t.Errorf("brokers back online %v (p50) after the Hub answered again, more than %v", p50, reconnectP50Target)
-	}
+	return sorted[(len(sorted)-1)/2], sorted[len(sorted)-1]
 }
 
 // brokerStatus is the named broker's status as the Hub lists it ("" if
