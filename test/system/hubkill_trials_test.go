@@ -45,6 +45,11 @@ type k9Agent struct {
 	maybe   bool // its create failed: it may or may not exist
 	deleted bool // a delete of it was acknowledged
 	delTry  bool // a delete of it was sent
+	ackedIn int  // the trial of its last acknowledged operation
+	ackedAt time.Time
+	// adopted: want was not set by an acknowledgement but taken from what
+	// the Hub showed after a restart (the last operation was not acked).
+	adopted bool
 }
 
 // k9Counts are one trial's (and the totals') figures.
@@ -74,7 +79,7 @@ func (c *k9Counts) add(o k9Counts) {
 }
 
 func (c k9Counts) String() string {
-	return fmt.Sprintf("creates %d (acked %d), starts %d (acked %d), stops %d (acked %d), deletes %d (acked %d, unacked ones retried after the restart %d); verified acked state: running %d, stopped %d; "+
+	return fmt.Sprintf("creates %d (acked %d), starts %d (acked %d), stops %d (acked %d), deletes %d (acked %d, unacked ones retried after the restart %d); verified state (acked, or adopted from the Hub after an unacked op): running %d, stopped %d; "+
 		"lost %d, duplicate %d, wrong state %d, orphan containers %d",
 		c.creates, c.createsAcked, c.starts, c.startsAcked, c.stops, c.stopsAcked, c.deletes, c.deletesAcked, c.deleteRetries, c.checkedRunning, c.checkedStopped,
 		c.lost, c.dup, c.wrongState, c.orphans)
@@ -137,7 +142,9 @@ func k9Trial(t *testing.T, trial int, hub *hubProc, cl *client.Client, workers [
 	var mu sync.Mutex // guards c during the load
 	var dead atomic.Bool
 	killAfter := time.Duration(50+rand.IntN(750)) * time.Millisecond
+	var killedAt time.Time
 	killer := time.AfterFunc(killAfter, func() {
+		killedAt = time.Now()
 		hub.proc.kill(syscall.SIGKILL)
 		dead.Store(true)
 	})
@@ -167,6 +174,7 @@ func k9Trial(t *testing.T, trial int, hub *hubProc, cl *client.Client, workers [
 						Command: []string{"sleep", "3600"}})
 					if err == nil {
 						a.id, a.want, a.created = got.ID, "running", true
+						a.ackedIn, a.ackedAt = trial, time.Now()
 					} else {
 						a.want, a.maybe = "?", true
 					}
@@ -186,6 +194,7 @@ func k9Trial(t *testing.T, trial int, hub *hubProc, cl *client.Client, workers [
 						c.stops++
 					}
 					if err == nil {
+						a.ackedIn, a.ackedAt, a.adopted = trial, time.Now(), false
 						if op == "start" {
 							c.startsAcked++
 							a.want = "running"
@@ -286,18 +295,21 @@ func k9Trial(t *testing.T, trial int, hub *hubProc, cl *client.Client, workers [
 				c.checkedRunning++
 				if a.Phase != api.PhaseRunning {
 					c.wrongState++
-					t.Errorf("trial %d: %s: its last acknowledged operation left it running, now phase %s (container %q, %q)",
-						trial, m.name, a.Phase, a.ContainerStatus, a.StatusMessage)
+					t.Errorf("trial %d: ACKNOWLEDGED OPERATION LOST: agent %s (%s, state adopted from the Hub rather than acked: %v): its last acknowledged operation (trial %d, %s, Hub killed %v later) left it running, now phase %s (container %q, %q)",
+						trial, m.name, m.id, m.adopted, m.ackedIn, m.ackedAt.Format(time.RFC3339Nano), killedAt.Sub(m.ackedAt).Round(time.Millisecond), a.Phase, a.ContainerStatus, a.StatusMessage)
 				}
 			case "stopped":
 				c.checkedStopped++
 				if a.Phase != api.PhaseStopped {
 					c.wrongState++
-					t.Errorf("trial %d: %s: its last acknowledged operation stopped it, now phase %s (container %q, %q)",
-						trial, m.name, a.Phase, a.ContainerStatus, a.StatusMessage)
+					t.Errorf("trial %d: ACKNOWLEDGED OPERATION LOST: agent %s (%s, state adopted from the Hub rather than acked: %v): its last acknowledged operation (a stop in trial %d at %s, Hub killed %v later) stopped it, now phase %s (container %q, %q)",
+						trial, m.name, m.id, m.adopted, m.ackedIn, m.ackedAt.Format(time.RFC3339Nano), killedAt.Sub(m.ackedAt).Round(time.Millisecond), a.Phase, a.ContainerStatus, a.StatusMessage)
 				}
 			}
 			// Adopt what the Hub shows for the next trial.
+			if m.want == "?" {
+				m.adopted = true
+			}
 			switch {
 			case a.Phase == api.PhaseRunning && a.ContainerStatus == api.ContainerRunning:
 				m.want = "running"
