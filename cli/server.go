@@ -126,22 +126,24 @@ func runServer(parent context.Context, f *serverFlags) error {
 	}
 	url := "http://" + ln.Addr().String()
 	srv.SetPublicURL(url)
-	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
-	serveErr := make(chan error, 1)
-	go func() { serveErr <- hs.Serve(ln) }()
-
+	// Everything a client needs (the workstation file with its token, the
+	// first admin token) is in place before the Hub answers /readyz.
 	var b *broker.Broker
 	if f.workstation {
 		b, err = startWorkstation(ctx, srv, url, f, log)
 		if err != nil {
-			_ = hs.Close()
+			_ = ln.Close()
 			srv.Close()
 			return err
 		}
 		defer config.RemoveWorkstation()
 	} else if err := writeAdminTokenOnce(ctx, srv, st); err != nil {
+		_ = ln.Close()
 		return err
 	}
+	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- hs.Serve(ln) }()
 	brokerDone := make(chan struct{})
 	if b != nil {
 		go func() { defer close(brokerDone); _ = b.Run(ctx) }()
