@@ -22,11 +22,19 @@ func (s *Store) migrate(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("sqlite: %w", err)
 	}
-	if _, err := s.w.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+	// In a write transaction, not autocommit: an autocommit CREATE reads the
+	// schema first and then upgrades its lock, and SQLite refuses that
+	// upgrade at once (SQLITE_BUSY, no busy wait) while another process
+	// opening the same file is writing. BEGIN IMMEDIATE takes the write
+	// lock up front, where the busy timeout applies.
+	if err := s.write(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
 		version    INTEGER NOT NULL PRIMARY KEY,
 		name       TEXT    NOT NULL,
 		applied_at INTEGER NOT NULL
-	) STRICT`); err != nil {
+	) STRICT`)
+		return err
+	}); err != nil {
 		return fmt.Errorf("sqlite: create schema_migrations: %w", err)
 	}
 	var have sql.NullInt64

@@ -17,9 +17,11 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"runtime"
 	"strings"
 	"sync"
+	"time"
 
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
@@ -75,7 +77,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	w.SetConnMaxIdleTime(0)
 
 	s := &Store{w: w}
-	if err := s.migrate(ctx); err != nil {
+	if err := s.migrateRetrying(ctx); err != nil {
 		w.Close()
 		return nil, err
 	}
@@ -210,4 +212,25 @@ func mustAffect(res sql.Result, err error, what string) error {
 // scanner is *sql.Row or *sql.Rows.
 type scanner interface {
 	Scan(dest ...any) error
+}
+
+// migrateRetrying runs migrate, retrying while another process is turning
+// the same new file into a WAL database: during that switch SQLite answers
+// SQLITE_BUSY at once rather than through the busy timeout. Every step of
+// migrate is idempotent, so a retry only finishes what is left.
+func (s *Store) migrateRetrying(ctx context.Context) error {
+	deadline := time.Now().Add(time.Duration(busyTimeoutMS) * time.Millisecond)
+	wait := 5 * time.Millisecond
+	for {
+		err := s.migrate(ctx)
+		if err == nil || !strings.Contains(err.Error(), "SQLITE_BUSY") || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(wait + time.Duration(rand.Int64N(int64(wait)))):
+		}
+		wait = min(2*wait, 200*time.Millisecond)
+	}
 }
