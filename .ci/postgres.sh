@@ -136,6 +136,19 @@ if [[ ! -s $DATA/PG_VERSION ]]; then
 		--encoding=UTF8 >&2
 fi
 
+# A server killed with SIGKILL (as a session's processes are before CI runs)
+# leaves postmaster.pid and the socket lock behind; its PID may since belong
+# to another process, which makes postgres refuse to start. Nothing answers
+# on the port (checked above), so if that PID is not a postgres process the
+# lock files are stale: remove them.
+if [[ -f $DATA/postmaster.pid ]]; then
+	oldpid=$(head -n1 "$DATA/postmaster.pid" 2>/dev/null || true)
+	if [[ -z $oldpid ]] || ! grep -qs postgres "/proc/$oldpid/comm"; then
+		log "removing stale postmaster.pid (pid ${oldpid:-?} is not a running postgres)"
+		rm -f "$DATA/postmaster.pid" "$DIR"/.s.PGSQL."$PORT".lock
+	fi
+fi
+
 log "starting server on $HOST:$PORT"
 # Tests create a database per test and several pools at once: allow more
 # connections than the default 100.
