@@ -14,7 +14,6 @@ import (
 
 	"github.com/scion-go/scion/api"
 	"github.com/scion-go/scion/store"
-	"github.com/scion-go/scion/wire"
 )
 
 // Caller kinds.
@@ -201,5 +200,3 @@ func canSeeProject(c *Caller, projectID string) bool {
 	}
 	return c.ProjectID == "" || c.ProjectID == projectID
 }
-
-var _ = wire.ProtocolVersion

@@ -2,7 +2,6 @@ package hub
 
 import (
 	"context"
-	"encoding/json"
 	"time"
 
 	"github.com/scion-go/scion/api"
@@ -59,12 +58,5 @@ func (s *Server) EnsureDefaultImage(ctx context.Context, build func() (string, e
 		return err
 	}
 	cur.AgentDefaults.DefaultImage = img
-	b, _ := json.Marshal(cur)
-	s.cfgMu.Lock()
-	defer s.cfgMu.Unlock()
-	if err := s.store.PutSetting(ctx, settingHub, b); err != nil {
-		return err
-	}
-	s.settings = &cur
-	return nil
+	return s.saveSetting(ctx, settingHub, cur, func() { s.settings = &cur })
 }

@@ -74,13 +74,9 @@ func (s *Server) handlePutSettings(r *http.Request, c *Caller) (int, any, error)
 			return 0, nil, api.NotFound(api.CodeBrokerNotFound, "default_runtime_broker: runtime broker %q not found", ref)
 		}
 	}
-	b, _ := json.Marshal(v)
-	s.cfgMu.Lock()
-	defer s.cfgMu.Unlock()
-	if err := s.store.PutSetting(r.Context(), settingHub, b); err != nil {
+	if err := s.saveSetting(r.Context(), settingHub, v, func() { s.settings = &v }); err != nil {
 		return 0, nil, err
 	}
-	s.settings = &v
 	return http.StatusOK, v, nil
 }
 
@@ -100,12 +96,25 @@ func (s *Server) handlePutLimits(r *http.Request, c *Caller) (int, any, error) {
 	if v.MaxAgentsPerBroker < 0 || v.MaxAgentsPerBroker > 1_000_000 {
 		return 0, nil, api.BadRequest("max_agents_per_broker must be between 0 (unlimited) and 1000000")
 	}
-	b, _ := json.Marshal(v)
-	s.cfgMu.Lock()
-	defer s.cfgMu.Unlock()
-	if err := s.store.PutSetting(r.Context(), settingLimits, b); err != nil {
+	if err := s.saveSetting(r.Context(), settingLimits, v, func() { s.limits = &v }); err != nil {
 		return 0, nil, err
 	}
-	s.limits = &v
 	return http.StatusOK, v, nil
+}
+
+// saveSetting writes a setting and, once it is stored, updates the cached
+// copy (cache, run under cfgMu) so readers never see a value the database
+// does not hold.
+func (s *Server) saveSetting(ctx context.Context, key string, v any, cache func()) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	s.cfgMu.Lock()
+	defer s.cfgMu.Unlock()
+	if err := s.store.PutSetting(ctx, key, b); err != nil {
+		return err
+	}
+	cache()
+	return nil
 }
