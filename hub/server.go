@@ -33,6 +33,8 @@ type Options struct {
 	Grace             time.Duration
 	// DispatchTimeout bounds one command to a broker (default 30s).
 	DispatchTimeout time.Duration
+	// OIDC turns on user sign-in through an OIDC provider.
+	OIDC *OIDCConfig
 }
 
 // Server is a Hub.
@@ -174,7 +176,7 @@ func (s *Server) Routes() []Route {
 		return Route{Pattern: p, stream: h}
 	}
 	pub := func(p string, h http.HandlerFunc) Route { return Route{Pattern: p, Public: true, open: h} }
-	return []Route{
+	return append(s.oidcRoutes(), []Route{
 		pub("GET /healthz", s.handleHealthz),
 		pub("GET /readyz", s.handleReadyz),
 		pub("GET /metrics", s.metrics.handler().ServeHTTP),
@@ -210,7 +212,7 @@ func (s *Server) Routes() []Route {
 		a("PUT /api/v1/settings", s.handlePutSettings),
 		a("GET /api/v1/admin/limits", s.handleGetLimits),
 		a("PUT /api/v1/admin/limits", s.handlePutLimits),
-	}
+	}...)
 }
 
 func (s *Server) routes() {
