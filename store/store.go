@@ -38,6 +38,7 @@ type Project struct {
 	SharingMode     string
 	DefaultBrokerID string
 	ActiveProfile   string
+	CreatedBy       string // the creating principal; UpdateProject leaves it alone
 	CreatedAt       time.Time
 	UpdatedAt       time.Time
 }
@@ -86,18 +87,26 @@ type Agent struct {
 	CreatedBy       string
 	Delegator       string
 	ParentAgentID   string
+	Scopes          []string // permissions granted to the agent
+	DelegationChain []string // principals it acts for, in order, e.g. ["user:u1", "agent:a7"]
+	Passthrough     string   // credential passed through, e.g. "gcp"; "" for none
+	SecretNames     []string // names of the secrets it receives
 	Payload         json.RawMessage
 	Version         int64
 	CreatedAt       time.Time
 	UpdatedAt       time.Time
 }
 
-// User is a person.
+// User is a person. Issuer and Subject are the OIDC identity the user
+// signs in with (both "" for the bootstrap admin); a non-empty
+// (Issuer, Subject) belongs to at most one user.
 type User struct {
 	ID        string
 	Name      string
 	Email     string
 	Role      string
+	Issuer    string
+	Subject   string
 	CreatedAt time.Time
 }
 
@@ -205,11 +214,27 @@ type Store interface {
 	ReservedAgents(ctx context.Context, brokerID string) ([]string, error)
 
 	// Users and tokens.
+	//
+	// CreateUser inserts u; ErrAlreadyExists for a taken ID or a taken
+	// non-empty (Issuer, Subject).
 	CreateUser(ctx context.Context, u *User) error
 	GetUser(ctx context.Context, id string) (*User, error)
+	// GetUserBySubject looks up the user with that OIDC identity;
+	// ErrNotFound when none (always for an empty subject).
+	GetUserBySubject(ctx context.Context, issuer, subject string) (*User, error)
+	// UpdateUser writes u's Name, Email and Role (not its identity or
+	// CreatedAt); ErrNotFound if the user is gone.
+	UpdateUser(ctx context.Context, u *User) error
+	// ListUsers returns every user in ID order.
 	ListUsers(ctx context.Context) ([]*User, error)
+	// CreateToken inserts t, keeping t.ID when set and filling it in when
+	// empty; the hash and the ID are unique (ErrAlreadyExists).
 	CreateToken(ctx context.Context, t *Token) error
+	// GetTokenByHash returns revoked and expired tokens too: judging them
+	// is the caller's business.
 	GetTokenByHash(ctx context.Context, hash []byte) (*Token, error)
+	// RevokeToken sets RevokedAt (once: revoking again keeps the first
+	// time); ErrNotFound for an unknown ID.
 	RevokeToken(ctx context.Context, id string, at time.Time) error
 	CreateJoinToken(ctx context.Context, t *JoinToken) error
 	// ConsumeJoinToken marks an unused, unexpired token used (atomically:

@@ -12,25 +12,27 @@ import (
 
 const agentCols = `id, slug, project_id, broker_id, profile, harness, image, command, env, phase, status_message,
 	container_status, run_id, generation, generations, role, created_by, delegator, parent_agent_id, payload,
-	ports, port_mappings, version, created_at, updated_at`
+	ports, port_mappings, scopes, delegation_chain, passthrough, secret_names, version, created_at, updated_at`
 
 const insertAgentSQL = `INSERT INTO agents (` + agentCols + `) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10,
-	$11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25)`
+	$11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29)`
 
 // updateAgentSQL writes everything but id and created_at, only if the
-// version still matches ($23 id, $24 expected version).
+// version still matches ($27 id, $28 expected version).
 const updateAgentSQL = `UPDATE agents SET slug = $1, project_id = $2, broker_id = $3, profile = $4, harness = $5,
 	image = $6, command = $7, env = $8, phase = $9, status_message = $10, container_status = $11, run_id = $12,
 	generation = $13, generations = $14, role = $15, created_by = $16, delegator = $17, parent_agent_id = $18,
-	payload = $19, ports = $20, port_mappings = $21, version = version + 1, updated_at = $22
-	WHERE id = $23 AND version = $24`
+	payload = $19, ports = $20, port_mappings = $21, scopes = $22, delegation_chain = $23, passthrough = $24,
+	secret_names = $25, version = version + 1, updated_at = $26
+	WHERE id = $27 AND version = $28`
 
 func scanAgent(row pgx.Row) (*store.Agent, error) {
 	var a store.Agent
-	var cmd, env, gens, payload, ports, mappings []byte
+	var cmd, env, gens, payload, ports, mappings, scopes, chain, secrets []byte
 	if err := row.Scan(&a.ID, &a.Slug, &a.ProjectID, &a.BrokerID, &a.Profile, &a.Harness, &a.Image, &cmd, &env,
 		&a.Phase, &a.StatusMessage, &a.ContainerStatus, &a.RunID, &a.Generation, &gens, &a.Role, &a.CreatedBy,
-		&a.Delegator, &a.ParentAgentID, &payload, &ports, &mappings, &a.Version, &a.CreatedAt, &a.UpdatedAt); err != nil {
+		&a.Delegator, &a.ParentAgentID, &payload, &ports, &mappings, &scopes, &chain,
+		&a.Passthrough, &secrets, &a.Version, &a.CreatedAt, &a.UpdatedAt); err != nil {
 		return nil, err
 	}
 	if err := dbutil.UnJSON(cmd, &a.Command); err != nil {
@@ -47,6 +49,15 @@ func scanAgent(row pgx.Row) (*store.Agent, error) {
 	}
 	if err := dbutil.UnJSON(mappings, &a.PortMappings); err != nil {
 		return nil, fmt.Errorf("agent %s port mappings: %w", a.ID, err)
+	}
+	if err := dbutil.UnJSON(scopes, &a.Scopes); err != nil {
+		return nil, fmt.Errorf("agent %s scopes: %w", a.ID, err)
+	}
+	if err := dbutil.UnJSON(chain, &a.DelegationChain); err != nil {
+		return nil, fmt.Errorf("agent %s delegation chain: %w", a.ID, err)
+	}
+	if err := dbutil.UnJSON(secrets, &a.SecretNames); err != nil {
+		return nil, fmt.Errorf("agent %s secret names: %w", a.ID, err)
 	}
 	if payload != nil {
 		a.Payload = payload
@@ -82,9 +93,22 @@ func agentFields(a *store.Agent) ([]any, error) {
 	if err != nil {
 		return nil, fmt.Errorf("port mappings: %w", err)
 	}
+	scopes, err := dbutil.Strings(a.Scopes)
+	if err != nil {
+		return nil, fmt.Errorf("scopes: %w", err)
+	}
+	chain, err := dbutil.Strings(a.DelegationChain)
+	if err != nil {
+		return nil, fmt.Errorf("delegation chain: %w", err)
+	}
+	secrets, err := dbutil.Strings(a.SecretNames)
+	if err != nil {
+		return nil, fmt.Errorf("secret names: %w", err)
+	}
 	return []any{a.Slug, a.ProjectID, a.BrokerID, a.Profile, a.Harness, a.Image, jsonArg(cmd), jsonArg(env), a.Phase,
 		a.StatusMessage, a.ContainerStatus, a.RunID, a.Generation, jsonArg(gens), a.Role, a.CreatedBy, a.Delegator,
-		a.ParentAgentID, jsonArg(payload), jsonArg(ports), jsonArg(mappings)}, nil
+		a.ParentAgentID, jsonArg(payload), jsonArg(ports), jsonArg(mappings), jsonArg(scopes), jsonArg(chain), a.Passthrough,
+		jsonArg(secrets)}, nil
 }
 
 // CreateAgent inserts a (filling in ID, times and Version 1 when zero) and,
@@ -118,7 +142,7 @@ func (s *Store) createAgent(ctx context.Context, a *store.Agent, reserveLimit *i
 	if err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}
-	args := make([]any, 0, 25)
+	args := make([]any, 0, 29)
 	args = append(args, n.ID)
 	args = append(args, fields...)
 	args = append(args, n.Version, n.CreatedAt, n.UpdatedAt)

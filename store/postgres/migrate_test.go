@@ -11,8 +11,10 @@ import (
 	"github.com/scion-go/scion/store/storetest"
 )
 
-// TestMigrationKeepsOldAgents: an agent written by a schema-1 binary
-// (before per-agent ports) reads back after the upgrade with no ports.
+// TestMigrationKeepsOldAgents: records written by a schema-1 binary read
+// back after the upgrades with the later columns empty: an agent with no
+// ports and no identity fields, a project with no creator, a user with no
+// OIDC identity.
 func TestMigrationKeepsOldAgents(t *testing.T) {
 	url := storetest.NewPostgresDB(t)
 	init, err := os.ReadFile("migrations/0001_init.sql")
@@ -29,6 +31,7 @@ func TestMigrationKeepsOldAgents(t *testing.T) {
 		`INSERT INTO schema_migrations (version, name) VALUES (1, '0001_init.sql')`,
 		`INSERT INTO projects (id, name, created_at, updated_at) VALUES ('p1', 'p', now(), now())`,
 		`INSERT INTO agents (id, slug, project_id, phase, version, created_at, updated_at) VALUES ('a1', 'old', 'p1', 'stopped', 1, now(), now())`,
+		`INSERT INTO users (id, name, created_at) VALUES ('u1', 'admin', now())`,
 	} {
 		if _, err := conn.Exec(t.Context(), q); err != nil {
 			t.Fatalf("%.40s: %v", q, err)
@@ -46,7 +49,14 @@ func TestMigrationKeepsOldAgents(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a.Slug != "old" || a.Ports != nil || a.PortMappings != nil {
+	if a.Slug != "old" || a.Ports != nil || a.PortMappings != nil || a.Scopes != nil || a.DelegationChain != nil ||
+		a.Passthrough != "" || a.SecretNames != nil {
 		t.Fatalf("old agent read back as %+v", a)
+	}
+	if p, err := s.GetProject(t.Context(), "p1"); err != nil || p.CreatedBy != "" {
+		t.Fatalf("old project read back as %+v, %v", p, err)
+	}
+	if u, err := s.GetUser(t.Context(), "u1"); err != nil || u.Name != "admin" || u.Issuer != "" || u.Subject != "" {
+		t.Fatalf("old user read back as %+v, %v", u, err)
 	}
 }

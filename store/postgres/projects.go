@@ -10,12 +10,13 @@ import (
 	"github.com/scion-go/scion/store/internal/dbutil"
 )
 
-const projectCols = `id, name, git_remote, sharing_mode, default_broker_id, active_profile, created_at, updated_at`
+const projectCols = `id, name, git_remote, sharing_mode, default_broker_id, active_profile, created_by, created_at,
+	updated_at`
 
 func scanProject(row pgx.Row) (*store.Project, error) {
 	var p store.Project
 	if err := row.Scan(&p.ID, &p.Name, &p.GitRemote, &p.SharingMode, &p.DefaultBrokerID, &p.ActiveProfile,
-		&p.CreatedAt, &p.UpdatedAt); err != nil {
+		&p.CreatedBy, &p.CreatedAt, &p.UpdatedAt); err != nil {
 		return nil, err
 	}
 	p.CreatedAt, p.UpdatedAt = utc(p.CreatedAt), utc(p.UpdatedAt)
@@ -36,8 +37,8 @@ func (s *Store) CreateProject(ctx context.Context, p *store.Project) error {
 		n.UpdatedAt = n.CreatedAt
 	}
 	n.UpdatedAt = dbutil.Time(n.UpdatedAt)
-	_, err := s.pool.Exec(ctx, `INSERT INTO projects (`+projectCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
-		n.ID, n.Name, n.GitRemote, n.SharingMode, n.DefaultBrokerID, n.ActiveProfile, n.CreatedAt, n.UpdatedAt)
+	_, err := s.pool.Exec(ctx, `INSERT INTO projects (`+projectCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+		n.ID, n.Name, n.GitRemote, n.SharingMode, n.DefaultBrokerID, n.ActiveProfile, n.CreatedBy, n.CreatedAt, n.UpdatedAt)
 	if err != nil {
 		return mapErr(err, fmt.Sprintf("create project %q", n.Name))
 	}
@@ -66,8 +67,8 @@ func (s *Store) ListProjects(ctx context.Context, page store.Page) ([]*store.Pro
 	return items, next, total, nil
 }
 
-// UpdateProject writes every field but ID and CreatedAt and sets
-// p.UpdatedAt to now.
+// UpdateProject writes every field but ID, CreatedBy and CreatedAt and
+// sets p.UpdatedAt to now.
 func (s *Store) UpdateProject(ctx context.Context, p *store.Project) error {
 	now := dbutil.Now()
 	tag, err := s.pool.Exec(ctx, `UPDATE projects SET name = $1, git_remote = $2, sharing_mode = $3,

@@ -13,6 +13,7 @@ import (
 )
 
 // CreateUser inserts u, filling in ID and CreatedAt when zero.
+// ErrAlreadyExists for a taken ID or a taken non-empty (Issuer, Subject).
 func (s *Store) CreateUser(ctx context.Context, u *store.User) error {
 	n := *u
 	if n.ID == "" {
@@ -22,8 +23,8 @@ func (s *Store) CreateUser(ctx context.Context, u *store.User) error {
 		n.CreatedAt = dbutil.Now()
 	}
 	n.CreatedAt = dbutil.Time(n.CreatedAt)
-	_, err := s.pool.Exec(ctx, `INSERT INTO users (id, name, email, role, created_at) VALUES ($1, $2, $3, $4, $5)`,
-		n.ID, n.Name, n.Email, n.Role, n.CreatedAt)
+	_, err := s.pool.Exec(ctx, `INSERT INTO users (`+userCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+		n.ID, n.Name, n.Email, n.Role, n.Issuer, n.Subject, n.CreatedAt)
 	if err != nil {
 		return mapErr(err, fmt.Sprintf("create user %q", n.ID))
 	}
@@ -31,11 +32,11 @@ func (s *Store) CreateUser(ctx context.Context, u *store.User) error {
 	return nil
 }
 
-const userCols = `id, name, email, role, created_at`
+const userCols = `id, name, email, role, issuer, subject, created_at`
 
 func scanUser(row pgx.Row) (*store.User, error) {
 	var u store.User
-	if err := row.Scan(&u.ID, &u.Name, &u.Email, &u.Role, &u.CreatedAt); err != nil {
+	if err := row.Scan(&u.ID, &u.Name, &u.Email, &u.Role, &u.Issuer, &u.Subject, &u.CreatedAt); err != nil {
 		return nil, err
 	}
 	u.CreatedAt = utc(u.CreatedAt)
@@ -49,6 +50,25 @@ func (s *Store) GetUser(ctx context.Context, id string) (*store.User, error) {
 		return nil, mapErr(err, fmt.Sprintf("user %q", id))
 	}
 	return u, nil
+}
+
+// GetUserBySubject looks up by OIDC identity. The non-empty subject condition lets
+// the planner use the partial index users_subject and keeps an empty
+// subject (the bootstrap admin's) from matching.
+func (s *Store) GetUserBySubject(ctx context.Context, issuer, subject string) (*store.User, error) {
+	u, err := scanUser(s.pool.QueryRow(ctx, `SELECT `+userCols+` FROM users
+		WHERE issuer = $1 AND subject = $2 AND subject <> ''`, issuer, subject))
+	if err != nil {
+		return nil, mapErr(err, fmt.Sprintf("user with subject %q of %q", subject, issuer))
+	}
+	return u, nil
+}
+
+// UpdateUser writes u's name, email and role; ErrNotFound if it is gone.
+func (s *Store) UpdateUser(ctx context.Context, u *store.User) error {
+	tag, err := s.pool.Exec(ctx, `UPDATE users SET name = $1, email = $2, role = $3 WHERE id = $4`,
+		u.Name, u.Email, u.Role, u.ID)
+	return mustAffect(tag, err, fmt.Sprintf("update user %q", u.ID))
 }
 
 // ListUsers returns every user in ID order (people, not agents: few).

@@ -11,17 +11,18 @@ import (
 
 const agentCols = `id, slug, project_id, broker_id, profile, harness, image, command, env, phase, status_message,
 	container_status, run_id, generation, generations, role, created_by, delegator, parent_agent_id, payload,
-	ports, port_mappings, version, created_at, updated_at`
+	ports, port_mappings, scopes, delegation_chain, passthrough, secret_names, version, created_at, updated_at`
 
 const insertAgentSQL = `INSERT INTO agents (` + agentCols + `)
-	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
 // updateAgentSQL writes everything but id and created_at, only if the
 // version still matches (last two arguments: id, expected version).
 const updateAgentSQL = `UPDATE agents SET slug = ?, project_id = ?, broker_id = ?, profile = ?, harness = ?,
 	image = ?, command = ?, env = ?, phase = ?, status_message = ?, container_status = ?, run_id = ?,
 	generation = ?, generations = ?, role = ?, created_by = ?, delegator = ?, parent_agent_id = ?, payload = ?,
-	ports = ?, port_mappings = ?, version = version + 1, updated_at = ? WHERE id = ? AND version = ?`
+	ports = ?, port_mappings = ?, scopes = ?, delegation_chain = ?, passthrough = ?, secret_names = ?,
+	version = version + 1, updated_at = ? WHERE id = ? AND version = ?`
 
 // updateAgentSameKeysSQL is updateAgentSQL for the common case of a status
 // update: it leaves the indexed columns (slug, project_id, broker_id) out
@@ -32,15 +33,17 @@ const updateAgentSQL = `UPDATE agents SET slug = ?, project_id = ?, broker_id = 
 const updateAgentSameKeysSQL = `UPDATE agents SET profile = ?, harness = ?,
 	image = ?, command = ?, env = ?, phase = ?, status_message = ?, container_status = ?, run_id = ?,
 	generation = ?, generations = ?, role = ?, created_by = ?, delegator = ?, parent_agent_id = ?, payload = ?,
-	ports = ?, port_mappings = ?, version = version + 1, updated_at = ? WHERE id = ? AND version = ? AND slug = ? AND project_id = ? AND broker_id = ?`
+	ports = ?, port_mappings = ?, scopes = ?, delegation_chain = ?, passthrough = ?, secret_names = ?,
+	version = version + 1, updated_at = ? WHERE id = ? AND version = ? AND slug = ? AND project_id = ? AND broker_id = ?`
 
 func scanAgent(sc scanner) (*store.Agent, error) {
 	var a store.Agent
-	var cmd, env, gens, payload, ports, mappings []byte
+	var cmd, env, gens, payload, ports, mappings, scopes, chain, secrets []byte
 	var created, updated int64
 	if err := sc.Scan(&a.ID, &a.Slug, &a.ProjectID, &a.BrokerID, &a.Profile, &a.Harness, &a.Image, &cmd, &env,
 		&a.Phase, &a.StatusMessage, &a.ContainerStatus, &a.RunID, &a.Generation, &gens, &a.Role, &a.CreatedBy,
-		&a.Delegator, &a.ParentAgentID, &payload, &ports, &mappings, &a.Version, &created, &updated); err != nil {
+		&a.Delegator, &a.ParentAgentID, &payload, &ports, &mappings, &scopes, &chain,
+		&a.Passthrough, &secrets, &a.Version, &created, &updated); err != nil {
 		return nil, err
 	}
 	if err := dbutil.UnJSON(cmd, &a.Command); err != nil {
@@ -57,6 +60,15 @@ func scanAgent(sc scanner) (*store.Agent, error) {
 	}
 	if err := dbutil.UnJSON(mappings, &a.PortMappings); err != nil {
 		return nil, fmt.Errorf("agent %s port mappings: %w", a.ID, err)
+	}
+	if err := dbutil.UnJSON(scopes, &a.Scopes); err != nil {
+		return nil, fmt.Errorf("agent %s scopes: %w", a.ID, err)
+	}
+	if err := dbutil.UnJSON(chain, &a.DelegationChain); err != nil {
+		return nil, fmt.Errorf("agent %s delegation chain: %w", a.ID, err)
+	}
+	if err := dbutil.UnJSON(secrets, &a.SecretNames); err != nil {
+		return nil, fmt.Errorf("agent %s secret names: %w", a.ID, err)
 	}
 	if payload != nil {
 		a.Payload = payload
@@ -92,9 +104,22 @@ func agentFields(a *store.Agent) ([]any, error) {
 	if err != nil {
 		return nil, fmt.Errorf("port mappings: %w", err)
 	}
+	scopes, err := dbutil.Strings(a.Scopes)
+	if err != nil {
+		return nil, fmt.Errorf("scopes: %w", err)
+	}
+	chain, err := dbutil.Strings(a.DelegationChain)
+	if err != nil {
+		return nil, fmt.Errorf("delegation chain: %w", err)
+	}
+	secrets, err := dbutil.Strings(a.SecretNames)
+	if err != nil {
+		return nil, fmt.Errorf("secret names: %w", err)
+	}
 	return []any{a.Slug, a.ProjectID, a.BrokerID, a.Profile, a.Harness, a.Image, text(cmd), text(env), a.Phase,
 		a.StatusMessage, a.ContainerStatus, a.RunID, a.Generation, text(gens), a.Role, a.CreatedBy, a.Delegator,
-		a.ParentAgentID, text(payload), text(ports), text(mappings)}, nil
+		a.ParentAgentID, text(payload), text(ports), text(mappings), text(scopes), text(chain), a.Passthrough,
+		text(secrets)}, nil
 }
 
 // CreateAgent inserts a (filling in ID, times and Version 1 when zero) and,
@@ -128,7 +153,7 @@ func (s *Store) createAgent(ctx context.Context, a *store.Agent, reserveLimit *i
 	if err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}
-	args := make([]any, 0, 25)
+	args := make([]any, 0, 29)
 	args = append(args, n.ID)
 	args = append(args, fields...)
 	args = append(args, n.Version, micros(n.CreatedAt), micros(n.UpdatedAt))

@@ -9,12 +9,14 @@ import (
 	"github.com/scion-go/scion/store/internal/dbutil"
 )
 
-const projectCols = `id, name, git_remote, sharing_mode, default_broker_id, active_profile, created_at, updated_at`
+const projectCols = `id, name, git_remote, sharing_mode, default_broker_id, active_profile, created_by, created_at,
+	updated_at`
 
 func scanProject(sc scanner) (*store.Project, error) {
 	var p store.Project
 	var created, updated int64
-	if err := sc.Scan(&p.ID, &p.Name, &p.GitRemote, &p.SharingMode, &p.DefaultBrokerID, &p.ActiveProfile, &created, &updated); err != nil {
+	if err := sc.Scan(&p.ID, &p.Name, &p.GitRemote, &p.SharingMode, &p.DefaultBrokerID, &p.ActiveProfile, &p.CreatedBy,
+		&created, &updated); err != nil {
 		return nil, err
 	}
 	p.CreatedAt, p.UpdatedAt = fromMicros(created), fromMicros(updated)
@@ -35,8 +37,9 @@ func (s *Store) CreateProject(ctx context.Context, p *store.Project) error {
 		n.UpdatedAt = n.CreatedAt
 	}
 	n.UpdatedAt = dbutil.Time(n.UpdatedAt)
-	_, err := s.w.ExecContext(ctx, `INSERT INTO projects (`+projectCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-		n.ID, n.Name, n.GitRemote, n.SharingMode, n.DefaultBrokerID, n.ActiveProfile, micros(n.CreatedAt), micros(n.UpdatedAt))
+	_, err := s.w.ExecContext(ctx, `INSERT INTO projects (`+projectCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		n.ID, n.Name, n.GitRemote, n.SharingMode, n.DefaultBrokerID, n.ActiveProfile, n.CreatedBy, micros(n.CreatedAt),
+		micros(n.UpdatedAt))
 	if err != nil {
 		return mapErr(err, fmt.Sprintf("create project %q", n.Name))
 	}
@@ -65,8 +68,8 @@ func (s *Store) ListProjects(ctx context.Context, page store.Page) ([]*store.Pro
 	return items, next, total, nil
 }
 
-// UpdateProject writes every field but ID and CreatedAt and sets
-// p.UpdatedAt to now.
+// UpdateProject writes every field but ID, CreatedBy and CreatedAt and
+// sets p.UpdatedAt to now.
 func (s *Store) UpdateProject(ctx context.Context, p *store.Project) error {
 	now := dbutil.Now()
 	res, err := s.w.ExecContext(ctx, `UPDATE projects SET name = ?, git_remote = ?, sharing_mode = ?,

@@ -12,6 +12,7 @@ import (
 )
 
 // CreateUser inserts u, filling in ID and CreatedAt when zero.
+// ErrAlreadyExists for a taken ID or a taken non-empty (Issuer, Subject).
 func (s *Store) CreateUser(ctx context.Context, u *store.User) error {
 	n := *u
 	if n.ID == "" {
@@ -21,8 +22,8 @@ func (s *Store) CreateUser(ctx context.Context, u *store.User) error {
 		n.CreatedAt = dbutil.Now()
 	}
 	n.CreatedAt = dbutil.Time(n.CreatedAt)
-	_, err := s.w.ExecContext(ctx, `INSERT INTO users (id, name, email, role, created_at) VALUES (?, ?, ?, ?, ?)`,
-		n.ID, n.Name, n.Email, n.Role, micros(n.CreatedAt))
+	_, err := s.w.ExecContext(ctx, `INSERT INTO users (`+userCols+`) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+		n.ID, n.Name, n.Email, n.Role, n.Issuer, n.Subject, micros(n.CreatedAt))
 	if err != nil {
 		return mapErr(err, fmt.Sprintf("create user %q", n.ID))
 	}
@@ -30,12 +31,12 @@ func (s *Store) CreateUser(ctx context.Context, u *store.User) error {
 	return nil
 }
 
-const userCols = `id, name, email, role, created_at`
+const userCols = `id, name, email, role, issuer, subject, created_at`
 
 func scanUser(sc scanner) (*store.User, error) {
 	var u store.User
 	var created int64
-	if err := sc.Scan(&u.ID, &u.Name, &u.Email, &u.Role, &created); err != nil {
+	if err := sc.Scan(&u.ID, &u.Name, &u.Email, &u.Role, &u.Issuer, &u.Subject, &created); err != nil {
 		return nil, err
 	}
 	u.CreatedAt = fromMicros(created)
@@ -49,6 +50,25 @@ func (s *Store) GetUser(ctx context.Context, id string) (*store.User, error) {
 		return nil, mapErr(err, fmt.Sprintf("user %q", id))
 	}
 	return u, nil
+}
+
+// GetUserBySubject looks up by OIDC identity. The non-empty subject condition lets
+// SQLite use the partial index users_subject and keeps an empty subject
+// (the bootstrap admin's) from matching.
+func (s *Store) GetUserBySubject(ctx context.Context, issuer, subject string) (*store.User, error) {
+	u, err := scanUser(s.r.QueryRowContext(ctx, `SELECT `+userCols+` FROM users
+		WHERE issuer = ? AND subject = ? AND subject <> ''`, issuer, subject))
+	if err != nil {
+		return nil, mapErr(err, fmt.Sprintf("user with subject %q of %q", subject, issuer))
+	}
+	return u, nil
+}
+
+// UpdateUser writes u's name, email and role; ErrNotFound if it is gone.
+func (s *Store) UpdateUser(ctx context.Context, u *store.User) error {
+	res, err := s.w.ExecContext(ctx, `UPDATE users SET name = ?, email = ?, role = ? WHERE id = ?`,
+		u.Name, u.Email, u.Role, u.ID)
+	return mustAffect(res, err, fmt.Sprintf("update user %q", u.ID))
 }
 
 // ListUsers returns every user in ID order (people, not agents: few).

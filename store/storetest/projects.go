@@ -14,7 +14,7 @@ func testProjects(t *testing.T, s store.Store) {
 	ctx := t.Context()
 	created := oddTime()
 	p := &store.Project{Name: "alpha", GitRemote: "git@example.com:a/b.git", SharingMode: api.SharingSharedWorkspace,
-		DefaultBrokerID: "broker-x", ActiveProfile: "docker", CreatedAt: created}
+		DefaultBrokerID: "broker-x", ActiveProfile: "docker", CreatedBy: "user:u1", CreatedAt: created}
 	must(t, s.CreateProject(ctx, p))
 	if id, err := uuid.Parse(p.ID); err != nil || id.Version() != 7 {
 		t.Fatalf("generated ID %q is not a UUIDv7 (%v)", p.ID, err)
@@ -55,6 +55,7 @@ func testProjects(t *testing.T, s store.Store) {
 	upd.Name, upd.GitRemote, upd.SharingMode, upd.DefaultBrokerID, upd.ActiveProfile =
 		"alpha2", "", api.SharingClonePerAgent, "", "k8s"
 	upd.CreatedAt = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC) // must be ignored
+	upd.CreatedBy = "user:someone-else"                         // kept too
 	must(t, s.UpdateProject(ctx, &upd))
 	if !upd.UpdatedAt.After(p.UpdatedAt) || upd.UpdatedAt != norm(upd.UpdatedAt) {
 		t.Fatalf("UpdatedAt = %v, want normalised and after %v", upd.UpdatedAt, p.UpdatedAt)
@@ -62,8 +63,12 @@ func testProjects(t *testing.T, s store.Store) {
 	got, err = s.GetProject(ctx, "alpha2")
 	must(t, err)
 	want := upd
-	want.CreatedAt = p.CreatedAt
+	want.CreatedAt, want.CreatedBy = p.CreatedAt, p.CreatedBy
 	equal(t, got, &want)
+	// Lists read every column too.
+	items, _, _, err := s.ListProjects(ctx, store.Page{})
+	must(t, err)
+	equal(t, items, []*store.Project{&want, q})
 	_, err = s.GetProject(ctx, "alpha")
 	wantErr(t, err, store.ErrNotFound)
 

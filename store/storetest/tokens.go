@@ -39,6 +39,64 @@ func testUsers(t *testing.T, s store.Store) {
 	equal(t, users, []*store.User{gen, u1, u2})
 }
 
+// testUserIdentity: users signed in through OIDC are found by (issuer,
+// subject), which is unique when the subject is not empty.
+func testUserIdentity(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	const google, corp = "https://accounts.google.com", "https://sso.example.com"
+	// The bootstrap admin has no identity; several users may lack one.
+	admin := &store.User{ID: "admin", Name: "admin", Role: "admin"}
+	must(t, s.CreateUser(ctx, admin))
+	admin2 := &store.User{ID: "admin2"}
+	must(t, s.CreateUser(ctx, admin2))
+
+	u := &store.User{ID: "u1", Name: "Al", Email: "al@example.com", Role: "member", Issuer: google, Subject: "1077",
+		CreatedAt: oddTime()}
+	must(t, s.CreateUser(ctx, u))
+	got, err := s.GetUser(ctx, "u1")
+	must(t, err)
+	equal(t, got, u)
+	got, err = s.GetUserBySubject(ctx, google, "1077")
+	must(t, err)
+	equal(t, got, u)
+
+	// The same subject at another issuer is another person.
+	v := &store.User{ID: "u2", Name: "Bea", Issuer: corp, Subject: "1077"}
+	must(t, s.CreateUser(ctx, v))
+	got, err = s.GetUserBySubject(ctx, corp, "1077")
+	must(t, err)
+	equal(t, got, v)
+
+	// A taken identity is refused and the argument left alone.
+	dup := &store.User{Name: "Al again", Issuer: google, Subject: "1077"}
+	wantErr(t, s.CreateUser(ctx, dup), store.ErrAlreadyExists)
+	if dup.ID != "" || !dup.CreatedAt.IsZero() {
+		t.Fatalf("failed create modified its argument: %+v", dup)
+	}
+
+	for _, q := range [][2]string{{google, "1078"}, {"https://other.example.com", "1077"}, {"", "1077"}, {"", ""}, {google, ""}} {
+		_, err := s.GetUserBySubject(ctx, q[0], q[1])
+		wantErr(t, err, store.ErrNotFound)
+	}
+
+	// UpdateUser writes name, email and role, nothing else.
+	upd := *u
+	upd.Name, upd.Email, upd.Role = "Alan", "", "admin"
+	upd.Issuer, upd.Subject = corp, "other" // ignored
+	upd.CreatedAt = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
+	must(t, s.UpdateUser(ctx, &upd))
+	want := *u
+	want.Name, want.Email, want.Role = "Alan", "", "admin"
+	got, err = s.GetUserBySubject(ctx, google, "1077")
+	must(t, err)
+	equal(t, got, &want)
+	wantErr(t, s.UpdateUser(ctx, &store.User{ID: "missing", Name: "m"}), store.ErrNotFound)
+
+	users, err := s.ListUsers(ctx)
+	must(t, err)
+	equal(t, users, []*store.User{admin, admin2, &want, v})
+}
+
 func testTokens(t *testing.T, s store.Store) {
 	ctx := t.Context()
 	exp := oddTime().Add(48 * time.Hour)

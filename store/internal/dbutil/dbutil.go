@@ -96,6 +96,15 @@ func JSON(v any) ([]byte, error) {
 	return b, nil
 }
 
+// Strings is JSON for a string list column without the reflection for
+// the common nil list (agent writes are on the Hub's hot path).
+func Strings(v []string) ([]byte, error) {
+	if v == nil {
+		return nil, nil
+	}
+	return json.Marshal(v)
+}
+
 // UnJSON decodes a JSON column into v; NULL (nil) leaves v untouched.
 func UnJSON(b []byte, v any) error {
 	if b == nil {
