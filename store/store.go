@@ -230,9 +230,14 @@ type Store interface {
 	// CreateToken inserts t, keeping t.ID when set and filling it in when
 	// empty; the hash and the ID are unique (ErrAlreadyExists).
 	CreateToken(ctx context.Context, t *Token) error
-	// GetTokenByHash returns revoked and expired tokens too: judging them
-	// is the caller's business.
+	// GetToken and GetTokenByHash return revoked and expired tokens too:
+	// judging them is the caller's business.
+	GetToken(ctx context.Context, id string) (*Token, error)
 	GetTokenByHash(ctx context.Context, hash []byte) (*Token, error)
+	// ListTokens returns the tokens whose UserID is userID (none for ""),
+	// revoked and expired ones included, newest first (by CreatedAt, then
+	// ID). Hash is left nil.
+	ListTokens(ctx context.Context, userID string) ([]*Token, error)
 	// RevokeToken sets RevokedAt (once: revoking again keeps the first
 	// time); ErrNotFound for an unknown ID.
 	RevokeToken(ctx context.Context, id string, at time.Time) error

@@ -114,21 +114,59 @@ func (s *Store) CreateToken(ctx context.Context, t *store.Token) error {
 	return nil
 }
 
-// GetTokenByHash returns the token with that hash, revoked or expired
-// ones included: judging them is the caller's business.
-func (s *Store) GetTokenByHash(ctx context.Context, hash []byte) (*store.Token, error) {
+func scanToken(row pgx.Row) (*store.Token, error) {
 	var t store.Token
 	var scopes []byte
-	err := s.pool.QueryRow(ctx, `SELECT `+tokenCols+` FROM tokens WHERE hash = $1`, hash).Scan(
-		&t.ID, &t.Hash, &t.Kind, &t.UserID, &t.AgentID, &t.ProjectID, &scopes, &t.Name, &t.ExpiresAt, &t.RevokedAt, &t.CreatedAt)
-	if err != nil {
-		return nil, mapErr(err, "token")
+	if err := row.Scan(&t.ID, &t.Hash, &t.Kind, &t.UserID, &t.AgentID, &t.ProjectID, &scopes, &t.Name, &t.ExpiresAt,
+		&t.RevokedAt, &t.CreatedAt); err != nil {
+		return nil, err
 	}
 	if err := dbutil.UnJSON(scopes, &t.Scopes); err != nil {
 		return nil, fmt.Errorf("token %s scopes: %w", t.ID, err)
 	}
 	t.ExpiresAt, t.RevokedAt, t.CreatedAt = ptrUTC(t.ExpiresAt), ptrUTC(t.RevokedAt), utc(t.CreatedAt)
 	return &t, nil
+}
+
+// GetToken returns the token with that ID, revoked or expired ones
+// included.
+func (s *Store) GetToken(ctx context.Context, id string) (*store.Token, error) {
+	t, err := scanToken(s.pool.QueryRow(ctx, `SELECT `+tokenCols+` FROM tokens WHERE id = $1`, id))
+	if err != nil {
+		return nil, mapErr(err, fmt.Sprintf("token %q", id))
+	}
+	return t, nil
+}
+
+// GetTokenByHash returns the token with that hash, revoked or expired
+// ones included: judging them is the caller's business.
+func (s *Store) GetTokenByHash(ctx context.Context, hash []byte) (*store.Token, error) {
+	t, err := scanToken(s.pool.QueryRow(ctx, `SELECT `+tokenCols+` FROM tokens WHERE hash = $1`, hash))
+	if err != nil {
+		return nil, mapErr(err, "token")
+	}
+	return t, nil
+}
+
+// ListTokens returns a user's tokens, newest first, without their hashes.
+// The non-empty user_id condition matches the partial index tokens_user.
+func (s *Store) ListTokens(ctx context.Context, userID string) ([]*store.Token, error) {
+	rows, _ := s.pool.Query(ctx, `SELECT `+tokenCols+` FROM tokens
+		WHERE user_id = $1 AND user_id <> '' ORDER BY created_at DESC, id DESC`, userID)
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*store.Token, error) {
+		t, err := scanToken(r)
+		if t != nil {
+			t.Hash = nil
+		}
+		return t, err
+	})
+	if err != nil {
+		return nil, mapErr(err, fmt.Sprintf("tokens of user %q", userID))
+	}
+	if out == nil {
+		out = []*store.Token{}
+	}
+	return out, nil
 }
 
 // RevokeToken marks the token revoked at at. Revoking again keeps the

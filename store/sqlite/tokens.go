@@ -120,17 +120,14 @@ func (s *Store) CreateToken(ctx context.Context, t *store.Token) error {
 	return nil
 }
 
-// GetTokenByHash returns the token with that hash, revoked or expired
-// ones included: judging them is the caller's business.
-func (s *Store) GetTokenByHash(ctx context.Context, hash []byte) (*store.Token, error) {
+func scanToken(sc scanner) (*store.Token, error) {
 	var t store.Token
 	var scopes []byte
 	var expires, revoked sql.NullInt64
 	var created int64
-	err := s.r.QueryRowContext(ctx, `SELECT `+tokenCols+` FROM tokens WHERE hash = ?`, hash).Scan(
-		&t.ID, &t.Hash, &t.Kind, &t.UserID, &t.AgentID, &t.ProjectID, &scopes, &t.Name, &expires, &revoked, &created)
-	if err != nil {
-		return nil, mapErr(err, "token")
+	if err := sc.Scan(&t.ID, &t.Hash, &t.Kind, &t.UserID, &t.AgentID, &t.ProjectID, &scopes, &t.Name, &expires,
+		&revoked, &created); err != nil {
+		return nil, err
 	}
 	if err := dbutil.UnJSON(scopes, &t.Scopes); err != nil {
 		return nil, fmt.Errorf("token %s scopes: %w", t.ID, err)
@@ -138,6 +135,48 @@ func (s *Store) GetTokenByHash(ctx context.Context, hash []byte) (*store.Token, 
 	t.ExpiresAt, t.RevokedAt = ptrFromMicros(expires), ptrFromMicros(revoked)
 	t.CreatedAt = fromMicros(created)
 	return &t, nil
+}
+
+// GetToken returns the token with that ID, revoked or expired ones
+// included.
+func (s *Store) GetToken(ctx context.Context, id string) (*store.Token, error) {
+	t, err := scanToken(s.r.QueryRowContext(ctx, `SELECT `+tokenCols+` FROM tokens WHERE id = ?`, id))
+	if err != nil {
+		return nil, mapErr(err, fmt.Sprintf("token %q", id))
+	}
+	return t, nil
+}
+
+// GetTokenByHash returns the token with that hash, revoked or expired
+// ones included: judging them is the caller's business.
+func (s *Store) GetTokenByHash(ctx context.Context, hash []byte) (*store.Token, error) {
+	t, err := scanToken(s.r.QueryRowContext(ctx, `SELECT `+tokenCols+` FROM tokens WHERE hash = ?`, hash))
+	if err != nil {
+		return nil, mapErr(err, "token")
+	}
+	return t, nil
+}
+
+// ListTokens returns a user's tokens, newest first, without their hashes.
+// The non-empty user_id condition matches the partial index tokens_user.
+func (s *Store) ListTokens(ctx context.Context, userID string) ([]*store.Token, error) {
+	what := fmt.Sprintf("tokens of user %q", userID)
+	rows, err := s.r.QueryContext(ctx, `SELECT `+tokenCols+` FROM tokens
+		WHERE user_id = ? AND user_id <> '' ORDER BY created_at DESC, id DESC`, userID)
+	if err != nil {
+		return nil, mapErr(err, what)
+	}
+	defer rows.Close()
+	out := []*store.Token{}
+	for rows.Next() {
+		t, err := scanToken(rows)
+		if err != nil {
+			return nil, mapErr(err, what)
+		}
+		t.Hash = nil
+		out = append(out, t)
+	}
+	return out, mapErr(rows.Err(), what)
 }
 
 // RevokeToken marks the token revoked at at. Revoking again keeps the

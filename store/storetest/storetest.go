@@ -57,6 +57,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Users", testUsers},
 		{"UserIdentity", testUserIdentity},
 		{"Tokens", testTokens},
+		{"ListTokens", testListTokens},
 		{"JoinTokens", testJoinTokens},
 		{"Settings", testSettings},
 		{"Ping", testPing},

@@ -112,9 +112,17 @@ func testTokens(t *testing.T, s store.Store) {
 	got, err := s.GetTokenByHash(ctx, []byte{0xde, 0xad, 0, 0xbe, 0xef})
 	must(t, err)
 	equal(t, got, tok)
+	got, err = s.GetToken(ctx, tok.ID)
+	must(t, err)
+	equal(t, got, tok)
+	_, err = s.GetToken(ctx, "missing")
+	wantErr(t, err, store.ErrNotFound)
 
 	agentTok := &store.Token{ID: "t-agent", Hash: []byte("agent"), Kind: store.TokenAgent, AgentID: "a1"}
 	must(t, s.CreateToken(ctx, agentTok))
+	if agentTok.ID != "t-agent" {
+		t.Fatalf("CreateToken replaced the caller's ID with %q", agentTok.ID)
+	}
 	got, err = s.GetTokenByHash(ctx, []byte("agent"))
 	must(t, err)
 	equal(t, got, agentTok)
@@ -137,6 +145,14 @@ func testTokens(t *testing.T, s store.Store) {
 	if got.RevokedAt == nil || *got.RevokedAt != norm(at) {
 		t.Fatalf("RevokedAt = %v, want %v", got.RevokedAt, norm(at))
 	}
+	// Only RevokedAt changed, and GetToken sees it too.
+	revoked := *tok
+	revokedAt := norm(at)
+	revoked.RevokedAt = &revokedAt
+	equal(t, got, &revoked)
+	got, err = s.GetToken(ctx, tok.ID)
+	must(t, err)
+	equal(t, got, &revoked)
 	// Revoking again keeps the first time.
 	must(t, s.RevokeToken(ctx, tok.ID, at.Add(time.Hour)))
 	got, err = s.GetTokenByHash(ctx, tok.Hash)
@@ -145,6 +161,64 @@ func testTokens(t *testing.T, s store.Store) {
 		t.Fatalf("second revoke moved RevokedAt to %v", *got.RevokedAt)
 	}
 	wantErr(t, s.RevokeToken(ctx, "missing", at), store.ErrNotFound)
+}
+
+// testListTokens: a user's tokens, newest first, revoked and expired ones
+// included, without hashes; nobody else's.
+func testListTokens(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	list := func(userID string) []*store.Token {
+		t.Helper()
+		ts, err := s.ListTokens(ctx, userID)
+		must(t, err)
+		return ts
+	}
+	equal(t, list("u1"), []*store.Token{})
+
+	t0 := oddTime().Add(-24 * time.Hour)
+	past := t0.Add(-time.Minute)
+	mk := func(id, userID string, created time.Time) *store.Token {
+		t.Helper()
+		tok := &store.Token{ID: id, Hash: []byte("hash-" + id), Kind: store.TokenUser, UserID: userID,
+			Scopes: []string{"projects:read"}, Name: id, CreatedAt: created}
+		if id == "t-expired" {
+			tok.ExpiresAt = &past
+		}
+		must(t, s.CreateToken(ctx, tok))
+		return tok
+	}
+	// Created out of order; t-tie-a and t-tie-b share a creation time and
+	// come in ID order, descending.
+	mid := mk("t-mid", "u1", t0.Add(time.Hour))
+	old := mk("t-old", "u1", t0)
+	tieA := mk("t-tie-a", "u1", t0.Add(2*time.Hour))
+	mk("t-other", "u2", t0.Add(3*time.Hour))
+	newest := mk("t-expired", "u1", t0.Add(4*time.Hour))
+	tieB := mk("t-tie-b", "u1", t0.Add(2*time.Hour))
+	must(t, s.CreateToken(ctx, &store.Token{ID: "t-agent", Hash: []byte("agent"), Kind: store.TokenAgent, AgentID: "a1"}))
+	// A generated ID and the current time: the newest of all.
+	gen := &store.Token{Hash: []byte("generated"), Kind: store.TokenUser, UserID: "u1"}
+	must(t, s.CreateToken(ctx, gen))
+	must(t, s.RevokeToken(ctx, mid.ID, t0))
+	revokedAt := norm(t0)
+	mid.RevokedAt = &revokedAt
+
+	want := []*store.Token{gen, newest, tieB, tieA, mid, old}
+	for i, tok := range want {
+		c := *tok
+		c.Hash = nil
+		want[i] = &c
+	}
+	got := list("u1")
+	tokenID := func(t *store.Token) string { return t.ID }
+	equal(t, ids(got, tokenID), ids(want, tokenID))
+	equal(t, got, want)
+	if len(list("u2")) != 1 {
+		t.Fatalf("ListTokens(u2) = %+v, want t-other", list("u2"))
+	}
+	// Agent tokens have no user: "" lists nothing.
+	equal(t, list(""), []*store.Token{})
+	equal(t, list("nobody"), []*store.Token{})
 }
 
 func testJoinTokens(t *testing.T, s store.Store) {
