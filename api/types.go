@@ -178,6 +178,10 @@ type Agent struct {
 	Role            string            `json:"role,omitempty"`
 	CreatedBy       string            `json:"createdBy,omitempty"`
 	Delegator       string            `json:"delegator,omitempty"`
+	DelegationChain []string          `json:"delegationChain,omitempty"`
+	Scopes          []string          `json:"scopes,omitempty"`
+	Passthrough     string            `json:"passthrough,omitempty"`
+	Secrets         []string          `json:"secrets,omitempty"` // names only, never values
 	ParentAgentID   string            `json:"parentAgentId,omitempty"`
 	CreatedAt       time.Time         `json:"createdAt"`
 	UpdatedAt       time.Time         `json:"updatedAt"`
@@ -216,7 +220,20 @@ type CreateAgentRequest struct {
 	Command []string          `json:"command,omitempty"`
 	Env     map[string]string `json:"env,omitempty"`
 	Ports   []int             `json:"ports,omitempty"` // container ports to publish; see ValidatePorts
-	Role    string            `json:"role,omitempty"`
+	// Role is the agent's role: worker (default) or coordinator, which
+	// acts on every agent of its project and only a hub admin (or another
+	// coordinator) can hand out.
+	Role string `json:"role,omitempty"`
+	// Scopes the agent's token carries (default: project:agent:create, so
+	// it can start agents of its own; an agent's child gets its parent's).
+	// Nil means the default; a pointer to an empty list means none.
+	Scopes *[]string `json:"scopes,omitempty"`
+	// Passthrough runs the agent with the creating user's cloud identity
+	// ("gcp"); only brokers that allow it take such an agent.
+	Passthrough string `json:"passthrough,omitempty"`
+	// Secrets names Hub secrets (of the project, else hub-wide) delivered
+	// to the agent's environment under their names.
+	Secrets []string `json:"secrets,omitempty"`
 	// Start makes the agent run right away (scion start); otherwise it is
 	// only provisioned (scion create).
 	Start bool `json:"start"`

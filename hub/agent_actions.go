@@ -7,6 +7,7 @@ import (
 	"net/http"
 
 	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/hub/authz"
 	"github.com/scion-go/scion/store"
 	"github.com/scion-go/scion/wire"
 )
@@ -32,17 +33,22 @@ func (s *Server) handleAgentAction(r *http.Request, c *Caller) (int, any, error)
 	if !ok {
 		return 0, nil, api.NotFound(api.CodeNotFound, "unknown agent action %q: use start, stop, restart, suspend or resume", r.PathValue("action"))
 	}
-	a, err := s.loadAgent(ctx, c, r)
+	a, err := s.loadAgent(ctx, c, r, authz.AgentLifecycle)
 	if err != nil {
-		return 0, nil, err
-	}
-	if err := requireWriter(c); err != nil {
 		return 0, nil, err
 	}
 	if a.BrokerID == "" {
 		return 0, nil, api.Conflict(api.CodeConflict, "agent %q has no runtime broker", a.Slug)
 	}
-	b, err := s.loadBroker(ctx, a.BrokerID)
+	if act.running {
+		if err := s.checkRerun(ctx, c, a); err != nil {
+			return 0, nil, err
+		}
+	}
+	b, err := s.store.GetBroker(ctx, a.BrokerID)
+	if isNotFound(err) {
+		err = api.Conflict(api.CodeConflict, "agent %q's runtime broker is gone", a.Slug)
+	}
 	if err != nil {
 		return 0, nil, err
 	}
@@ -50,7 +56,7 @@ func (s *Server) handleAgentAction(r *http.Request, c *Caller) (int, any, error)
 	// and the action) when given, so a retried request is carried out once.
 	clientKey := ""
 	if k := r.Header.Get(api.HeaderIdempotencyKey); k != "" {
-		clientKey = r.PathValue("action") + ":" + c.ID + ":" + k
+		clientKey = r.PathValue("action") + ":" + c.Principal() + ":" + k
 	}
 	key := cmp.Or(clientKey, r.PathValue("action")+":"+mustV7())
 	if act.method == wire.MethodAgentStop {
@@ -143,11 +149,8 @@ func (s *Server) setPhaseIf(ctx context.Context, id, from, to string) (*store.Ag
 
 func (s *Server) handleDeleteAgent(r *http.Request, c *Caller) (int, any, error) {
 	ctx := r.Context()
-	a, err := s.loadAgent(ctx, c, r)
+	a, err := s.loadAgent(ctx, c, r, authz.AgentLifecycle)
 	if err != nil {
-		return 0, nil, err
-	}
-	if err := requireWriter(c); err != nil {
 		return 0, nil, err
 	}
 	if a.BrokerID != "" {

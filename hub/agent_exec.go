@@ -10,6 +10,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/hub/authz"
 	"github.com/scion-go/scion/wire"
 )
 
@@ -23,9 +24,6 @@ func (s *Server) handleAgentExec(w http.ResponseWriter, r *http.Request, c *Call
 	err := decodeJSON(r, &req)
 	if err == nil && (len(req.Command) == 0 || len(req.Command) > 256) {
 		err = api.BadRequest("exec needs a command of 1 to 256 arguments")
-	}
-	if err == nil {
-		err = requireWriter(c)
 	}
 	if err != nil {
 		s.writeError(w, r, err)
@@ -76,7 +74,7 @@ func (s *Server) handleAgentExec(w http.ResponseWriter, r *http.Request, c *Call
 
 // agentSession loads {agent} and the live channel of its broker.
 func (s *Server) agentSession(ctx context.Context, c *Caller, r *http.Request) (string, *session, error) {
-	a, err := s.loadAgent(ctx, c, r)
+	a, err := s.loadAgent(ctx, c, r, authz.AgentLifecycle)
 	if err != nil {
 		return "", nil, err
 	}
@@ -94,10 +92,6 @@ func (s *Server) agentSession(ctx context.Context, c *Caller, r *http.Request) (
 // binary messages carry bytes both ways, text messages from the client are
 // api.AttachControl. Closing the socket detaches; the agent keeps running.
 func (s *Server) handleAgentAttach(w http.ResponseWriter, r *http.Request, c *Caller) {
-	if err := requireWriter(c); err != nil {
-		s.writeError(w, r, err)
-		return
-	}
 	agentID, sess, err := s.agentSession(r.Context(), c, r)
 	if err != nil {
 		s.writeError(w, r, err)

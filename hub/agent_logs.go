@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/hub/authz"
 	"github.com/scion-go/scion/wire"
 )
 
@@ -14,7 +15,7 @@ import (
 // flushing each chunk so `scion logs -f` sees lines as they happen.
 func (s *Server) handleAgentLogs(w http.ResponseWriter, r *http.Request, c *Caller) {
 	ctx := r.Context()
-	a, err := s.loadAgent(ctx, c, r)
+	a, err := s.loadAgent(ctx, c, r, authz.AgentRead)
 	if err != nil {
 		s.writeError(w, r, err)
 		return

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/hub/authz"
 	"github.com/scion-go/scion/hub/placement"
 	"github.com/scion-go/scion/store"
 )
@@ -30,12 +31,19 @@ func (s *Server) placementInput(ctx context.Context, c *Caller, p *store.Project
 	}
 	in := placement.Input{Project: p.Name, Explicit: explicit, ProjectDefault: p.DefaultBrokerID,
 		HubDefault:       settings.AgentDefaults.DefaultRuntimeBroker,
-		CanUpdateProject: c.Kind == CallerUser && requireWriter(c) == nil}
+		CanUpdateProject: authz.CanLink(*c, *projectRes(p)) == nil}
 	byID := map[string]*store.Broker{}
+	// The cascade weighs only the brokers the caller can see (the others
+	// are answered like unknown ones), each with whether the caller may
+	// dispatch to it.
 	add := func(b *store.Broker) {
+		res := authz.BrokerRes{ID: b.ID, Owner: b.CreatedBy, AutoProvide: b.AutoProvide, ServesProject: isProvider[b.ID]}
+		if !authz.Visible(*c, res) {
+			return
+		}
 		byID[b.ID] = b
 		in.Brokers = append(in.Brokers, placement.Broker{ID: b.ID, Name: b.Name, Online: s.brokerOnline(b.ID),
-			Provider: isProvider[b.ID], Dispatchable: true})
+			Provider: isProvider[b.ID], Dispatchable: authz.Dispatchable(*c, res) == nil})
 	}
 	// The cascade decides on one broker when --broker or the project's
 	// default names one that exists: load just that one, not the fleet (a

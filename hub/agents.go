@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/hub/authz"
 	"github.com/scion-go/scion/hub/placement"
 	"github.com/scion-go/scion/store"
 	"github.com/scion-go/scion/wire"
@@ -51,7 +52,8 @@ func (s *Server) agentView(ctx context.Context, a *store.Agent, names map[string
 		Harness: a.Harness, Image: a.Image, Command: a.Command, Env: redactEnv(a.Env), Ports: a.PortMappings, Phase: a.Phase,
 		StatusMessage: a.StatusMessage, ContainerStatus: a.ContainerStatus, RunID: a.RunID,
 		Generation: a.Generation, Generations: a.Generations, Role: a.Role, CreatedBy: a.CreatedBy,
-		Delegator: a.Delegator, ParentAgentID: a.ParentAgentID, CreatedAt: a.CreatedAt, UpdatedAt: a.UpdatedAt}
+		Delegator: a.Delegator, DelegationChain: a.DelegationChain, Scopes: a.Scopes, Passthrough: a.Passthrough,
+		Secrets: a.SecretNames, ParentAgentID: a.ParentAgentID, CreatedAt: a.CreatedAt, UpdatedAt: a.UpdatedAt}
 	if a.BrokerID != "" {
 		name, ok := names[a.BrokerID]
 		if !ok {
@@ -73,6 +75,13 @@ func (s *Server) handleCreateAgent(r *http.Request, c *Caller) (int, any, error)
 	if err := decodeJSON(r, &req); err != nil {
 		return 0, nil, err
 	}
+	// Authorized before anything else, a replay included: a caller that
+	// lost the right to create here gets no recorded answer either.
+	projRef := cmp.Or(req.Project, c.ProjectID, defaultProject)
+	p, err := s.loadProject(ctx, c, projRef, authz.AgentCreate)
+	if err != nil {
+		return 0, nil, err
+	}
 	key, err := createKeyOf(r, c, &req)
 	if err != nil {
 		return 0, nil, err
@@ -83,7 +92,7 @@ func (s *Server) handleCreateAgent(r *http.Request, c *Caller) (int, any, error)
 		}
 	}
 	var claimed bool
-	status, body, err := s.createAgent(r, c, req, key, &claimed)
+	status, body, err := s.createAgent(r, c, p, req, key, &claimed)
 	switch {
 	case claimed:
 		s.recordCreate(ctx, key, status, body, err)
@@ -99,7 +108,7 @@ func (s *Server) handleCreateAgent(r *http.Request, c *Caller) (int, any, error)
 // the agent is created together with the key's record, and *claimed says
 // so: only then is there an answer to record (a create refused earlier
 // created nothing).
-func (s *Server) createAgent(r *http.Request, c *Caller, req api.CreateAgentRequest, key *createKey, claimed *bool) (int, any, error) {
+func (s *Server) createAgent(r *http.Request, c *Caller, p *store.Project, req api.CreateAgentRequest, key *createKey, claimed *bool) (int, any, error) {
 	ctx := r.Context()
 	settings, err := s.hubSettings(ctx)
 	if err != nil {
@@ -111,11 +120,7 @@ func (s *Server) createAgent(r *http.Request, c *Caller, req api.CreateAgentRequ
 	if err := validateCreate(&req); err != nil {
 		return 0, nil, err
 	}
-	if err := requireWriter(c); err != nil {
-		return 0, nil, err
-	}
-	projRef := cmp.Or(req.Project, c.ProjectID, defaultProject)
-	p, err := s.loadProject(ctx, c, projRef)
+	id, err := s.newAgentIdentity(ctx, c, &req)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -128,6 +133,9 @@ func (s *Server) createAgent(r *http.Request, c *Caller, req api.CreateAgentRequ
 		return 0, nil, perr
 	}
 	b := brokers[d.BrokerID]
+	if err := s.checkPlacement(c, in, d, b, req.Passthrough); err != nil {
+		return 0, nil, err
+	}
 	if d.AutoLink {
 		if err := s.store.LinkProvider(ctx, p.ID, b.ID); err != nil {
 			return 0, nil, err
@@ -144,11 +152,10 @@ func (s *Server) createAgent(r *http.Request, c *Caller, req api.CreateAgentRequ
 	now := time.Now().UTC()
 	a := &store.Agent{ID: mustV7(), Slug: req.Name, ProjectID: p.ID, BrokerID: b.ID,
 		Profile: profile, Harness: req.Harness, Image: req.Image, Command: req.Command,
-		Env: req.Env, Ports: req.Ports, Phase: api.PhaseProvisioning, RunID: mustV7(), Generation: 1, Role: req.Role,
-		CreatedBy: c.Kind + ":" + c.ID, Delegator: c.Kind + ":" + c.ID, Payload: req.Payload, CreatedAt: now, UpdatedAt: now}
-	if c.Kind == CallerAgent {
-		a.ParentAgentID = c.ID
-	}
+		Env: req.Env, Ports: req.Ports, Phase: api.PhaseProvisioning, RunID: mustV7(), Generation: 1, Role: id.role,
+		CreatedBy: c.Principal(), Delegator: id.delegation.Delegator, DelegationChain: id.delegation.Chain,
+		Scopes: id.scopes, Passthrough: req.Passthrough, ParentAgentID: id.parent,
+		Payload: req.Payload, CreatedAt: now, UpdatedAt: now}
 	a.Generations = []api.Generation{{Number: 1, BrokerID: b.ID, RunID: a.RunID, StartedAt: now, Reason: "created"}}
 	var reserve *int
 	if req.Start {
@@ -181,7 +188,7 @@ func (s *Server) createAgent(r *http.Request, c *Caller, req api.CreateAgentRequ
 	spec := wire.AgentSpec{AgentID: a.ID, Slug: a.Slug, ProjectID: p.ID, ProjectName: p.Name, RunID: a.RunID,
 		Generation: a.Generation, Harness: a.Harness, Image: a.Image, Command: a.Command, Env: a.Env,
 		Ports: a.Ports, Profile: a.Profile, SharingMode: p.SharingMode, GitRemote: p.GitRemote,
-		AgentToken: s.mintAgentToken(a.ID, p.ID), HubURL: s.opts.PublicURL, Start: req.Start, Payload: req.Payload}
+		AgentToken: s.mintAgentToken(a), HubURL: s.opts.PublicURL, Start: req.Start, Payload: req.Payload}
 	var st wire.AgentStatus
 	s.inflight.add(a.ID)
 	derr := s.dispatch(ctx, b.ID, wire.MethodAgentCreate, spec, &st, "create:"+a.RunID)
@@ -197,29 +204,46 @@ func (s *Server) createAgent(r *http.Request, c *Caller, req api.CreateAgentRequ
 }
 
 // loadAgent resolves {agent}: an ID, or a slug in ?project= (default: the
-// caller's project, else "default").
-func (s *Server) loadAgent(ctx context.Context, c *Caller, r *http.Request) (*store.Agent, error) {
+// caller's project, else "default"), and checks that c may do act on it.
+// An agent the caller cannot see is answered like an unknown one.
+func (s *Server) loadAgent(ctx context.Context, c *Caller, r *http.Request, act authz.Action) (*store.Agent, error) {
 	ref := r.PathValue("agent")
 	var a *store.Agent
+	var p *store.Project
 	var err error
 	if _, perr := uuid.Parse(ref); perr == nil {
-		a, err = s.store.GetAgent(ctx, ref)
+		if a, err = s.store.GetAgent(ctx, ref); err == nil {
+			p, err = s.store.GetProject(ctx, a.ProjectID)
+		}
 	} else {
 		projRef := cmp.Or(r.URL.Query().Get("project"), c.ProjectID, defaultProject)
-		var p *store.Project
-		if p, err = s.loadProject(ctx, c, projRef); err != nil {
-			return nil, api.NotFound(api.CodeAgentNotFound, "agent %q not found", ref)
+		if p, err = s.loadProject(ctx, c, projRef, authz.ProjectRead); err != nil {
+			markChecked(ctx)
+			return nil, agentNotFound(ref)()
 		}
 		a, err = s.store.GetAgentBySlug(ctx, p.ID, ref)
 	}
-	if isNotFound(err) || (err == nil && !canSeeProject(c, a.ProjectID)) {
-		return nil, api.NotFound(api.CodeAgentNotFound, "agent %q not found", ref)
+	if isNotFound(err) {
+		markChecked(ctx)
+		return nil, agentNotFound(ref)()
 	}
-	return a, err
+	if err != nil {
+		return nil, err
+	}
+	res := authz.Resource{Project: projectRes(p), Agent: agentRes(a)}
+	if err := s.authorize(ctx, c, authz.AgentRead, res, agentNotFound(ref)); err != nil {
+		return nil, err
+	}
+	if act != authz.AgentRead {
+		if err := s.authorize(ctx, c, act, res, agentNotFound(ref)); err != nil {
+			return nil, err
+		}
+	}
+	return a, nil
 }
 
 func (s *Server) handleGetAgent(r *http.Request, c *Caller) (int, any, error) {
-	a, err := s.loadAgent(r.Context(), c, r)
+	a, err := s.loadAgent(r.Context(), c, r, authz.AgentRead)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -234,15 +258,23 @@ func (s *Server) handleListAgents(r *http.Request, c *Caller) (int, any, error) 
 	}
 	q := r.URL.Query()
 	f := store.AgentFilter{ProjectID: c.ProjectID, Phase: q.Get("phase")}
-	if ref := q.Get("project"); ref != "" {
-		p, err := s.loadProject(ctx, c, ref)
+	switch ref := cmp.Or(q.Get("project"), c.ProjectID); {
+	case ref != "":
+		p, err := s.loadProject(ctx, c, ref, authz.ProjectRead)
 		if err != nil {
 			return 0, nil, err
 		}
+		if err := s.authorize(ctx, c, authz.AgentRead, authz.Resource{Project: projectRes(p)}, projectNotFound(ref)); err != nil {
+			return 0, nil, err
+		}
 		f.ProjectID = p.ID
+	default: // every project: only callers that read them all
+		if err := s.authorize(ctx, c, authz.AgentRead, authz.Resource{}, nil); err != nil {
+			return 0, nil, err
+		}
 	}
 	if ref := q.Get("broker"); ref != "" {
-		b, err := s.loadBroker(ctx, ref)
+		b, err := s.loadBroker(ctx, c, ref, authz.BrokerRead)
 		if err != nil {
 			return 0, nil, err
 		}

@@ -16,23 +16,6 @@ import (
 	"github.com/scion-go/scion/store"
 )
 
-// Caller kinds.
-const (
-	CallerUser   = "user"
-	CallerAgent  = "agent"
-	CallerBroker = "broker"
-)
-
-// Caller is the authenticated identity of a request.
-type Caller struct {
-	Kind      string
-	ID        string // user, agent or broker ID
-	Name      string
-	Role      string // hub role for users; agent role for agents
-	ProjectID string // agent's project, or a single-project token's
-	Scopes    []string
-}
-
 type callerKey struct{}
 
 func callerFrom(ctx context.Context) *Caller {
@@ -69,14 +52,21 @@ func (s *Server) newUserToken(ctx context.Context, userID, name string) (string,
 // agentClaims are carried in an agent token. Agent tokens are signed with
 // the Hub's persistent key (never rotated on restart) rather than stored,
 // so minting one costs no write on the create path.
+//
+// The claims name the agent, its project, its role and its delegation
+// chain (so a token read on its own tells whom it speaks for), but the
+// Hub decides with the agent's stored record: a role change or a deleted
+// agent takes effect at once, whatever the token says.
 type agentClaims struct {
-	AgentID   string `json:"a"`
-	ProjectID string `json:"p"`
-	IssuedAt  int64  `json:"t"`
+	AgentID   string   `json:"a"`
+	ProjectID string   `json:"p"`
+	Role      string   `json:"r,omitempty"`
+	Chain     []string `json:"c,omitempty"`
+	IssuedAt  int64    `json:"t"`
 }
 
-func (s *Server) mintAgentToken(agentID, projectID string) string {
-	payload, _ := json.Marshal(agentClaims{AgentID: agentID, ProjectID: projectID, IssuedAt: time.Now().Unix()})
+func (s *Server) mintAgentToken(a *store.Agent) string {
+	payload, _ := json.Marshal(agentClaims{AgentID: a.ID, ProjectID: a.ProjectID, Role: a.Role, Chain: a.DelegationChain, IssuedAt: time.Now().Unix()})
 	p := base64.RawURLEncoding.EncodeToString(payload)
 	m := hmac.New(sha256.New, s.tokenKey)
 	m.Write([]byte(p))
@@ -108,7 +98,8 @@ func (s *Server) verifyAgentToken(ctx context.Context, tok string) (*Caller, err
 	if err != nil || a.ProjectID != c.ProjectID {
 		return nil, errBadToken
 	}
-	return &Caller{Kind: CallerAgent, ID: a.ID, Name: a.Slug, Role: a.Role, ProjectID: a.ProjectID}, nil
+	return &Caller{Kind: CallerAgent, ID: a.ID, Name: a.Slug, Role: a.Role, ProjectID: a.ProjectID,
+		Scopes: a.Scopes, Passthrough: a.Passthrough}, nil
 }
 
 var errBadToken = errors.New("invalid or expired token")
@@ -151,7 +142,10 @@ func (s *Server) authenticate(r *http.Request) (*Caller, error) {
 	if err != nil {
 		return nil, api.Unauthorized("invalid or expired token")
 	}
-	return &Caller{Kind: CallerUser, ID: u.ID, Name: u.Name, Role: u.Role, ProjectID: t.ProjectID, Scopes: t.Scopes}, nil
+	if t.ProjectID != "" { // a user access token: one project, its scopes
+		return &Caller{Kind: CallerToken, ID: t.ID, UserID: u.ID, Name: t.Name, Role: u.Role, ProjectID: t.ProjectID, Scopes: t.Scopes}, nil
+	}
+	return &Caller{Kind: CallerUser, ID: u.ID, UserID: u.ID, Name: u.Name, Role: u.Role}, nil
 }
 
 // requireAuth wraps h so it runs only for an authenticated caller.
@@ -162,41 +156,9 @@ func (s *Server) requireAuth(h func(http.ResponseWriter, *http.Request, *Caller)
 			s.writeError(w, r, err)
 			return
 		}
-		h(w, r.WithContext(context.WithValue(r.Context(), callerKey{}, c)), c)
+		mark := &checkMark{}
+		ctx := context.WithValue(context.WithValue(r.Context(), callerKey{}, c), checkKey{}, mark)
+		r = r.WithContext(ctx)
+		h(&guardWriter{ResponseWriter: w, s: s, r: r, mark: mark}, r, c)
 	}
-}
-
-// Minimal authorization until hub/authz lands: admins do everything,
-// members read and write, viewers read; agents act within their project;
-// brokers only reach their own channel and record.
-func requireAdmin(c *Caller) error {
-	if c.Kind == CallerUser && c.Role == api.RoleAdmin {
-		return nil
-	}
-	return api.Forbidden("this needs the hub admin role")
-}
-
-func requireWriter(c *Caller) error {
-	switch {
-	case c.Kind == CallerUser && (c.Role == api.RoleAdmin || c.Role == api.RoleMember):
-		return nil
-	case c.Kind == CallerAgent:
-		return nil
-	}
-	return api.Forbidden("your role cannot change this")
-}
-
-func requireUser(c *Caller) error {
-	if c.Kind == CallerUser {
-		return nil
-	}
-	return api.Forbidden("only signed-in users can do this")
-}
-
-// canSeeProject: agents and single-project tokens see only their project.
-func canSeeProject(c *Caller, projectID string) bool {
-	if c.Kind == CallerBroker {
-		return false
-	}
-	return c.ProjectID == "" || c.ProjectID == projectID
 }

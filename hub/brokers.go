@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/hex"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/hub/authz"
 	"github.com/scion-go/scion/hub/placement"
 	"github.com/scion-go/scion/store"
 )
@@ -42,12 +44,53 @@ func (s *Server) brokerView(ctx context.Context, b *store.Broker, counts map[str
 	return v, nil
 }
 
-func (s *Server) loadBroker(ctx context.Context, ref string) (*store.Broker, error) {
+// loadBroker resolves {broker} and checks that c may see it and do a on
+// it. A broker the caller cannot see is answered exactly like an unknown
+// one: 404 runtime_broker_not_found.
+func (s *Server) loadBroker(ctx context.Context, c *Caller, ref string, a authz.Action) (*store.Broker, error) {
 	b, err := s.store.GetBroker(ctx, ref)
 	if isNotFound(err) {
-		return nil, api.NotFound(api.CodeBrokerNotFound, "runtime broker %q not found", ref)
+		markChecked(ctx)
+		return nil, brokerNotFound(ref)()
 	}
-	return b, err
+	if err != nil {
+		return nil, err
+	}
+	if ok, err := s.brokerVisible(ctx, c, b, ""); err != nil || !ok {
+		if err == nil {
+			s.log.Info("request refused", "caller", c.Principal(), "action", a, "reason", "broker not visible")
+			err = brokerNotFound(ref)()
+		}
+		return nil, err
+	}
+	if a != authz.BrokerRead {
+		if err := s.authorize(ctx, c, a, authz.Resource{Broker: &authz.BrokerRes{ID: b.ID, Owner: b.CreatedBy, AutoProvide: b.AutoProvide}}, brokerNotFound(ref)); err != nil {
+			return nil, err
+		}
+	}
+	return b, nil
+}
+
+// brokerVisible: AutoProvide on, or the broker serves the project at hand
+// (projectID, else the caller's own project), or the caller has
+// broker.read. It counts as the request's authorization check.
+func (s *Server) brokerVisible(ctx context.Context, c *Caller, b *store.Broker, projectID string) (bool, error) {
+	markChecked(ctx)
+	res := authz.BrokerRes{ID: b.ID, Owner: b.CreatedBy, AutoProvide: b.AutoProvide}
+	if authz.Visible(*c, res) {
+		return true, nil
+	}
+	if projectID == "" {
+		projectID = c.ProjectID
+	}
+	if projectID == "" {
+		return false, nil
+	}
+	projects, err := s.store.BrokerProjects(ctx, b.ID)
+	if err != nil {
+		return false, err
+	}
+	return authz.Visible(*c, brokerRes(b, projects, projectID)), nil
 }
 
 // issueBroker creates a broker record with a fresh signing secret and
@@ -72,14 +115,11 @@ func (s *Server) issueBroker(ctx context.Context, name, createdBy string, autoPr
 }
 
 func (s *Server) handleRegisterBroker(r *http.Request, c *Caller) (int, any, error) {
+	if err := s.authorize(r.Context(), c, authz.BrokerRegister, authz.Resource{}, nil); err != nil {
+		return 0, nil, err
+	}
 	var req api.RegisterBrokerRequest
 	if err := decodeJSON(r, &req); err != nil {
-		return 0, nil, err
-	}
-	if err := requireUser(c); err != nil {
-		return 0, nil, err
-	}
-	if err := requireWriter(c); err != nil {
 		return 0, nil, err
 	}
 	if req.JoinToken != "" {
@@ -114,11 +154,11 @@ func (s *Server) handleJoinBroker(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleCreateJoinToken(r *http.Request, c *Caller) (int, any, error) {
-	var req api.CreateJoinTokenRequest
-	if err := decodeJSON(r, &req); err != nil {
+	if err := s.authorize(r.Context(), c, authz.JoinTokenCreate, authz.Resource{}, nil); err != nil {
 		return 0, nil, err
 	}
-	if err := requireAdmin(c); err != nil {
+	var req api.CreateJoinTokenRequest
+	if err := decodeJSON(r, &req); err != nil {
 		return 0, nil, err
 	}
 	ttl := time.Hour
@@ -143,7 +183,16 @@ func (s *Server) handleListBrokers(r *http.Request, c *Caller) (int, any, error)
 	if err != nil {
 		return 0, nil, err
 	}
-	items, next, total, err := s.store.ListBrokers(r.Context(), page)
+	var items []*store.Broker
+	var next string
+	var total int
+	if authz.Can(*c, authz.BrokerRead, authz.Resource{}) == nil {
+		markChecked(r.Context())
+		items, next, total, err = s.store.ListBrokers(r.Context(), page)
+	} else {
+		items, err = s.visibleBrokers(r.Context(), c)
+		total = len(items)
+	}
 	if err != nil {
 		return 0, nil, err
 	}
@@ -163,10 +212,7 @@ func (s *Server) handleListBrokers(r *http.Request, c *Caller) (int, any, error)
 }
 
 func (s *Server) handleGetBroker(r *http.Request, c *Caller) (int, any, error) {
-	b, err := s.loadBroker(r.Context(), r.PathValue("broker"))
-	if err == nil && c.Kind == CallerBroker && c.ID != b.ID {
-		err = api.NotFound(api.CodeBrokerNotFound, "runtime broker %q not found", r.PathValue("broker"))
-	}
+	b, err := s.loadBroker(r.Context(), c, r.PathValue("broker"), authz.BrokerRead)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -184,16 +230,20 @@ func (s *Server) brokerAnswer(ctx context.Context, b *store.Broker) (int, any, e
 }
 
 func (s *Server) handleUpdateBroker(r *http.Request, c *Caller) (int, any, error) {
+	b, err := s.loadBroker(r.Context(), c, r.PathValue("broker"), authz.BrokerManage)
+	if err != nil {
+		return 0, nil, err
+	}
 	var req api.UpdateBrokerRequest
 	if err := decodeJSON(r, &req); err != nil {
 		return 0, nil, err
 	}
-	if err := requireAdmin(c); err != nil {
-		return 0, nil, err
-	}
-	b, err := s.loadBroker(r.Context(), r.PathValue("broker"))
-	if err != nil {
-		return 0, nil, err
+	// The per-broker agent limit is the admins' (the spec: admins override
+	// the hub-wide default per broker); AutoProvide is the owner's call.
+	if (req.Settings != nil && req.Settings.MaxAgents != nil) || req.ClearMaxAgents {
+		if err := s.authorize(r.Context(), c, authz.HubAdmin, authz.Resource{}, nil); err != nil {
+			return 0, nil, err
+		}
 	}
 	if req.AutoProvide != nil {
 		b.AutoProvide = *req.AutoProvide
@@ -215,15 +265,9 @@ func (s *Server) handleUpdateBroker(r *http.Request, c *Caller) (int, any, error
 }
 
 func (s *Server) handleDeregisterBroker(r *http.Request, c *Caller) (int, any, error) {
-	b, err := s.loadBroker(r.Context(), r.PathValue("broker"))
+	b, err := s.loadBroker(r.Context(), c, r.PathValue("broker"), authz.BrokerDeregister)
 	if err != nil {
 		return 0, nil, err
-	}
-	switch {
-	case c.Kind == CallerBroker && c.ID == b.ID:
-	case c.Kind == CallerUser && (c.Role == api.RoleAdmin || c.ID == b.CreatedBy):
-	default:
-		return 0, nil, api.Forbidden("deregistering a runtime broker needs the hub admin role or having registered it")
 	}
 	if err := s.store.DeleteBroker(r.Context(), b.ID); err != nil {
 		return 0, nil, err
@@ -244,19 +288,33 @@ func (s *Server) handleWithdraw(r *http.Request, c *Caller) (int, any, error) {
 }
 
 func (s *Server) providerLink(r *http.Request, c *Caller, link bool) (int, any, error) {
-	b, err := s.loadBroker(r.Context(), r.PathValue("broker"))
+	// Linking a broker to a project, or unlinking it, is a project
+	// update; the caller must also be able to see and dispatch to the
+	// broker (so a project owner cannot borrow a broker they cannot use).
+	p, err := s.loadProject(r.Context(), c, r.PathValue("project"), authz.ProjectUpdate)
 	if err != nil {
 		return 0, nil, err
 	}
-	p, err := s.loadProject(r.Context(), c, r.PathValue("project"))
+	ref := r.PathValue("broker")
+	b, err := s.store.GetBroker(r.Context(), ref)
+	if isNotFound(err) {
+		return 0, nil, brokerNotFound(ref)()
+	}
 	if err != nil {
 		return 0, nil, err
 	}
-	if c.Kind != CallerUser { // linking updates the project; agents never do
-		return 0, nil, api.Forbidden("only signed-in users can change a project's runtime brokers")
-	}
-	if err := requireWriter(c); err != nil {
+	projects, err := s.store.BrokerProjects(r.Context(), b.ID)
+	if err != nil {
 		return 0, nil, err
+	}
+	res := brokerRes(b, projects, p.ID)
+	if !authz.Visible(*c, res) {
+		return 0, nil, brokerNotFound(ref)()
+	}
+	if link {
+		if err := s.refusal(c, authz.BrokerDispatch, authz.Dispatchable(*c, res), nil); err != nil {
+			return 0, nil, err
+		}
 	}
 	if link {
 		err = s.store.LinkProvider(r.Context(), p.ID, b.ID)
@@ -267,4 +325,34 @@ func (s *Server) providerLink(r *http.Request, c *Caller, link bool) (int, any, 
 		return 0, nil, err
 	}
 	return s.brokerAnswer(r.Context(), b)
+}
+
+// visibleBrokers lists, in one page, the brokers a caller without
+// broker.read can see: AutoProvide ones and those serving its project.
+func (s *Server) visibleBrokers(ctx context.Context, c *Caller) ([]*store.Broker, error) {
+	markChecked(ctx)
+	var serving []string
+	if c.ProjectID != "" {
+		var err error
+		if serving, err = s.store.ProjectProviders(ctx, c.ProjectID); err != nil {
+			return nil, err
+		}
+	}
+	var out []*store.Broker
+	page := store.Page{Limit: 1000}
+	for {
+		bs, next, _, err := s.store.ListBrokers(ctx, page)
+		if err != nil {
+			return nil, err
+		}
+		for _, b := range bs {
+			if authz.Visible(*c, authz.BrokerRes{ID: b.ID, AutoProvide: b.AutoProvide, ServesProject: slices.Contains(serving, b.ID)}) {
+				out = append(out, b)
+			}
+		}
+		if next == "" {
+			return out, nil
+		}
+		page.Cursor = next
+	}
 }

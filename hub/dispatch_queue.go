@@ -86,7 +86,7 @@ func (s *Server) queueStop(ctx context.Context, c *Caller, a *store.Agent, b *st
 			return false, view, err
 		}
 		d := &store.Dispatch{BrokerID: b.ID, AgentID: a.ID, RunID: cur.RunID, Method: wire.MethodAgentStop,
-			Body: body, Key: key, CreatedBy: c.Kind + ":" + c.ID}
+			Body: body, Key: key, CreatedBy: c.Principal()}
 		next := *cur
 		next.Phase = api.PhaseStopped
 		next.ContainerStatus = api.ContainerStopQueued

@@ -58,7 +58,7 @@ func createKeyOf(r *http.Request, c *Caller, req *api.CreateAgentRequest) (*crea
 		return nil, err
 	}
 	sum := sha256.Sum256(b)
-	return &createKey{caller: c.Kind + ":" + c.ID, key: k, hash: hex.EncodeToString(sum[:])}, nil
+	return &createKey{caller: string(c.Kind) + ":" + c.ID, key: k, hash: hex.EncodeToString(sum[:])}, nil
 }
 
 func (k *createKey) record(now time.Time) *store.IdempotencyRecord {

@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/hub/authz"
 	"github.com/scion-go/scion/store"
 )
 
@@ -25,39 +26,58 @@ func (s *Server) projectView(ctx context.Context, p *store.Project) (api.Project
 		CreatedAt: p.CreatedAt, UpdatedAt: p.UpdatedAt}, nil
 }
 
-// loadProject resolves {project} (ID or name) and hides projects the
-// caller cannot see behind the same 404 as unknown ones.
-func (s *Server) loadProject(ctx context.Context, c *Caller, ref string) (*store.Project, error) {
+// loadProject resolves {project} (ID or name) and checks that c may do a
+// on it; projects the caller cannot see get the same 404 as unknown ones.
+func (s *Server) loadProject(ctx context.Context, c *Caller, ref string, a authz.Action) (*store.Project, error) {
 	p, err := s.store.GetProject(ctx, ref)
-	if isNotFound(err) || (err == nil && !canSeeProject(c, p.ID)) {
-		return nil, api.NotFound(api.CodeProjectNotFound, "project %q not found", ref)
+	if isNotFound(err) {
+		markChecked(ctx) // an unknown project is no answer about anything
+		return nil, projectNotFound(ref)()
 	}
-	return p, err
+	if err != nil {
+		return nil, err
+	}
+	// Seeing the project comes first: a caller that cannot read it learns
+	// nothing more about it.
+	if err := s.authorize(ctx, c, authz.ProjectRead, authz.Resource{Project: projectRes(p)}, projectNotFound(ref)); err != nil {
+		return nil, err
+	}
+	if a != authz.ProjectRead {
+		if err := s.authorize(ctx, c, a, authz.Resource{Project: projectRes(p)}, projectNotFound(ref)); err != nil {
+			return nil, err
+		}
+	}
+	return p, nil
 }
 
-func (s *Server) resolveBrokerRef(ctx context.Context, ref string) (string, error) {
+// resolveBrokerRef resolves a broker named in a project's settings; one
+// the caller cannot see is answered like an unknown one.
+func (s *Server) resolveBrokerRef(ctx context.Context, c *Caller, ref, projectID string) (string, error) {
 	if ref == "" {
 		return "", nil
 	}
 	b, err := s.store.GetBroker(ctx, ref)
 	if isNotFound(err) {
-		return "", api.NotFound(api.CodeBrokerNotFound, "runtime broker %q not found", ref)
+		return "", brokerNotFound(ref)()
 	}
 	if err != nil {
+		return "", err
+	}
+	if ok, err := s.brokerVisible(ctx, c, b, projectID); err != nil || !ok {
+		if err == nil {
+			err = brokerNotFound(ref)()
+		}
 		return "", err
 	}
 	return b.ID, nil
 }
 
 func (s *Server) handleCreateProject(r *http.Request, c *Caller) (int, any, error) {
+	if err := s.authorize(r.Context(), c, authz.ProjectCreate, authz.Resource{}, nil); err != nil {
+		return 0, nil, err
+	}
 	var req api.CreateProjectRequest
 	if err := decodeJSON(r, &req); err != nil {
-		return 0, nil, err
-	}
-	if err := requireUser(c); err != nil {
-		return 0, nil, err
-	}
-	if err := requireWriter(c); err != nil {
 		return 0, nil, err
 	}
 	if err := validName("project", req.Name); err != nil {
@@ -72,13 +92,13 @@ func (s *Server) handleCreateProject(r *http.Request, c *Caller) (int, any, erro
 	if !api.ValidSharingMode(req.SharingMode) {
 		return 0, nil, api.BadRequest("invalid sharingMode %q: use worktree-per-agent, shared-workspace, clone-per-agent or empty-per-agent", req.SharingMode)
 	}
-	def, err := s.resolveBrokerRef(r.Context(), req.DefaultBroker)
+	def, err := s.resolveBrokerRef(r.Context(), c, req.DefaultBroker, "")
 	if err != nil {
 		return 0, nil, err
 	}
 	now := time.Now().UTC()
 	p := &store.Project{ID: mustV7(), Name: req.Name, GitRemote: req.GitRemote, SharingMode: req.SharingMode,
-		DefaultBrokerID: def, ActiveProfile: req.ActiveProfile, CreatedAt: now, UpdatedAt: now}
+		DefaultBrokerID: def, ActiveProfile: req.ActiveProfile, CreatedBy: c.UserID, CreatedAt: now, UpdatedAt: now}
 	if err := s.store.CreateProject(r.Context(), p); err != nil {
 		if isExists(err) {
 			err = api.Conflict(api.CodeAlreadyExists, "project %q already exists", req.Name)
@@ -98,11 +118,13 @@ func (s *Server) handleListProjects(r *http.Request, c *Caller) (int, any, error
 	var next string
 	var total int
 	if c.ProjectID != "" { // agents and single-project tokens see one project
-		p, err := s.loadProject(r.Context(), c, c.ProjectID)
+		p, err := s.loadProject(r.Context(), c, c.ProjectID, authz.ProjectRead)
 		if err != nil {
 			return 0, nil, err
 		}
 		items, total = []*store.Project{p}, 1
+	} else if err := s.authorize(r.Context(), c, authz.ProjectRead, authz.Resource{}, nil); err != nil {
+		return 0, nil, err
 	} else if items, next, total, err = s.store.ListProjects(r.Context(), page); err != nil {
 		return 0, nil, err
 	}
@@ -118,7 +140,7 @@ func (s *Server) handleListProjects(r *http.Request, c *Caller) (int, any, error
 }
 
 func (s *Server) handleGetProject(r *http.Request, c *Caller) (int, any, error) {
-	p, err := s.loadProject(r.Context(), c, r.PathValue("project"))
+	p, err := s.loadProject(r.Context(), c, r.PathValue("project"), authz.ProjectRead)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -127,18 +149,12 @@ func (s *Server) handleGetProject(r *http.Request, c *Caller) (int, any, error) 
 }
 
 func (s *Server) handleUpdateProject(r *http.Request, c *Caller) (int, any, error) {
-	var req api.UpdateProjectRequest
-	if err := decodeJSON(r, &req); err != nil {
-		return 0, nil, err
-	}
-	p, err := s.loadProject(r.Context(), c, r.PathValue("project"))
+	p, err := s.loadProject(r.Context(), c, r.PathValue("project"), authz.ProjectUpdate)
 	if err != nil {
 		return 0, nil, err
 	}
-	if c.Kind != CallerUser { // agents never update projects
-		return 0, nil, api.Forbidden("agents cannot update projects")
-	}
-	if err := requireWriter(c); err != nil {
+	var req api.UpdateProjectRequest
+	if err := decodeJSON(r, &req); err != nil {
 		return 0, nil, err
 	}
 	if req.GitRemote != nil {
@@ -151,7 +167,7 @@ func (s *Server) handleUpdateProject(r *http.Request, c *Caller) (int, any, erro
 		p.SharingMode = *req.SharingMode
 	}
 	if req.DefaultBroker != nil {
-		if p.DefaultBrokerID, err = s.resolveBrokerRef(r.Context(), *req.DefaultBroker); err != nil {
+		if p.DefaultBrokerID, err = s.resolveBrokerRef(r.Context(), c, *req.DefaultBroker, p.ID); err != nil {
 			return 0, nil, err
 		}
 	}
@@ -167,14 +183,8 @@ func (s *Server) handleUpdateProject(r *http.Request, c *Caller) (int, any, erro
 }
 
 func (s *Server) handleDeleteProject(r *http.Request, c *Caller) (int, any, error) {
-	p, err := s.loadProject(r.Context(), c, r.PathValue("project"))
+	p, err := s.loadProject(r.Context(), c, r.PathValue("project"), authz.ProjectDelete)
 	if err != nil {
-		return 0, nil, err
-	}
-	if c.Kind != CallerUser {
-		return 0, nil, api.Forbidden("agents cannot delete projects")
-	}
-	if err := requireWriter(c); err != nil {
 		return 0, nil, err
 	}
 	if err := s.store.DeleteProject(r.Context(), p.ID); err != nil {

@@ -249,7 +249,8 @@ func (s *Server) handleReadyz(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleWhoami(r *http.Request, c *Caller) (int, any, error) {
-	return http.StatusOK, api.Whoami{Kind: c.Kind, ID: c.ID, Name: c.Name, Role: c.Role, Project: c.ProjectID}, nil
+	markChecked(r.Context()) // anyone may ask who they are
+	return http.StatusOK, api.Whoami{Kind: string(c.Kind), ID: c.ID, Name: c.Name, Role: c.Role, Project: c.ProjectID}, nil
 }
 
 // serveAPI adapts an apiHandler: it bounds the request body, runs the

@@ -7,6 +7,7 @@ import (
 	"net/http"
 
 	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/hub/authz"
 	"github.com/scion-go/scion/store"
 )
 
@@ -57,12 +58,15 @@ func (s *Server) loadSetting(ctx context.Context, key string, v any) error {
 }
 
 func (s *Server) handleGetSettings(r *http.Request, c *Caller) (int, any, error) {
+	if err := s.authorize(r.Context(), c, authz.HubRead, authz.Resource{}, nil); err != nil {
+		return 0, nil, err
+	}
 	v, err := s.hubSettings(r.Context())
 	return http.StatusOK, v, err
 }
 
 func (s *Server) handlePutSettings(r *http.Request, c *Caller) (int, any, error) {
-	if err := requireAdmin(c); err != nil {
+	if err := s.authorize(r.Context(), c, authz.HubAdmin, authz.Resource{}, nil); err != nil {
 		return 0, nil, err
 	}
 	var v api.HubSettings
@@ -81,12 +85,15 @@ func (s *Server) handlePutSettings(r *http.Request, c *Caller) (int, any, error)
 }
 
 func (s *Server) handleGetLimits(r *http.Request, c *Caller) (int, any, error) {
+	if err := s.authorize(r.Context(), c, authz.HubRead, authz.Resource{}, nil); err != nil {
+		return 0, nil, err
+	}
 	v, err := s.hubLimits(r.Context())
 	return http.StatusOK, v, err
 }
 
 func (s *Server) handlePutLimits(r *http.Request, c *Caller) (int, any, error) {
-	if err := requireAdmin(c); err != nil {
+	if err := s.authorize(r.Context(), c, authz.HubAdmin, authz.Resource{}, nil); err != nil {
 		return 0, nil, err
 	}
 	var v api.Limits

@@ -10,7 +10,7 @@ func agentCan(c Caller, a Action, r Resource) *Refusal {
 	switch a {
 	case ProjectUpdate, ProjectDelete, ProjectCreate:
 		return deny("agents cannot change projects; ask a user")
-	case BrokerRead, BrokerManage, BrokerRegister, JoinTokenCreate, HubRead, HubAdmin, TokenManage, SecretRead, SecretWrite:
+	case BrokerRead, BrokerManage, BrokerDeregister, BrokerRegister, JoinTokenCreate, HubRead, HubAdmin, TokenManage, SecretRead, SecretWrite:
 		return deny("agents cannot do %s", a)
 	case BrokerDispatch:
 		// Dispatchable reaches the broker question; here only the scope.

@@ -66,6 +66,8 @@ type Caller struct {
 	Kind Kind
 	// ID is the user's, agent's or broker's ID; for a token, the token's.
 	ID string
+	// Name is for people: a user's name, an agent's slug, a broker's name.
+	Name string
 	// UserID is the accountable user: the user itself, or a token's owner.
 	UserID string
 	// Role is the Hub role of a user (of a token's owner), or an agent's

@@ -209,3 +209,25 @@ func TestPassthrough(t *testing.T) {
 		t.Fatal("validation")
 	}
 }
+
+func TestAgentScopes(t *testing.T) {
+	got, ref := AgentScopes(member, nil)
+	if ref != nil || len(got) != 1 || got[0] != ScopeAgentCreate {
+		t.Fatalf("user default = %v %v", got, ref)
+	}
+	if got, _ := AgentScopes(self, nil); len(got) != 0 {
+		t.Fatalf("an agent without scopes hands on none, got %v", got)
+	}
+	if got, _ := AgentScopes(parent, nil); len(got) != 1 {
+		t.Fatalf("a child inherits its parent's scopes, got %v", got)
+	}
+	if _, ref := AgentScopes(self, []string{ScopeAgentCreate}); ref == nil {
+		t.Fatal("an agent cannot hand on a scope it lacks")
+	}
+	if _, ref := AgentScopes(member, []string{ScopeProjectUpdate}); ref == nil {
+		t.Fatal("project:update is not an agent scope")
+	}
+	if got, ref := AgentScopes(member, []string{}); ref != nil || len(got) != 0 {
+		t.Fatalf("an explicit empty list means none, got %v %v", got, ref)
+	}
+}

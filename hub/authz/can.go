@@ -18,17 +18,20 @@ const (
 	BrokerRead     Action = "broker.read"
 	// BrokerManage changes a broker's record: settings, AutoProvide,
 	// deregistration. Its owner (who registered it) and admins hold it.
-	BrokerManage    Action = "broker.manage"
-	BrokerDispatch  Action = "broker.dispatch"
-	JoinTokenCreate Action = "broker.join_token.create"
-	AgentCreate     Action = "agent.create"
-	AgentRead       Action = "agent.read"
-	AgentLifecycle  Action = "agent.lifecycle"
-	HubRead         Action = "hub.read"  // hub settings and limits
-	HubAdmin        Action = "hub.admin" // changing them
-	TokenManage     Action = "token.manage"
-	SecretRead      Action = "secret.read" // names and metadata, never values
-	SecretWrite     Action = "secret.write"
+	BrokerManage Action = "broker.manage"
+	// BrokerDeregister removes a broker: its owner, an admin, or the
+	// broker itself.
+	BrokerDeregister Action = "broker.deregister"
+	BrokerDispatch   Action = "broker.dispatch"
+	JoinTokenCreate  Action = "broker.join_token.create"
+	AgentCreate      Action = "agent.create"
+	AgentRead        Action = "agent.read"
+	AgentLifecycle   Action = "agent.lifecycle"
+	HubRead          Action = "hub.read"  // hub settings and limits
+	HubAdmin         Action = "hub.admin" // changing them
+	TokenManage      Action = "token.manage"
+	SecretRead       Action = "secret.read" // names and metadata, never values
+	SecretWrite      Action = "secret.write"
 )
 
 // Project is what authorization needs to know about a project.
@@ -101,7 +104,7 @@ func Can(c Caller, a Action, r Resource) *Refusal {
 	case Agent:
 		return agentCan(c, a, r)
 	case Broker:
-		if a == BrokerRead && r.Broker != nil && r.Broker.ID == c.ID {
+		if (a == BrokerRead || a == BrokerDeregister) && r.Broker != nil && r.Broker.ID == c.ID {
 			return nil
 		}
 		return deny("runtime brokers can only reach their own channel and record")

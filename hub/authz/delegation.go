@@ -90,3 +90,36 @@ func CanMoveSelf(c Caller) *Refusal {
 	}
 	return nil
 }
+
+// AgentScopeNames are the scopes an agent may carry.
+var AgentScopeNames = []string{ScopeAgentCreate}
+
+// AgentScopes decides the scopes of an agent that c creates. Nil asks for
+// the default: what the creator can hand on (a user or token: the right to
+// start agents; an agent: its own scopes). A creator hands on only scopes
+// it holds itself.
+func AgentScopes(c Caller, requested []string) ([]string, *Refusal) {
+	held := func(s string) bool { return c.Kind == User || c.HasScope(s) }
+	if requested == nil {
+		out := []string{}
+		for _, s := range AgentScopeNames {
+			if held(s) {
+				out = append(out, s)
+			}
+		}
+		return out, nil
+	}
+	out := make([]string, 0, len(requested))
+	for _, s := range requested {
+		if !slices.Contains(AgentScopeNames, s) {
+			return nil, deny("scope %q cannot be given to an agent (agent scopes: %v)", s, AgentScopeNames)
+		}
+		if !held(s) {
+			return nil, deny("you cannot hand on the %s scope: you do not hold it", s)
+		}
+		if !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	return out, nil
+}

@@ -7,7 +7,7 @@ func tokenCan(c Caller, a Action, r Resource) *Refusal {
 	switch a {
 	case BrokerRead, BrokerDispatch:
 		return deny("a user access token cannot carry %s; sign in (`scion hub auth login`) to reach this broker", a)
-	case ProjectCreate, BrokerRegister, BrokerManage, JoinTokenCreate, HubRead, HubAdmin, TokenManage:
+	case ProjectCreate, BrokerRegister, BrokerManage, BrokerDeregister, JoinTokenCreate, HubRead, HubAdmin, TokenManage:
 		return deny("a user access token cannot do %s; sign in (`scion hub auth login`)", a)
 	}
 	p := projectOf(r)

@@ -43,7 +43,7 @@ func userCan(userID, role string, a Action, r Resource) *Refusal {
 			return nil
 		}
 		return deny("%s on agent %s needs you to be its delegator, its project's owner or a hub admin", a, ag.ID)
-	case BrokerManage:
+	case BrokerManage, BrokerDeregister:
 		if r.Broker != nil && r.Broker.Owner == userID {
 			return nil
 		}
