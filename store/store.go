@@ -164,6 +164,8 @@ type Store interface {
 	GetProject(ctx context.Context, idOrName string) (*Project, error)
 	ListProjects(ctx context.Context, page Page) (items []*Project, next string, total int, err error)
 	UpdateProject(ctx context.Context, p *Project) error
+	// DeleteProject deletes the project, its provider links and its
+	// secrets; ErrConflict while it has agents.
 	DeleteProject(ctx context.Context, id string) error
 
 	// Provider links: which brokers provide for which projects.
@@ -255,6 +257,9 @@ type Store interface {
 	// API calls made with an Idempotency-Key (see queue.go).
 	DispatchQueue
 	IdempotencyKeys
+
+	// Secrets, per project and hub-wide (see secrets.go).
+	SecretStore
 
 	// Ping checks the database answers (for /readyz).
 	Ping(ctx context.Context) error

@@ -81,8 +81,8 @@ func (s *Store) UpdateProject(ctx context.Context, p *store.Project) error {
 	return nil
 }
 
-// DeleteProject deletes the project and its provider links; it refuses
-// with ErrConflict while the project has agents. The project row is locked
+// DeleteProject deletes the project, its provider links (by cascade) and
+// its secrets; it refuses with ErrConflict while the project has agents. The project row is locked
 // by one statement and the agents counted by the next (READ COMMITTED: a
 // fresh snapshot), so a CreateAgent that committed while we waited for the
 // lock is seen, and one that starts later waits for us and then fails its
@@ -100,6 +100,11 @@ func (s *Store) DeleteProject(ctx context.Context, id string) error {
 		}
 		if hasAgents {
 			return fmt.Errorf("%s: project still has agents: %w", what, store.ErrConflict)
+		}
+		// The lock also keeps PutSecret from adding a secret meanwhile
+		// (see putSecretSQL).
+		if _, err := tx.Exec(ctx, `DELETE FROM secrets WHERE project_id = $1`, id); err != nil {
+			return mapErr(err, what)
 		}
 		_, err := tx.Exec(ctx, `DELETE FROM projects WHERE id = $1`, id)
 		return mapErr(err, what)

@@ -82,8 +82,8 @@ func (s *Store) UpdateProject(ctx context.Context, p *store.Project) error {
 	return nil
 }
 
-// DeleteProject deletes the project and its provider links; it refuses
-// with ErrConflict while the project has agents.
+// DeleteProject deletes the project, its provider links (by cascade) and
+// its secrets; it refuses with ErrConflict while the project has agents.
 func (s *Store) DeleteProject(ctx context.Context, id string) error {
 	what := fmt.Sprintf("delete project %q", id)
 	return s.write(ctx, func(tx *sql.Tx) error {
@@ -95,7 +95,11 @@ func (s *Store) DeleteProject(ctx context.Context, id string) error {
 			return fmt.Errorf("%s: project still has agents: %w", what, store.ErrConflict)
 		}
 		res, err := tx.ExecContext(ctx, `DELETE FROM projects WHERE id = ?`, id)
-		return mustAffect(res, err, what)
+		if err := mustAffect(res, err, what); err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, `DELETE FROM secrets WHERE project_id = ?`, id)
+		return mapErr(err, what)
 	})
 }
 

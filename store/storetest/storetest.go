@@ -18,6 +18,10 @@
 //   - A foreign key to a missing record (CreateAgent's project, Reserve's
 //     agent or broker, LinkProvider's ends) is ErrNotFound.
 //   - DeleteAgent also deletes the agent's tokens.
+//   - DeleteProject also deletes the project's secrets, and a secret put
+//     while its project is deleted never outlives it.
+//   - A non-empty (Issuer, Subject) names at most one user; an empty
+//     subject is never found by GetUserBySubject.
 //   - The dispatch queue keeps one pending dispatch per agent and method,
 //     delivers in enqueue order per broker, survives its agent (so that
 //     delivery can mark it skipped) but not its broker.
@@ -59,6 +63,9 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Tokens", testTokens},
 		{"ListTokens", testListTokens},
 		{"JoinTokens", testJoinTokens},
+		{"Secrets", testSecrets},
+		{"DeleteProjectSecrets", testDeleteProjectSecrets},
+		{"PutSecretDeleteProjectRace", testPutSecretDeleteProjectRace},
 		{"Settings", testSettings},
 		{"Ping", testPing},
 		{"Pagination", testPagination},

@@ -139,3 +139,16 @@ func Generations(gs []api.Generation) []api.Generation {
 	}
 	return out
 }
+
+// CheckSecret refuses a secret the engines would store differently or not
+// at all: an empty name, or an empty ciphertext (SQLite would bind a nil
+// one as NULL; no encryption of a value, even an empty one, is empty).
+func CheckSecret(s *store.Secret) error {
+	if s.Name == "" {
+		return errors.New("empty secret name")
+	}
+	if len(s.Ciphertext) == 0 {
+		return errors.New("empty ciphertext")
+	}
+	return nil
+}
