@@ -19,6 +19,7 @@ func (e *env) execer() runtime.Execer {
 }
 
 func (s *suite) testExec(t *testing.T) {
+	s.needProcess(t)
 	if s.opts.ExecCommand == nil {
 		t.Skip("no Options.ExecCommand")
 	}
@@ -58,6 +59,7 @@ func (s *suite) testExec(t *testing.T) {
 }
 
 func (s *suite) testExecStdin(t *testing.T) {
+	s.needProcess(t)
 	if s.opts.EchoCommand == nil {
 		t.Skip("no Options.EchoCommand")
 	}
@@ -80,6 +82,7 @@ func (s *suite) testExecStdin(t *testing.T) {
 }
 
 func (s *suite) testAttach(t *testing.T) {
+	s.needProcess(t)
 	if s.opts.EchoCommand == nil {
 		t.Skip("no Options.EchoCommand")
 	}

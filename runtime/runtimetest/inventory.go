@@ -111,6 +111,7 @@ func (s *suite) waitExitEvent(t *testing.T, events <-chan runtime.Event, id stri
 }
 
 func (s *suite) testExitEvents(t *testing.T) {
+	s.needProcess(t)
 	e := s.setup(t)
 	events := e.rt.Events()
 	if events == nil {
@@ -161,7 +162,9 @@ func (s *suite) testConcurrency(t *testing.T) {
 		return err
 	})
 	for _, spec := range specs {
-		e.waitLog(spec.AgentID, marker(spec.AgentID))
+		if e.process() {
+			e.waitLog(spec.AgentID, marker(spec.AgentID))
+		}
 	}
 	inv := e.inventory()
 	for _, spec := range specs {
@@ -183,6 +186,7 @@ func (s *suite) testConcurrency(t *testing.T) {
 }
 
 func (s *suite) testReadoption(t *testing.T) {
+	s.needProcess(t)
 	if s.opts.Restart == nil {
 		t.Skip("runtime has no Restart option")
 	}

@@ -25,6 +25,7 @@ func (s *suite) testLogs(t *testing.T) {
 		t.Fatalf("follow of a created agent ended with %v, want io.EOF", err)
 	}
 	r.Close()
+	s.needProcess(t)
 	if _, err := e.rt.Start(e.ctx, spec.AgentID); err != nil {
 		t.Fatal(err)
 	}
@@ -43,6 +44,7 @@ func (s *suite) testLogs(t *testing.T) {
 }
 
 func (s *suite) testLogsFollow(t *testing.T) {
+	s.needProcess(t)
 	e := s.setup(t)
 	spec := e.spec("follow", false)
 	e.createStart(spec)
@@ -83,6 +85,7 @@ func (s *suite) testLogsFollow(t *testing.T) {
 }
 
 func (s *suite) testLogsFollowCancel(t *testing.T) {
+	s.needProcess(t)
 	e := s.setup(t)
 	spec := e.spec("followcancel", false)
 	e.createStart(spec)

@@ -54,6 +54,14 @@ type Options struct {
 	// "broker-rtt". Runtimes whose state is shared (an engine other test
 	// runs may use at the same time) set a unique one.
 	BrokerID string
+	// NoProcess, when not empty, says why the test agent cannot run at
+	// all in this test setup (the Kubernetes runtime against an API server
+	// with no kubelet: pods are accepted but never run). The suite then
+	// checks everything the runtime's own bookkeeping answers (states,
+	// labels, idempotence, not-found, inventory, concurrency, close) and
+	// skips, with this reason, what needs the agent's output or exit. No
+	// runtime that can run its agents sets it.
+	NoProcess string
 
 	// The options below enable the tests of optional capabilities; each
 	// test is skipped when its option is unset or the runtime lacks the
@@ -170,6 +178,17 @@ func (e *env) spec(name string, ignoreTerm bool) runtime.Spec {
 		Labels:    map[string]string{"test.suite": "runtimetest", "test.name": name},
 	}
 }
+
+// needProcess skips t when the test agent cannot run (Options.NoProcess).
+func (s *suite) needProcess(t *testing.T) {
+	t.Helper()
+	if s.opts.NoProcess != "" {
+		t.Skip("needs a running test agent: " + s.opts.NoProcess)
+	}
+}
+
+// process reports whether the test agent really runs.
+func (e *env) process() bool { return e.s.opts.NoProcess == "" }
 
 func marker(agentID string) string { return "marker-" + agentID }
 

@@ -102,7 +102,8 @@ func quoteTail(s string) string {
 }
 
 // createStart creates and starts an agent from spec and waits until it has
-// printed its marker, i.e. until it is really up.
+// printed its marker, i.e. until it is really up (when it can run at all:
+// see Options.NoProcess).
 func (e *env) createStart(spec runtime.Spec) runtime.Status {
 	e.t.Helper()
 	if _, err := e.rt.Create(e.ctx, spec); err != nil {
@@ -115,7 +116,9 @@ func (e *env) createStart(spec runtime.Spec) runtime.Status {
 	if st.State != runtime.StateRunning {
 		e.t.Fatalf("Start(%s) state = %q, want running", spec.AgentID, st.State)
 	}
-	e.waitLog(spec.AgentID, marker(spec.AgentID))
+	if e.process() {
+		e.waitLog(spec.AgentID, marker(spec.AgentID))
+	}
 	return st
 }
 

@@ -1,0 +1,161 @@
+package kubernetes
+
+import (
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/docker/go-units"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/scion-go/scion/runtime"
+)
+
+// podInput is everything buildPod decides from: the spec, its resolved
+// settings and the runtime-wide options that shape every pod.
+type podInput struct {
+	spec        runtime.Spec
+	settings    Settings
+	name        string
+	stopGrace   time.Duration
+	scionImage  string // an image holding the static scion binary at /scion
+	imageVolume bool   // mount scionImage as an image volume instead of copying
+}
+
+// buildPod returns the agent's pod and the claims its volumes need. It is
+// pure: the API server validates the result, tests check it without one.
+func buildPod(in podInput) (*corev1.Pod, []*corev1.PersistentVolumeClaim, error) {
+	spec, s := in.spec, in.settings
+	if err := s.validate(); err != nil {
+		return nil, nil, err
+	}
+	st, err := storageFor(spec, spec.Labels[LabelSharingMode], s, in.name)
+	if err != nil {
+		return nil, nil, err
+	}
+	res, err := resources(spec.Labels, isTrue(s.GKE))
+	if err != nil {
+		return nil, nil, err
+	}
+	labelsJSON, err := json.Marshal(spec.Labels)
+	if err != nil {
+		return nil, nil, err
+	}
+	annotations := map[string]string{annoLabels: string(labelsJSON)}
+	if s.SafeToEvict != nil {
+		annotations[annoSafeToEvict] = strconv.FormatBool(*s.SafeToEvict)
+	}
+	env := []corev1.EnvVar{{Name: "HOME", Value: homePath}}
+	keys := make([]string, 0, len(spec.Env))
+	for k := range spec.Env {
+		if k != "HOME" {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		env = append(env, corev1.EnvVar{Name: k, Value: spec.Env[k]})
+	}
+	no := false
+	agent := corev1.Container{
+		Name:            "agent",
+		Image:           spec.Image,
+		Command:         spec.Command,
+		Env:             env,
+		WorkingDir:      workspacePath,
+		VolumeMounts:    st.mounts,
+		Resources:       res,
+		ImagePullPolicy: corev1.PullIfNotPresent,
+		// Kept open so that an attach can write to the agent, as on Docker.
+		Stdin: true,
+		TTY:   spec.Labels[LabelTTY] == "true",
+		SecurityContext: &corev1.SecurityContext{
+			AllowPrivilegeEscalation: &no,
+			SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+		},
+	}
+	grace := int64(math.Ceil(cmp.Or(in.stopGrace, 10*time.Second).Seconds()))
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: in.name, Labels: objectLabels(spec.Labels), Annotations: annotations},
+		Spec: corev1.PodSpec{
+			// A dedicated account with no permissions, and no token in the
+			// pod: the agent cannot talk to the API server as anyone, so
+			// it cannot read the namespace's Secrets (the broker's).
+			ServiceAccountName:           cmp.Or(s.ServiceAccount, DefaultServiceAccount),
+			AutomountServiceAccountToken: &no,
+			EnableServiceLinks:           &no,
+			// The agent's exit is final for this pod; Start makes a new one.
+			RestartPolicy:                 corev1.RestartPolicyNever,
+			TerminationGracePeriodSeconds: &grace,
+			PriorityClassName:             s.PriorityClass,
+			Volumes:                       st.volumes,
+		},
+	}
+	if in.scionImage != "" {
+		addScionBinary(pod, &agent, in.scionImage, in.imageVolume)
+	}
+	pod.Spec.Containers = []corev1.Container{agent}
+	return pod, st.claims, nil
+}
+
+// addScionBinary makes the static scion binary available read-only at
+// /usr/local/bin/scion: from an image volume (Kubernetes 1.33+ with the
+// ImageVolume feature, nothing copied), or copied by an init container
+// into an emptyDir that the agent mounts read-only.
+func addScionBinary(pod *corev1.Pod, agent *corev1.Container, image string, imageVolume bool) {
+	const vol = "scion-bin"
+	if imageVolume {
+		pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: vol, VolumeSource: corev1.VolumeSource{
+			Image: &corev1.ImageVolumeSource{Reference: image, PullPolicy: corev1.PullIfNotPresent}}})
+	} else {
+		pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: vol, VolumeSource: corev1.VolumeSource{
+			EmptyDir: &corev1.EmptyDirVolumeSource{}}})
+		pod.Spec.InitContainers = append(pod.Spec.InitContainers, corev1.Container{
+			Name:            "scion-bin",
+			Image:           image,
+			ImagePullPolicy: corev1.PullIfNotPresent,
+			// The scion binary copies itself: the image needs no shell.
+			Command:      []string{"/scion", "install-binary", "/opt/scion/scion"},
+			VolumeMounts: []corev1.VolumeMount{{Name: vol, MountPath: "/opt/scion"}},
+		})
+	}
+	agent.VolumeMounts = append(agent.VolumeMounts, corev1.VolumeMount{Name: vol, MountPath: scionBinPath, SubPath: "scion", ReadOnly: true})
+}
+
+// resources turns the scion.memory and scion.cpus labels into limits. In
+// GKE mode requests equal limits, as Autopilot sets them anyway, and an
+// ephemeral-storage request keeps the pod off the smallest default.
+func resources(labels map[string]string, gke bool) (corev1.ResourceRequirements, error) {
+	lim := corev1.ResourceList{}
+	if v := labels[LabelMemory]; v != "" {
+		n, err := units.RAMInBytes(v)
+		if err != nil || n <= 0 {
+			return corev1.ResourceRequirements{}, fmt.Errorf("%s %q: want a size such as 512m or 2g", LabelMemory, v)
+		}
+		lim[corev1.ResourceMemory] = *resource.NewQuantity(n, resource.BinarySI)
+	}
+	if v := labels[LabelCPUs]; v != "" {
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil || f <= 0 || f > 1024 {
+			return corev1.ResourceRequirements{}, fmt.Errorf("%s %q: want a number of CPUs such as 1.5", LabelCPUs, v)
+		}
+		lim[corev1.ResourceCPU] = *resource.NewMilliQuantity(int64(math.Round(f*1000)), resource.DecimalSI)
+	}
+	var rr corev1.ResourceRequirements
+	if len(lim) > 0 {
+		rr.Limits = lim
+	}
+	if gke {
+		rr.Requests = corev1.ResourceList{corev1.ResourceEphemeralStorage: resource.MustParse("1Gi")}
+		for k, v := range lim {
+			rr.Requests[k] = v
+		}
+	}
+	return rr, nil
+}

@@ -1,0 +1,209 @@
+package kubernetes
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+// Settings are the Kubernetes settings of one agent, as a profile, a flat
+// instance's runtime_target, the broker's global defaults or the agent
+// itself supply them. Empty strings and nil pointers mean "not set here":
+// Resolve fills them from the next layer.
+type Settings struct {
+	// Context is the kubeconfig context (the cluster and credentials).
+	Context string
+	// Namespace holds the agents' pods, claims and records.
+	Namespace string
+	// WorkspaceClass and WorkspaceSize shape a per-agent workspace claim
+	// (when the workspace is not on an NFS share).
+	WorkspaceClass string
+	WorkspaceSize  string
+	// SharedDirClass and SharedDirSize shape the project's shared
+	// directory claim (shared_dir_size).
+	SharedDirClass string
+	SharedDirSize  string
+	// SharedDirStorage is the shared directory's backend: "" (none unless
+	// SharedDirSize is set), "pvc" or "nfs".
+	SharedDirStorage string
+	// HomeStorage is the agent home's backend: "" or "emptydir" (the
+	// pod's lifetime), "pvc" (a claim of the agent's) or "nfs".
+	HomeStorage string
+	HomeSize    string
+	// SafeToEvict sets the cluster autoscaler's safe-to-evict annotation.
+	SafeToEvict *bool
+	// PriorityClass is the pods' priorityClassName.
+	PriorityClass string
+	// GKE turns on GKE mode: requests equal limits (Autopilot schedules
+	// and bills by requests) and ephemeral storage is requested.
+	GKE *bool
+	// NFSPVName is nfs.shares[0].pv_name: the PersistentVolume of the NFS
+	// export holding workspaces (and homes and shared directories with
+	// the nfs backend). NFSMountPath is where the broker itself mounts
+	// that export, so that its host paths map to sub-paths of the volume.
+	NFSPVName    string
+	NFSMountPath string
+	NFSClaimSize string
+	// ServiceAccount is the agents' sandbox ServiceAccount.
+	ServiceAccount string
+}
+
+// Settings keys, as in a profile's settings map, a runtime_target, and
+// (prefixed with AgentSettingPrefix) an agent's own Spec.Labels.
+var settingKeys = map[string]func(*Settings) *string{
+	"context":            func(s *Settings) *string { return &s.Context },
+	"namespace":          func(s *Settings) *string { return &s.Namespace },
+	"workspace_class":    func(s *Settings) *string { return &s.WorkspaceClass },
+	"workspace_size":     func(s *Settings) *string { return &s.WorkspaceSize },
+	"shared_dir_class":   func(s *Settings) *string { return &s.SharedDirClass },
+	"shared_dir_size":    func(s *Settings) *string { return &s.SharedDirSize },
+	"shared_dir_storage": func(s *Settings) *string { return &s.SharedDirStorage },
+	"home_storage":       func(s *Settings) *string { return &s.HomeStorage },
+	"home_size":          func(s *Settings) *string { return &s.HomeSize },
+	"priority_class":     func(s *Settings) *string { return &s.PriorityClass },
+	"nfs_pv_name":        func(s *Settings) *string { return &s.NFSPVName },
+	"nfs_mount_path":     func(s *Settings) *string { return &s.NFSMountPath },
+	"nfs_claim_size":     func(s *Settings) *string { return &s.NFSClaimSize },
+	"service_account":    func(s *Settings) *string { return &s.ServiceAccount },
+}
+
+var boolKeys = map[string]func(*Settings) **bool{
+	"safe_to_evict": func(s *Settings) **bool { return &s.SafeToEvict },
+	"gke_mode":      func(s *Settings) **bool { return &s.GKE },
+}
+
+// AgentSettingPrefix marks an agent's own Kubernetes settings in
+// Spec.Labels: "scion.k8s.namespace" is the agent's namespace setting.
+const AgentSettingPrefix = "scion.k8s."
+
+// SettingKeys lists every settings key, sorted, for documentation and
+// error messages.
+func SettingKeys() []string {
+	keys := make([]string, 0, len(settingKeys)+len(boolKeys))
+	for k := range settingKeys {
+		keys = append(keys, k)
+	}
+	for k := range boolKeys {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// ParseSettings reads the Kubernetes keys of m (a profile's settings map);
+// other keys (memory, cpus, ...) belong to others and are ignored. A bad
+// value is an error naming the key.
+func ParseSettings(m map[string]string) (Settings, error) {
+	var s Settings
+	for k, v := range m {
+		if f, ok := settingKeys[k]; ok {
+			*f(&s) = strings.TrimSpace(v)
+			continue
+		}
+		if f, ok := boolKeys[k]; ok {
+			b, err := strconv.ParseBool(strings.TrimSpace(v))
+			if err != nil {
+				return Settings{}, fmt.Errorf("kubernetes setting %s: %q is not true or false", k, v)
+			}
+			*f(&s) = &b
+		}
+	}
+	return s, s.validate()
+}
+
+// agentSettings reads an agent's own settings from its spec labels.
+func agentSettings(labels map[string]string) (Settings, error) {
+	m := map[string]string{}
+	for k, v := range labels {
+		if key, ok := strings.CutPrefix(k, AgentSettingPrefix); ok {
+			m[key] = v
+		}
+	}
+	return ParseSettings(m)
+}
+
+// validate checks the values a typo would otherwise turn into an API
+// server rejection much later (or, for storage backends, silently into
+// the default).
+func (s Settings) validate() error {
+	for key, v := range map[string]string{"workspace_size": s.WorkspaceSize, "shared_dir_size": s.SharedDirSize,
+		"home_size": s.HomeSize, "nfs_claim_size": s.NFSClaimSize} {
+		if v == "" {
+			continue
+		}
+		if _, err := resource.ParseQuantity(v); err != nil {
+			return fmt.Errorf("kubernetes setting %s: %q is not a quantity like 10Gi", key, v)
+		}
+	}
+	switch s.SharedDirStorage {
+	case "", "pvc", "nfs":
+	default:
+		return fmt.Errorf("kubernetes setting shared_dir_storage: %q: use pvc or nfs", s.SharedDirStorage)
+	}
+	switch s.HomeStorage {
+	case "", "emptydir", "pvc", "nfs":
+	default:
+		return fmt.Errorf("kubernetes setting home_storage: %q: use emptydir, pvc or nfs", s.HomeStorage)
+	}
+	return nil
+}
+
+// Resolve merges settings layers, most specific first: for each field the
+// first layer that sets it wins. Call it as Resolve(agent, profile or
+// runtime target, global): an agent's own setting beats its profile's,
+// which beats the broker-wide default.
+func Resolve(layers ...Settings) Settings {
+	var out Settings
+	for _, f := range settingKeys {
+		dst := f(&out)
+		for i := range layers {
+			if v := *f(&layers[i]); v != "" {
+				*dst = v
+				break
+			}
+		}
+	}
+	for _, f := range boolKeys {
+		dst := f(&out)
+		for i := range layers {
+			if v := *f(&layers[i]); v != nil {
+				b := *v
+				*dst = &b
+				break
+			}
+		}
+	}
+	return out
+}
+
+// Defaults of settings no layer sets.
+const (
+	DefaultNamespace      = "default"
+	DefaultServiceAccount = "scion-agent-sandbox"
+	defaultWorkspaceSize  = "10Gi"
+	defaultSharedDirSize  = "10Gi"
+	defaultHomeSize       = "1Gi"
+	defaultNFSClaimSize   = "1Gi"
+)
+
+// Map is the inverse of ParseSettings: the keys that are set, for
+// recording and display.
+func (s Settings) Map() map[string]string {
+	m := map[string]string{}
+	for k, f := range settingKeys {
+		if v := *f(&s); v != "" {
+			m[k] = v
+		}
+	}
+	for k, f := range boolKeys {
+		if v := *f(&s); v != nil {
+			m[k] = strconv.FormatBool(*v)
+		}
+	}
+	return m
+}
+
+func isTrue(b *bool) bool { return b != nil && *b }

@@ -1,0 +1,148 @@
+package kubernetes
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/scion-go/scion/runtime"
+)
+
+// Annotations on an agent's record that remember how its last pod ended,
+// since Stop deletes that pod (a pod cannot be stopped and started again).
+const (
+	annoFinishedAt = "scion.dev/finished-at"
+	annoExitCode   = "scion.dev/exit-code"
+	annoMessage    = "scion.dev/message"
+)
+
+// statusOf is the agent's status from its record and its current pod (nil
+// when it has none). It is pure. The mapping:
+//
+//   - no pod, never stopped: created (Create makes the record, Start the pod)
+//   - no pod after a Stop: exited, with the exit code the pod ended with
+//   - Pending: running, with the reason in Message (unscheduled, pulling):
+//     Start has done its part and the agent is on its way; with no
+//     kubelet, as in this package's tests, a pod stays here
+//   - Running: running
+//   - Succeeded / Failed: exited, with the agent container's exit code
+//   - a pod being deleted keeps its phase's state until it is gone
+func statusOf(rec *corev1.ConfigMap, pod *corev1.Pod) runtime.Status {
+	var st runtime.Status
+	var meta map[string]string
+	if rec != nil {
+		meta = rec.Annotations
+		st.Labels = decodeLabels(rec.Annotations, rec.Labels)
+	}
+	if pod == nil {
+		st.State = runtime.StateCreated
+		if t, err := time.Parse(time.RFC3339Nano, meta[annoFinishedAt]); err == nil {
+			st.State = runtime.StateExited
+			st.FinishedAt = t
+			if c, err := strconv.Atoi(meta[annoExitCode]); err == nil {
+				st.ExitCode = &c
+			}
+			st.Message = meta[annoMessage]
+		}
+		st.AgentID, st.RunID = st.Labels[runtime.LabelAgentID], st.Labels[runtime.LabelRunID]
+		return st
+	}
+	if st.Labels == nil {
+		st.Labels = decodeLabels(pod.Annotations, pod.Labels)
+	}
+	st.AgentID, st.RunID = st.Labels[runtime.LabelAgentID], st.Labels[runtime.LabelRunID]
+	// StartedAt is when Start made the pod: stable from the first look
+	// on, so that a repeated Start reports the same launch.
+	st.StartedAt = pod.CreationTimestamp.Time
+	cs := agentContainer(pod)
+	switch pod.Status.Phase {
+	case corev1.PodSucceeded, corev1.PodFailed:
+		st.State = runtime.StateExited
+		if cs != nil && cs.State.Terminated != nil {
+			t := cs.State.Terminated
+			code := int(t.ExitCode)
+			st.ExitCode = &code
+			st.FinishedAt = t.FinishedAt.Time
+			st.Message = strings.TrimSpace(t.Reason + " " + t.Message)
+		} else {
+			st.Message = strings.TrimSpace(pod.Status.Reason + " " + pod.Status.Message)
+		}
+	case corev1.PodRunning:
+		st.State = runtime.StateRunning
+	default: // Pending, Unknown, or no phase yet
+		st.State = runtime.StateRunning
+		st.Message = pendingReason(pod, cs)
+	}
+	if pod.DeletionTimestamp != nil && st.State == runtime.StateRunning {
+		st.Message = strings.TrimSpace("stopping " + st.Message)
+	}
+	return st
+}
+
+// pendingReason says why a pending pod is not running yet.
+func pendingReason(pod *corev1.Pod, cs *corev1.ContainerStatus) string {
+	if cs != nil && cs.State.Waiting != nil && cs.State.Waiting.Reason != "" {
+		return "pending: " + cs.State.Waiting.Reason
+	}
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status != corev1.ConditionTrue && c.Reason != "" {
+			return "pending: " + c.Reason
+		}
+	}
+	if pod.Spec.NodeName == "" {
+		return "pending: not scheduled"
+	}
+	return "pending"
+}
+
+// agentContainer is the status of the pod's agent container, if reported.
+func agentContainer(pod *corev1.Pod) *corev1.ContainerStatus {
+	for i := range pod.Status.ContainerStatuses {
+		if pod.Status.ContainerStatuses[i].Name == "agent" {
+			return &pod.Status.ContainerStatuses[i]
+		}
+	}
+	return nil
+}
+
+// started reports whether the agent container has run (or is running),
+// i.e. whether it can have output.
+func started(pod *corev1.Pod) bool {
+	cs := agentContainer(pod)
+	return cs != nil && (cs.State.Running != nil || cs.State.Terminated != nil)
+}
+
+// decodeLabels returns the spec's labels from the annotation that keeps
+// them whole, falling back to the object's labels.
+func decodeLabels(annotations, labels map[string]string) map[string]string {
+	out := map[string]string{}
+	if err := json.Unmarshal([]byte(annotations[annoLabels]), &out); err != nil || len(out) == 0 {
+		out = map[string]string{}
+		for k, v := range labels {
+			out[k] = v
+		}
+	}
+	delete(out, labelKind)
+	delete(out, labelClaimScope)
+	return out
+}
+
+// finishedAnnotations records how a pod ended on its agent's record.
+func finishedAnnotations(pod *corev1.Pod, now time.Time) map[string]string {
+	st := statusOf(nil, pod)
+	m := map[string]string{annoFinishedAt: now.UTC().Format(time.RFC3339Nano), annoExitCode: "", annoMessage: "stopped"}
+	if !st.FinishedAt.IsZero() {
+		m[annoFinishedAt] = st.FinishedAt.UTC().Format(time.RFC3339Nano)
+	}
+	if st.ExitCode != nil {
+		m[annoExitCode] = strconv.Itoa(*st.ExitCode)
+		m[annoMessage] = fmt.Sprintf("stopped (exit code %d)", *st.ExitCode)
+	} else if cs := agentContainer(pod); cs != nil && cs.LastTerminationState.Terminated != nil {
+		m[annoExitCode] = strconv.Itoa(int(cs.LastTerminationState.Terminated.ExitCode))
+	}
+	return m
+}
