@@ -137,6 +137,7 @@ func (b *Broker) agentEnv(spec wire.AgentSpec) map[string]string {
 	if env == nil {
 		env = map[string]string{}
 	}
+	maps.Copy(env, spec.Secrets)
 	hub := cmp.Or(b.cfg.AgentHubEndpoint, spec.HubURL, b.cfg.HubEndpoint)
 	env[api.EnvHubEndpoint] = hub
 	env[api.EnvHubURL] = hub

@@ -75,7 +75,7 @@ func resolveHarness(spec wire.AgentSpec) (image string, command []string, err er
 	if len(command) == 0 {
 		return "", nil, api.BadRequest("harness %s needs a command", name)
 	}
-	if len(h.AuthEnv) > 0 && !slices.ContainsFunc(h.AuthEnv, func(k string) bool { return spec.Env[k] != "" }) {
+	if len(h.AuthEnv) > 0 && !slices.ContainsFunc(h.AuthEnv, func(k string) bool { return spec.Env[k] != "" || spec.Secrets[k] != "" }) {
 		return "", nil, api.BadRequest("harness %s needs one of these environment variables: %s", name, strings.Join(h.AuthEnv, ", "))
 	}
 	return image, slices.Clone(command), nil

@@ -44,6 +44,9 @@ type createFlags struct {
 	project, broker, profile, harness, image string
 	env                                      []string
 	ports                                    []int
+	role, passthrough                        string
+	scopes, secrets                          []string
+	noScopes                                 bool
 }
 
 func (f *createFlags) add(cmd *cobra.Command) {
@@ -55,6 +58,26 @@ func (f *createFlags) add(cmd *cobra.Command) {
 	fs.StringVar(&f.image, "image", "", "container image")
 	fs.StringArrayVar(&f.env, "env", nil, "environment variable KEY=VALUE (repeatable)")
 	fs.IntSliceVar(&f.ports, "port", nil, "container port to publish on a host port from the broker's port pool (repeatable)")
+	fs.StringVar(&f.role, "role", "", "agent role: worker (default) or coordinator (acts on every agent of the project; needs a hub admin)")
+	fs.StringArrayVar(&f.scopes, "scope", nil, "scope of the agent's token (repeatable; default: project:agent:create, or the creating agent's)")
+	fs.BoolVar(&f.noScopes, "no-scopes", false, "give the agent's token no scopes (it cannot start agents)")
+	fs.StringVar(&f.passthrough, "passthrough", "", `run the agent with your cloud identity ("gcp"); the broker must allow it`)
+	fs.StringArrayVar(&f.secrets, "secret", nil, "Hub secret to put in the agent's environment under its name (repeatable)")
+}
+
+// identity fills the identity fields of a create request.
+func (f *createFlags) identity(req *api.CreateAgentRequest) error {
+	if f.noScopes && len(f.scopes) > 0 {
+		return usageErrorf("--no-scopes and --scope exclude each other")
+	}
+	req.Role, req.Passthrough, req.Secrets = f.role, f.passthrough, f.secrets
+	switch {
+	case f.noScopes:
+		req.Scopes = &[]string{}
+	case len(f.scopes) > 0:
+		req.Scopes = &f.scopes
+	}
+	return nil
 }
 
 // nameAndCommand splits `<name> [-- command args...]`.
@@ -122,6 +145,9 @@ with the same broker and profile selection as 'scion create'.`
 		}
 		req := api.CreateAgentRequest{Name: name, Project: project, Broker: f.broker, Profile: f.profile,
 			Harness: f.harness, Image: f.image, Command: command, Env: env, Ports: f.ports, Start: start}
+		if err := f.identity(&req); err != nil {
+			return err
+		}
 		var ag *api.Agent
 		if start {
 			ag, err = startOrCreate(cmd, cl, req)

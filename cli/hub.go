@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -20,7 +21,7 @@ which one is current. The other hub subcommands administer the selected Hub:
 its Runtime Brokers, hub-wide settings and limits.`,
 	})
 	c.AddCommand(newHubAddCmd(), newHubUseCmd(), newHubListCmd(a), newHubAuthCmd(a),
-		newHubBrokersCmd(a), newHubSettingsCmd(a), newHubLimitsCmd(a))
+		newHubBrokersCmd(a), newHubSettingsCmd(a), newHubLimitsCmd(a), newHubTokensCmd(a), newHubSecretCmd(a))
 	return c
 }
 
@@ -144,16 +145,29 @@ func newHubListCmd(a *app) *cobra.Command {
 func newHubAuthCmd(a *app) *cobra.Command {
 	c := groupCmd(&cobra.Command{Use: "auth", Short: "Sign in to a Hub"})
 	var token string
+	var device bool
 	login := &cobra.Command{
 		Use:   "login",
-		Short: "Store a bearer token for the current hub",
-		Long: `Store a bearer token for the current hub (or the hub list entry named by
---hub), after checking it with the Hub. The token is read from --token, or
-else from standard input. (A later version adds the OIDC device flow.)`,
-		Example: `  scion hub auth login --token "$TOKEN"
+		Short: "Sign in to the current hub and store the token",
+		Long: `Sign in to the current hub (or the hub list entry named by --hub) and store
+the Hub token in the hub list.
+
+On a terminal, with no --token, this runs the OIDC device flow through the
+Hub: it prints an address and a code, you approve the sign-in there in a
+browser (on any device), and the command finishes by itself. --device asks
+for the device flow even when standard input is not a terminal. A Hub
+without OIDC falls back to asking for a token.
+
+With --token, or a token piped on standard input, the token is checked
+with the Hub and stored.`,
+		Example: `  scion hub auth login                       # device flow: open the address shown, enter the code
+  scion hub auth login --token "$TOKEN"
   echo "$TOKEN" | scion hub auth login --hub team`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if device && token != "" {
+				return usageErrorf("--device and --token exclude each other")
+			}
 			l, err := config.LoadHubList()
 			if err != nil {
 				return err
@@ -172,6 +186,21 @@ else from standard input. (A later version adds the OIDC device flow.)`,
 			if nick == "" {
 				return fmt.Errorf("%s is not in the hub list: add it with 'scion hub add <name> %s' first", name, name)
 			}
+			u, err := normalizeHubURL(e.URL)
+			if err != nil {
+				return err
+			}
+			if token == "" && (device || isTerminal(cmd.InOrStdin())) {
+				token, err = deviceSignIn(cmd.Context(), cmd.ErrOrStderr(), newClient(&hubTarget{URL: u}))
+				switch {
+				case errors.Is(err, errNoOIDC) && !device:
+					fmt.Fprintf(cmd.ErrOrStderr(), "Hub %s has no OIDC sign-in; sign in with a token.\n", nick)
+				case errors.Is(err, errNoOIDC):
+					return fmt.Errorf("hub %s has no OIDC sign-in configured: ask its admin for a token and run 'scion hub auth login --token TOKEN'", nick)
+				case err != nil:
+					return err
+				}
+			}
 			if token == "" {
 				fmt.Fprintf(cmd.ErrOrStderr(), "Token for hub %s (%s): ", nick, e.URL)
 				if token, err = readLine(cmd.InOrStdin()); err != nil {
@@ -180,10 +209,6 @@ else from standard input. (A later version adds the OIDC device flow.)`,
 			}
 			if token == "" {
 				return usageErrorf("no token given")
-			}
-			u, err := normalizeHubURL(e.URL)
-			if err != nil {
-				return err
 			}
 			who, err := newClient(&hubTarget{URL: u, Token: token}).Whoami(cmd.Context())
 			if err != nil {
@@ -197,7 +222,8 @@ else from standard input. (A later version adds the OIDC device flow.)`,
 			return nil
 		},
 	}
-	login.Flags().StringVar(&token, "token", "", "bearer token (default: read from standard input)")
+	login.Flags().StringVar(&token, "token", "", "bearer token (default: the device flow on a terminal, else read from standard input)")
+	login.Flags().BoolVar(&device, "device", false, "sign in with the OIDC device flow even when standard input is not a terminal")
 	c.AddCommand(login)
 	return c
 }

@@ -124,6 +124,10 @@ func (s *Server) createAgent(r *http.Request, c *Caller, p *store.Project, req a
 	if err != nil {
 		return 0, nil, err
 	}
+	secrets, err := s.agentSecrets(ctx, c, p.ID, req.Secrets)
+	if err != nil {
+		return 0, nil, err
+	}
 	in, brokers, err := s.placementInput(ctx, c, p, req.Broker)
 	if err != nil {
 		return 0, nil, err
@@ -154,7 +158,7 @@ func (s *Server) createAgent(r *http.Request, c *Caller, p *store.Project, req a
 		Profile: profile, Harness: req.Harness, Image: req.Image, Command: req.Command,
 		Env: req.Env, Ports: req.Ports, Phase: api.PhaseProvisioning, RunID: mustV7(), Generation: 1, Role: id.role,
 		CreatedBy: c.Principal(), Delegator: id.delegation.Delegator, DelegationChain: id.delegation.Chain,
-		Scopes: id.scopes, Passthrough: req.Passthrough, ParentAgentID: id.parent,
+		Scopes: id.scopes, Passthrough: req.Passthrough, ParentAgentID: id.parent, SecretNames: req.Secrets,
 		Payload: req.Payload, CreatedAt: now, UpdatedAt: now}
 	a.Generations = []api.Generation{{Number: 1, BrokerID: b.ID, RunID: a.RunID, StartedAt: now, Reason: "created"}}
 	var reserve *int
@@ -188,7 +192,7 @@ func (s *Server) createAgent(r *http.Request, c *Caller, p *store.Project, req a
 	spec := wire.AgentSpec{AgentID: a.ID, Slug: a.Slug, ProjectID: p.ID, ProjectName: p.Name, RunID: a.RunID,
 		Generation: a.Generation, Harness: a.Harness, Image: a.Image, Command: a.Command, Env: a.Env,
 		Ports: a.Ports, Profile: a.Profile, SharingMode: p.SharingMode, GitRemote: p.GitRemote,
-		AgentToken: s.mintAgentToken(a), HubURL: s.opts.PublicURL, Start: req.Start, Payload: req.Payload}
+		AgentToken: s.mintAgentToken(a), Secrets: secrets, HubURL: s.opts.PublicURL, Start: req.Start, Payload: req.Payload}
 	var st wire.AgentStatus
 	s.inflight.add(a.ID)
 	derr := s.dispatch(ctx, b.ID, wire.MethodAgentCreate, spec, &st, "create:"+a.RunID)

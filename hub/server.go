@@ -35,6 +35,9 @@ type Options struct {
 	DispatchTimeout time.Duration
 	// OIDC turns on user sign-in through an OIDC provider.
 	OIDC *OIDCConfig
+	// SecretsKey (32 bytes) seals Hub secrets at rest. It belongs outside
+	// the database (a key file); without it the secrets API answers 501.
+	SecretsKey []byte
 }
 
 // Server is a Hub.
@@ -44,6 +47,7 @@ type Server struct {
 	log      *slog.Logger
 	nonces   *wire.NonceCache
 	tokenKey []byte
+	secrets  *secretBox
 	mux      *http.ServeMux
 	metrics  *metrics
 	sessions *sessions
@@ -106,6 +110,11 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 		return nil, fmt.Errorf("hub: token key: %w", err)
 	}
 	s.tokenKey = key
+	if opts.SecretsKey != nil {
+		if s.secrets, err = newSecretBox(opts.SecretsKey); err != nil {
+			return nil, err
+		}
+	}
 	if err := s.markAllOffline(ctx); err != nil {
 		return nil, err
 	}
@@ -207,6 +216,14 @@ func (s *Server) Routes() []Route {
 		stream("GET /api/v1/agents/{agent}/logs", s.handleAgentLogs),
 		stream("POST /api/v1/agents/{agent}/exec", s.handleAgentExec),
 		stream("GET /api/v1/agents/{agent}/attach", s.handleAgentAttach),
+
+		a("POST /api/v1/auth/tokens", s.handleCreateAccessToken),
+		a("GET /api/v1/auth/tokens", s.handleListAccessTokens),
+		a("DELETE /api/v1/auth/tokens/{id}", s.handleRevokeAccessToken),
+
+		a("PUT /api/v1/secrets/{name}", s.handlePutSecret),
+		a("GET /api/v1/secrets", s.handleListSecrets),
+		a("DELETE /api/v1/secrets/{name}", s.handleDeleteSecret),
 
 		a("GET /api/v1/settings", s.handleGetSettings),
 		a("PUT /api/v1/settings", s.handlePutSettings),

@@ -102,9 +102,12 @@ type AgentSpec struct {
 	SharingMode string            `json:"sharingMode,omitempty"`
 	GitRemote   string            `json:"gitRemote,omitempty"`
 	AgentToken  string            `json:"agentToken,omitempty"`
-	HubURL      string            `json:"hubUrl,omitempty"`
-	Start       bool              `json:"start"`
-	Payload     json.RawMessage   `json:"payload,omitempty"`
+	// Secrets are the values of the Hub secrets the agent names, by name;
+	// the broker puts them in the agent's environment and nowhere else.
+	Secrets map[string]string `json:"secrets,omitempty"`
+	HubURL  string            `json:"hubUrl,omitempty"`
+	Start   bool              `json:"start"`
+	Payload json.RawMessage   `json:"payload,omitempty"`
 }
 
 // AgentRef names an agent (and optionally its run) in a lifecycle command.

@@ -9,7 +9,7 @@ func userCan(userID, role string, a Action, r Resource) *Refusal {
 		return nil
 	}
 	switch a {
-	case ProjectRead, AgentRead, BrokerRead, HubRead, SecretRead:
+	case ProjectRead, AgentRead, BrokerRead, HubRead, SecretRead, TokenManage:
 		if role == RoleMember || role == RoleViewer {
 			return nil
 		}
@@ -20,7 +20,7 @@ func userCan(userID, role string, a Action, r Resource) *Refusal {
 	}
 	me := "user:" + userID
 	switch a {
-	case ProjectCreate, BrokerRegister, BrokerDispatch, TokenManage:
+	case ProjectCreate, BrokerRegister, BrokerDispatch:
 		return nil
 	case AgentCreate:
 		return nil

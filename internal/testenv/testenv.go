@@ -6,6 +6,7 @@ package testenv
 
 import (
 	"context"
+	"crypto/rand"
 	"fmt"
 	"io"
 	"log/slog"
@@ -54,6 +55,11 @@ type Options struct {
 	// DropReply is the brokers' fault injection (broker.Config.DropReply),
 	// with the broker's name.
 	DropReply func(broker, method, key string) bool
+	// OIDC turns on the Hub's OIDC sign-in (see internal/testenv/oidcprovider).
+	OIDC *hub.OIDCConfig
+	// LogTo receives every Hub and broker log line (at debug level), for
+	// tests that read the logs (a scan for secrets, say).
+	LogTo io.Writer
 }
 
 // Env is a running Hub with its brokers.
@@ -72,6 +78,8 @@ type Env struct {
 	mu      sync.Mutex
 	brokers []*Broker
 	handler atomic.Value // handlerBox: the current Hub's, so RestartHub keeps the URL
+	// secretsKey seals the Hub's secrets; a restarted Hub keeps it.
+	secretsKey []byte
 }
 
 type handlerBox struct{ http.Handler }
@@ -82,7 +90,7 @@ type handlerBox struct{ http.Handler }
 func (e *Env) RestartHub() {
 	e.T.Helper()
 	h, err := hub.New(context.Background(), hub.Options{Store: e.Store, Logger: e.log, Version: "test",
-		HeartbeatInterval: e.opts.HeartbeatInterval, Grace: e.opts.Grace, DispatchTimeout: e.opts.DispatchTimeout})
+		HeartbeatInterval: e.opts.HeartbeatInterval, Grace: e.opts.Grace, DispatchTimeout: e.opts.DispatchTimeout, OIDC: e.opts.OIDC, SecretsKey: e.secretsKey})
 	if err != nil {
 		e.T.Fatalf("testenv: restart hub: %v", err)
 	}
@@ -122,9 +130,18 @@ func New(t testing.TB, opts Options) *Env {
 	}
 	e := &Env{T: t, opts: opts}
 	e.log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	var logTo []io.Writer
 	if opts.Verbose || os.Getenv("SCION_TEST_VERBOSE") != "" {
-		e.log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+		logTo = append(logTo, os.Stderr)
 	}
+	if opts.LogTo != nil {
+		logTo = append(logTo, opts.LogTo)
+	}
+	if len(logTo) > 0 {
+		e.log = slog.New(slog.NewTextHandler(io.MultiWriter(logTo...), &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	e.secretsKey = make([]byte, 32)
+	_, _ = rand.Read(e.secretsKey)
 	ctx := context.Background()
 	var err error
 	if opts.Postgres {
@@ -140,7 +157,7 @@ func New(t testing.TB, opts Options) *Env {
 		t.Fatalf("testenv: open store: %v", err)
 	}
 	e.Hub, err = hub.New(ctx, hub.Options{Store: e.Store, Logger: e.log, Version: "test",
-		HeartbeatInterval: opts.HeartbeatInterval, Grace: opts.Grace, DispatchTimeout: opts.DispatchTimeout})
+		HeartbeatInterval: opts.HeartbeatInterval, Grace: opts.Grace, DispatchTimeout: opts.DispatchTimeout, OIDC: opts.OIDC, SecretsKey: e.secretsKey})
 	if err != nil {
 		t.Fatalf("testenv: hub: %v", err)
 	}

@@ -1,0 +1,203 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/scion-go/scion/api"
+)
+
+func newHubTokensCmd(a *app) *cobra.Command {
+	c := groupCmd(&cobra.Command{
+		Use:   "tokens",
+		Short: "Create, list and revoke your single-project user access tokens",
+		Long: `A user access token works for one project, only through its scopes, and
+never beyond what you can do yourself. It cannot read or dispatch to Runtime
+Brokers other than those with AutoProvide on: sign in for that.
+
+Scopes: project:read, project:update, project:agent:read,
+project:agent:create, project:agent:lifecycle.`,
+	})
+	var name, project, expires string
+	var scopes []string
+	create := &cobra.Command{
+		Use:   "create",
+		Short: "Create an access token; it is shown only once",
+		Example: `  scion hub tokens create --name ci --project web --scope project:agent:create
+  scion hub tokens create --name bot --project web --scope project:read --expires 24h -o json`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := nonEmptyFlag(cmd, "name", "project"); err != nil {
+				return err
+			}
+			if len(scopes) == 0 {
+				return usageErrorf("a token needs at least one --scope")
+			}
+			_, cl, err := a.connect()
+			if err != nil {
+				return err
+			}
+			t, err := cl.CreateAccessToken(cmd.Context(), api.CreateAccessTokenRequest{Name: name, Project: project, Scopes: scopes, ExpiresIn: expires})
+			if err != nil {
+				return err
+			}
+			if a.json() {
+				return writeJSON(cmd.OutOrStdout(), t)
+			}
+			w := cmd.OutOrStdout()
+			fmt.Fprintf(w, "Token %s (%s) for project %s, scopes %s, expires %s:\n\n  %s\n\n", t.Name, t.ID, t.ProjectID,
+				strings.Join(t.Scopes, ","), timeText(t.ExpiresAt), t.Token)
+			fmt.Fprintln(w, "Store it now: the Hub does not show it again.")
+			return nil
+		},
+	}
+	create.Flags().StringVar(&name, "name", "", "a name to recognise the token by")
+	create.Flags().StringVar(&project, "project", "", "the one project the token works for")
+	create.Flags().StringArrayVar(&scopes, "scope", nil, "scope (repeatable)")
+	create.Flags().StringVar(&expires, "expires", "", "lifetime as a Go duration (default 720h, at most 8760h)")
+	list := &cobra.Command{
+		Use:   "list",
+		Short: "List your access tokens (never their values)",
+		Args:  noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			_, cl, err := a.connect()
+			if err != nil {
+				return err
+			}
+			ts, err := cl.ListAccessTokens(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if a.json() {
+				return writeJSON(cmd.OutOrStdout(), ts)
+			}
+			t := newTable(cmd.OutOrStdout(), "NAME", "ID", "PROJECT", "SCOPES", "EXPIRES", "REVOKED")
+			for _, x := range ts {
+				t.row(x.Name, x.ID, x.ProjectID, strings.Join(x.Scopes, ","), timeText(x.ExpiresAt), timeText(x.RevokedAt))
+			}
+			return t.flush()
+		},
+	}
+	revoke := &cobra.Command{
+		Use:     "revoke <id>",
+		Short:   "Revoke an access token",
+		Example: `  scion hub tokens revoke 01a2...`,
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			_, cl, err := a.connect()
+			if err != nil {
+				return err
+			}
+			if err := cl.RevokeAccessToken(cmd.Context(), args[0]); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "Token %s revoked.\n", args[0])
+			return nil
+		},
+	}
+	c.AddCommand(create, list, revoke)
+	return c
+}
+
+func timeText(t *time.Time) string {
+	if t == nil {
+		return "-"
+	}
+	return t.Local().Format("2006-01-02 15:04")
+}
+
+func newHubSecretCmd(a *app) *cobra.Command {
+	c := groupCmd(&cobra.Command{
+		Use:   "secret",
+		Short: "Set, list and delete Hub secrets",
+		Long: `Hub secrets are stored encrypted and referenced by name: an agent created
+with --secret NAME gets the value in its environment as NAME. The API never
+returns a value. Without --project a secret is hub-wide (admins only).`,
+	})
+	var project string
+	set := &cobra.Command{
+		Use:   "set <name>",
+		Short: "Set a secret; the value is read from standard input",
+		Example: `  printf %s "$ANTHROPIC_API_KEY" | scion hub secret set ANTHROPIC_API_KEY
+  scion hub secret set DB_PASSWORD --project web < password.txt`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			v, err := io.ReadAll(io.LimitReader(cmd.InOrStdin(), api.MaxSecretValue+1))
+			if err != nil {
+				return err
+			}
+			value := strings.TrimRight(string(v), "\r\n")
+			if value == "" {
+				return usageErrorf("no value on standard input")
+			}
+			_, cl, err := a.connect()
+			if err != nil {
+				return err
+			}
+			x, err := cl.PutSecret(cmd.Context(), project, args[0], value)
+			if err != nil {
+				return err
+			}
+			if a.json() {
+				return writeJSON(cmd.OutOrStdout(), x)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "Secret %s set%s.\n", x.Name, scopeText(project))
+			return nil
+		},
+	}
+	list := &cobra.Command{
+		Use:   "list",
+		Short: "List secret names (never values)",
+		Args:  noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			_, cl, err := a.connect()
+			if err != nil {
+				return err
+			}
+			xs, err := cl.ListSecrets(cmd.Context(), project)
+			if err != nil {
+				return err
+			}
+			if a.json() {
+				return writeJSON(cmd.OutOrStdout(), xs)
+			}
+			t := newTable(cmd.OutOrStdout(), "NAME", "UPDATED", "BY")
+			for _, x := range xs {
+				t.row(x.Name, x.UpdatedAt.Local().Format("2006-01-02 15:04"), orDash(x.CreatedBy))
+			}
+			return t.flush()
+		},
+	}
+	del := &cobra.Command{
+		Use:   "delete <name>",
+		Short: "Delete a secret",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			_, cl, err := a.connect()
+			if err != nil {
+				return err
+			}
+			if err := cl.DeleteSecret(cmd.Context(), project, args[0]); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "Secret %s deleted%s.\n", args[0], scopeText(project))
+			return nil
+		},
+	}
+	for _, x := range []*cobra.Command{set, list, del} {
+		x.Flags().StringVar(&project, "project", "", "the project's secrets (default: hub-wide)")
+	}
+	c.AddCommand(set, list, del)
+	return c
+}
+
+func scopeText(project string) string {
+	if project == "" {
+		return " (hub-wide)"
+	}
+	return " in project " + project
+}

@@ -1,0 +1,145 @@
+// Hub secrets: stored encrypted, referenced by name, never returned or
+// logged; their values reach only the broker of an agent that names them.
+
+package hub
+
+import (
+	"context"
+	"net/http"
+	"regexp"
+	"slices"
+	"time"
+
+	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/hub/authz"
+	"github.com/scion-go/scion/store"
+)
+
+// A secret is delivered as an environment variable of its name.
+var secretName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,127}$`)
+
+func secretView(x *store.Secret) api.Secret {
+	return api.Secret{Name: x.Name, ProjectID: x.ProjectID, CreatedBy: x.CreatedBy, CreatedAt: x.CreatedAt, UpdatedAt: x.UpdatedAt}
+}
+
+// secretScope resolves ?project= (empty: hub-wide) and checks c may do a
+// on the secrets there.
+func (s *Server) secretScope(r *http.Request, c *Caller, a authz.Action) (string, error) {
+	ctx := r.Context()
+	if s.secrets == nil {
+		markChecked(ctx)
+		return "", api.Errorf(http.StatusNotImplemented, api.CodeSecretsNotConfigured, "this Hub has no secrets key; start it with --secrets-key-file")
+	}
+	ref := r.URL.Query().Get("project")
+	if ref == "" {
+		return "", s.authorize(ctx, c, a, authz.Resource{}, nil)
+	}
+	p, err := s.loadProject(ctx, c, ref, a)
+	if err != nil {
+		return "", err
+	}
+	return p.ID, nil
+}
+
+func (s *Server) handlePutSecret(r *http.Request, c *Caller) (int, any, error) {
+	projectID, err := s.secretScope(r, c, authz.SecretWrite)
+	if err != nil {
+		return 0, nil, err
+	}
+	name := r.PathValue("name")
+	if !secretName.MatchString(name) {
+		return 0, nil, api.BadRequest("invalid secret name %q: use letters, digits and _ (an environment variable name)", name)
+	}
+	var req api.PutSecretRequest
+	if err := decodeJSON(r, &req); err != nil {
+		return 0, nil, err
+	}
+	if req.Value == "" || len(req.Value) > api.MaxSecretValue {
+		return 0, nil, api.BadRequest("a secret value must have 1 to %d bytes", api.MaxSecretValue)
+	}
+	x := &store.Secret{ProjectID: projectID, Name: name, Ciphertext: s.secrets.seal(projectID, name, []byte(req.Value)),
+		CreatedBy: c.Principal(), CreatedAt: time.Now().UTC()}
+	if err := s.store.PutSecret(r.Context(), x); err != nil {
+		return 0, nil, err
+	}
+	s.log.Info("secret set", "secret", name, "project", projectID, "by", c.Principal())
+	return http.StatusOK, secretView(x), nil
+}
+
+func (s *Server) handleListSecrets(r *http.Request, c *Caller) (int, any, error) {
+	projectID, err := s.secretScope(r, c, authz.SecretRead)
+	if err != nil {
+		return 0, nil, err
+	}
+	xs, err := s.store.ListSecrets(r.Context(), projectID)
+	if err != nil {
+		return 0, nil, err
+	}
+	out := api.List[api.Secret]{Items: make([]api.Secret, 0, len(xs)), Total: len(xs)}
+	for _, x := range xs {
+		out.Items = append(out.Items, secretView(x))
+	}
+	return http.StatusOK, out, nil
+}
+
+func (s *Server) handleDeleteSecret(r *http.Request, c *Caller) (int, any, error) {
+	projectID, err := s.secretScope(r, c, authz.SecretWrite)
+	if err != nil {
+		return 0, nil, err
+	}
+	name := r.PathValue("name")
+	if err := s.store.DeleteSecret(r.Context(), projectID, name); err != nil {
+		if isNotFound(err) {
+			err = api.NotFound(api.CodeSecretNotFound, "secret %q not found", name)
+		}
+		return 0, nil, err
+	}
+	s.log.Info("secret deleted", "secret", name, "project", projectID, "by", c.Principal())
+	return http.StatusNoContent, nil, nil
+}
+
+// agentSecrets resolves the secrets a new agent names (the project's
+// first, then hub-wide ones) into the values its broker delivers. An
+// agent creating an agent may hand on only secrets it was given itself.
+func (s *Server) agentSecrets(ctx context.Context, c *Caller, projectID string, names []string) (map[string]string, error) {
+	if len(names) == 0 {
+		return nil, nil
+	}
+	if s.secrets == nil {
+		return nil, api.Errorf(http.StatusNotImplemented, api.CodeSecretsNotConfigured, "this Hub has no secrets key; start it with --secrets-key-file")
+	}
+	if len(names) > 64 {
+		return nil, api.BadRequest("an agent can name at most 64 secrets")
+	}
+	var held []string
+	if c.Kind == CallerAgent {
+		parent, err := s.store.GetAgent(ctx, c.ID)
+		if err != nil {
+			return nil, err
+		}
+		held = parent.SecretNames
+	}
+	out := make(map[string]string, len(names))
+	for _, name := range names {
+		if c.Kind == CallerAgent && !slices.Contains(held, name) {
+			return nil, api.Forbidden("an agent can hand on only the secrets it was given; %q is not one of them", name)
+		}
+		x, err := s.store.GetSecret(ctx, projectID, name)
+		if isNotFound(err) {
+			x, err = s.store.GetSecret(ctx, "", name)
+		}
+		if isNotFound(err) {
+			return nil, api.NotFound(api.CodeSecretNotFound, "secret %q not found in the project or hub-wide; set it with `scion hub secret set %s`", name, name)
+		}
+		if err != nil {
+			return nil, err
+		}
+		v, err := s.secrets.open(x.ProjectID, x.Name, x.Ciphertext)
+		if err != nil {
+			s.log.Error("secret does not open with this Hub's secrets key", "secret", name, "project", x.ProjectID)
+			return nil, api.Errorf(http.StatusInternalServerError, api.CodeInternal, "secret %q cannot be decrypted with this Hub's key", name)
+		}
+		out[name] = string(v)
+	}
+	return out, nil
+}
