@@ -15,9 +15,11 @@ build:
 demo: build
 	scripts/demo.sh
 
-# The whole suite, PostgreSQL included (.ci/postgres.sh installs and starts it).
+# The whole suite, PostgreSQL included (.ci/postgres.sh installs and starts
+# it), and the Kubernetes runtime's real kube-apiserver (.ci/kube-apiserver.sh
+# installs etcd and builds the API server once; the tests start both).
 test: build
-	@eval "$$(.ci/postgres.sh)" && SCION_BIN=$(CURDIR)/bin/scion $(GO) test -p 2 -count=1 -timeout 30m $(PKGS)
+	@eval "$$(.ci/postgres.sh)" && eval "$$(.ci/kube-apiserver.sh)" && SCION_BIN=$(CURDIR)/bin/scion $(GO) test -p 2 -count=1 -timeout 30m $(PKGS)
 
 test-short:
 	$(GO) test -short -count=1 $(PKGS)
