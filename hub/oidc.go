@@ -1,5 +1,18 @@
 package hub
 
+import (
+	"fmt"
+	"math"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/scion-go/scion/api"
+)
+
 // OIDCConfig turns on OIDC sign-in for users (scion hub auth login runs a
 // device flow through the Hub). Nil leaves only Hub-issued tokens.
 type OIDCConfig struct {
@@ -11,9 +24,155 @@ type OIDCConfig struct {
 	ClientSecret string
 	// DefaultRole is the Hub role of a user's first sign-in (default viewer).
 	DefaultRole string
-	// AdminEmails get the admin role at their first sign-in.
+	// AdminEmails get the admin role at their first sign-in, when the
+	// provider says the email is verified. Compared without case.
 	AdminEmails []string
+	// RequestsPerMinute and Burst bound the sign-in requests of one client
+	// address (defaults 30 and 20: a CLI polls every 5 s or slower).
+	RequestsPerMinute int
+	Burst             int
+}
+
+// Validate reports a configuration the Hub cannot sign anyone in with.
+func (c *OIDCConfig) Validate() error {
+	if c.IssuerURL == "" || c.ClientID == "" {
+		return fmt.Errorf("oidc: the issuer URL and the client ID are both required")
+	}
+	if !strings.HasPrefix(c.IssuerURL, "https://") && !strings.HasPrefix(c.IssuerURL, "http://") {
+		return fmt.Errorf("oidc: issuer %q is not an http(s) URL", c.IssuerURL)
+	}
+	switch c.DefaultRole {
+	case "", api.RoleViewer, api.RoleMember, api.RoleAdmin:
+	default:
+		return fmt.Errorf("oidc: default role %q is not one of admin, member, viewer", c.DefaultRole)
+	}
+	return nil
+}
+
+// roleFor is the Hub role of a user's first sign-in.
+func (c *OIDCConfig) roleFor(email string, verified bool) string {
+	if verified && email != "" && slices.ContainsFunc(c.AdminEmails, func(a string) bool {
+		return strings.EqualFold(strings.TrimSpace(a), email)
+	}) {
+		return api.RoleAdmin
+	}
+	if c.DefaultRole == "" {
+		return api.RoleViewer
+	}
+	return c.DefaultRole
+}
+
+// maxSignInBody bounds the sign-in request bodies (a device code).
+const maxSignInBody = 8 << 10
+
+// oidcSignIn is the Hub's sign-in state: the rate limiter, the HTTP client
+// for the provider and, once discovery has worked, the provider. The
+// route table holds the one instance (oidcRoutes runs once per Hub for its
+// mux; other calls only list the routes).
+type oidcSignIn struct {
+	s       *Server
+	cfg     *OIDCConfig // nil: sign-in is off
+	limiter *ipLimiter
+	hc      *http.Client
+
+	mu       sync.Mutex
+	provider *providerInfo
 }
 
 // oidcRoutes are the sign-in routes; they need no caller.
-func (s *Server) oidcRoutes() []Route { return nil }
+func (s *Server) oidcRoutes() []Route {
+	perMinute, burst := 30, 20
+	if c := s.opts.OIDC; c != nil {
+		if c.RequestsPerMinute > 0 {
+			perMinute = c.RequestsPerMinute
+		}
+		if c.Burst > 0 {
+			burst = c.Burst
+		}
+	}
+	o := &oidcSignIn{s: s, cfg: s.opts.OIDC, limiter: newIPLimiter(perMinute, burst),
+		hc: &http.Client{Timeout: 15 * time.Second}}
+	return []Route{
+		{Pattern: "POST /api/v1/auth/device", Public: true, open: o.route(o.handleDeviceStart)},
+		{Pattern: "POST /api/v1/auth/device/token", Public: true, open: o.route(o.handleDeviceToken)},
+	}
+}
+
+// route adapts a sign-in handler: 501 without OIDC (which costs nothing,
+// so it is not limited), a rate limit per client address, a small body
+// bound, the standard error body.
+func (o *oidcSignIn) route(h func(r *http.Request) (int, any, error)) http.HandlerFunc {
+	s := o.s
+	return func(w http.ResponseWriter, r *http.Request) {
+		if o.cfg == nil {
+			s.writeError(w, r, api.Errorf(http.StatusNotImplemented, api.CodeOIDCNotConfigured,
+				"this Hub has no OIDC provider configured; sign in with a token (scion hub auth login --token)"))
+			return
+		}
+		ip := clientIP(r)
+		if ok, wait := o.limiter.allow(ip, time.Now()); !ok {
+			secs := int(math.Ceil(wait.Seconds()))
+			s.log.Warn("oidc sign-in refused", "reason", "rate limited", "client", ip)
+			w.Header().Set("Retry-After", strconv.Itoa(secs))
+			s.writeError(w, r, api.Errorf(http.StatusTooManyRequests, api.CodeRateLimited,
+				"too many sign-in requests from this address; retry in %d s", secs).WithDetail("retryAfter", secs))
+			return
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, maxSignInBody)
+		w.Header().Set("Cache-Control", "no-store")
+		status, body, err := h(r)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		writeJSON(w, status, body)
+	}
+}
+
+// handleDeviceStart asks the provider for a device code and user code.
+func (o *oidcSignIn) handleDeviceStart(r *http.Request) (int, any, error) {
+	p, err := o.discover(r.Context())
+	if err != nil {
+		return 0, nil, err
+	}
+	d, err := o.deviceAuthorization(r.Context(), p)
+	if err != nil {
+		return 0, nil, err
+	}
+	return http.StatusOK, d, nil
+}
+
+// handleDeviceToken makes one token request for a device code. On
+// success it verifies the ID token, finds or creates the user and mints
+// a Hub user token.
+func (o *oidcSignIn) handleDeviceToken(r *http.Request) (int, any, error) {
+	var req api.DeviceTokenRequest
+	if err := decodeJSON(r, &req); err != nil {
+		return 0, nil, err
+	}
+	if req.DeviceCode == "" || len(req.DeviceCode) > 2048 {
+		return 0, nil, api.BadRequest("deviceCode is required (from POST /api/v1/auth/device)")
+	}
+	p, err := o.discover(r.Context())
+	if err != nil {
+		return 0, nil, err
+	}
+	rawIDToken, err := o.deviceToken(r.Context(), p, req.DeviceCode)
+	if err != nil {
+		return 0, nil, err
+	}
+	id, err := o.verifyIDToken(r.Context(), p, rawIDToken)
+	if err != nil {
+		return 0, nil, err
+	}
+	u, created, err := o.signInUser(r.Context(), id)
+	if err != nil {
+		return 0, nil, err
+	}
+	tok, err := o.s.newUserToken(r.Context(), u.ID, "oidc sign-in")
+	if err != nil {
+		return 0, nil, err
+	}
+	o.s.log.Info("oidc sign-in", "user", u.ID, "role", u.Role, "firstSignIn", created)
+	return http.StatusOK, api.SignIn{Token: tok, User: api.User{ID: u.ID, Name: u.Name, Email: u.Email, Role: u.Role, CreatedAt: u.CreatedAt}}, nil
+}
