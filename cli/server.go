@@ -42,6 +42,7 @@ type serverFlags struct {
 	heartbeat   time.Duration
 	grace       time.Duration
 	logLevel    string
+	oidc        oidcFlags
 }
 
 func newServerStartCmd() *cobra.Command {
@@ -77,6 +78,7 @@ token is written to ~/.scion/hub-admin-token (0600), never to the log.`,
 	fl.DurationVar(&f.heartbeat, "heartbeat-interval", 5*time.Second, "control-channel heartbeat interval")
 	fl.DurationVar(&f.grace, "heartbeat-grace", 10*time.Second, "silence past a heartbeat before a broker is marked offline")
 	fl.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
+	f.oidc.add(fl)
 	return cmd
 }
 
@@ -107,6 +109,10 @@ func runServer(parent context.Context, f *serverFlags) error {
 			return usageErrorf("--workstation listens on loopback only; --listen must be 127.0.0.1:PORT")
 		}
 	}
+	oidcCfg, err := f.oidc.config()
+	if err != nil {
+		return err
+	}
 	dsn := f.db
 	if dsn == "" {
 		dsn = config.Path("hub.db")
@@ -116,7 +122,7 @@ func runServer(parent context.Context, f *serverFlags) error {
 		return fmt.Errorf("open database: %w", err)
 	}
 	defer st.Close()
-	srv, err := hub.New(ctx, hub.Options{Store: st, Logger: log, Version: Version, HeartbeatInterval: f.heartbeat, Grace: f.grace})
+	srv, err := hub.New(ctx, hub.Options{Store: st, Logger: log, Version: Version, HeartbeatInterval: f.heartbeat, Grace: f.grace, OIDC: oidcCfg})
 	if err != nil {
 		return err
 	}
@@ -151,6 +157,9 @@ func runServer(parent context.Context, f *serverFlags) error {
 		close(brokerDone)
 	}
 	log.Info("hub listening", "url", url, "database", redactDSN(dsn), "workstation", f.workstation)
+	if oidcCfg != nil {
+		log.Info("oidc sign-in on", "issuer", oidcCfg.IssuerURL, "clientId", oidcCfg.ClientID, "defaultRole", orDash(oidcCfg.DefaultRole))
+	}
 	fmt.Fprintf(os.Stderr, "Scion Hub ready at %s\n", url)
 
 	select {

@@ -52,7 +52,20 @@ type ProfileSettings struct {
 type HubSettings struct {
 	Listen string         `yaml:"listen,omitempty"`
 	DB     string         `yaml:"db,omitempty"`
+	OIDC   *OIDCSettings  `yaml:"oidc,omitempty"`
 	Extra  map[string]any `yaml:",inline"`
+}
+
+// OIDCSettings is server.hub.oidc: user sign-in through an OIDC provider
+// (the scion server start --oidc-* flags override each key). The client
+// secret is read from a file, never kept in settings.yaml.
+type OIDCSettings struct {
+	Issuer           string         `yaml:"issuer,omitempty"`
+	ClientID         string         `yaml:"client_id,omitempty"`
+	ClientSecretFile string         `yaml:"client_secret_file,omitempty"`
+	DefaultRole      string         `yaml:"default_role,omitempty"`
+	AdminEmails      []string       `yaml:"admin_emails,omitempty"`
+	Extra            map[string]any `yaml:",inline"`
 }
 
 // SettingsPath is the global settings file.
