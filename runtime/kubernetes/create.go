@@ -2,6 +2,8 @@ package kubernetes
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"time"
@@ -51,7 +53,8 @@ func (r *Runtime) Create(ctx context.Context, spec runtime.Spec) (runtime.Status
 		return runtime.Status{}, err
 	}
 	name := objectName(spec.BrokerID, spec.AgentID, spec.Slug)
-	pod, claims, err := buildPod(podInput{spec: spec, settings: settings, name: name, stopGrace: r.opts.StopGrace,
+	pod, claims, err := buildPod(podInput{spec: spec, settings: settings, name: name, claimPrefix: name + "-" + nonce(),
+		stopGrace:  r.opts.StopGrace,
 		scionImage: r.opts.ScionImage, imageVolume: r.opts.ImageVolume})
 	if err != nil {
 		return runtime.Status{}, err
@@ -83,6 +86,13 @@ func (r *Runtime) Create(ctx context.Context, spec runtime.Spec) (runtime.Status
 	r.where[spec.AgentID] = t
 	r.mu.Unlock()
 	return statusOf(rec, nil), nil
+}
+
+// nonce is six random lowercase hex digits.
+func nonce() string {
+	var b [3]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
 }
 
 // createClaims makes the claims the pod's volumes need. An agent's own

@@ -23,6 +23,7 @@ type podInput struct {
 	spec        runtime.Spec
 	settings    Settings
 	name        string
+	claimPrefix string // of the agent's own claims: unique to this Create
 	stopGrace   time.Duration
 	scionImage  string // an image holding the static scion binary at /scion
 	imageVolume bool   // mount scionImage as an image volume instead of copying
@@ -35,7 +36,7 @@ func buildPod(in podInput) (*corev1.Pod, []*corev1.PersistentVolumeClaim, error)
 	if err := s.validate(); err != nil {
 		return nil, nil, err
 	}
-	st, err := storageFor(spec, spec.Labels[LabelSharingMode], s, in.name)
+	st, err := storageFor(spec, spec.Labels[LabelSharingMode], s, cmp.Or(in.claimPrefix, in.name))
 	if err != nil {
 		return nil, nil, err
 	}

@@ -57,7 +57,11 @@ type storage struct {
 // agent's, shared-workspace one claim of the project's, and
 // worktree-per-agent also the project's base-clone claim at the git
 // directory's path.
-func storageFor(spec runtime.Spec, mode string, s Settings, name string) (storage, error) {
+//
+// An agent's own claims are named after own, which is unique to this
+// Create: a claim of an earlier agent of the same ID may still be on its
+// way out (the pvc-protection finalizer keeps it until no pod uses it).
+func storageFor(spec runtime.Spec, mode string, s Settings, own string) (storage, error) {
 	var st storage
 	owned := map[string]bool{}
 	claim := func(claimName, scope, class, size string, modes ...corev1.PersistentVolumeAccessMode) {
@@ -117,7 +121,7 @@ func storageFor(spec runtime.Spec, mode string, s Settings, name string) (storag
 		claim(c, scopeProject, s.WorkspaceClass, cmp.Or(s.WorkspaceSize, defaultWorkspaceSize), rwx)
 		mount(c, workspacePath, "", false)
 	default:
-		c := name + "-workspace"
+		c := own + "-workspace"
 		claim(c, scopeAgent, s.WorkspaceClass, cmp.Or(s.WorkspaceSize, defaultWorkspaceSize), rwo)
 		mount(c, workspacePath, "", false)
 		if mode == modeWorktree {
@@ -139,7 +143,7 @@ func storageFor(spec runtime.Spec, mode string, s Settings, name string) (storag
 		st.volumes = append(st.volumes, corev1.Volume{Name: "home", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
 		mount("home", homePath, "", false)
 	case "pvc":
-		c := name + "-home"
+		c := own + "-home"
 		claim(c, scopeAgent, s.WorkspaceClass, cmp.Or(s.HomeSize, defaultHomeSize), rwo)
 		mount(c, homePath, "", false)
 	case "nfs":
