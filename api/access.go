@@ -33,6 +33,12 @@ type AccessToken struct {
 	Token     string     `json:"token,omitempty"`
 }
 
+// UpdateAgentRequest is the body of PATCH /agents/{agent}. A role change
+// makes the caller the agent's recorded delegator.
+type UpdateAgentRequest struct {
+	Role *string `json:"role,omitempty"`
+}
+
 // PutSecretRequest sets a secret's value.
 type PutSecretRequest struct {
 	Value string `json:"value"`

@@ -28,6 +28,7 @@ package api
 //	POST   /api/v1/agents                               CreateAgentRequest -> Agent (201)
 //	GET    /api/v1/agents?project=&broker=&phase=&cursor=&limit= -> List[Agent]
 //	GET    /api/v1/agents/{agent}                       -> Agent
+//	PATCH  /api/v1/agents/{agent}                       UpdateAgentRequest -> Agent (role change)
 //	DELETE /api/v1/agents/{agent}                       (204)
 //	POST   /api/v1/agents/{agent}/start|stop|restart|suspend|resume -> Agent
 //	GET    /api/v1/agents/{agent}/logs?follow=true&tail=N  -> text/plain stream of the agent's output

@@ -135,3 +135,17 @@ func (c *Client) Logs(ctx context.Context, agent, project string, follow bool, t
 	}
 	return resp.Body, nil
 }
+
+// UpdateAgent changes an agent (today: its role; the caller becomes its
+// recorded delegator).
+func (c *Client) UpdateAgent(ctx context.Context, agent, project string, req api.UpdateAgentRequest) (*api.Agent, error) {
+	s, err := segment("agent", agent)
+	if err != nil {
+		return nil, err
+	}
+	var a api.Agent
+	if err := c.do(ctx, request{method: http.MethodPatch, path: apiPath("agents", s), query: agentQuery(project), body: req}, &a); err != nil {
+		return nil, err
+	}
+	return &a, nil
+}

@@ -211,6 +211,7 @@ func (s *Server) Routes() []Route {
 		a("POST /api/v1/agents", s.handleCreateAgent),
 		a("GET /api/v1/agents", s.handleListAgents),
 		a("GET /api/v1/agents/{agent}", s.handleGetAgent),
+		a("PATCH /api/v1/agents/{agent}", s.handleUpdateAgent),
 		a("DELETE /api/v1/agents/{agent}", s.handleDeleteAgent),
 		a("POST /api/v1/agents/{agent}/{action}", s.handleAgentAction),
 		stream("GET /api/v1/agents/{agent}/logs", s.handleAgentLogs),
