@@ -2,7 +2,8 @@ package api
 
 // The Hub's REST routes. {project}, {broker} and {agent} accept an ID or a
 // name (an agent slug needs ?project=). Every route but /healthz, /readyz,
-// /metrics and POST /runtime-brokers/join needs a caller:
+// /metrics, POST /runtime-brokers/join and the sign-in routes /auth/device
+// (see auth.go) needs a caller:
 //
 //	Authorization: Bearer <user or agent token>
 //
@@ -10,6 +11,8 @@ package api
 //
 //	GET    /healthz  /readyz  /metrics
 //	GET    /api/v1/auth/whoami                          -> Whoami
+//	POST   /api/v1/auth/device                          -> DeviceAuthorization (no caller; OIDC sign-in)
+//	POST   /api/v1/auth/device/token                    DeviceTokenRequest -> SignIn (no caller)
 //	POST   /api/v1/projects                             CreateProjectRequest -> Project (201)
 //	GET    /api/v1/projects?cursor=&limit=              -> List[Project]
 //	GET    /api/v1/projects/{project}                   -> Project

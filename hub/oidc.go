@@ -28,7 +28,9 @@ type OIDCConfig struct {
 	// provider says the email is verified. Compared without case.
 	AdminEmails []string
 	// RequestsPerMinute and Burst bound the sign-in requests of one client
-	// address (defaults 30 and 20: a CLI polls every 5 s or slower).
+	// address (defaults 120 a minute, bursts of 30: a CLI polls every 5 s
+	// or slower, so ten sign-ins at once can share one address, as behind a
+	// proxy or a NAT).
 	RequestsPerMinute int
 	Burst             int
 }
@@ -81,7 +83,7 @@ type oidcSignIn struct {
 
 // oidcRoutes are the sign-in routes; they need no caller.
 func (s *Server) oidcRoutes() []Route {
-	perMinute, burst := 30, 20
+	perMinute, burst := 120, 30
 	if c := s.opts.OIDC; c != nil {
 		if c.RequestsPerMinute > 0 {
 			perMinute = c.RequestsPerMinute
