@@ -35,3 +35,13 @@ func brokerProfiles(ps []config.ProfileSettings) ([]wire.Profile, error) {
 	}
 	return out, nil
 }
+
+// passthroughCapabilities turns server.broker.allow_passthrough into the
+// capabilities the broker reports (passthrough:<kind>).
+func passthroughCapabilities(kinds []string) []string {
+	out := make([]string, 0, len(kinds))
+	for _, k := range kinds {
+		out = append(out, "passthrough:"+k)
+	}
+	return out
+}

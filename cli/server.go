@@ -43,6 +43,7 @@ type serverFlags struct {
 	grace       time.Duration
 	logLevel    string
 	oidc        oidcFlags
+	secretsKey  string
 }
 
 func newServerStartCmd() *cobra.Command {
@@ -79,6 +80,7 @@ token is written to ~/.scion/hub-admin-token (0600), never to the log.`,
 	fl.DurationVar(&f.grace, "heartbeat-grace", 10*time.Second, "silence past a heartbeat before a broker is marked offline")
 	fl.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	f.oidc.add(fl)
+	fl.StringVar(&f.secretsKey, "secrets-key-file", "", "file with the 32-byte key (64 hex digits) that seals Hub secrets (default <scion home>/hub-secrets.key, made on first start)")
 	return cmd
 }
 
@@ -122,7 +124,12 @@ func runServer(parent context.Context, f *serverFlags) error {
 		return fmt.Errorf("open database: %w", err)
 	}
 	defer st.Close()
-	srv, err := hub.New(ctx, hub.Options{Store: st, Logger: log, Version: Version, HeartbeatInterval: f.heartbeat, Grace: f.grace, OIDC: oidcCfg})
+	secretsKey, err := loadSecretsKey(f.secretsKey)
+	if err != nil {
+		return err
+	}
+	srv, err := hub.New(ctx, hub.Options{Store: st, Logger: log, Version: Version, HeartbeatInterval: f.heartbeat, Grace: f.grace, OIDC: oidcCfg,
+		SecretsKey: secretsKey})
 	if err != nil {
 		return err
 	}

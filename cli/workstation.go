@@ -77,7 +77,8 @@ func startWorkstation(ctx context.Context, srv *hub.Server, url string, f *serve
 	}
 	b, err := broker.New(broker.Config{Profiles: profiles, AgentHubEndpoint: agentHub, HubEndpoint: url, BrokerID: conn.BrokerID, Name: conn.BrokerName,
 		Secret: []byte(conn.Secret), Runtime: rt, DataDir: dataDir, Version: Version, Logger: log,
-		HeartbeatInterval: f.heartbeat, Grace: f.grace, ScionBinary: self})
+		HeartbeatInterval: f.heartbeat, Grace: f.grace, ScionBinary: self,
+		Capabilities: passthroughCapabilities(settings.Server.Broker.AllowPassthrough)})
 	if err != nil {
 		return nil, err
 	}

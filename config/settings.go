@@ -37,7 +37,11 @@ type BrokerSettings struct {
 	// Profiles are the Runtime Broker Profiles this broker offers: named
 	// runtime settings, one of them the default.
 	Profiles []ProfileSettings `yaml:"profiles,omitempty"`
-	Extra    map[string]any    `yaml:",inline"`
+	// AllowPassthrough lists the passthrough identity kinds ("gcp") this
+	// broker accepts agents with; the broker reports each as a capability
+	// (passthrough:gcp) and the Hub places such agents only here.
+	AllowPassthrough []string       `yaml:"allow_passthrough,omitempty"`
+	Extra            map[string]any `yaml:",inline"`
 }
 
 // ProfileSettings is one entry of server.broker.profiles.

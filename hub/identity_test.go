@@ -263,3 +263,29 @@ func TestDelegation(t *testing.T) {
 	_, err = as.UpdateProject(ctx, "default", api.UpdateProjectRequest{ActiveProfile: ptr("x")})
 	apiErr(t, err, 403, api.CodeForbidden)
 }
+
+// TestPassthroughIdentity: only a signed-in user lends a passthrough
+// identity, and only a broker that allows it runs such an agent.
+func TestPassthroughIdentity(t *testing.T) {
+	e := testenv.New(t, testenv.Options{Brokers: 2, Capabilities: map[string][]string{"b2": {"passthrough:gcp"}}})
+	ctx := context.Background()
+	req := func(name, broker string) api.CreateAgentRequest {
+		return api.CreateAgentRequest{Name: name, Project: "default", Broker: broker, Passthrough: "gcp", Start: true, Command: []string{"x"}}
+	}
+	_, err := e.Admin.CreateAgent(ctx, req("pt1", "b1"))
+	apiErr(t, err, 403, api.CodeForbidden)
+	pt, err := e.Admin.CreateAgent(ctx, req("pt2", "b2"))
+	if err != nil || pt.Passthrough != "gcp" {
+		t.Fatalf("passthrough agent on an allowing broker: %+v %v", pt, err)
+	}
+	// The passthrough agent cannot lend the identity on to a child.
+	var out bytes.Buffer
+	if _, err := e.Admin.Exec(ctx, "pt2", "default", api.ExecRequest{Command: []string{"env", api.EnvAgentToken}}, &out, nil); err != nil {
+		t.Fatal(err)
+	}
+	as := client.New(e.URL, strings.TrimSpace(out.String()))
+	_, err = as.CreateAgent(ctx, req("pt3", "b2"))
+	apiErr(t, err, 403, api.CodeForbidden)
+	_, err = e.Admin.CreateAgent(ctx, api.CreateAgentRequest{Name: "pt4", Project: "default", Broker: "b2", Passthrough: "aws", Command: []string{"x"}})
+	apiErr(t, err, 400, api.CodeInvalidRequest)
+}

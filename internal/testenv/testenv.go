@@ -57,6 +57,9 @@ type Options struct {
 	DropReply func(broker, method, key string) bool
 	// OIDC turns on the Hub's OIDC sign-in (see internal/testenv/oidcprovider).
 	OIDC *hub.OIDCConfig
+	// Capabilities are extra capabilities each broker reports, by broker
+	// name (passthrough:gcp, say).
+	Capabilities map[string][]string
 	// LogTo receives every Hub and broker log line (at debug level), for
 	// tests that read the logs (a scan for secrets, say).
 	LogTo io.Writer
@@ -211,7 +214,7 @@ func (e *Env) StartBroker(b *Broker, rt *fake.Runtime) {
 		drop = func(method, key string) bool { return e.opts.DropReply(b.Name, method, key) }
 	}
 	b.Broker, err = broker.New(broker.Config{HubEndpoint: e.URL, BrokerID: b.ID, Name: b.Name, Secret: []byte(b.Secret),
-		Runtime: rt, DataDir: b.DataDir, Version: "test", Logger: e.log.With("broker", b.Name), Profiles: e.opts.Profiles[b.Name],
+		Runtime: rt, DataDir: b.DataDir, Version: "test", Logger: e.log.With("broker", b.Name), Profiles: e.opts.Profiles[b.Name], Capabilities: e.opts.Capabilities[b.Name],
 		HeartbeatInterval: e.opts.HeartbeatInterval, Grace: e.opts.Grace,
 		MinBackoff: e.opts.MinBackoff, MaxBackoff: e.opts.MaxBackoff, DropReply: drop})
 	if err != nil {

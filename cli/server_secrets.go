@@ -1,0 +1,55 @@
+package cli
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/scion-go/scion/config"
+)
+
+// loadSecretsKey reads the Hub's secrets key (64 hex digits) from path, or
+// from <scion home>/hub-secrets.key, creating that file (0600) with a new
+// random key on first start. The key lives beside the database, not in
+// it; a team Hub should point --secrets-key-file at a file its secret
+// manager provides.
+func loadSecretsKey(path string) ([]byte, error) {
+	create := path == ""
+	if create {
+		path = config.Path("hub-secrets.key")
+	}
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) && create {
+		key := make([]byte, 32)
+		if _, err := rand.Read(key); err != nil {
+			return nil, err
+		}
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+			return nil, err
+		}
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if err == nil {
+			_, err = f.WriteString(hex.EncodeToString(key) + "\n")
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
+		}
+		if err != nil && !errors.Is(err, fs.ErrExist) {
+			return nil, fmt.Errorf("secrets key %s: %w", path, err)
+		}
+		b, err = os.ReadFile(path) // another process may have won the create
+	}
+	if err != nil {
+		return nil, fmt.Errorf("secrets key: %w", err)
+	}
+	key, err := hex.DecodeString(strings.TrimSpace(string(b)))
+	if err != nil || len(key) != 32 {
+		return nil, fmt.Errorf("secrets key %s: want 64 hex digits (32 bytes)", path)
+	}
+	return key, nil
+}
