@@ -175,3 +175,13 @@ func claimNames(t *testing.T, n ns, sel string) []string {
 	}
 	return out
 }
+
+// claimsOf lists the namespace's claims.
+func claimsOf(t *testing.T, n ns) []corev1.PersistentVolumeClaim {
+	t.Helper()
+	list, err := n.c.Client.CoreV1().PersistentVolumeClaims(n.name).List(ctx(t), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return list.Items
+}

@@ -106,9 +106,14 @@ func New(opts Options) (*Runtime, error) {
 		quiet:   map[string]int{},
 		last:    map[string]string{},
 	}
-	layers := []Settings{opts.Defaults}
+	// The profiles' targets, or with none the defaults'. Another target
+	// (an agent's own namespace, say) is made when an agent names it.
+	var layers []Settings
 	for _, p := range opts.Profiles {
 		layers = append(layers, Resolve(p, opts.Defaults))
+	}
+	if len(layers) == 0 {
+		layers = append(layers, opts.Defaults)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
