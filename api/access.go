@@ -7,6 +7,8 @@ import "time"
 //	POST   /api/v1/auth/tokens          CreateAccessTokenRequest -> AccessToken (201; the token is shown once)
 //	GET    /api/v1/auth/tokens          -> List[AccessToken] (the caller's, without secrets)
 //	DELETE /api/v1/auth/tokens/{id}     (204; revoke)
+//	GET    /api/v1/users                -> List[User] (admin)
+//	PATCH  /api/v1/users/{user}         UpdateUserRequest -> User (admin; change a Hub role)
 //	PUT    /api/v1/secrets/{name}?project=P   PutSecretRequest -> Secret (no value)
 //	GET    /api/v1/secrets?project=P          -> List[Secret] (names only)
 //	DELETE /api/v1/secrets/{name}?project=P   (204)
@@ -39,6 +41,11 @@ type UpdateAgentRequest struct {
 	Role *string `json:"role,omitempty"`
 }
 
+// UpdateUserRequest is the body of PATCH /users/{user} (admin).
+type UpdateUserRequest struct {
+	Role *string `json:"role,omitempty"` // admin | member | viewer
+}
+
 // PutSecretRequest sets a secret's value.
 type PutSecretRequest struct {
 	Value string `json:"value"`
@@ -59,5 +66,6 @@ const (
 	CodeSecretNotFound       = "secret_not_found"
 	CodeSecretsNotConfigured = "secrets_not_configured"
 	CodeAccessTokenNotFound  = "access_token_not_found"
+	CodeUserNotFound         = "user_not_found"
 	MaxSecretValue           = 64 << 10
 )

@@ -21,7 +21,7 @@ which one is current. The other hub subcommands administer the selected Hub:
 its Runtime Brokers, hub-wide settings and limits.`,
 	})
 	c.AddCommand(newHubAddCmd(), newHubUseCmd(), newHubListCmd(a), newHubAuthCmd(a),
-		newHubBrokersCmd(a), newHubSettingsCmd(a), newHubLimitsCmd(a), newHubTokensCmd(a), newHubSecretCmd(a))
+		newHubBrokersCmd(a), newHubSettingsCmd(a), newHubLimitsCmd(a), newHubTokensCmd(a), newHubSecretCmd(a), newHubUsersCmd(a))
 	return c
 }
 

@@ -201,3 +201,58 @@ func scopeText(project string) string {
 	}
 	return " in project " + project
 }
+
+func newHubUsersCmd(a *app) *cobra.Command {
+	c := groupCmd(&cobra.Command{
+		Use:   "users",
+		Short: "List users and change their Hub role (admin)",
+		Long: `Users appear at their first sign-in with the Hub's default role (viewer
+unless --oidc-default-role says otherwise). Roles: admin, member, viewer.`,
+	})
+	list := &cobra.Command{
+		Use:   "list",
+		Short: "List the Hub's users",
+		Args:  noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			_, cl, err := a.connect()
+			if err != nil {
+				return err
+			}
+			us, err := cl.ListUsers(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if a.json() {
+				return writeJSON(cmd.OutOrStdout(), us)
+			}
+			t := newTable(cmd.OutOrStdout(), "ID", "NAME", "EMAIL", "ROLE")
+			for _, u := range us {
+				t.row(u.ID, u.Name, orDash(u.Email), u.Role)
+			}
+			return t.flush()
+		},
+	}
+	setRole := &cobra.Command{
+		Use:     "set-role <user-id> <admin|member|viewer>",
+		Short:   "Change a user's Hub role",
+		Example: `  scion hub users set-role 01a2... member`,
+		Args:    cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			_, cl, err := a.connect()
+			if err != nil {
+				return err
+			}
+			u, err := cl.SetUserRole(cmd.Context(), args[0], args[1])
+			if err != nil {
+				return err
+			}
+			if a.json() {
+				return writeJSON(cmd.OutOrStdout(), u)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "User %s is now %s.\n", u.Name, u.Role)
+			return nil
+		},
+	}
+	c.AddCommand(list, setRole)
+	return c
+}

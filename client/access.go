@@ -75,3 +75,25 @@ func (c *Client) DeleteSecret(ctx context.Context, project, name string) error {
 	}
 	return c.do(ctx, request{method: http.MethodDelete, path: apiPath("secrets", s), query: secretQuery(project)}, nil)
 }
+
+// ListUsers lists the Hub's users (admin).
+func (c *Client) ListUsers(ctx context.Context) ([]api.User, error) {
+	var l api.List[api.User]
+	if err := c.do(ctx, request{method: http.MethodGet, path: apiPath("users")}, &l); err != nil {
+		return nil, err
+	}
+	return l.Items, nil
+}
+
+// SetUserRole changes a user's Hub role (admin).
+func (c *Client) SetUserRole(ctx context.Context, user, role string) (*api.User, error) {
+	s, err := segment("user", user)
+	if err != nil {
+		return nil, err
+	}
+	var u api.User
+	if err := c.do(ctx, request{method: http.MethodPatch, path: apiPath("users", s), body: api.UpdateUserRequest{Role: &role}}, &u); err != nil {
+		return nil, err
+	}
+	return &u, nil
+}

@@ -84,6 +84,8 @@ var matrix = []matrixRow{
 
 	{"POST /api/v1/auth/device", "501 501 501 501 501 501 501 501 501 501 501 501"},
 	{"POST /api/v1/auth/device/token", "501 501 501 501 501 501 501 501 501 501 501 501"},
+	{"GET /api/v1/users", "200 403 403 403 403 403 403 403 403 403 403 403"},
+	{"PATCH /api/v1/users/{user}", "200 403 403 403 403 403 403 403 403 403 403 403"},
 	{"POST /api/v1/auth/tokens", "201 201 201 403 403 403 403 403 403 403 403 403"},
 	{"GET /api/v1/auth/tokens", "200 200 200 403 403 403 403 403 403 403 403 403"},
 	{"DELETE /api/v1/auth/tokens/{id}", "204 204 404 403 403 403 403 403 403 403 403 403"},
@@ -322,6 +324,9 @@ func (m *matrixEnv) prepare(route, caller string) (cell, string) {
 		}
 	case "GET /api/v1/agents/{agent}", "DELETE /api/v1/agents/{agent}", "GET /api/v1/agents/{agent}/logs", "GET /api/v1/agents/{agent}/attach":
 		set("agent", target(api.CreateAgentRequest{}))
+	case "PATCH /api/v1/users/{user}":
+		set("user", "vie")
+		c.body = api.UpdateUserRequest{Role: ptr(api.RoleViewer)}
 	case "POST /api/v1/auth/tokens":
 		c.body = api.CreateAccessTokenRequest{Name: "ci", Project: m.project, Scopes: []string{"project:read"}}
 	case "DELETE /api/v1/auth/tokens/{id}":

@@ -218,6 +218,9 @@ func (s *Server) Routes() []Route {
 		stream("POST /api/v1/agents/{agent}/exec", s.handleAgentExec),
 		stream("GET /api/v1/agents/{agent}/attach", s.handleAgentAttach),
 
+		a("GET /api/v1/users", s.handleListUsers),
+		a("PATCH /api/v1/users/{user}", s.handleUpdateUser),
+
 		a("POST /api/v1/auth/tokens", s.handleCreateAccessToken),
 		a("GET /api/v1/auth/tokens", s.handleListAccessTokens),
 		a("DELETE /api/v1/auth/tokens/{id}", s.handleRevokeAccessToken),

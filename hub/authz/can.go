@@ -30,6 +30,7 @@ const (
 	HubRead          Action = "hub.read"  // hub settings and limits
 	HubAdmin         Action = "hub.admin" // changing them
 	TokenManage      Action = "token.manage"
+	UserManage       Action = "user.manage" // list users, change their Hub role
 	SecretRead       Action = "secret.read" // names and metadata, never values
 	SecretWrite      Action = "secret.write"
 )
