@@ -104,6 +104,12 @@ func (b *Broker) createAgent(ctx context.Context, spec wire.AgentSpec) (_ runtim
 		rs.Mounts = append(rs.Mounts, runtime.Mount{Source: rec.GitCommonDir, Target: rec.GitCommonDir})
 	}
 	rs.Labels = b.profileLabels(spec.Profile)
+	if spec.Profile != "" {
+		rs.Labels[runtime.LabelProfile] = spec.Profile
+	}
+	if spec.SharingMode != "" {
+		rs.Labels[runtime.LabelSharingMode] = spec.SharingMode
+	}
 	if portsLabel != "" {
 		rs.Labels[labelPorts] = portsLabel
 	}

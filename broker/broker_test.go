@@ -64,7 +64,9 @@ func TestLifecycleRoundTrip(t *testing.T) {
 	b := startBroker(t, hub, rt, func(c *Config) { c.ScionBinary = bin })
 	waitConnected(t, b)
 
-	st := hub.status(wire.MethodAgentCreate, spec("a1"))
+	sp := spec("a1")
+	sp.SharingMode = api.SharingEmptyPerAgent
+	st := hub.status(wire.MethodAgentCreate, sp)
 	if st.State != runtime.StateCreated || st.AgentID != "a1" || st.ProjectID != "p1" {
 		t.Fatalf("create: %+v", st)
 	}
@@ -82,7 +84,7 @@ func TestLifecycleRoundTrip(t *testing.T) {
 	created := recv(t, started, "the started spec")
 	for k, want := range map[string]string{
 		runtime.LabelAgentID: "a1", runtime.LabelRunID: "run-1", runtime.LabelBrokerID: hub.brokerID,
-		runtime.LabelProjectID: "p1", runtime.LabelSlug: "slug-a1",
+		runtime.LabelProjectID: "p1", runtime.LabelSlug: "slug-a1", runtime.LabelSharingMode: api.SharingEmptyPerAgent,
 	} {
 		if created.Labels[k] != want {
 			t.Errorf("label %s = %q, want %q", k, created.Labels[k], want)

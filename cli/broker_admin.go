@@ -134,6 +134,9 @@ no longer places the project's new agents on it.`
 type brokerStatus struct {
 	api.RuntimeBroker
 	LocalHubEndpoint string `json:"localHubEndpoint"`
+	// KubernetesProfiles are the kubeconfig context and namespace of each
+	// Kubernetes profile.
+	KubernetesProfiles []config.KubernetesTarget `json:"kubernetesProfiles,omitempty"`
 }
 
 func newBrokerStatusCmd(a *app) *cobra.Command {
@@ -162,7 +165,8 @@ func newBrokerStatusCmd(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			st := brokerStatus{*b, settings.Server.Broker.HubEndpoint}
+			st := brokerStatus{RuntimeBroker: *b, LocalHubEndpoint: settings.Server.Broker.HubEndpoint,
+				KubernetesProfiles: kubernetesTargets(b.Profiles, settings.Server.Broker)}
 			if a.json() {
 				return writeJSON(cmd.OutOrStdout(), st)
 			}
@@ -174,7 +178,7 @@ func newBrokerStatusCmd(a *app) *cobra.Command {
 					projects[i] = firstNonEmpty(names[id], id)
 				}
 			}
-			return keyValues(cmd.OutOrStdout(),
+			kv := []string{
 				"Name", b.Name,
 				"ID", b.ID,
 				"Status", b.Status,
@@ -184,9 +188,15 @@ func newBrokerStatusCmd(a *app) *cobra.Command {
 				"Auto-provide", yesNo(b.AutoProvide),
 				"Projects", strings.Join(projects, ", "),
 				"Capabilities", strings.Join(b.Capabilities, ", "),
-				"Hub", t.URL,
+				"Runtime", b.Runtime,
+			}
+			if len(st.KubernetesProfiles) > 0 {
+				kv = append(kv, "Kubernetes profiles", kubernetesTargetsText(st.KubernetesProfiles))
+			}
+			kv = append(kv, "Hub", t.URL,
 				// The Hub the local broker process dials, which may differ.
 				"server.broker.hub_endpoint", firstNonEmpty(st.LocalHubEndpoint, "(unset)"))
+			return keyValues(cmd.OutOrStdout(), kv...)
 		},
 	}
 	c.Flags().StringVar(&name, "name", "", "stored broker connection to show (default: the one for the selected Hub)")

@@ -79,7 +79,7 @@ control channel open, reconnecting with backoff when it drops.`,
 			return b.Run(ctx)
 		},
 	}
-	cmd.Flags().StringVar(&rtKind, "runtime", "", "runtime: docker, process or fake (default: server.broker.runtime, else docker when an engine answers, else process)")
+	cmd.Flags().StringVar(&rtKind, "runtime", "", "runtime: docker, kubernetes, process or fake (default: server.broker.runtime, else docker when an engine answers, else process)")
 	cmd.Flags().StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
 	cmd.Flags().DurationVar(&heartbeat, "heartbeat-interval", 0, "control-channel heartbeat interval (default 5s)")
 	cmd.Flags().DurationVar(&grace, "heartbeat-grace", 0, "silence past a heartbeat before the Hub is considered gone (default 10s)")

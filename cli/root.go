@@ -61,6 +61,7 @@ local workstation Hub started by 'scion server start --workstation'.`,
 		newBrokerCmd(a),
 		newAgentDemoCmd(),
 		newImageCmd(),
+		newInstallBinaryCmd(),
 	)
 	root.AddCommand(newAgentCmds(a)...)
 	return root

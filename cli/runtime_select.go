@@ -20,7 +20,7 @@ import (
 
 // runtimeChoice is what newRuntime needs to build a broker's runtime.
 type runtimeChoice struct {
-	Kind        string // docker, process, fake; "" picks docker when an engine answers, else process
+	Kind        string // docker, kubernetes, process, fake; "" picks docker when an engine answers, else process
 	BrokerID    string
 	DataDir     string
 	HubEndpoint string
@@ -57,10 +57,19 @@ func newRuntime(ctx context.Context, c runtimeChoice, log *slog.Logger) (rt runt
 		log.Info("using the process runtime: agents run as unsandboxed local processes (no Docker Engine answered)")
 		rt, err := process.New(filepath.Join(c.DataDir, "process"))
 		return rt, "", err
+	case "kubernetes":
+		// Agents reach the Hub at its own address: a pod cannot use the
+		// broker's loopback, so a Kubernetes broker's Hub must be
+		// reachable from the cluster.
+		rt, err := newKubernetesRuntime(c.BrokerID, log)
+		if err != nil {
+			return nil, "", fmt.Errorf("kubernetes runtime: %w", err)
+		}
+		return rt, "", nil
 	case "fake":
 		return fake.New(), "", nil
 	}
-	return nil, "", usageErrorf("unknown runtime %q: use docker, process or fake", c.Kind)
+	return nil, "", usageErrorf("unknown runtime %q: use docker, kubernetes, process or fake", c.Kind)
 }
 
 func cmpNetwork(n string) string {

@@ -20,6 +20,12 @@ const (
 	LabelBrokerID  = "scion.broker_id"
 	LabelProjectID = "scion.project_id"
 	LabelSlug      = "scion.slug"
+	// LabelProfile and LabelSharingMode carry the agent's broker profile
+	// and its project's sharing mode, for runtimes that cannot see the
+	// broker's disk (Kubernetes picks a cluster and lays out volumes by
+	// them).
+	LabelProfile     = "scion.profile"
+	LabelSharingMode = "scion.sharing_mode"
 )
 
 // States of a container, as Status.State. They match the api.Container*

@@ -16,9 +16,10 @@ import (
 const (
 	// LabelSharingMode carries the project's sharing mode in Spec.Labels
 	// (the broker sets it); empty means empty-per-agent.
-	LabelSharingMode = "scion.sharing_mode"
-	// LabelProfile names the broker profile an agent runs under.
-	LabelProfile = "scion.profile"
+	LabelSharingMode = runtime.LabelSharingMode
+	// LabelProfile names the broker profile an agent runs under (the
+	// broker sets it); empty means Options.DefaultProfile.
+	LabelProfile = runtime.LabelProfile
 	// LabelTTY "true" runs the agent with a terminal, as on Docker.
 	LabelTTY = "scion.tty"
 	// LabelMemory and LabelCPUs are resource limits, as on Docker

@@ -1,0 +1,99 @@
+package cli
+
+import (
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/config"
+)
+
+// TestStatusShowsKubernetesProfiles: `runtime-broker status` shows each
+// Kubernetes profile's kubeconfig context and namespace, unset ones filled
+// from this machine's server.broker.kubernetes defaults, in the table and
+// in -o json.
+func TestStatusShowsKubernetesProfiles(t *testing.T) {
+	setHome(t)
+	h := newFakeHub(t, "")
+	useHub(t, "team", h, "tok")
+	mustRun(t, "runtime-broker", "register", "--name", "k8s")
+	s, err := config.LoadSettings()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Server.Broker.Extra = map[string]any{"kubernetes": map[string]any{"defaults": map[string]any{"namespace": "agents"}}}
+	if err := s.Save(); err != nil {
+		t.Fatal(err)
+	}
+	h.mu.Lock()
+	b := h.brokers[len(h.brokers)-1]
+	b.Runtime = "kubernetes"
+	b.Profiles = []api.BrokerProfile{
+		{Name: "batch", Runtime: "kubernetes", Default: true, Settings: map[string]string{"context": "batch-cluster", "namespace": "batch"}},
+		{Name: "gpu", Runtime: "kubernetes", Settings: map[string]string{"context": "gpu-cluster"}},
+		{Name: "local", Runtime: "docker"},
+	}
+	h.mu.Unlock()
+
+	r := mustRun(t, "runtime-broker", "status")
+	want := "batch (context batch-cluster, namespace batch); gpu (context gpu-cluster, namespace agents)"
+	if !strings.Contains(r.out, "Kubernetes profiles:") || !strings.Contains(r.out, want) {
+		t.Errorf("status lacks the Kubernetes profiles %q:\n%s", want, r.out)
+	}
+	r = mustRun(t, "runtime-broker", "status", "-o", "json")
+	var st struct {
+		KubernetesProfiles []config.KubernetesTarget `json:"kubernetesProfiles"`
+	}
+	if err := json.Unmarshal([]byte(r.out), &st); err != nil {
+		t.Fatal(err)
+	}
+	if len(st.KubernetesProfiles) != 2 || st.KubernetesProfiles[1] != (config.KubernetesTarget{Profile: "gpu", Context: "gpu-cluster", Namespace: "agents"}) {
+		t.Errorf("status json kubernetesProfiles = %+v", st.KubernetesProfiles)
+	}
+}
+
+func TestKubernetesOptions(t *testing.T) {
+	b := config.BrokerSettings{
+		Extra: map[string]any{"kubernetes": map[string]any{"kubeconfig": "/k", "scion_image": "scion:1",
+			"defaults": map[string]any{"namespace": "agents", "gke_mode": "true"}}},
+		Profiles: []config.ProfileSettings{
+			{Name: "batch", Runtime: "kubernetes", Settings: map[string]string{"context": "c1", "shared_dir_size": "40Gi", "memory": "2g"}},
+			{Name: "gpu", Runtime: "kubernetes", Default: true, Settings: map[string]string{"context": "c2", "safe_to_evict": "false"}},
+			{Name: "local", Runtime: "docker"},
+		},
+	}
+	opts, err := kubernetesOptions(b, "b-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if opts.BrokerID != "b-1" || opts.Kubeconfig != "/k" || opts.ScionImage != "scion:1" || opts.DefaultProfile != "gpu" ||
+		opts.Defaults.Namespace != "agents" || opts.Defaults.GKE == nil || !*opts.Defaults.GKE || len(opts.Profiles) != 2 ||
+		opts.Profiles["batch"].SharedDirSize != "40Gi" || *opts.Profiles["gpu"].SafeToEvict {
+		t.Fatalf("kubernetesOptions = %+v", opts)
+	}
+	b.Profiles[0].Settings["safe_to_evict"] = "maybe"
+	if _, err := kubernetesOptions(b, "b-1"); err == nil || !strings.Contains(err.Error(), "batch") {
+		t.Fatalf("a bad profile setting: %v, want an error naming the profile", err)
+	}
+}
+
+func TestInstallBinary(t *testing.T) {
+	dir := t.TempDir()
+	src := dir + "/src"
+	if err := os.WriteFile(src, []byte("binary"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	dst := dir + "/bin/scion"
+	if err := os.Mkdir(dir+"/bin", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := installBinary(src, dst); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(dst)
+	if b, _ := os.ReadFile(dst); err != nil || string(b) != "binary" || fi.Mode().Perm() != 0o755 {
+		t.Fatalf("installed %q mode %v, %v", b, fi.Mode(), err)
+	}
+}

@@ -1,0 +1,68 @@
+package cli
+
+import (
+	"fmt"
+	"log/slog"
+	"strings"
+
+	"github.com/scion-go/scion/config"
+	"github.com/scion-go/scion/runtime/kubernetes"
+)
+
+// newKubernetesRuntime builds the Kubernetes runtime from the global
+// settings: server.broker.kubernetes (kubeconfig, scion image, the
+// broker-wide defaults) and every profile whose runtime is kubernetes.
+func newKubernetesRuntime(brokerID string, log *slog.Logger) (*kubernetes.Runtime, error) {
+	s, err := config.LoadSettings()
+	if err != nil {
+		return nil, err
+	}
+	opts, err := kubernetesOptions(s.Server.Broker, brokerID)
+	if err != nil {
+		return nil, err
+	}
+	rt, err := kubernetes.New(opts)
+	if err != nil {
+		return nil, err
+	}
+	for _, t := range config.KubernetesTargets(s.Server.Broker.Profiles, opts.Defaults.Map()) {
+		log.Info("kubernetes profile", "profile", t.Profile, "context", firstNonEmpty(t.Context, "(current)"),
+			"namespace", firstNonEmpty(t.Namespace, kubernetes.DefaultNamespace))
+	}
+	log.Info("using the kubernetes runtime: agents run as pods", "profiles", len(opts.Profiles))
+	return rt, nil
+}
+
+// kubernetesOptions turns the broker settings into runtime options. A
+// profile setting that does not parse is an error naming the profile, so
+// a typo stops the broker at start rather than failing agents later.
+func kubernetesOptions(b config.BrokerSettings, brokerID string) (kubernetes.Options, error) {
+	k, err := b.Kubernetes()
+	if err != nil {
+		return kubernetes.Options{}, err
+	}
+	defaults, err := kubernetes.ParseSettings(k.Defaults)
+	if err != nil {
+		return kubernetes.Options{}, fmt.Errorf("server.broker.kubernetes.defaults: %w", err)
+	}
+	opts := kubernetes.Options{BrokerID: brokerID, Kubeconfig: k.Kubeconfig, Defaults: defaults,
+		ScionImage: k.ScionImage, ImageVolume: k.ImageVolume, Profiles: map[string]kubernetes.Settings{}}
+	profiles, err := brokerProfiles(b.Profiles)
+	if err != nil {
+		return kubernetes.Options{}, err
+	}
+	for _, p := range profiles {
+		if !strings.EqualFold(p.Runtime, config.RuntimeKubernetes) {
+			continue
+		}
+		ps, err := kubernetes.ParseSettings(p.Settings)
+		if err != nil {
+			return kubernetes.Options{}, fmt.Errorf("server.broker.profiles %s: %w", p.Name, err)
+		}
+		opts.Profiles[p.Name] = ps
+		if p.Default {
+			opts.DefaultProfile = p.Name
+		}
+	}
+	return opts, nil
+}

@@ -1,0 +1,65 @@
+// Package kubernetes is a runtime.Runtime that runs each agent as a pod,
+// through k8s.io/client-go. docs/kubernetes.md is the operator's guide;
+// this is the implementer's.
+//
+// # Objects
+//
+// Per agent, in the namespace its settings name:
+//
+//	ConfigMap  scion-<slug>-<hash>   the agent's record: the pod to make at
+//	                                 each Start, how the last pod ended
+//	Pod        scion-<slug>-<hash>   from Start until Stop or Delete
+//	PVCs       <name>-<nonce>-...    its own workspace and home claims
+//
+// and per project or share, left for the next agent: the shared-workspace
+// and worktree base claims, the shared-directory claim, and the claim bound
+// to the NFS share's PersistentVolume (nfs_pv_name). Every object carries
+// the runtime.SpecLabels that are valid Kubernetes labels (scion.agent_id,
+// scion.run_id, scion.broker_id, ...), and the full set in the
+// scion.dev/labels annotation; every lookup selects on scion.broker_id,
+// so brokers sharing a namespace never see each other's agents.
+//
+// # Lifecycle
+//
+// A pod cannot be stopped and started again, hence the record. Create
+// validates the pod with a server-side dry run (so admission's refusals,
+// such as a missing priority class or sandbox account, are Create's
+// errors) and makes the record and claims. Start makes the pod from the
+// record (a pending or running pod is left alone: no second launch). Stop
+// deletes the pod with the grace period, waits until it is gone and
+// records its exit code on the record; the pod's output goes with it. A
+// pod that ends by itself is kept, with its output, until the next Start.
+// Delete removes pod, own claims and record. Suspend and Resume are not
+// supported (ErrUnsupported).
+//
+// States: no pod is created (or exited after a Stop); Pending is running
+// with the reason in Message ("pending: not scheduled"); Running is
+// running; Succeeded and Failed are exited with the container's code.
+// Events come from an informer on the broker's pods in each namespace.
+//
+// # What needs a kubelet
+//
+// The API server alone stores, validates, admits, authorizes and watches
+// every object, so everything above but the process itself works against
+// it (this package's tests run a real kube-apiserver with no kubelet).
+// Running the agent, its output (pods/log), Exec (pods/exec), a graceful
+// Stop (the kubelet sends SIGTERM and reports the exit code) and exit
+// events need a kubelet on a node; finishing the deletion of a claim
+// (the pvc-protection finalizer) and binding claims need the
+// controller-manager.
+//
+// # Security
+//
+// Agents' pods run as the sandbox ServiceAccount (service_account,
+// DefaultServiceAccount), bound to nothing, with
+// automountServiceAccountToken false: an agent holds no credentials for the
+// API server and cannot read the namespace's Secrets. The runtime itself
+// needs only RuntimeRules, namespace-scoped, with no access to Secrets.
+//
+// # Settings
+//
+// Settings come in layers merged by Resolve: the agent's own (Spec.Labels
+// "scion.k8s.<key>"), its profile's (Options.Profiles, chosen by the
+// scion.profile label, else Options.DefaultProfile), the broker's
+// (Options.Defaults). The keys are listed by SettingKeys.
+package kubernetes
