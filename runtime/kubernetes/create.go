@@ -84,6 +84,7 @@ func (r *Runtime) Create(ctx context.Context, spec runtime.Spec) (runtime.Status
 	}
 	r.mu.Lock()
 	r.where[spec.AgentID] = t
+	delete(r.gone, spec.AgentID)
 	r.mu.Unlock()
 	return statusOf(rec, nil), nil
 }
@@ -142,9 +143,9 @@ func (r *Runtime) Delete(ctx context.Context, agentID string) error {
 	if err != nil {
 		return err
 	}
-	r.setQuiet(agentID, 1)
-	defer r.setQuiet(agentID, -1)
+	r.setGone(agentID, true)
 	if err := r.deleteObjects(ctx, t, agentID, rec.Name); err != nil {
+		r.setGone(agentID, false)
 		return err
 	}
 	r.mu.Lock()
@@ -181,13 +182,15 @@ func (r *Runtime) deleteObjects(ctx context.Context, t *target, agentID, name st
 	return nil
 }
 
-// setQuiet marks (d=1) or unmarks (d=-1) an agent whose pod the runtime
-// is deleting itself, so that the watch does not report the deletion as
-// an outside one.
-func (r *Runtime) setQuiet(agentID string, d int) {
+// setGone marks an agent that Delete removes: the watch's news of its
+// pod going (which may arrive after Delete has returned) is not an exit
+// to report. Create of the same ID clears the mark.
+func (r *Runtime) setGone(agentID string, gone bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.quiet[agentID] += d; r.quiet[agentID] <= 0 {
-		delete(r.quiet, agentID)
+	if gone {
+		r.gone[agentID] = true
+	} else {
+		delete(r.gone, agentID)
 	}
 }

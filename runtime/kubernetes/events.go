@@ -49,7 +49,7 @@ func (r *Runtime) podChanged(obj any) {
 		return
 	}
 	st := statusOf(nil, pod)
-	if st.AgentID == "" || r.isQuiet(st.AgentID) {
+	if st.AgentID == "" || r.ignored(pod, st.AgentID, false) {
 		return
 	}
 	r.emit(st)
@@ -68,7 +68,7 @@ func (r *Runtime) podDeleted(obj any) {
 		return
 	}
 	st := statusOf(nil, pod)
-	if st.AgentID == "" || r.isQuiet(st.AgentID) {
+	if st.AgentID == "" || r.ignored(pod, st.AgentID, true) {
 		return
 	}
 	if st.State != runtime.StateExited {
@@ -78,8 +78,15 @@ func (r *Runtime) podDeleted(obj any) {
 	r.emit(st)
 }
 
-func (r *Runtime) isQuiet(agentID string) bool {
+// ignored reports whether news of pod is not to be reported: it is a pod
+// the runtime deleted itself (forgotten once its deletion is seen), or of
+// an agent Delete removed.
+func (r *Runtime) ignored(pod *corev1.Pod, agentID string, deleted bool) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.quiet[agentID] > 0
+	ours := r.ours[pod.UID]
+	if deleted {
+		delete(r.ours, pod.UID)
+	}
+	return ours || r.gone[agentID]
 }

@@ -53,7 +53,23 @@ func TestStatusFromWatches(t *testing.T) {
 	if st, err := rt.Start(c, sp.AgentID); err != nil || st.State != runtime.StateRunning || st.ExitCode != nil {
 		t.Fatalf("Start after exit = %+v, %v", st, err)
 	}
-	waitEvent(t, rt, sp.AgentID, runtime.StateRunning)
+	kubelet.run(sp.AgentID)
+	// Start deleted the finished pod itself: that is no exit to report.
+	// The watch delivers in order, so the next exit is a fence.
+	kubelet.exit(sp.AgentID, 9)
+	sawRunning := false
+	for _, ev := range eventsUntil(t, rt, sp.AgentID, 9) {
+		sawRunning = sawRunning || ev.State == runtime.StateRunning
+		if ev.State == runtime.StateExited && *ev.ExitCode != 9 {
+			t.Errorf("Start's own deletion of the old pod reported as %+v", ev)
+		}
+	}
+	if !sawRunning {
+		t.Error("no running event after the second Start")
+	}
+	if _, err := rt.Start(c, sp.AgentID); err != nil {
+		t.Fatal(err)
+	}
 	kubelet.run(sp.AgentID)
 
 	// A broker restart: a new runtime finds the agent and watches it.
@@ -71,8 +87,47 @@ func TestStatusFromWatches(t *testing.T) {
 	if !strings.Contains(st.Message, "deleted outside scion") {
 		t.Errorf("event of an outside deletion = %+v", st)
 	}
+	if _, err := rt2.Start(c, sp.AgentID); err != nil {
+		t.Fatal(err)
+	}
 	if err := rt2.Delete(c, sp.AgentID); err != nil {
 		t.Fatal(err)
+	}
+	// Nothing about a deleted agent follows its Delete: another agent's
+	// exit is the fence.
+	other := spec(broker, "ev-2")
+	if _, err := rt2.Create(c, other); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rt2.Start(c, other.AgentID); err != nil {
+		t.Fatal(err)
+	}
+	kubelet.exit(other.AgentID, 4)
+	for _, ev := range eventsUntil(t, rt2, other.AgentID, 4) {
+		if ev.AgentID == sp.AgentID && ev.State == runtime.StateExited {
+			t.Errorf("event after Delete: %+v", ev)
+		}
+	}
+}
+
+// eventsUntil returns the events up to the agent's exit with code.
+func eventsUntil(t *testing.T, rt runtime.Runtime, id string, code int) []runtime.Status {
+	t.Helper()
+	var seen []runtime.Status
+	deadline := time.After(time.Minute)
+	for {
+		select {
+		case ev, ok := <-rt.Events():
+			if !ok {
+				t.Fatal("Events closed")
+			}
+			seen = append(seen, ev.Status)
+			if st := ev.Status; st.AgentID == id && st.State == runtime.StateExited && st.ExitCode != nil && *st.ExitCode == code {
+				return seen
+			}
+		case <-deadline:
+			t.Fatalf("no exit %d event for %s; saw %+v", code, id, seen)
+		}
 	}
 }
 

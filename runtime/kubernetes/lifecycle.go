@@ -40,10 +40,7 @@ func (r *Runtime) Start(ctx context.Context, agentID string) (runtime.Status, er
 	if pod != nil {
 		// A finished pod, or one being deleted: it must be gone before a
 		// new pod can take its name.
-		r.setQuiet(agentID, 1)
-		_, err := r.deletePod(ctx, t, pod, 0)
-		r.setQuiet(agentID, -1)
-		if err != nil {
+		if _, err := r.deletePod(ctx, t, pod, 0); err != nil {
 			return runtime.Status{}, err
 		}
 	}
@@ -86,8 +83,6 @@ func (r *Runtime) Stop(ctx context.Context, agentID string, grace time.Duration)
 	if grace <= 0 {
 		grace = r.opts.StopGrace
 	}
-	r.setQuiet(agentID, 1)
-	defer r.setQuiet(agentID, -1)
 	last, err := r.deletePod(ctx, t, pod, grace)
 	if err != nil {
 		return runtime.Status{}, err
@@ -116,6 +111,11 @@ func (r *Runtime) deletePod(ctx context.Context, t *target, pod *corev1.Pod, gra
 	defer w.Stop()
 	secs := int64(math.Ceil(grace.Seconds()))
 	uid := pod.UID
+	// The caller reports this pod's end itself; the informer's news of
+	// it, which may come later, is not an outside deletion.
+	r.mu.Lock()
+	r.ours[uid] = true
+	r.mu.Unlock()
 	err = pods.Delete(ctx, pod.Name, metav1.DeleteOptions{GracePeriodSeconds: &secs, Preconditions: &metav1.Preconditions{UID: &uid}})
 	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
 		return pod, nil // gone already, or replaced by a pod not ours to stop

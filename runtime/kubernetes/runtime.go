@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -59,7 +60,8 @@ type Runtime struct {
 	closed  bool
 	targets map[targetKey]*target // by context and namespace
 	where   map[string]*target    // agent ID -> its target, a cache
-	quiet   map[string]int        // agents whose pod the runtime itself is deleting
+	ours    map[types.UID]bool    // pods the runtime itself deleted: not news
+	gone    map[string]bool       // agents Delete removed: no more events
 	last    map[string]string     // agent ID -> last state sent on events
 }
 
@@ -103,7 +105,8 @@ func New(opts Options) (*Runtime, error) {
 		wctx:    wctx,
 		targets: map[targetKey]*target{},
 		where:   map[string]*target{},
-		quiet:   map[string]int{},
+		ours:    map[types.UID]bool{},
+		gone:    map[string]bool{},
 		last:    map[string]string{},
 	}
 	// The profiles' targets, or with none the defaults'. Another target

@@ -1,0 +1,73 @@
+package kubernetes_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/scion-go/scion/internal/testenv/kube"
+	k8srt "github.com/scion-go/scion/runtime/kubernetes"
+)
+
+// BenchmarkPodCreate compares an agent's Create+Start through the runtime
+// (dry-run validation, record lookup, record, two claims, pod) with a bare
+// client-go create of a comparable pod, against the real API server:
+//
+//	eval "$(.ci/kube-apiserver.sh)"
+//	go test -run '^$' -bench PodCreate -benchtime 200x ./runtime/kubernetes/
+//
+// Deleting is outside the timed part.
+func BenchmarkPodCreate(b *testing.B) {
+	c := kube.Need(b)
+	ctx := context.Background()
+	ns := c.Namespace(b)
+	if _, err := c.Client.CoreV1().ServiceAccounts(ns).Create(ctx, k8srt.SandboxServiceAccount(ns, k8srt.DefaultServiceAccount), metav1.CreateOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	b.Run("runtime", func(b *testing.B) {
+		rt, err := k8srt.New(k8srt.Options{BrokerID: "broker-bench", Config: c.Admin, Defaults: k8srt.Settings{Namespace: ns, HomeStorage: "pvc"}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer rt.Close()
+		i := 0
+		for b.Loop() {
+			i++
+			sp := spec("broker-bench", fmt.Sprintf("bench-%d", i))
+			if _, err := rt.Create(ctx, sp); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := rt.Start(ctx, sp.AgentID); err != nil {
+				b.Fatal(err)
+			}
+			b.StopTimer()
+			if err := rt.Delete(ctx, sp.AgentID); err != nil {
+				b.Fatal(err)
+			}
+			b.StartTimer()
+		}
+	})
+	b.Run("client-go", func(b *testing.B) {
+		pods := c.Client.CoreV1().Pods(ns)
+		no := false
+		i := 0
+		for b.Loop() {
+			i++
+			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("bare-%d", i), Labels: map[string]string{"scion.agent_id": "x"}},
+				Spec: corev1.PodSpec{ServiceAccountName: k8srt.DefaultServiceAccount, AutomountServiceAccountToken: &no,
+					RestartPolicy: corev1.RestartPolicyNever,
+					Containers:    []corev1.Container{{Name: "agent", Image: "scion/test-agent:latest", Command: []string{"/agent"}}}}}
+			if _, err := pods.Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+				b.Fatal(err)
+			}
+			b.StopTimer()
+			if err := pods.Delete(ctx, pod.Name, metav1.DeleteOptions{}); err != nil {
+				b.Fatal(err)
+			}
+			b.StartTimer()
+		}
+	})
+}
