@@ -32,15 +32,15 @@ func loadSecretsKey(path string) ([]byte, error) {
 		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 			return nil, err
 		}
-		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-		if err == nil {
-			_, err = f.WriteString(hex.EncodeToString(key) + "\n")
-			if cerr := f.Close(); err == nil {
-				err = cerr
+		f, werr := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if werr == nil {
+			_, werr = f.WriteString(hex.EncodeToString(key) + "\n")
+			if cerr := f.Close(); werr == nil {
+				werr = cerr
 			}
 		}
-		if err != nil && !errors.Is(err, fs.ErrExist) {
-			return nil, fmt.Errorf("secrets key %s: %w", path, err)
+		if werr != nil && !errors.Is(werr, fs.ErrExist) {
+			return nil, fmt.Errorf("secrets key %s: %w", path, werr)
 		}
 		b, err = os.ReadFile(path) // another process may have won the create
 	}
