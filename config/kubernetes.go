@@ -20,7 +20,7 @@ const RuntimeKubernetes = "kubernetes"
 //	    runtime: kubernetes
 //	    kubernetes:
 //	      kubeconfig: /etc/scion/kubeconfig   # default $KUBECONFIG, ~/.kube/config, in-cluster
-//	      scion_image: scion:dev              # image with /scion, mounted into agents
+//	      scion_image: scion-demo:latest      # image with /usr/local/bin/scion, mounted into agents
 //	      defaults: {namespace: agents, service_account: scion-agent-sandbox}
 //	    profiles:
 //	      - name: batch

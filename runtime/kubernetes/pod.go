@@ -7,6 +7,7 @@ import (
 	"math"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/docker/go-units"
@@ -25,7 +26,7 @@ type podInput struct {
 	name        string
 	claimPrefix string // of the agent's own claims: unique to this Create
 	stopGrace   time.Duration
-	scionImage  string // an image holding the static scion binary at /scion
+	scionImage  string // an image holding the static scion binary at scionBinPath
 	imageVolume bool   // mount scionImage as an image volume instead of copying
 }
 
@@ -105,13 +106,16 @@ func buildPod(in podInput) (*corev1.Pod, []*corev1.PersistentVolumeClaim, error)
 	return pod, st.claims, nil
 }
 
-// addScionBinary makes the static scion binary available read-only at
-// /usr/local/bin/scion: from an image volume (Kubernetes 1.33+ with the
-// ImageVolume feature, nothing copied), or copied by an init container
-// into an emptyDir that the agent mounts read-only.
+// addScionBinary makes the static scion binary of image (at
+// /usr/local/bin/scion there, as in the demo image) available read-only
+// at the same path in the agent: from an image volume (Kubernetes 1.33+,
+// nothing copied), or copied by an init container into an emptyDir that
+// the agent mounts read-only.
 func addScionBinary(pod *corev1.Pod, agent *corev1.Container, image string, imageVolume bool) {
 	const vol = "scion-bin"
+	mount := corev1.VolumeMount{Name: vol, MountPath: scionBinPath, SubPath: "scion", ReadOnly: true}
 	if imageVolume {
+		mount.SubPath = strings.TrimPrefix(scionBinPath, "/")
 		pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: vol, VolumeSource: corev1.VolumeSource{
 			Image: &corev1.ImageVolumeSource{Reference: image, PullPolicy: corev1.PullIfNotPresent}}})
 	} else {
@@ -122,11 +126,11 @@ func addScionBinary(pod *corev1.Pod, agent *corev1.Container, image string, imag
 			Image:           image,
 			ImagePullPolicy: corev1.PullIfNotPresent,
 			// The scion binary copies itself: the image needs no shell.
-			Command:      []string{"/scion", "install-binary", "/opt/scion/scion"},
+			Command:      []string{scionBinPath, "install-binary", "/opt/scion/scion"},
 			VolumeMounts: []corev1.VolumeMount{{Name: vol, MountPath: "/opt/scion"}},
 		})
 	}
-	agent.VolumeMounts = append(agent.VolumeMounts, corev1.VolumeMount{Name: vol, MountPath: scionBinPath, SubPath: "scion", ReadOnly: true})
+	agent.VolumeMounts = append(agent.VolumeMounts, mount)
 }
 
 // resources turns the scion.memory and scion.cpus labels into limits. In

@@ -146,3 +146,40 @@ func TestProfilesPickContextAndNamespace(t *testing.T) {
 		}
 	}
 }
+
+// TestScionBinaryInAgents: both ways of giving agents the scion binary
+// (an init container copying it, an image volume) make pods the API
+// server accepts, with the binary mounted read-only.
+func TestScionBinaryInAgents(t *testing.T) {
+	n := newNS(t)
+	c := ctx(t)
+	for _, imageVolume := range []bool{false, true} {
+		broker := "broker-bin-" + map[bool]string{false: "init", true: "volume"}[imageVolume]
+		rt := n.runtimeAs(t, n.c.Admin, broker, func(o *k8srt.Options) {
+			o.ScionImage, o.ImageVolume = "scion-demo:latest", imageVolume
+		})
+		sp := spec(broker, "bin")
+		if _, err := rt.Create(c, sp); err != nil {
+			t.Fatalf("image volume %v: Create: %v", imageVolume, err)
+		}
+		if _, err := rt.Start(c, sp.AgentID); err != nil {
+			t.Fatalf("image volume %v: Start: %v", imageVolume, err)
+		}
+		pods, err := n.c.Client.CoreV1().Pods(n.name).List(c, metav1.ListOptions{LabelSelector: "scion.broker_id=" + broker})
+		if err != nil || len(pods.Items) != 1 {
+			t.Fatalf("pods: %v, %v", pods, err)
+		}
+		pod := pods.Items[0]
+		var mounted bool
+		for _, m := range pod.Spec.Containers[0].VolumeMounts {
+			mounted = mounted || (m.MountPath == "/usr/local/bin/scion" && m.ReadOnly)
+		}
+		var imageVol bool
+		for _, v := range pod.Spec.Volumes {
+			imageVol = imageVol || (v.Image != nil && v.Image.Reference == "scion-demo:latest")
+		}
+		if !mounted || imageVol != imageVolume || (len(pod.Spec.InitContainers) == 1) == imageVolume {
+			t.Errorf("image volume %v: mounted %v, image volume %v, init containers %d", imageVolume, mounted, imageVol, len(pod.Spec.InitContainers))
+		}
+	}
+}

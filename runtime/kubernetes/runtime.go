@@ -38,8 +38,9 @@ type Options struct {
 	// StopGrace is the grace period of a Stop called with grace 0, and
 	// every pod's terminationGracePeriodSeconds (10s).
 	StopGrace time.Duration
-	// ScionImage is an image holding the static scion binary at /scion,
-	// made available read-only at /usr/local/bin/scion in every agent.
+	// ScionImage is an image holding the static scion binary at
+	// /usr/local/bin/scion (the demo image is one), made available
+	// read-only at that path in every agent.
 	// Empty adds nothing. ImageVolume mounts it as an image volume instead
 	// of copying it with an init container.
 	ScionImage  string
