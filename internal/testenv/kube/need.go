@@ -68,3 +68,25 @@ func Need(t testing.TB) *Cluster {
 	}
 	return shared
 }
+
+// StartForTest starts a Cluster of t's own, stopped when t ends, for a
+// package with a single Kubernetes test (where a shared cluster in
+// TestMain would cost every other test its start-up). Missing binaries
+// skip t, or fail it under CI=true, as in Need.
+func StartForTest(t testing.TB) *Cluster {
+	t.Helper()
+	if testingShort() {
+		t.Skip("kube fixture: skipped with -short")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	c, err := Start(ctx)
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("CI=true, so not skipping: %v", err)
+		}
+		t.Skipf("no kube-apiserver fixture (set CI=true to make this fail): %v", err)
+	}
+	t.Cleanup(c.Stop)
+	return c
+}

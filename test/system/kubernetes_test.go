@@ -1,0 +1,140 @@
+package system
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"gopkg.in/yaml.v3"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/config"
+	"github.com/scion-go/scion/internal/testenv/kube"
+	"github.com/scion-go/scion/runtime"
+	k8srt "github.com/scion-go/scion/runtime/kubernetes"
+)
+
+// TestKubernetesBroker runs the whole path on a real kube-apiserver: a
+// team Hub, and a broker process started with --runtime kubernetes whose
+// one profile is a kubeconfig context and namespace, acting as a user that
+// holds only the runtime's Role there. `scion start` makes the agent's pod
+// (Pending: there is no kubelet) with the agent's labels, the profile and
+// the sharing mode; `runtime-broker status` shows the profile's context
+// and namespace; stop removes the pod and delete the agent's record.
+func TestKubernetesBroker(t *testing.T) {
+	requireBinary(t)
+	c := kube.StartForTest(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	ns := c.Namespace(t)
+	user := kube.StaticUsers[0]
+	cl := c.Client
+	if _, err := cl.CoreV1().ServiceAccounts(ns).Create(ctx, k8srt.SandboxServiceAccount(ns, k8srt.DefaultServiceAccount), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cl.RbacV1().Roles(ns).Create(ctx, k8srt.RuntimeRole(ns, "scion-runtime"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cl.RbacV1().RoleBindings(ns).Create(ctx, &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "scion-runtime"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "scion-runtime"},
+		Subjects:   []rbacv1.Subject{{Kind: "User", APIGroup: "rbac.authorization.k8s.io", Name: user.Name}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	hub := startTeamHub(t, newHost(t, "hub"), hbFlags...)
+	token := hub.adminToken(t)
+	admin := newHost(t, "admin")
+	admin.useHub(t, hub.URL, token)
+	admin.mustScion(t, "project", "create", "default")
+	admin.mustScion(t, "hub", "settings", "set", "--default-image", "scion/test-agent:latest")
+
+	b := &brokerHost{host: newHost(t, "k8s"), brokerName: "k8s"}
+	b.useHub(t, hub.URL, token)
+	var reg registration
+	b.mustScionJSON(t, &reg, "runtime-broker", "register", "--name", "k8s")
+	b.brokerID = reg.BrokerID
+	b.mustScion(t, "runtime-broker", "provide", "--project", "default")
+	kubeconfig := c.Kubeconfig(t, "default", map[string]string{"batch": user.Token})
+	writeKubernetesSettings(t, b.host, kubeconfig, ns)
+	b.proc = b.start(t, "broker-k8s", append([]string{"runtime-broker", "start", "--runtime", "kubernetes"}, hbFlags...)...)
+	eventually(t, offlineBudget, func() error { return admin.brokerStatuses(map[string]string{"k8s": api.BrokerOnline}) })
+
+	status := b.mustScion(t, "runtime-broker", "status")
+	if want := "batch (context batch, namespace " + ns + ")"; !strings.Contains(status, want) {
+		t.Errorf("runtime-broker status lacks %q:\n%s", want, status)
+	}
+
+	var a api.Agent
+	if err := admin.scionJSONCmd(&a, "start", "kube1", "--", "/agent", "serve"); err != nil {
+		t.Fatal(err)
+	}
+	if a.Phase != api.PhaseRunning {
+		t.Fatalf("agent phase %s (%s), want running (its pod pending)", a.Phase, a.StatusMessage)
+	}
+	sel := runtime.LabelAgentID + "=" + a.ID + "," + runtime.LabelBrokerID + "=" + b.brokerID
+	pods, err := cl.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: sel})
+	if err != nil || len(pods.Items) != 1 {
+		t.Fatalf("pods of the agent (%s): %v, %v", sel, pods, err)
+	}
+	pod := pods.Items[0]
+	for k, want := range map[string]string{runtime.LabelProfile: "batch", runtime.LabelSharingMode: "empty-per-agent", runtime.LabelRunID: a.RunID} {
+		if pod.Labels[k] != want {
+			t.Errorf("pod label %s = %q, want %q", k, pod.Labels[k], want)
+		}
+	}
+	if pod.Spec.ServiceAccountName != k8srt.DefaultServiceAccount || *pod.Spec.AutomountServiceAccountToken {
+		t.Errorf("pod runs as %s, automount %v", pod.Spec.ServiceAccountName, *pod.Spec.AutomountServiceAccountToken)
+	}
+
+	admin.mustScion(t, "stop", "kube1")
+	eventually(t, 30*time.Second, func() error {
+		pods, err := cl.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: sel})
+		if err != nil || len(pods.Items) != 0 {
+			return fmt.Errorf("pods after stop: %d, %v", len(pods.Items), err)
+		}
+		return nil
+	})
+	admin.mustScion(t, "delete", "kube1")
+	eventually(t, 30*time.Second, func() error {
+		cms, err := cl.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{LabelSelector: sel})
+		if err != nil || len(cms.Items) != 0 {
+			return fmt.Errorf("records after delete: %d, %v", len(cms.Items), err)
+		}
+		return nil
+	})
+}
+
+// writeKubernetesSettings adds the Kubernetes runtime's settings to the
+// host's settings.yaml (which register wrote): the kubeconfig, and one
+// default profile on context "batch" in namespace ns.
+func writeKubernetesSettings(t *testing.T, h *host, kubeconfig, ns string) {
+	t.Helper()
+	path := filepath.Join(h.home, "settings.yaml")
+	var s config.Settings
+	if b, err := os.ReadFile(path); err == nil {
+		if err := yaml.Unmarshal(b, &s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if s.Server.Broker.Extra == nil {
+		s.Server.Broker.Extra = map[string]any{}
+	}
+	s.Server.Broker.Extra["kubernetes"] = map[string]any{"kubeconfig": kubeconfig}
+	s.Server.Broker.Profiles = []config.ProfileSettings{{Name: "batch", Runtime: "kubernetes", Default: true,
+		Settings: map[string]string{"context": "batch", "namespace": ns}}}
+	out, err := yaml.Marshal(&s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, out, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
