@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"github.com/scion-go/scion/api"
 	"github.com/scion-go/scion/wire"
@@ -100,7 +101,7 @@ func (l layout) safeDir(path string) error {
 	if !l.within(path) {
 		return api.BadRequest("workspace path %s is outside the runtime broker's data directory %s", path, l.root)
 	}
-	realRoot, err := filepath.EvalSymlinks(l.root)
+	realRoot, err := resolvedRoot(l.root)
 	if err != nil {
 		return fmt.Errorf("data directory: %w", err)
 	}
@@ -147,4 +148,22 @@ func validID(what, id string) error {
 		return api.BadRequest("%s %q is not a valid path element", what, id)
 	}
 	return nil
+}
+
+// realRoots caches the resolved data directory of each layout root: the
+// broker owns its data directory, so where it resolves to does not change
+// under a running broker, and resolving it on every check cost a dozen
+// system calls per create.
+var realRoots sync.Map // root -> string
+
+func resolvedRoot(root string) (string, error) {
+	if r, ok := realRoots.Load(root); ok {
+		return r.(string), nil
+	}
+	r, err := filepath.EvalSymlinks(root)
+	if err != nil {
+		return "", err
+	}
+	realRoots.Store(root, r)
+	return r, nil
 }

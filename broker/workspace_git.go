@@ -141,8 +141,10 @@ func (w *GitWorkspaces) Prepare(ctx context.Context, spec wire.AgentSpec) (strin
 	madeDir := errors.Is(statErr, fs.ErrNotExist)
 	// A create means a fresh workspace: clear what an earlier create of
 	// this agent left (a crash mid-create, a container removed by hand).
-	// A new agent's directory does not exist yet: nothing to clear.
-	if !madeDir {
+	// The broker makes the agent's directory (for its home) before the
+	// workspace, so look for a workspace or a record rather than the
+	// directory: a new agent has neither, and there is nothing to clear.
+	if !madeDir && w.hasWorkspace(agentDir) {
 		if err := w.removeIn(ctx, spec.ProjectID, agentDir); err != nil {
 			return "", w.describe(spec, mode, err)
 		}
@@ -271,4 +273,17 @@ func (w *GitWorkspaces) removeInside(area, path string) error {
 		return fmt.Errorf("removing %s: %w", path, err)
 	}
 	return nil
+}
+
+// hasWorkspace reports whether agentDir holds anything of a workspace: a
+// record, a workspace directory, or a temporary file of a create that
+// stopped half-way.
+func (w *GitWorkspaces) hasWorkspace(agentDir string) bool {
+	for _, p := range []string{recordFile, "workspace"} {
+		if _, err := os.Lstat(filepath.Join(agentDir, p)); !errors.Is(err, fs.ErrNotExist) {
+			return true
+		}
+	}
+	leftovers, _ := filepath.Glob(filepath.Join(agentDir, ".*.tmp-*"))
+	return len(leftovers) > 0
 }

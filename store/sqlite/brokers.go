@@ -82,8 +82,7 @@ func (s *Store) CreateBroker(ctx context.Context, b *store.Broker) error {
 
 // GetBroker looks up by ID, then by name.
 func (s *Store) GetBroker(ctx context.Context, idOrName string) (*store.Broker, error) {
-	b, err := scanBroker(s.r.QueryRowContext(ctx, `SELECT `+brokerCols+` FROM runtime_brokers
-		WHERE id = ?1 OR name = ?1 ORDER BY id <> ?1 LIMIT 1`, idOrName))
+	b, err := scanBroker(s.selectBroker.QueryRowContext(ctx, idOrName))
 	if err != nil {
 		return nil, mapErr(err, fmt.Sprintf("broker %q", idOrName))
 	}

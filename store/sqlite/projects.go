@@ -50,8 +50,7 @@ func (s *Store) CreateProject(ctx context.Context, p *store.Project) error {
 // GetProject looks up by ID, then by name (an ID match wins when one
 // project's name equals another's ID).
 func (s *Store) GetProject(ctx context.Context, idOrName string) (*store.Project, error) {
-	p, err := scanProject(s.r.QueryRowContext(ctx, `SELECT `+projectCols+` FROM projects
-		WHERE id = ?1 OR name = ?1 ORDER BY id <> ?1 LIMIT 1`, idOrName))
+	p, err := scanProject(s.selectProject.QueryRowContext(ctx, idOrName))
 	if err != nil {
 		return nil, mapErr(err, fmt.Sprintf("project %q", idOrName))
 	}
@@ -120,7 +119,7 @@ func (s *Store) UnlinkProvider(ctx context.Context, projectID, brokerID string) 
 // ProjectProviders returns the IDs of the brokers providing for a project,
 // sorted (never nil, so it encodes as a JSON array).
 func (s *Store) ProjectProviders(ctx context.Context, projectID string) ([]string, error) {
-	ids, err := s.strings(ctx, `SELECT broker_id FROM project_providers WHERE project_id = ? ORDER BY broker_id`, projectID)
+	ids, err := s.stmtStrings(ctx, s.projectProviders, projectID)
 	return ids, mapErr(err, fmt.Sprintf("providers of project %q", projectID))
 }
 
@@ -133,6 +132,14 @@ func (s *Store) BrokerProjects(ctx context.Context, brokerID string) ([]string, 
 
 func (s *Store) strings(ctx context.Context, query string, args ...any) ([]string, error) {
 	rows, err := s.r.QueryContext(ctx, query, args...)
+	return collectStrings(rows, err)
+}
+
+func (s *Store) stmtStrings(ctx context.Context, st *sql.Stmt, args ...any) ([]string, error) {
+	return collectStrings(st.QueryContext(ctx, args...))
+}
+
+func collectStrings(rows *sql.Rows, err error) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}

@@ -43,6 +43,13 @@ type Store struct {
 	reserveCond         *sql.Stmt
 	selectAgent         *sql.Stmt
 	agentVersion        *sql.Stmt
+	// Read on every API call (the caller's token and user) and every
+	// create (its project, broker and providers).
+	selectToken      *sql.Stmt
+	selectUser       *sql.Stmt
+	selectProject    *sql.Stmt
+	selectBroker     *sql.Stmt
+	projectProviders *sql.Stmt
 
 	closeOnce sync.Once
 	closeErr  error
@@ -112,6 +119,11 @@ func (s *Store) prepare(ctx context.Context) error {
 		{s.w, &s.reserveCond, reserveCondSQL},
 		{s.r, &s.selectAgent, `SELECT ` + agentCols + ` FROM agents WHERE id = ?`},
 		{s.r, &s.agentVersion, `SELECT version FROM agents WHERE id = ?`},
+		{s.r, &s.selectToken, `SELECT ` + tokenCols + ` FROM tokens WHERE hash = ?`},
+		{s.r, &s.selectUser, `SELECT ` + userCols + ` FROM users WHERE id = ?`},
+		{s.r, &s.selectProject, `SELECT ` + projectCols + ` FROM projects WHERE id = ?1 OR name = ?1 ORDER BY id <> ?1 LIMIT 1`},
+		{s.r, &s.selectBroker, `SELECT ` + brokerCols + ` FROM runtime_brokers WHERE id = ?1 OR name = ?1 ORDER BY id <> ?1 LIMIT 1`},
+		{s.r, &s.projectProviders, `SELECT broker_id FROM project_providers WHERE project_id = ? ORDER BY broker_id`},
 	} {
 		st, err := p.db.PrepareContext(ctx, p.query)
 		if err != nil {
@@ -133,7 +145,8 @@ func (s *Store) Ping(ctx context.Context) error {
 // Close closes the database. It is safe to call more than once.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
-		for _, st := range []*sql.Stmt{s.insertAgent, s.updateAgent, s.updateAgentSameKeys, s.reserveCond, s.selectAgent, s.agentVersion} {
+		for _, st := range []*sql.Stmt{s.insertAgent, s.updateAgent, s.updateAgentSameKeys, s.reserveCond, s.selectAgent, s.agentVersion,
+			s.selectToken, s.selectUser, s.selectProject, s.selectBroker, s.projectProviders} {
 			if st != nil {
 				st.Close()
 			}

@@ -45,7 +45,7 @@ func scanUser(sc scanner) (*store.User, error) {
 
 // GetUser looks up by ID.
 func (s *Store) GetUser(ctx context.Context, id string) (*store.User, error) {
-	u, err := scanUser(s.r.QueryRowContext(ctx, `SELECT `+userCols+` FROM users WHERE id = ?`, id))
+	u, err := scanUser(s.selectUser.QueryRowContext(ctx, id))
 	if err != nil {
 		return nil, mapErr(err, fmt.Sprintf("user %q", id))
 	}
@@ -150,7 +150,7 @@ func (s *Store) GetToken(ctx context.Context, id string) (*store.Token, error) {
 // GetTokenByHash returns the token with that hash, revoked or expired
 // ones included: judging them is the caller's business.
 func (s *Store) GetTokenByHash(ctx context.Context, hash []byte) (*store.Token, error) {
-	t, err := scanToken(s.r.QueryRowContext(ctx, `SELECT `+tokenCols+` FROM tokens WHERE hash = ?`, hash))
+	t, err := scanToken(s.selectToken.QueryRowContext(ctx, hash))
 	if err != nil {
 		return nil, mapErr(err, "token")
 	}
