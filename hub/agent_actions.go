@@ -52,6 +52,13 @@ func (s *Server) handleAgentAction(r *http.Request, c *Caller) (int, any, error)
 	if err != nil {
 		return 0, nil, err
 	}
+	if act.running {
+		// Placing it again: the broker must still allow its passthrough
+		// identity (the broker may have stopped offering it).
+		if err := s.refusal(c, authz.BrokerDispatch, authz.PassthroughAllowed(a.Passthrough, b.Capabilities), nil); err != nil {
+			return 0, nil, err
+		}
+	}
 	// The dispatch key: the caller's Idempotency-Key (scoped to the caller
 	// and the action) when given, so a retried request is carried out once.
 	clientKey := ""

@@ -55,9 +55,6 @@ func (s *Server) refusal(c *Caller, a authz.Action, ref *authz.Refusal, notFound
 	if ref.Hidden && notFound != nil {
 		return notFound()
 	}
-	if ref.Hidden {
-		return api.Forbidden("%s", ref.Reason)
-	}
 	return api.Forbidden("%s", ref.Reason)
 }
 
