@@ -72,6 +72,7 @@ func TestSecretsNeverLeak(t *testing.T) {
 		rec := &recorder{next: http.DefaultTransport}
 		admin := client.New(e.URL, e.AdminToken, client.WithHTTPClient(&http.Client{Transport: rec}))
 		const value = "sk-live-7c1e0f3a-do-not-leak"
+		e.NeverLogged(value, value+"-hub")
 		if _, err := admin.PutSecret(ctx, "default", "API_KEY", value); err != nil {
 			t.Fatal(err)
 		}

@@ -7,6 +7,7 @@ package testenv
 import (
 	"context"
 	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"log/slog"
@@ -83,6 +84,8 @@ type Env struct {
 	handler atomic.Value // handlerBox: the current Hub's, so RestartHub keeps the URL
 	// secretsKey seals the Hub's secrets; a restarted Hub keeps it.
 	secretsKey []byte
+	// scan checks at Close that no credential reached the logs.
+	scan *logScan
 }
 
 type handlerBox struct{ http.Handler }
@@ -132,17 +135,15 @@ func New(t testing.TB, opts Options) *Env {
 		opts.DispatchTimeout = 10 * time.Second
 	}
 	e := &Env{T: t, opts: opts}
-	e.log = slog.New(slog.NewTextHandler(io.Discard, nil))
-	var logTo []io.Writer
+	e.scan = &logScan{}
+	logTo := []io.Writer{e.scan}
 	if opts.Verbose || os.Getenv("SCION_TEST_VERBOSE") != "" {
 		logTo = append(logTo, os.Stderr)
 	}
 	if opts.LogTo != nil {
 		logTo = append(logTo, opts.LogTo)
 	}
-	if len(logTo) > 0 {
-		e.log = slog.New(slog.NewTextHandler(io.MultiWriter(logTo...), &slog.HandlerOptions{Level: slog.LevelDebug}))
-	}
+	e.log = slog.New(slog.NewTextHandler(io.MultiWriter(logTo...), &slog.HandlerOptions{Level: slog.LevelDebug}))
 	e.secretsKey = make([]byte, 32)
 	_, _ = rand.Read(e.secretsKey)
 	ctx := context.Background()
@@ -174,6 +175,7 @@ func New(t testing.TB, opts Options) *Env {
 		t.Fatalf("testenv: admin: %v", err)
 	}
 	e.Admin = client.New(e.URL, e.AdminToken)
+	e.NeverLogged(e.AdminToken, hex.EncodeToString(e.secretsKey))
 	if e.ProjectID, err = e.Hub.EnsureProject(ctx, "default", ""); err != nil {
 		t.Fatalf("testenv: project: %v", err)
 	}
@@ -196,6 +198,7 @@ func (e *Env) AddBroker(name string) *Broker {
 		e.T.Fatalf("testenv: register %s: %v", name, err)
 	}
 	b := &Broker{ID: creds.BrokerID, Name: name, Secret: creds.Secret, DataDir: filepath.Join(tempDir(e.T), name)}
+	e.NeverLogged(creds.Secret)
 	e.StartBroker(b, fake.New())
 	e.mu.Lock()
 	e.brokers = append(e.brokers, b)
@@ -251,6 +254,9 @@ func (e *Env) Close() {
 	e.Hub.Close()
 	e.Server.Close()
 	_ = e.Store.Close()
+	if s := e.scan.leaked(); s != "" {
+		e.T.Errorf("testenv: a credential or secret (%s) appears in the Hub or broker logs", s)
+	}
 }
 
 // WaitBrokerStatus waits until the Hub reports the broker online/offline.
