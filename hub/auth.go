@@ -43,11 +43,21 @@ func hashToken(tok string) []byte {
 }
 
 // newUserToken creates a bearer token for a user; only its hash is kept.
-func (s *Server) newUserToken(ctx context.Context, userID, name string) (string, error) {
+// ttl 0 means it does not expire (the workstation's bootstrap admin).
+func (s *Server) newUserToken(ctx context.Context, userID, name string, ttl time.Duration) (string, error) {
 	tok := userTokenPrefix + base64.RawURLEncoding.EncodeToString(newSecret(32))
-	err := s.store.CreateToken(ctx, &store.Token{Hash: hashToken(tok), Kind: store.TokenUser, UserID: userID, Name: name, CreatedAt: time.Now().UTC()})
-	return tok, err
+	now := time.Now().UTC()
+	t := &store.Token{ID: mustV7(), Hash: hashToken(tok), Kind: store.TokenUser, UserID: userID, Name: name, CreatedAt: now}
+	if ttl > 0 {
+		exp := now.Add(ttl)
+		t.ExpiresAt = &exp
+	}
+	return tok, s.store.CreateToken(ctx, t)
 }
+
+// SignInTTL is how long a token from an OIDC sign-in works; then the
+// user signs in again, so someone removed at the provider loses access.
+const SignInTTL = 7 * 24 * time.Hour
 
 // agentClaims are carried in an agent token. Agent tokens are signed with
 // the Hub's persistent key (never rotated on restart) rather than stored,

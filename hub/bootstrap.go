@@ -25,7 +25,7 @@ func (s *Server) BootstrapAdmin(ctx context.Context) (string, error) {
 			return "", err
 		}
 	}
-	return s.newUserToken(ctx, BootstrapAdminID, "bootstrap")
+	return s.newUserToken(ctx, BootstrapAdminID, "bootstrap", 0)
 }
 
 // CreateUserToken creates a user with a role (if missing) and returns a
@@ -39,5 +39,5 @@ func (s *Server) CreateUserToken(ctx context.Context, id, role string) (string, 
 			return "", err
 		}
 	}
-	return s.newUserToken(ctx, id, "cli")
+	return s.newUserToken(ctx, id, "cli", 0)
 }

@@ -171,7 +171,7 @@ func (o *oidcSignIn) handleDeviceToken(r *http.Request) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	tok, err := o.s.newUserToken(r.Context(), u.ID, "oidc sign-in")
+	tok, err := o.s.newUserToken(r.Context(), u.ID, "oidc sign-in", SignInTTL)
 	if err != nil {
 		return 0, nil, err
 	}
