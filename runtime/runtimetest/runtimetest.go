@@ -62,6 +62,10 @@ type Options struct {
 	// skips, with this reason, what needs the agent's output or exit. No
 	// runtime that can run its agents sets it.
 	NoProcess string
+	// LogsPerStart says that each Start runs the agent in a new container
+	// whose log starts empty (a Kubernetes pod), instead of appending to
+	// the previous run's output.
+	LogsPerStart bool
 
 	// The options below enable the tests of optional capabilities; each
 	// test is skipped when its option is unset or the runtime lacks the
