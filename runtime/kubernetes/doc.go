@@ -29,8 +29,9 @@
 // deletes the pod with the grace period, waits until it is gone and
 // records its exit code on the record; the pod's output goes with it. A
 // pod that ends by itself is kept, with its output, until the next Start.
-// Delete removes pod, own claims and record. Suspend and Resume are not
-// supported (ErrUnsupported).
+// Delete removes pod, own claims and record. Exec and Attach wait for a
+// pending pod to run. Suspend and Resume are not supported
+// (ErrUnsupported).
 //
 // States: no pod is created (or exited after a Stop); Pending is running
 // with the reason in Message ("pending: not scheduled"); Running is
@@ -42,9 +43,11 @@
 // The API server alone stores, validates, admits, authorizes and watches
 // every object, so everything above but the process itself works against
 // it (this package's tests run a real kube-apiserver with no kubelet).
-// Running the agent, its output (pods/log), Exec (pods/exec), a graceful
-// Stop (the kubelet sends SIGTERM and reports the exit code) and exit
-// events need a kubelet on a node; finishing the deletion of a claim
+// Running the agent, its output (pods/log), Exec (pods/exec), Attach
+// (pods/attach), a graceful Stop (the kubelet sends SIGTERM and reports
+// the exit code) and exit events need a kubelet on a node (the tests run a
+// local stand-in that does its part through the API server); finishing
+// the deletion of a claim
 // (the pvc-protection finalizer) and binding claims need the
 // controller-manager.
 //

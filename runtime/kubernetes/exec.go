@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
@@ -17,7 +18,9 @@ import (
 
 // Exec implements runtime.Execer through the API server's pods/exec, over
 // WebSockets, falling back to SPDY for an older API server. The kubelet of
-// the pod's node runs the command. Kubernetes exec has no environment or
+// the pod's node runs the command. A pod that is still pending (the agent
+// is "running" from Start on) is waited for until its container runs, or
+// ctx ends. Kubernetes exec has no environment or
 // working directory of its own, so ExecRequest.Env and WorkDir are passed
 // through env(1) ("env -C DIR K=V... CMD"), which the image must have.
 func (r *Runtime) Exec(ctx context.Context, agentID string, req runtime.ExecRequest) (int, error) {
@@ -25,29 +28,16 @@ func (r *Runtime) Exec(ctx context.Context, agentID string, req runtime.ExecRequ
 	if err != nil {
 		return -1, err
 	}
-	pod, err := r.currentPod(ctx, t, rec)
+	pod, err := r.runningPod(ctx, t, rec)
 	if err != nil {
 		return -1, err
-	}
-	if pod == nil || !ownedBy(pod, rec) || pod.Status.Phase != corev1.PodRunning {
-		return -1, fmt.Errorf("kubernetes runtime: agent %s is not running", agentID)
 	}
 	cmd := execCommand(req)
 	u := t.client.CoreV1().RESTClient().Post().Namespace(t.key.namespace).Resource("pods").Name(pod.Name).
 		SubResource("exec").VersionedParams(&corev1.PodExecOptions{
 		Container: "agent", Command: cmd, Stdin: req.Stdin != nil, Stdout: true, Stderr: !req.TTY, TTY: req.TTY,
 	}, scheme.ParameterCodec).URL()
-	ws, err := remotecommand.NewWebSocketExecutor(t.config, "GET", u.String())
-	if err != nil {
-		return -1, err
-	}
-	spdy, err := remotecommand.NewSPDYExecutor(t.config, "POST", u)
-	if err != nil {
-		return -1, err
-	}
-	ex, err := remotecommand.NewFallbackExecutor(ws, spdy, func(err error) bool {
-		return httpstream.IsUpgradeFailure(err) || httpstream.IsHTTPSProxyError(err)
-	})
+	ex, err := executor(t, u)
 	if err != nil {
 		return -1, err
 	}
@@ -64,6 +54,40 @@ func (r *Runtime) Exec(ctx context.Context, agentID string, req runtime.ExecRequ
 		return exit.Code, nil
 	}
 	return -1, fmt.Errorf("kubernetes runtime: exec in %s: %w", agentID, err)
+}
+
+// runningPod is the agent's pod once its container runs: a pending pod
+// is waited for; no pod, or one that has ended, is an error.
+func (r *Runtime) runningPod(ctx context.Context, t *target, rec *corev1.ConfigMap) (*corev1.Pod, error) {
+	pod, err := r.currentPod(ctx, t, rec)
+	if err != nil {
+		return nil, err
+	}
+	if pod != nil && ownedBy(pod, rec) && pod.Status.Phase == corev1.PodPending && pod.DeletionTimestamp == nil {
+		if pod, err = r.waitStarted(ctx, t, pod); err != nil {
+			return nil, err
+		}
+	}
+	if pod == nil || !ownedBy(pod, rec) || pod.Status.Phase != corev1.PodRunning {
+		return nil, fmt.Errorf("kubernetes runtime: agent %s is not running", rec.Labels["scion.agent_id"])
+	}
+	return pod, nil
+}
+
+// executor streams to a pods/exec or pods/attach URL over WebSockets,
+// falling back to SPDY where the API server cannot upgrade to them.
+func executor(t *target, u *url.URL) (remotecommand.Executor, error) {
+	ws, err := remotecommand.NewWebSocketExecutor(t.config, "GET", u.String())
+	if err != nil {
+		return nil, err
+	}
+	spdy, err := remotecommand.NewSPDYExecutor(t.config, "POST", u)
+	if err != nil {
+		return nil, err
+	}
+	return remotecommand.NewFallbackExecutor(ws, spdy, func(err error) bool {
+		return httpstream.IsUpgradeFailure(err) || httpstream.IsHTTPSProxyError(err)
+	})
 }
 
 // execCommand prefixes req.Cmd with env(1) when it needs an environment

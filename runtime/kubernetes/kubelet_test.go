@@ -3,6 +3,7 @@ package kubernetes_test
 import (
 	"context"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -52,10 +53,11 @@ type localKubelet struct {
 }
 
 type localProc struct {
-	dir  string // the working directory
-	cmd  *exec.Cmd
-	out  *logBuffer
-	done chan struct{}
+	dir   string         // the working directory
+	stdin io.WriteCloser // kept open across attachments
+	cmd   *exec.Cmd
+	out   *logBuffer
+	done  chan struct{}
 }
 
 func startLocalKubelet(t *testing.T, n ns, root string) *localKubelet {
@@ -63,8 +65,12 @@ func startLocalKubelet(t *testing.T, n ns, root string) *localKubelet {
 	k := &localKubelet{t: t, n: n, node: "node-" + n.name, root: root,
 		procs: map[types.UID]*localProc{}, byName: map[string]*localProc{}, acting: map[types.UID]bool{}}
 	k.srv = httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if strings.HasPrefix(r.URL.Path, "/exec/") {
+		switch {
+		case strings.HasPrefix(r.URL.Path, "/exec/"):
 			k.serveExec(w, r)
+			return
+		case strings.HasPrefix(r.URL.Path, "/attach/"):
+			k.serveAttach(w, r)
 			return
 		}
 		k.serveLogs(w, r)
@@ -175,6 +181,14 @@ func (k *localKubelet) run(pod *corev1.Pod) {
 	}
 	p := &localProc{dir: dir, cmd: cmd, out: newLogBuffer(), done: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = p.out, p.out
+	if c.Stdin {
+		in, err := cmd.StdinPipe()
+		if err != nil {
+			k.t.Errorf("kubelet: %v", err)
+			return
+		}
+		p.stdin = in
+	}
 	k.mu.Lock()
 	k.procs[pod.UID] = p
 	k.byName[pod.Name] = p

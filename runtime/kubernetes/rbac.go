@@ -18,9 +18,9 @@ func RuntimeRules() []rbacv1.PolicyRule {
 		// Agents' pods: made at Start, deleted at Stop and Delete, watched
 		// for Events, listed for Inventory.
 		{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "watch", "create", "delete"}},
-		// Output, and exec (WebSocket exec is a GET, SPDY a POST).
+		// Output, exec and attach (over WebSockets a GET, SPDY a POST).
 		{APIGroups: []string{""}, Resources: []string{"pods/log"}, Verbs: []string{"get"}},
-		{APIGroups: []string{""}, Resources: []string{"pods/exec"}, Verbs: []string{"get", "create"}},
+		{APIGroups: []string{""}, Resources: []string{"pods/exec", "pods/attach"}, Verbs: []string{"get", "create"}},
 		// Agents' records: what to run at each Start and how it last ended.
 		{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list", "create", "patch", "delete"}},
 		// Workspace, home and shared-directory claims.
