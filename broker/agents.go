@@ -23,7 +23,23 @@ const cleanupTimeout = 30 * time.Second
 // createAgent provisions an agent: its broker-local directories, its
 // workspace and its container, started if spec.Start. On failure it undoes
 // what it did, so a create either completes or leaves nothing behind.
-func (b *Broker) createAgent(ctx context.Context, spec wire.AgentSpec) (_ runtime.Status, err error) {
+//
+// A host port from the pool may turn out to be taken by a program the
+// pool does not know of (another engine client published it between our
+// probe and the start): the create is undone and made again with other
+// ports from the pool, twice at most.
+func (b *Broker) createAgent(ctx context.Context, spec wire.AgentSpec) (runtime.Status, error) {
+	for attempt := 1; ; attempt++ {
+		st, err := b.createAgentOnce(ctx, spec)
+		if err == nil || attempt == 3 || len(spec.Ports) == 0 || !errors.Is(err, runtime.ErrHostPortTaken) {
+			return st, err
+		}
+		b.log.Warn("a published host port is taken on this host by something outside the pool; creating again with other ports",
+			"agent", spec.AgentID, "attempt", attempt, "err", err)
+	}
+}
+
+func (b *Broker) createAgentOnce(ctx context.Context, spec wire.AgentSpec) (_ runtime.Status, err error) {
 	if err := validID("project ID", spec.ProjectID); err != nil {
 		return runtime.Status{}, err
 	}

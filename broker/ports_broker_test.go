@@ -2,6 +2,7 @@ package broker
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -153,4 +154,26 @@ func TestBrokerPortsAfterRestart(t *testing.T) {
 	// New agents get the two free ports and no more.
 	mappedHosts(t, hub2.status(wire.MethodAgentCreate, withPorts("new", false, 80, 81)), 2)
 	wantCode(t, hub2.call(wire.MethodAgentCreate, withPorts("more", false, 80), nil), api.CodePortPoolExhausted)
+}
+
+// TestCreateRetriesATakenHostPort: when the engine refuses a start because
+// a pool port is taken on the host by something the pool does not know,
+// the create is undone and made again with the next ports.
+func TestCreateRetriesATakenHostPort(t *testing.T) {
+	hub := newTestHub(t)
+	rt := fake.New()
+	b := startBroker(t, hub, rt, func(c *Config) { c.PortRange = [2]int{32100, 32103} })
+	waitConnected(t, b)
+	rt.FailNext("Start", fmt.Errorf("engine: Bind for 127.0.0.1:32100 failed: %w", runtime.ErrHostPortTaken))
+	st := hub.status(wire.MethodAgentCreate, withPorts("a1", true, 8080))
+	got := mappedHosts(t, st, 1)
+	if got[0] == 32100 {
+		t.Fatalf("the retry published the taken port again: %v", got)
+	}
+	if st.State != runtime.StateRunning {
+		t.Fatalf("state %s after the retry", st.State)
+	}
+	if n := rt.Calls("Create"); n != 2 {
+		t.Fatalf("%d container creates, want 2 (the first undone)", n)
+	}
 }

@@ -42,6 +42,10 @@ const (
 // container for.
 var ErrNotFound = errors.New("agent container not found")
 
+// ErrHostPortTaken is wrapped by a Start that failed because a host port
+// the agent publishes is already in use on the host.
+var ErrHostPortTaken = errors.New("a published host port is already in use on the host")
+
 // Spec describes one agent container.
 type Spec struct {
 	AgentID   string

@@ -2,6 +2,7 @@ package docker
 
 import (
 	"context"
+	"errors"
 	"io"
 	"reflect"
 	"strings"
@@ -114,5 +115,18 @@ func TestEventsReconnect(t *testing.T) {
 	case ev := <-r.events:
 		t.Errorf("extra event %+v", ev.Status)
 	default:
+	}
+}
+
+func TestStartErrorNamesATakenPort(t *testing.T) {
+	for cause, taken := range map[string]bool{
+		"driver failed programming external connectivity on endpoint x: Bind for 127.0.0.1:31001 failed: port is already allocated": true,
+		"listen tcp4 127.0.0.1:31001: bind: address already in use":                                                                  true,
+		`exec: "nope": executable file not found in $PATH`:                                                                           false,
+	} {
+		err := error(&StartError{AgentID: "a", ExitCode: 128, Cause: cause})
+		if errors.Is(err, runtime.ErrHostPortTaken) != taken {
+			t.Errorf("%q: ErrHostPortTaken = %v, want %v", cause, !taken, taken)
+		}
 	}
 }

@@ -96,6 +96,15 @@ func (e *StartError) Error() string {
 	return b.String()
 }
 
+// Unwrap says when the engine refused the start because a published host
+// port is taken (the broker then tries other ports).
+func (e *StartError) Unwrap() error {
+	if strings.Contains(e.Cause, "port is already allocated") || strings.Contains(e.Cause, "address already in use") {
+		return runtime.ErrHostPortTaken
+	}
+	return nil
+}
+
 // startError builds the StartError of a container, from the engine's
 // error (engineErr, if the start call failed) and its state and logs.
 func (r *Runtime) startError(ctx context.Context, agentID, id string, engineErr error) error {
