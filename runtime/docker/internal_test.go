@@ -121,8 +121,8 @@ func TestEventsReconnect(t *testing.T) {
 func TestStartErrorNamesATakenPort(t *testing.T) {
 	for cause, taken := range map[string]bool{
 		"driver failed programming external connectivity on endpoint x: Bind for 127.0.0.1:31001 failed: port is already allocated": true,
-		"listen tcp4 127.0.0.1:31001: bind: address already in use":                                                                  true,
-		`exec: "nope": executable file not found in $PATH`:                                                                           false,
+		"listen tcp4 127.0.0.1:31001: bind: address already in use":                                                                 true,
+		`exec: "nope": executable file not found in $PATH`:                                                                          false,
 	} {
 		err := error(&StartError{AgentID: "a", ExitCode: 128, Cause: cause})
 		if errors.Is(err, runtime.ErrHostPortTaken) != taken {
