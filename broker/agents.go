@@ -8,10 +8,10 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
-	"sync"
 	"time"
 
 	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/internal/keylock"
 	"github.com/scion-go/scion/runtime"
 	"github.com/scion-go/scion/wire"
 )
@@ -255,48 +255,17 @@ func (b *Broker) removeDir(dir string) {
 	}
 }
 
-// agentLocks serializes the commands for one agent while letting different
-// agents proceed concurrently. Entries live only while someone holds or
-// waits for them, so the map does not grow with every agent ever seen.
-type agentLocks struct {
-	mu sync.Mutex
-	m  map[string]*agentLock
-}
+// agentLocks serializes the commands for one agent (or one project's
+// workspace work) while letting different ones proceed concurrently; a
+// wait cut short by ctx answers with the broker's typed error.
+type agentLocks struct{ l keylock.Locks }
 
-type agentLock struct {
-	sem  chan struct{} // a one-slot semaphore, so waiting can honour ctx
-	refs int
-}
-
-// lock waits for the agent's lock; it gives up when ctx ends.
-func (l *agentLocks) lock(ctx context.Context, agentID string) (unlock func(), err error) {
-	l.mu.Lock()
-	if l.m == nil {
-		l.m = map[string]*agentLock{}
+func (a *agentLocks) lock(ctx context.Context, key string) (unlock func(), err error) {
+	unlock, err = a.l.Lock(ctx, key)
+	if err != nil {
+		return nil, ctxError(err)
 	}
-	e := l.m[agentID]
-	if e == nil {
-		e = &agentLock{sem: make(chan struct{}, 1)}
-		l.m[agentID] = e
-	}
-	e.refs++
-	l.mu.Unlock()
-
-	select {
-	case e.sem <- struct{}{}:
-		return func() { <-e.sem; l.release(agentID, e) }, nil
-	case <-ctx.Done():
-		l.release(agentID, e)
-		return nil, ctxError(ctx.Err())
-	}
-}
-
-func (l *agentLocks) release(agentID string, e *agentLock) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if e.refs--; e.refs == 0 {
-		delete(l.m, agentID)
-	}
+	return unlock, nil
 }
 
 // Profile settings a runtime reads from the agent's labels: resource

@@ -286,9 +286,7 @@ func TestPerAgentSerialization(t *testing.T) {
 	}
 	// ...while the second a1 command waits for the agent's lock.
 	eventually(t, "second a1 command waiting", func() bool {
-		b.locks.mu.Lock()
-		defer b.locks.mu.Unlock()
-		return b.locks.m["a1"] != nil && b.locks.m["a1"].refs == 2
+		return b.locks.l.Refs("a1") == 2
 	})
 	close(g.gate)
 	wg.Wait()
@@ -297,10 +295,8 @@ func TestPerAgentSerialization(t *testing.T) {
 	if g.maxActive["a1"] != 1 || g.maxActive["a2"] != 1 {
 		t.Fatalf("max concurrent commands per agent: %v", g.maxActive)
 	}
-	b.locks.mu.Lock()
-	defer b.locks.mu.Unlock()
-	if len(b.locks.m) != 0 {
-		t.Errorf("lock table not emptied: %v", b.locks.m)
+	if n := b.locks.l.Len(); n != 0 {
+		t.Errorf("lock table not emptied: %d entries", n)
 	}
 }
 

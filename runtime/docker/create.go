@@ -58,7 +58,7 @@ func (r *Runtime) Create(ctx context.Context, spec runtime.Spec) (runtime.Status
 	if err != nil {
 		return runtime.Status{}, fmt.Errorf("docker runtime: Create %s: %w", spec.AgentID, err)
 	}
-	unlock, err := r.locks.lock(ctx, spec.AgentID)
+	unlock, err := r.locks.Lock(ctx, spec.AgentID)
 	if err != nil {
 		return runtime.Status{}, err
 	}

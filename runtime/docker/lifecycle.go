@@ -18,7 +18,7 @@ import (
 // agent twice. A container that fails to start, or exits non-zero at once,
 // is a *StartError carrying the exit code and the last lines of output.
 func (r *Runtime) Start(ctx context.Context, agentID string) (runtime.Status, error) {
-	unlock, err := r.locks.lock(ctx, agentID)
+	unlock, err := r.locks.Lock(ctx, agentID)
 	if err != nil {
 		return runtime.Status{}, err
 	}
@@ -131,7 +131,7 @@ func (r *Runtime) startError(ctx context.Context, agentID, id string, engineErr 
 // resumed first, or it could not act on the signal. Stopping a container
 // that is not running is a no-op.
 func (r *Runtime) Stop(ctx context.Context, agentID string, grace time.Duration) (runtime.Status, error) {
-	unlock, err := r.locks.lock(ctx, agentID)
+	unlock, err := r.locks.Lock(ctx, agentID)
 	if err != nil {
 		return runtime.Status{}, err
 	}
@@ -180,7 +180,7 @@ func (r *Runtime) Resume(ctx context.Context, agentID string) (runtime.Status, e
 }
 
 func (r *Runtime) pauseOrUnpause(ctx context.Context, op, agentID string, pause bool) (runtime.Status, error) {
-	unlock, err := r.locks.lock(ctx, agentID)
+	unlock, err := r.locks.Lock(ctx, agentID)
 	if err != nil {
 		return runtime.Status{}, err
 	}
@@ -226,7 +226,7 @@ func (r *Runtime) Delete(ctx context.Context, agentID string) error {
 	if !validID(agentID) {
 		return notFound(agentID)
 	}
-	unlock, err := r.locks.lock(ctx, agentID)
+	unlock, err := r.locks.Lock(ctx, agentID)
 	if err != nil {
 		return err
 	}

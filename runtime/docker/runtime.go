@@ -16,6 +16,7 @@ import (
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/client"
 
+	"github.com/scion-go/scion/internal/keylock"
 	"github.com/scion-go/scion/runtime"
 )
 
@@ -77,7 +78,7 @@ type Runtime struct {
 	cli       *client.Client
 	ownClient bool
 	opts      Options
-	locks     agentLocks
+	locks     keylock.Locks
 	events    chan runtime.Event
 	stopWatch context.CancelFunc
 	wg        sync.WaitGroup // the event watcher
