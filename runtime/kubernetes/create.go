@@ -38,7 +38,7 @@ func (r *Runtime) Create(ctx context.Context, spec runtime.Spec) (runtime.Status
 	if err != nil {
 		return runtime.Status{}, err
 	}
-	unlock, err := r.locks.lock(ctx, spec.AgentID)
+	unlock, err := r.locks.Lock(ctx, spec.AgentID)
 	if err != nil {
 		return runtime.Status{}, err
 	}
@@ -134,7 +134,7 @@ func (r *Runtime) createClaims(ctx context.Context, t *target, rec *corev1.Confi
 // a Docker force-remove), the agent's own claims and its record. Project
 // claims and the NFS share's claim stay for the project's other agents.
 func (r *Runtime) Delete(ctx context.Context, agentID string) error {
-	unlock, err := r.locks.lock(ctx, agentID)
+	unlock, err := r.locks.Lock(ctx, agentID)
 	if err != nil {
 		return err
 	}

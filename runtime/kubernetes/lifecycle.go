@@ -21,7 +21,7 @@ import (
 // so a retried start never runs an agent twice; a finished pod is removed
 // first (its output goes with it) and a new one made.
 func (r *Runtime) Start(ctx context.Context, agentID string) (runtime.Status, error) {
-	unlock, err := r.locks.lock(ctx, agentID)
+	unlock, err := r.locks.Lock(ctx, agentID)
 	if err != nil {
 		return runtime.Status{}, err
 	}
@@ -67,7 +67,7 @@ func (r *Runtime) Start(ctx context.Context, agentID string) (runtime.Status, er
 // goes with the pod. A pod that has finished by itself is kept (with its
 // output) and Stop is a no-op.
 func (r *Runtime) Stop(ctx context.Context, agentID string, grace time.Duration) (runtime.Status, error) {
-	unlock, err := r.locks.lock(ctx, agentID)
+	unlock, err := r.locks.Lock(ctx, agentID)
 	if err != nil {
 		return runtime.Status{}, err
 	}

@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/scion-go/scion/internal/keylock"
 	"github.com/scion-go/scion/runtime"
 )
 
@@ -50,7 +51,7 @@ type Options struct {
 // Runtime runs agents as pods. See the package documentation.
 type Runtime struct {
 	opts  Options
-	locks agentLocks
+	locks keylock.Locks
 
 	events chan runtime.Event
 	stop   context.CancelFunc
