@@ -80,9 +80,9 @@ func (s *Server) checkPlacement(c *Caller, in placement.Input, d placement.Decis
 
 // checkRerun is the authority check for start, restart and resume: acting
 // on another agent runs it again under its role, so the caller must be
-// able to delegate that role; and the agent must still be allowed on its
-// broker. A user re-running an agent with no recorded provenance becomes
-// its delegator.
+// able to delegate that role. A user re-running an agent with no recorded
+// provenance becomes its delegator. (Whether the broker still takes the
+// agent's passthrough identity is checked once the broker is loaded.)
 func (s *Server) checkRerun(ctx context.Context, c *Caller, a *store.Agent) error {
 	if !(c.Kind == CallerAgent && c.ID == a.ID) {
 		if err := s.refusal(c, authz.AgentLifecycle, authz.CanDelegate(*c, a.Role), nil); err != nil {

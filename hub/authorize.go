@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"slices"
+	"sync/atomic"
 
 	"github.com/scion-go/scion/api"
 	"github.com/scion-go/scion/hub/authz"
@@ -27,13 +28,13 @@ const (
 // decision. The guard in requireAuth refuses to send a success answer for
 // a request that never did: a route without an authorization check fails
 // loudly (500) instead of serving everyone.
-type checkMark struct{ checked bool }
+type checkMark struct{ checked atomic.Bool }
 
 type checkKey struct{}
 
 func markChecked(ctx context.Context) {
 	if m, ok := ctx.Value(checkKey{}).(*checkMark); ok {
-		m.checked = true
+		m.checked.Store(true)
 	}
 }
 
@@ -89,13 +90,14 @@ func agentNotFound(ref string) func() error {
 // WebSocket) for a request whose handler never called authorize.
 type guardWriter struct {
 	http.ResponseWriter
-	s     *Server
-	r     *http.Request
-	mark  *checkMark
-	wrote bool
+	s       *Server
+	r       *http.Request
+	mark    *checkMark
+	wrote   bool
+	refused bool
 }
 
-func (g *guardWriter) unchecked() bool { return !g.mark.checked }
+func (g *guardWriter) unchecked() bool { return !g.mark.checked.Load() }
 
 func (g *guardWriter) WriteHeader(code int) {
 	if g.wrote {
@@ -107,8 +109,7 @@ func (g *guardWriter) WriteHeader(code int) {
 		g.ResponseWriter.Header().Set("Content-Type", "application/json")
 		g.ResponseWriter.WriteHeader(http.StatusInternalServerError)
 		_, _ = g.ResponseWriter.Write([]byte(`{"error":{"code":"internal","message":"this route has no authorization check"}}` + "\n"))
-		g.mark.checked = true // swallow the handler's body
-		g.r = nil
+		g.refused = true // the handler's own body is dropped
 		return
 	}
 	g.ResponseWriter.WriteHeader(code)
@@ -118,14 +119,14 @@ func (g *guardWriter) Write(b []byte) (int, error) {
 	if !g.wrote {
 		g.WriteHeader(http.StatusOK)
 	}
-	if g.r == nil {
+	if g.refused {
 		return len(b), nil
 	}
 	return g.ResponseWriter.Write(b)
 }
 
 func (g *guardWriter) Flush() {
-	if f, ok := g.ResponseWriter.(http.Flusher); ok && g.r != nil {
+	if f, ok := g.ResponseWriter.(http.Flusher); ok && !g.refused {
 		f.Flush()
 	}
 }

@@ -1,0 +1,58 @@
+package hub
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/scion-go/scion/hub/authz"
+	"github.com/scion-go/scion/store/sqlite"
+)
+
+// TestGuardRefusesARouteWithoutACheck: a handler that answers 200 without
+// asking hub/authz gets a 500 instead, and its body is dropped; one that
+// asks is served.
+func TestGuardRefusesARouteWithoutACheck(t *testing.T) {
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "hub.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	s, err := New(ctx, Options{Store: st, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	tok, err := s.BootstrapAdmin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	send := func(h apiHandler) (int, string) {
+		req := httptest.NewRequest(http.MethodGet, "/x", nil)
+		req.Header.Set("Authorization", "Bearer "+tok)
+		w := httptest.NewRecorder()
+		s.requireAuth(s.serveAPI(h))(w, req)
+		return w.Code, w.Body.String()
+	}
+	code, body := send(func(r *http.Request, c *Caller) (int, any, error) {
+		return http.StatusOK, map[string]string{"secret": "everyone sees this"}, nil
+	})
+	if code != http.StatusInternalServerError || strings.Contains(body, "everyone") {
+		t.Fatalf("unchecked route: %d %s", code, body)
+	}
+	code, _ = send(func(r *http.Request, c *Caller) (int, any, error) {
+		if err := s.authorize(r.Context(), c, authz.HubRead, authz.Resource{}, nil); err != nil {
+			return 0, nil, err
+		}
+		return http.StatusOK, map[string]string{"ok": "yes"}, nil
+	})
+	if code != http.StatusOK {
+		t.Fatalf("checked route: %d", code)
+	}
+}
