@@ -234,6 +234,10 @@ type CreateAgentRequest struct {
 	// Secrets names Hub secrets (of the project, else hub-wide) delivered
 	// to the agent's environment under their names.
 	Secrets []string `json:"secrets,omitempty"`
+	// Kubernetes are the agent's own Kubernetes settings (namespace,
+	// shared_dir_size, safe_to_evict, priority_class, ...); on a Kubernetes
+	// runtime they win over the profile's. Other runtimes ignore them.
+	Kubernetes map[string]string `json:"kubernetes,omitempty"`
 	// Start makes the agent run right away (scion start); otherwise it is
 	// only provisioned (scion create).
 	Start bool `json:"start"`

@@ -126,6 +126,9 @@ func (b *Broker) createAgentOnce(ctx context.Context, spec wire.AgentSpec) (_ ru
 	if spec.SharingMode != "" {
 		rs.Labels[runtime.LabelSharingMode] = spec.SharingMode
 	}
+	for k, v := range spec.Kubernetes {
+		rs.Labels[runtime.LabelKubernetesSetting+k] = v
+	}
 	if portsLabel != "" {
 		rs.Labels[labelPorts] = portsLabel
 	}

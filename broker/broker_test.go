@@ -479,3 +479,23 @@ func TestNewValidates(t *testing.T) {
 		t.Errorf("defaults: url %s cfg %+v", b.url, b.cfg)
 	}
 }
+
+// TestAgentKubernetesSettingsReachTheRuntime: an agent's own Kubernetes
+// settings arrive as scion.k8s.<key> spec labels, where the Kubernetes
+// runtime reads them (winning over the profile's).
+func TestAgentKubernetesSettingsReachTheRuntime(t *testing.T) {
+	hub := newTestHub(t)
+	rt := fake.New()
+	b := startBroker(t, hub, rt, nil)
+	waitConnected(t, b)
+	s := spec("k1")
+	s.Kubernetes = map[string]string{"namespace": "team-a", "safe_to_evict": "false"}
+	hub.status(wire.MethodAgentCreate, s)
+	st, err := rt.Inspect(t.Context(), "k1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Labels[runtime.LabelKubernetesSetting+"namespace"] != "team-a" || st.Labels[runtime.LabelKubernetesSetting+"safe_to_evict"] != "false" {
+		t.Fatalf("labels %v", st.Labels)
+	}
+}

@@ -45,7 +45,7 @@ type createFlags struct {
 	env                                      []string
 	ports                                    []int
 	role, passthrough                        string
-	scopes, secrets                          []string
+	scopes, secrets, k8s                     []string
 	noScopes                                 bool
 }
 
@@ -63,6 +63,7 @@ func (f *createFlags) add(cmd *cobra.Command) {
 	fs.BoolVar(&f.noScopes, "no-scopes", false, "give the agent's token no scopes (it cannot start agents)")
 	fs.StringVar(&f.passthrough, "passthrough", "", `run the agent with your cloud identity ("gcp"); the broker must allow it`)
 	fs.StringArrayVar(&f.secrets, "secret", nil, "Hub secret to put in the agent's environment under its name (repeatable)")
+	fs.StringArrayVar(&f.k8s, "k8s", nil, "the agent's own Kubernetes setting KEY=VALUE, winning over its profile's (namespace, shared_dir_size, ...; repeatable)")
 }
 
 // identity fills the identity fields of a create request.
@@ -71,6 +72,16 @@ func (f *createFlags) identity(req *api.CreateAgentRequest) error {
 		return usageErrorf("--no-scopes and --scope exclude each other")
 	}
 	req.Role, req.Passthrough, req.Secrets = f.role, f.passthrough, f.secrets
+	for _, kv := range f.k8s {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return usageErrorf("invalid --k8s %q: use KEY=VALUE, as in --k8s namespace=agents", kv)
+		}
+		if req.Kubernetes == nil {
+			req.Kubernetes = map[string]string{}
+		}
+		req.Kubernetes[k] = v
+	}
 	switch {
 	case f.noScopes:
 		req.Scopes = &[]string{}

@@ -44,8 +44,19 @@ func validateCreate(req *api.CreateAgentRequest) error {
 			return api.BadRequest("invalid environment variable name %q", k)
 		}
 	}
+	if len(req.Kubernetes) > 32 {
+		return api.BadRequest("kubernetes settings are limited to 32 entries")
+	}
+	for k, v := range req.Kubernetes {
+		if !k8sKeyRE.MatchString(k) || len(v) > 253 {
+			return api.BadRequest("invalid kubernetes setting %q: keys are lower-case words joined by _, values at most 253 bytes", k)
+		}
+	}
 	return api.ValidatePorts(req.Ports)
 }
+
+// k8sKeyRE is the shape of a Kubernetes setting key (shared_dir_size).
+var k8sKeyRE = regexp.MustCompile(`^[a-z][a-z0-9_]{0,39}$`)
 
 func (s *Server) agentView(ctx context.Context, a *store.Agent, names map[string]string) api.Agent {
 	v := api.Agent{ID: a.ID, Slug: a.Slug, ProjectID: a.ProjectID, BrokerID: a.BrokerID, Profile: a.Profile,
@@ -192,7 +203,7 @@ func (s *Server) createAgent(r *http.Request, c *Caller, p *store.Project, req a
 	spec := wire.AgentSpec{AgentID: a.ID, Slug: a.Slug, ProjectID: p.ID, ProjectName: p.Name, RunID: a.RunID,
 		Generation: a.Generation, Harness: a.Harness, Image: a.Image, Command: a.Command, Env: a.Env,
 		Ports: a.Ports, Profile: a.Profile, SharingMode: p.SharingMode, GitRemote: p.GitRemote,
-		AgentToken: s.mintAgentToken(a), Secrets: secrets, HubURL: s.opts.PublicURL, Start: req.Start, Payload: req.Payload}
+		AgentToken: s.mintAgentToken(a), Secrets: secrets, Kubernetes: req.Kubernetes, HubURL: s.opts.PublicURL, Start: req.Start, Payload: req.Payload}
 	var st wire.AgentStatus
 	s.inflight.add(a.ID)
 	derr := s.dispatch(ctx, b.ID, wire.MethodAgentCreate, spec, &st, "create:"+a.RunID)

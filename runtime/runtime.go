@@ -26,6 +26,9 @@ const (
 	// them).
 	LabelProfile     = "scion.profile"
 	LabelSharingMode = "scion.sharing_mode"
+	// LabelKubernetesSetting prefixes an agent's own Kubernetes settings
+	// (scion.k8s.namespace, ...), which win over its profile's.
+	LabelKubernetesSetting = "scion.k8s."
 )
 
 // States of a container, as Status.State. They match the api.Container*

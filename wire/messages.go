@@ -105,9 +105,12 @@ type AgentSpec struct {
 	// Secrets are the values of the Hub secrets the agent names, by name;
 	// the broker puts them in the agent's environment and nowhere else.
 	Secrets map[string]string `json:"secrets,omitempty"`
-	HubURL  string            `json:"hubUrl,omitempty"`
-	Start   bool              `json:"start"`
-	Payload json.RawMessage   `json:"payload,omitempty"`
+	// Kubernetes are the agent's own Kubernetes settings; the broker hands
+	// them to its runtime as scion.k8s.<key> spec labels.
+	Kubernetes map[string]string `json:"kubernetes,omitempty"`
+	HubURL     string            `json:"hubUrl,omitempty"`
+	Start      bool              `json:"start"`
+	Payload    json.RawMessage   `json:"payload,omitempty"`
 }
 
 // AgentRef names an agent (and optionally its run) in a lifecycle command.

@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/scion-go/scion/runtime"
 )
 
 // Settings are the Kubernetes settings of one agent, as a profile, a flat
@@ -77,7 +79,7 @@ var boolKeys = map[string]func(*Settings) **bool{
 
 // AgentSettingPrefix marks an agent's own Kubernetes settings in
 // Spec.Labels: "scion.k8s.namespace" is the agent's namespace setting.
-const AgentSettingPrefix = "scion.k8s."
+const AgentSettingPrefix = runtime.LabelKubernetesSetting
 
 // SettingKeys lists every settings key, sorted, for documentation and
 // error messages.
