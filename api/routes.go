@@ -42,6 +42,10 @@ package api
 //	GET    /api/v1/admin/limits                         -> Limits
 //	PUT    /api/v1/admin/limits                         Limits -> Limits (admin)
 //
+// Users, access tokens and secrets are listed in access.go. Who may call
+// what is hub/authz's (docs/permissions.md); hub/authz_matrix_test.go
+// holds the expected answer of every route for every kind of caller.
+//
 // Mutating calls accept an Idempotency-Key header.
 const (
 	HeaderBrokerID        = "X-Scion-Broker-ID"
