@@ -13,10 +13,15 @@ import (
 	"github.com/scion-go/scion/store"
 )
 
-func (s *Server) brokerView(ctx context.Context, b *store.Broker, counts map[string]int) (api.RuntimeBroker, error) {
+// brokerView is a broker as c may see it: a caller confined to one
+// project (a token, an agent) sees only that project among the broker's.
+func (s *Server) brokerView(ctx context.Context, c *Caller, b *store.Broker, counts map[string]int) (api.RuntimeBroker, error) {
 	projects, err := s.store.BrokerProjects(ctx, b.ID)
 	if err != nil {
 		return api.RuntimeBroker{}, err
+	}
+	if c != nil && c.ProjectID != "" {
+		projects = slices.DeleteFunc(projects, func(p string) bool { return p != c.ProjectID })
 	}
 	if projects == nil {
 		projects = []string{}
@@ -202,7 +207,7 @@ func (s *Server) handleListBrokers(r *http.Request, c *Caller) (int, any, error)
 	}
 	out := api.List[api.RuntimeBroker]{Items: make([]api.RuntimeBroker, 0, len(items)), NextCursor: next, Total: total}
 	for _, b := range items {
-		v, err := s.brokerView(r.Context(), b, counts)
+		v, err := s.brokerView(r.Context(), c, b, counts)
 		if err != nil {
 			return 0, nil, err
 		}
@@ -216,16 +221,16 @@ func (s *Server) handleGetBroker(r *http.Request, c *Caller) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	return s.brokerAnswer(r.Context(), b)
+	return s.brokerAnswer(r.Context(), c, b)
 }
 
 // brokerAnswer is the 200 answer with one broker's view.
-func (s *Server) brokerAnswer(ctx context.Context, b *store.Broker) (int, any, error) {
+func (s *Server) brokerAnswer(ctx context.Context, c *Caller, b *store.Broker) (int, any, error) {
 	n, err := s.store.CountReservations(ctx, b.ID)
 	if err != nil {
 		return 0, nil, err
 	}
-	v, err := s.brokerView(ctx, b, map[string]int{b.ID: n})
+	v, err := s.brokerView(ctx, c, b, map[string]int{b.ID: n})
 	return http.StatusOK, v, err
 }
 
@@ -261,7 +266,7 @@ func (s *Server) handleUpdateBroker(r *http.Request, c *Caller) (int, any, error
 	if err := s.store.UpdateBroker(r.Context(), b); err != nil {
 		return 0, nil, err
 	}
-	return s.brokerAnswer(r.Context(), b)
+	return s.brokerAnswer(r.Context(), c, b)
 }
 
 func (s *Server) handleDeregisterBroker(r *http.Request, c *Caller) (int, any, error) {
@@ -324,7 +329,7 @@ func (s *Server) providerLink(r *http.Request, c *Caller, link bool) (int, any, 
 	if err != nil {
 		return 0, nil, err
 	}
-	return s.brokerAnswer(r.Context(), b)
+	return s.brokerAnswer(r.Context(), c, b)
 }
 
 // visibleBrokers lists, in one page, the brokers a caller without

@@ -290,3 +290,37 @@ func TestPassthroughIdentity(t *testing.T) {
 	_, err = e.Admin.CreateAgent(ctx, api.CreateAgentRequest{Name: "pt4", Project: "default", Broker: "b2", Passthrough: "aws", Command: []string{"x"}})
 	apiErr(t, err, 400, api.CodeInvalidRequest)
 }
+
+// TestConfinedCallersSeeOnlyTheirProject: a token (or agent) sees the
+// brokers that serve its project, and of their projects only its own.
+func TestConfinedCallersSeeOnlyTheirProject(t *testing.T) {
+	e := testenv.New(t, testenv.Options{Brokers: 1})
+	ctx := context.Background()
+	other, err := e.Admin.CreateProject(ctx, api.CreateProjectRequest{Name: "secret-plans"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Admin.ProvideProject(ctx, "b1", other.ID); err != nil {
+		t.Fatal(err)
+	}
+	tok, err := e.Admin.CreateAccessToken(ctx, api.CreateAccessTokenRequest{Name: "ci", Project: "default", Scopes: []string{"project:read"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	as := client.New(e.URL, tok.Token)
+	b, err := as.GetBroker(ctx, "b1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b.Projects) != 1 || b.Projects[0] != e.ProjectID {
+		t.Fatalf("a token sees the broker's projects %v, want only its own", b.Projects)
+	}
+	bs, err := as.ListAllBrokers(ctx)
+	if err != nil || len(bs) != 1 || len(bs[0].Projects) != 1 {
+		t.Fatalf("list as a token: %+v %v", bs, err)
+	}
+	full, err := e.Admin.GetBroker(ctx, "b1")
+	if err != nil || len(full.Projects) != 2 {
+		t.Fatalf("an admin sees both projects: %+v %v", full, err)
+	}
+}
