@@ -18,7 +18,8 @@ func newHubCmd(a *app) *cobra.Command {
 		Short: "Manage the hub list and administer a Hub",
 		Long: `The hub list (hubs.yaml in the Scion home) names the Hubs this CLI knows and
 which one is current. The other hub subcommands administer the selected Hub:
-its Runtime Brokers, hub-wide settings and limits.`,
+its Runtime Brokers, hub-wide settings and limits, users and their roles, your
+access tokens, and Hub secrets.`,
 	})
 	c.AddCommand(newHubAddCmd(), newHubUseCmd(), newHubListCmd(a), newHubAuthCmd(a),
 		newHubBrokersCmd(a), newHubSettingsCmd(a), newHubLimitsCmd(a), newHubTokensCmd(a), newHubSecretCmd(a), newHubUsersCmd(a))
