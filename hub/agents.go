@@ -233,8 +233,10 @@ func (s *Server) loadAgent(ctx context.Context, c *Caller, r *http.Request, act 
 	} else {
 		projRef := cmp.Or(r.URL.Query().Get("project"), c.ProjectID, defaultProject)
 		if p, err = s.loadProject(ctx, c, projRef, authz.ProjectRead); err != nil {
-			markChecked(ctx)
-			return nil, agentNotFound(ref)()
+			if api.IsCode(err, api.CodeProjectNotFound) { // unknown or hidden
+				err = agentNotFound(ref)()
+			}
+			return nil, err
 		}
 		a, err = s.store.GetAgentBySlug(ctx, p.ID, ref)
 	}
