@@ -19,6 +19,9 @@ type agentIdentity struct {
 	scopes     []string
 	delegation authz.Delegation
 	parent     string // the creating agent's ID
+	// parentSecrets are the secrets the creating agent was given: the only
+	// ones it may hand on.
+	parentSecrets []string
 }
 
 // newAgentIdentity decides the identity of the agent c asks to create:
@@ -61,6 +64,7 @@ func (s *Server) newAgentIdentity(ctx context.Context, c *Caller, req *api.Creat
 			return id, err
 		}
 		parentDelegator, parentChain, id.parent = parent.Delegator, parent.DelegationChain, parent.ID
+		id.parentSecrets = parent.SecretNames
 	}
 	id.delegation = authz.NewDelegation(*c, parentDelegator, parentChain)
 	return id, nil

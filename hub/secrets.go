@@ -22,13 +22,17 @@ func secretView(x *store.Secret) api.Secret {
 	return api.Secret{Name: x.Name, ProjectID: x.ProjectID, CreatedBy: x.CreatedBy, CreatedAt: x.CreatedAt, UpdatedAt: x.UpdatedAt}
 }
 
+func errNoSecretsKey() error {
+	return api.Errorf(http.StatusNotImplemented, api.CodeSecretsNotConfigured, "this Hub has no secrets key; start it with --secrets-key-file")
+}
+
 // secretScope resolves ?project= (empty: hub-wide) and checks c may do a
 // on the secrets there.
 func (s *Server) secretScope(r *http.Request, c *Caller, a authz.Action) (string, error) {
 	ctx := r.Context()
 	if s.secrets == nil {
 		markChecked(ctx)
-		return "", api.Errorf(http.StatusNotImplemented, api.CodeSecretsNotConfigured, "this Hub has no secrets key; start it with --secrets-key-file")
+		return "", errNoSecretsKey()
 	}
 	ref := r.URL.Query().Get("project")
 	if ref == "" {
@@ -100,24 +104,17 @@ func (s *Server) handleDeleteSecret(r *http.Request, c *Caller) (int, any, error
 
 // agentSecrets resolves the secrets a new agent names (the project's
 // first, then hub-wide ones) into the values its broker delivers. An
-// agent creating an agent may hand on only secrets it was given itself.
-func (s *Server) agentSecrets(ctx context.Context, c *Caller, projectID string, names []string) (map[string]string, error) {
+// agent creating an agent may hand on only secrets it was given itself
+// (held, from the creator's record).
+func (s *Server) agentSecrets(ctx context.Context, c *Caller, projectID string, names, held []string) (map[string]string, error) {
 	if len(names) == 0 {
 		return nil, nil
 	}
 	if s.secrets == nil {
-		return nil, api.Errorf(http.StatusNotImplemented, api.CodeSecretsNotConfigured, "this Hub has no secrets key; start it with --secrets-key-file")
+		return nil, errNoSecretsKey()
 	}
 	if len(names) > 64 {
 		return nil, api.BadRequest("an agent can name at most 64 secrets")
-	}
-	var held []string
-	if c.Kind == CallerAgent {
-		parent, err := s.store.GetAgent(ctx, c.ID)
-		if err != nil {
-			return nil, err
-		}
-		held = parent.SecretNames
 	}
 	out := make(map[string]string, len(names))
 	for _, name := range names {

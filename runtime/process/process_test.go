@@ -104,5 +104,11 @@ func TestConformance(t *testing.T) {
 			t.Cleanup(func() { rt.Close() })
 			return rt
 		},
+		// The process runtime runs agents on this host, so the host's shell
+		// and cat serve as the exec and echo commands.
+		ExecCommand: func(out string, code int) []string {
+			return []string{"/bin/sh", "-c", `echo "$0"; exit "$1"`, out, strconv.Itoa(code)}
+		},
+		EchoCommand: []string{"cat"},
 	})
 }
