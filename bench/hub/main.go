@@ -45,6 +45,7 @@ func main() {
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the whole run here")
 	flag.StringVar(&fleetShapes, "shapes", "empty,fleet,fleet,empty", "with -fleet: the Hubs to measure, in order; a shape measured twice is averaged")
 	flag.Parse()
+	defer removeAll()
 	if *cpuprofile != "" {
 		f, err := os.Create(*cpuprofile)
 		if err != nil {
@@ -54,6 +55,8 @@ func main() {
 		_ = pprof.StartCPUProfile(f)
 		defer pprof.StopCPUProfile()
 	}
+	fsBaseline("before")
+	defer fsBaseline("after")
 	if *fleet {
 		runFleet(*engines, *levels, *n)
 		return
@@ -68,6 +71,7 @@ func main() {
 				if eng == "postgres" && os.Getenv("SCION_TEST_POSTGRES_URL") == "" {
 					break
 				}
+				removeAll()
 				os.Exit(1)
 			}
 		}
@@ -82,7 +86,7 @@ func openStore(ctx context.Context, eng string) (store.Store, func(), error) {
 			return nil, nil, err
 		}
 		s, err := sqlite.Open(ctx, filepath.Join(dir, "hub.db"))
-		return s, func() { s.Close(); os.RemoveAll(dir) }, err
+		return s, func() { s.Close(); removeLater(dir) }, err
 	case "postgres":
 		admin := os.Getenv("SCION_TEST_POSTGRES_URL")
 		if admin == "" {
@@ -154,7 +158,7 @@ func run(eng string, conc, n, brokers, preload int) (result, error) {
 		return res, err
 	}
 	dir, _ := os.MkdirTemp(benchDir(), "scion-bench-broker")
-	defer os.RemoveAll(dir)
+	defer removeLater(dir)
 	bctx, stop := context.WithCancel(ctx)
 	defer stop()
 	ids := make([]string, brokers)
@@ -209,9 +213,8 @@ func run(eng string, conc, n, brokers, preload int) (result, error) {
 			return res, err
 		}
 	}
-	// Flush what the set-up and the previous run left to write back (a run
-	// removes thousands of directories when it ends), so that it is not
-	// charged to this run's creates.
+	// Flush what the set-up and the previous run left to write back, so
+	// that it is not charged to this run's creates.
 	syscall.Sync()
 	lat := make([]time.Duration, n)
 	var next atomic.Int64
@@ -294,15 +297,69 @@ func runFleet(engines, levels string, n int) {
 }
 
 // benchDir is where the database and the brokers' data go: $SCION_BENCH_DIR,
-// else the current directory, which sits on the same kind of disk as a
-// broker's ~/.scion. Not /tmp: on the project's VM a mkdir there costs
-// about 10 times as much as elsewhere on the same disk (311-410 µs vs
-// 16-59 µs, measured), and a broker makes three directories per agent.
+// else ~/.scion-bench, beside where a broker keeps its data by default
+// (~/.scion). Where that is matters on the project's VM: a mkdir costs
+// from 16 µs to 700 µs depending on the directory and on how much was
+// deleted near it lately (measured; a broker makes three directories and
+// one file per agent), so the bench prints what a bare mkdir costs in this
+// directory before and after its runs (fsBaseline).
 func benchDir() string {
 	if d := os.Getenv("SCION_BENCH_DIR"); d != "" {
 		return d
 	}
-	return "."
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "."
+	}
+	d := filepath.Join(home, ".scion-bench")
+	if err := os.MkdirAll(d, 0o755); err != nil {
+		return "."
+	}
+	return d
+}
+
+// removals are the directories the runs made, removed when the bench ends:
+// removing thousands of directories makes the next mkdirs near them slower
+// on this VM's disk for a while, which would be charged to the next run.
+var (
+	removalsMu sync.Mutex
+	removals   []string
+)
+
+func removeLater(dir string) {
+	removalsMu.Lock()
+	defer removalsMu.Unlock()
+	removals = append(removals, dir)
+}
+
+func removeAll() {
+	removalsMu.Lock()
+	defer removalsMu.Unlock()
+	for _, d := range removals {
+		os.RemoveAll(d)
+	}
+	removals = nil
+}
+
+// fsBaseline prints what a bare mkdir costs in the bench's directory: the
+// file system's share of a create, measured in the same process.
+func fsBaseline(when string) {
+	const n = 1000
+	dir, err := os.MkdirTemp(benchDir(), "scion-bench-mkdir")
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "mkdir baseline: %v\n", err)
+		return
+	}
+	defer removeLater(dir)
+	start := time.Now()
+	for i := range n {
+		if err := os.Mkdir(filepath.Join(dir, strconv.Itoa(i)), 0o755); err != nil {
+			fmt.Fprintf(os.Stderr, "mkdir baseline: %v\n", err)
+			return
+		}
+	}
+	fmt.Printf("file system %s: a bare mkdir in %s costs %s (a create makes 3 directories and 1 file)\n",
+		when, benchDir(), (time.Since(start) / n).Round(100*time.Nanosecond))
 }
 
 func mean(xs []float64) float64 {
