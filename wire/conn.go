@@ -119,8 +119,9 @@ func WithKey(key string) CallOption { return func(o *callOpts) { o.key = key } }
 
 // Conn is one side of a control channel.
 //
-// An idle Conn costs no goroutine besides the one in Run: heartbeats are
-// timers, and maps and buffers are allocated on first use.
+// An idle Conn costs two goroutines, its reader and the one waiting in
+// Run, and nothing per timer: heartbeats are timers, and maps and buffers
+// are allocated on first use.
 type Conn struct {
 	ws   *websocket.Conn
 	opts Options
@@ -134,6 +135,8 @@ type Conn struct {
 	chunkSlots chan struct{} // chunked messages being written at once
 	slots      chan struct{} // running handlers (MaxConcurrent)
 	work       chan *serving // unbuffered: idle workers receive requests here
+	turn       chan struct{} // unbuffered: idle workers receive the read turn here
+	readEnd    chan struct{} // closed when reading has ended, by the last reader
 	queued     atomic.Int32
 	streams    atomic.Int32
 
@@ -142,7 +145,11 @@ type Conn struct {
 	lastSeen atomic.Int64  // unix nanoseconds
 	running  atomic.Bool
 
-	asm assembler // the read loop's
+	// The read loop's, whichever goroutine holds the read turn (passing
+	// the turn orders its accesses): reassembly, and the request of the
+	// current message that the reader will serve itself.
+	asm  assembler
+	held *serving
 
 	// reg holds the handlers; it is replaced, never changed, so that
 	// requests find their handler without a lock.
@@ -224,6 +231,8 @@ func NewConn(ws *websocket.Conn, opts Options) *Conn {
 		chunkSlots: make(chan struct{}, maxChunkedOut),
 		slots:      make(chan struct{}, opts.MaxConcurrent),
 		work:       make(chan *serving),
+		turn:       make(chan struct{}),
+		readEnd:    make(chan struct{}),
 		asm:        assembler{max: opts.MaxMessage},
 	}
 	c.hctx, c.hcancel = context.WithCancelCause(context.Background())
@@ -259,10 +268,11 @@ func (c *Conn) Run(ctx context.Context) error {
 	})
 	defer stop()
 	c.startHeartbeat()
-	err := c.readLoop()
-	if c.shutdown(err) {
-		_ = c.ws.CloseNow()
-	}
+	// Run's goroutine only waits: the goroutine that reads also serves the
+	// requests it reads (see passTurn), and Run must return when the
+	// connection ends, not when a handler does.
+	go c.loop(true, nil)
+	<-c.readEnd
 	return c.Err()
 }
 
@@ -336,33 +346,44 @@ func (c *Conn) shutdown(reason error) bool {
 	return true
 }
 
-// readLoop reads and dispatches frames until the WebSocket fails. It never
-// writes and never blocks on anything but the socket: handlers run in their
-// own goroutines, deliveries to callers are non-blocking.
-func (c *Conn) readLoop() error {
+// readLoop reads and dispatches frames until the WebSocket fails, and
+// returns the error; or until a message brought a request, which it
+// returns for its goroutine to serve, having passed the read turn on. It
+// never writes and never blocks on anything but the socket: other requests
+// of the message go to workers, deliveries to callers are non-blocking.
+func (c *Conn) readLoop() (*serving, error) {
 	for {
 		_, r, err := c.ws.Reader(context.Background())
 		if err != nil {
-			return fmt.Errorf("wire: read: %w", err)
+			return nil, fmt.Errorf("wire: read: %w", err)
 		}
 		bp := getBuf()
 		b, err := readAll(r, (*bp)[:0])
 		c.touch()
 		if err != nil {
 			putBuf(bp, b)
-			return fmt.Errorf("wire: read: %w", err)
+			return nil, fmt.Errorf("wire: read: %w", err)
 		}
 		f := frames.Get().(*Frame)
 		err = decodeFramesInto(b, f, c.methods(), c.dispatch)
 		*f = Frame{}
 		frames.Put(f)
 		putBuf(bp, b)
+		s := c.held
+		c.held = nil
 		if err != nil {
+			if s != nil {
+				c.run(s) // it ends at once: shutdown cancels it below
+			}
 			// The peer broke the protocol: say so in the close frame.
 			if c.shutdown(err) {
 				_ = c.ws.Close(websocket.StatusProtocolError, "protocol error")
 			}
-			return err
+			return nil, err
+		}
+		if s != nil {
+			c.passTurn()
+			return s, nil
 		}
 	}
 }

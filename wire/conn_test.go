@@ -297,3 +297,36 @@ func TestConcurrencyBound(t *testing.T) {
 		t.Fatalf("peak concurrency %d, want 2", peak.Load())
 	}
 }
+
+// The goroutine that reads a request also serves it (readLoop passes the
+// read turn on first). A handler that never returns must not stop the
+// Conn reading: pings keep the peer alive past Interval+Grace, other calls
+// are answered, and Run still returns when the Conn ends.
+func TestStuckHandlerKeepsConnReading(t *testing.T) {
+	stuck := make(chan struct{})
+	defer close(stuck)
+	entered := make(chan struct{}, 1)
+	p := pair(t, Options{HeartbeatInterval: time.Hour},
+		Options{HeartbeatInterval: 50 * time.Millisecond, Grace: 250 * time.Millisecond},
+		func(c *Conn, hub bool) {
+			withEcho(c, hub)
+			// Ignores its ctx on purpose.
+			c.Handle("stuck", func(context.Context, *Request) (any, error) {
+				entered <- struct{}{}
+				<-stuck
+				return nil, nil
+			})
+		})
+	go func() { _ = p.broker.Call(context.Background(), "stuck", nil, nil) }()
+	recv(t, entered, 5*time.Second, "the stuck handler to start")
+	select {
+	case <-p.broker.Done():
+		t.Fatalf("broker closed while the hub's handler was stuck: %v", p.broker.Err())
+	case <-time.After(1500 * time.Millisecond): // five Interval+Grace periods of broker pings
+	}
+	if err := p.broker.Call(context.Background(), MethodEcho, Echo{Data: []byte("x")}, nil); err != nil {
+		t.Fatalf("echo beside a stuck handler: %v", err)
+	}
+	p.hub.Close("test")
+	recv(t, p.hubRun, 5*time.Second, "hub Run to return while its handler is stuck")
+}

@@ -5,8 +5,8 @@
 //
 // Either side may send requests. Each request carries an ID, a method, an
 // optional deadline and an optional idempotency key; responses and stream
-// chunks refer to the request's ID. Requests are handled concurrently (never
-// on the read loop), can be cancelled by the caller, and expire at their
+// chunks refer to the request's ID. Requests are handled concurrently (reading
+// goes on while any request is served), can be cancelled by the caller, and expire at their
 // deadline. Frames larger than the chunk size are split into chunk frames,
 // so there is no message-size cliff.
 //
@@ -32,25 +32,30 @@
 //
 // # Concurrency
 //
-// The read loop (Run) only decodes and dispatches; it never writes and
-// never blocks on anything but the socket. Requests go to worker goroutines
-// (reused for a second, then gone, so an idle Conn has none), at most
-// MaxConcurrent running handlers; further requests wait for a slot, still
-// cancellable and subject to their deadline, up to MaxQueued, beyond which
-// they are refused at once with rate_limited. Streams, being long-lived,
-// have their own bound (MaxStreams) and are refused rather than queued.
-// Writes go through an outbox that serializes them without a writer
-// goroutine and lets small frames overtake the chunks of a big message.
+// One goroutine at a time holds the read turn and reads. When a message
+// brings a request, the reader passes the turn to an idle worker (or a new
+// one) and serves the request itself, so a request starts without waiting
+// for a goroutine to wake, while reading goes on elsewhere; other requests
+// of the same message go to workers. Workers are reused for a second, then
+// gone, so an idle Conn has its reader and the goroutine waiting in Run.
+// At most MaxConcurrent handlers run; further requests wait for a slot,
+// still cancellable and subject to their deadline, up to MaxQueued, beyond
+// which they are refused at once with rate_limited. Streams, being
+// long-lived, have their own bound (MaxStreams) and are refused rather
+// than queued. Writes go through an outbox that serializes them without a
+// writer goroutine and lets small frames overtake the chunks of a big
+// message.
 //
-// A round trip therefore costs two goroutine hand-offs beyond what a bare
-// WebSocket echo does: the peer's read loop to a worker, and our read loop
-// to the waiting caller. Each one can wake an idle OS thread, the dominant
-// cost of a round trip on small virtual machines, so nothing else on the
-// hot path wakes one: no timer is armed per call (calls without a deadline
-// share a per-Conn sweeper; a handler's ctx, the request itself, arms its
-// deadline timer only if the handler asks for Done; idle workers check
-// their age rather than reset a timer), deliveries happen outside the
-// Conn's lock, and writes are made by the goroutine that has the frame.
+// A round trip therefore costs one goroutine hand-off beyond what a bare
+// WebSocket echo does: our read loop to the waiting caller (the wake-up of
+// the peer's next reader happens while the request is served). A wake-up
+// can cost an idle OS thread's start, the dominant cost of a round trip on
+// small virtual machines, so nothing else on the hot path wakes one: no
+// timer is armed per call (calls without a deadline share a per-Conn
+// sweeper; a handler's ctx, the request itself, arms its deadline timer
+// only if the handler asks for Done; idle workers check their age rather
+// than reset a timer), deliveries happen outside the Conn's lock, and
+// writes are made by the goroutine that has the frame.
 //
 // # Streams
 //

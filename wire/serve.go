@@ -159,8 +159,10 @@ func (s *serving) endLocked(err error) {
 }
 
 // accept starts serving a request. It runs on the read loop, so it only
-// registers the request (a cancel right behind it must find it) and hands
-// it to a goroutine. f belongs to the read loop: what is kept is copied.
+// registers the request (a cancel right behind it must find it) and keeps
+// it for the reader to serve once the message is read (readLoop); an
+// earlier request of the same message goes to a worker. f belongs to the
+// read loop: what is kept is copied.
 func (c *Conn) accept(f *Frame) {
 	s := &serving{c: c, stream: f.Stream}
 	if f.Deadline > 0 {
@@ -182,7 +184,10 @@ func (c *Conn) accept(f *Frame) {
 	}
 	c.incoming[f.ID] = s
 	c.mu.Unlock()
-	c.run(s)
+	if c.held != nil {
+		c.run(c.held)
+	}
+	c.held = s
 }
 
 // workerIdle is how long a worker goroutine waits for another request
@@ -196,27 +201,56 @@ func (c *Conn) run(s *serving) {
 	select {
 	case c.work <- s:
 	default:
-		go c.worker(s)
+		go c.loop(false, s)
 	}
 }
 
-// worker serves requests until it was idle for workerIdle. Its timer is
-// not reset per request (arming a timer may wake an idle thread): when it
-// fires, the worker checks how long it has really been idle and waits for
-// the rest, if any.
-func (c *Conn) worker(s *serving) {
-	t := time.NewTimer(workerIdle)
-	defer t.Stop()
+// passTurn hands the read turn to an idle worker, or to a new one. The
+// reader calls it when a message brought a request, which it then serves
+// itself: the request starts at once, and the wake-up of the next reader
+// happens while it runs, not before it can start.
+func (c *Conn) passTurn() {
+	select {
+	case c.turn <- struct{}{}:
+	default:
+		go c.loop(true, nil)
+	}
+}
+
+// loop is the life of each of a Conn's worker goroutines. The one that
+// holds the read turn reads (readLoop) until a message brings a request,
+// passes the turn on and serves the request; the others serve requests
+// handed to them and wait for more or for the turn. A worker exits after
+// workerIdle without either, so an idle Conn keeps only its reader. The
+// idle timer is not reset per request (arming a timer may wake an idle
+// thread): when it fires, the worker checks how long it has really been
+// idle and waits for the rest, if any.
+func (c *Conn) loop(reading bool, s *serving) {
+	idle := time.NewTimer(workerIdle)
+	defer idle.Stop()
 	for {
+		if reading {
+			var err error
+			if s, err = c.readLoop(); err != nil {
+				if c.shutdown(err) {
+					_ = c.ws.CloseNow()
+				}
+				close(c.readEnd)
+				return
+			}
+			reading = false
+		}
 		c.serve(s)
 		s = nil // don't keep the request alive while idle
 		last := time.Now()
 	wait:
 		select {
 		case s = <-c.work:
-		case <-t.C:
-			if idle := time.Since(last); idle < workerIdle {
-				t.Reset(workerIdle - idle)
+		case <-c.turn:
+			reading = true
+		case <-idle.C:
+			if d := time.Since(last); d < workerIdle {
+				idle.Reset(workerIdle - d)
 				goto wait
 			}
 			return
