@@ -152,23 +152,24 @@ func (s *Store) createAgent(ctx context.Context, a *store.Agent, reserveLimit *i
 			return mapErr(err, what)
 		}
 	} else {
-		// Claim, insert, lock and reserve go in one round trip inside an
-		// explicit transaction, so a used key or a full broker rolls the
-		// insert back. The key goes first so that a replay is reported as
-		// ErrKeyInUse rather than as its own duplicate slug; the agent
-		// before the reservation so that a duplicate slug is reported as
-		// ErrAlreadyExists before any quota question, as in store/sqlite.
-		err := s.tx(ctx, func(tx pgx.Tx) error {
-			b := &pgx.Batch{}
-			if rec != nil {
-				queueClaimKey(b, rec, n.ID)
-			}
-			b.Queue(insertAgentSQL, args...)
-			if reserveLimit != nil {
-				queueReserve(b, n.BrokerID, n.ID, *reserveLimit)
-			}
-			br := tx.SendBatch(ctx, b)
-			defer br.Close()
+		// Claim, insert, lock and reserve go in one batch: one round trip
+		// and one implicit transaction (a single Sync), in which a used
+		// key, a missing broker or a full broker raises an error
+		// (scion_refuse) that rolls the insert back. The key goes first
+		// so that a replay is reported as ErrKeyInUse rather than as its
+		// own duplicate slug; the agent before the reservation so that a
+		// duplicate slug is reported as ErrAlreadyExists before any quota
+		// question, as in store/sqlite.
+		b := &pgx.Batch{}
+		if rec != nil {
+			queueClaimKey(b, rec, n.ID)
+		}
+		b.Queue(insertAgentSQL, args...)
+		if reserveLimit != nil {
+			queueReserve(b, n.BrokerID, n.ID, *reserveLimit)
+		}
+		br := s.pool.SendBatch(ctx, b)
+		err := func() error {
 			if rec != nil {
 				if err := readClaimKey(br, rec); err != nil {
 					return err
@@ -181,7 +182,12 @@ func (s *Store) createAgent(ctx context.Context, a *store.Agent, reserveLimit *i
 				return nil
 			}
 			return readReserve(br, n.BrokerID, n.ID, *reserveLimit)
-		})
+		}()
+		// Close reports the commit: a batch's implicit transaction
+		// commits at its Sync, after the last statement.
+		if cerr := br.Close(); err == nil && cerr != nil {
+			err = mapErr(cerr, what)
+		}
 		if err != nil {
 			return err
 		}

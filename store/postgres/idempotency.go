@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -36,15 +35,19 @@ func (s *Store) CreateAgentKeyed(ctx context.Context, a *store.Agent, reserveLim
 }
 
 // claimKeySQL inserts a record, replacing an expired one of the same
-// caller and key; it returns a row only if it wrote. A concurrent claim of
-// the same key waits on the primary key for the first transaction and then
-// sees its row, unexpired: no row, ErrKeyInUse.
-const claimKeySQL = `INSERT INTO idempotency_keys (caller, key, request_hash, agent_id, status, response, created_at, expires_at)
-	VALUES ($1, $2, $3, $4, 0, NULL, $5, $6)
-	ON CONFLICT (caller, key) DO UPDATE SET request_hash = excluded.request_hash, agent_id = excluded.agent_id,
-		status = 0, response = NULL, created_at = excluded.created_at, expires_at = excluded.expires_at
-	WHERE idempotency_keys.expires_at <= excluded.created_at
-	RETURNING 1`
+// caller and key, or refuses (codeKeyInUse), which aborts the batch it is
+// in. A concurrent claim of the same key waits on the primary key for the
+// first transaction and then sees its row, unexpired: ErrKeyInUse.
+const claimKeySQL = `WITH claimed AS (
+		INSERT INTO idempotency_keys (caller, key, request_hash, agent_id, status, response, created_at, expires_at)
+		VALUES ($1, $2, $3, $4, 0, NULL, $5, $6)
+		ON CONFLICT (caller, key) DO UPDATE SET request_hash = excluded.request_hash, agent_id = excluded.agent_id,
+			status = 0, response = NULL, created_at = excluded.created_at, expires_at = excluded.expires_at
+		WHERE idempotency_keys.expires_at <= excluded.created_at
+		RETURNING 1
+	)
+	SELECT CASE WHEN EXISTS (SELECT 1 FROM claimed) THEN 1
+		ELSE scion_refuse('` + codeKeyInUse + `', 'idempotency key in use') END`
 
 // queueClaimKey adds the claim to a batch; readClaimKey reads its result.
 func queueClaimKey(b *pgx.Batch, r *store.IdempotencyRecord, agentID string) {
@@ -54,7 +57,7 @@ func queueClaimKey(b *pgx.Batch, r *store.IdempotencyRecord, agentID string) {
 func readClaimKey(br pgx.BatchResults, r *store.IdempotencyRecord) error {
 	var one int
 	err := br.QueryRow().Scan(&one)
-	if errors.Is(err, pgx.ErrNoRows) {
+	if refusedWith(err, codeKeyInUse) {
 		return fmt.Errorf("claim idempotency key %q of %s: %w", r.Key, r.Caller, store.ErrKeyInUse)
 	}
 	return mapErr(err, fmt.Sprintf("claim idempotency key %q", r.Key))

@@ -77,7 +77,18 @@ func (s *Store) tx(ctx context.Context, fn func(pgx.Tx) error) error {
 const (
 	uniqueViolation     = "23505"
 	foreignKeyViolation = "23503"
+
+	// Raised by scion_refuse (migration 0005) to abort a batch.
+	codeKeyInUse = "SC409" // the idempotency key is taken
+	codeNotFound = "SC404" // a record the statement needs is missing
+	codeQuota    = "SC429" // the broker holds its limit of reservations
 )
+
+// refusedWith says whether err is scion_refuse's error with code.
+func refusedWith(err error, code string) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == code
+}
 
 // mapErr turns driver errors into the store's sentinel errors, wrapped
 // with what failed so messages stay useful.
@@ -96,6 +107,12 @@ func mapErr(err error, what string) error {
 		case foreignKeyViolation:
 			// Inserts and updates only: a referenced row is missing.
 			return fmt.Errorf("%s: referenced record: %w", what, store.ErrNotFound)
+		case codeNotFound:
+			return fmt.Errorf("%s: %s: %w", what, pe.Message, store.ErrNotFound)
+		case codeKeyInUse:
+			return fmt.Errorf("%s: %w", what, store.ErrKeyInUse)
+		case codeQuota:
+			return fmt.Errorf("%s: %w", what, store.ErrQuota)
 		}
 	}
 	return fmt.Errorf("%s: %w", what, err)

@@ -22,12 +22,19 @@ import (
 // count in the locking statement itself could be stale. Checking and
 // inserting under one lock is what keeps concurrent Hubs from overshooting
 // the limit.
-const lockBrokerSQL = `SELECT 1 FROM runtime_brokers WHERE id = $1 FOR NO KEY UPDATE`
+//
+// Both refuse through scion_refuse (migration 0005) rather than answer
+// "no": an error aborts the implicit transaction of the batch they are
+// sent in, so an agent inserted in the same batch is rolled back with them
+// and a create is one round trip. Arguments: broker.
+const lockBrokerSQL = `WITH locked AS (SELECT 1 FROM runtime_brokers WHERE id = $1 FOR NO KEY UPDATE)
+	SELECT CASE WHEN EXISTS (SELECT 1 FROM locked) THEN 1
+		ELSE scion_refuse('` + codeNotFound + `', 'no runtime broker ' || $1) END`
 
 // reserveSQL inserts (or moves) the agent's reservation if allowed: the
 // limit is 0 (unlimited), the agent already holds a slot on this broker
 // (idempotent: the upsert then changes nothing), or the broker is below
-// the limit. It returns whether it was allowed. A data-modifying WITH runs
+// the limit; otherwise it refuses (codeQuota). A data-modifying WITH runs
 // whether or not the main query reads it. PostgreSQL evaluates the ORs
 // lazily, so an unlimited reservation does not count.
 // Arguments: agent, broker, created_at, limit.
@@ -41,7 +48,7 @@ const reserveSQL = `WITH decision AS (
 		ON CONFLICT (agent_id) DO UPDATE SET broker_id = excluded.broker_id, created_at = excluded.created_at
 			WHERE reservations.broker_id <> excluded.broker_id
 	)
-	SELECT allowed FROM decision`
+	SELECT CASE WHEN allowed THEN 1 ELSE scion_refuse('` + codeQuota + `', 'broker ' || $2 || ' is full') END FROM decision`
 
 // queueReserve adds the two reserving statements to b.
 func queueReserve(b *pgx.Batch, brokerID, agentID string, limit int) {
@@ -57,12 +64,11 @@ func readReserve(br pgx.BatchResults, brokerID, agentID string, limit int) error
 	if err := br.QueryRow().Scan(&one); err != nil {
 		return mapErr(err, "broker: "+what)
 	}
-	var allowed bool
-	if err := br.QueryRow().Scan(&allowed); err != nil {
+	if err := br.QueryRow().Scan(&one); err != nil {
+		if refusedWith(err, codeQuota) {
+			return errQuota(brokerID, limit)
+		}
 		return mapErr(err, what)
-	}
-	if !allowed {
-		return errQuota(brokerID, limit)
 	}
 	return nil
 }
