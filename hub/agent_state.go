@@ -16,9 +16,15 @@ import (
 // agent goes to the error phase with a message naming the cause and its
 // capacity slot is released (nothing half-done stays accounted).
 func (s *Server) afterDispatch(ctx context.Context, agentID string, st wire.AgentStatus, derr error, wantRunning bool) (*store.Agent, error) {
+	return s.afterDispatchFrom(ctx, agentID, nil, st, derr, wantRunning)
+}
+
+// afterDispatchFrom is afterDispatch for a caller that holds the agent's
+// record as it wrote it (cur, which it gives up): see mutateAgentFrom.
+func (s *Server) afterDispatchFrom(ctx context.Context, agentID string, cur *store.Agent, st wire.AgentStatus, derr error, wantRunning bool) (*store.Agent, error) {
 	unlock := s.observed.lock(agentID)
 	defer unlock()
-	a, err := s.mutateAgent(ctx, agentID, func(a *store.Agent) error {
+	a, err := s.mutateAgentFrom(ctx, agentID, cur, func(a *store.Agent) error {
 		if derr != nil {
 			a.Phase = api.PhaseError
 			a.StatusMessage = api.AsError(derr).Message
@@ -77,8 +83,20 @@ func phaseFor(state string, wantRunning bool) string {
 // mutateAgent applies f to the latest copy of an agent and writes it,
 // retrying on a concurrent update.
 func (s *Server) mutateAgent(ctx context.Context, id string, f func(*store.Agent) error) (*store.Agent, error) {
+	return s.mutateAgentFrom(ctx, id, nil, f)
+}
+
+// mutateAgentFrom is mutateAgent starting from cur, the record as the
+// caller last wrote it, when it has one: the first attempt then costs no
+// read, and the version check of the write makes it safe (a report that
+// changed the agent meanwhile makes it a conflict, and the next attempt
+// reads the stored record). cur is the caller's to give up: f changes it.
+func (s *Server) mutateAgentFrom(ctx context.Context, id string, cur *store.Agent, f func(*store.Agent) error) (*store.Agent, error) {
 	for range 20 {
-		a, err := s.store.GetAgent(ctx, id)
+		a, err := cur, error(nil)
+		if cur = nil; a == nil {
+			a, err = s.store.GetAgent(ctx, id)
+		}
 		if err != nil {
 			if isNotFound(err) {
 				return nil, api.NotFound(api.CodeAgentNotFound, "agent not found")

@@ -207,7 +207,8 @@ func (s *Server) createAgent(r *http.Request, c *Caller, p *store.Project, req a
 	var st wire.AgentStatus
 	s.inflight.add(a.ID)
 	derr := s.dispatch(ctx, b.ID, wire.MethodAgentCreate, spec, &st, "create:"+a.RunID)
-	a, err = s.afterDispatch(context.WithoutCancel(ctx), a.ID, st, derr, req.Start)
+	// a is the record as committed: the phase update starts from it.
+	a, err = s.afterDispatchFrom(context.WithoutCancel(ctx), a.ID, a, st, derr, req.Start)
 	s.inflight.done(spec.AgentID)
 	if err == nil {
 		err = derr
