@@ -499,3 +499,48 @@ func TestAgentKubernetesSettingsReachTheRuntime(t *testing.T) {
 		t.Fatalf("labels %v", st.Labels)
 	}
 }
+
+// silentRuntime is a runtime whose events never arrive.
+type silentRuntime struct{ runtime.Runtime }
+
+func (silentRuntime) Events() <-chan runtime.Event { return nil }
+
+// A followed log that ends because the agent exited has told the Hub so
+// before its end: `scion logs -f` returning means the Hub lists the agent
+// as stopped. The runtime here sends no events, so nothing else could.
+func TestFollowedLogsEndAfterTheExitIsReported(t *testing.T) {
+	hub := newTestHub(t)
+	rt := fake.New()
+	rt.SetStartOutput(func(runtime.Spec) string { return "" })
+	b := startBroker(t, hub, silentRuntime{rt}, nil)
+	waitConnected(t, b)
+	s := spec("a1")
+	s.Start = true
+	hub.status(wire.MethodAgentCreate, s)
+	st, err := hub.current().Stream(t.Context(), wire.MethodAgentLogs, wire.LogsRequest{AgentID: "a1", Follow: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if err := rt.WriteLog("a1", "bye\n"); err != nil {
+		t.Fatal(err)
+	}
+	var c wire.LogChunk
+	if err := st.Recv(&c); err != nil || c.Data != "bye\n" {
+		t.Fatalf("first chunk %+v, %v", c, err)
+	}
+	if err := rt.SimulateExit("a1", 7); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Recv(&c); !errors.Is(err, io.EOF) {
+		t.Fatalf("after the exit: %+v, %v; want the end", c, err)
+	}
+	select {
+	case got := <-hub.statuses:
+		if got.AgentID != "a1" || got.State != runtime.StateExited || got.ExitCode == nil || *got.ExitCode != 7 {
+			t.Fatalf("reported %+v", got)
+		}
+	default:
+		t.Fatal("the stream ended before the agent's exit was reported")
+	}
+}

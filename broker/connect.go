@@ -200,6 +200,25 @@ func (b *Broker) currentStatus(ctx context.Context, ev runtime.Status) wire.Agen
 	return agentStatus(st)
 }
 
+// reportStatus tells the Hub an agent's current state now, as an event
+// would, and returns once the Hub has taken it. Failures are only logged:
+// the runtime's events and the next hello's inventory tell it too.
+func (b *Broker) reportStatus(ctx context.Context, agentID string) {
+	conn := b.currentConn()
+	if conn == nil {
+		return
+	}
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), eventTimeout)
+	defer cancel()
+	st := b.currentStatus(cctx, runtime.Status{AgentID: agentID})
+	if st.State == "" { // the runtime could not say
+		return
+	}
+	if err := conn.Call(cctx, wire.MethodAgentStatus, st, nil); err != nil {
+		b.log.Warn("report agent status", "agent", agentID, "state", st.State, "err", err)
+	}
+}
+
 // eventTimeout bounds forwarding one runtime event to the Hub.
 const eventTimeout = 5 * time.Second
 

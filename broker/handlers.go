@@ -132,6 +132,14 @@ func (b *Broker) handleLogs(ctx context.Context, req *wire.Request, send func(an
 		}
 		pending = copy(buf, buf[cut:n])
 		if errors.Is(rerr, io.EOF) {
+			if lr.Follow {
+				// A followed log ends when the agent does. Tell the Hub
+				// the agent's state before the stream's end, so that a
+				// user whose `scion logs -f` just returned lists the
+				// agent as stopped rather than still running (the
+				// runtime's event about it may not have arrived yet).
+				b.reportStatus(ctx, lr.AgentID)
+			}
 			return nil
 		}
 		if rerr != nil {

@@ -71,6 +71,12 @@ func TestWorkstationDemo(t *testing.T) {
 		t.Fatalf("scion list -o json after the demo has no agent \"demo\": %+v", agents)
 	}
 	t.Logf("demo agent after the script: phase=%s container=%s broker=%s", demo.Phase, demo.ContainerStatus, demo.BrokerName)
+	// The script's `scion logs demo -f` returned because the agent ended:
+	// the Hub knows that by then (the broker reports before the end).
+	if demo.Phase != api.PhaseStopped || demo.ContainerStatus != api.ContainerExited {
+		t.Errorf("right after `scion logs demo -f` returned, the demo agent is listed as %s/%s, want %s/%s",
+			demo.Phase, demo.ContainerStatus, api.PhaseStopped, api.ContainerExited)
+	}
 
 	// Delete the demo agent so no container or process is left behind.
 	h.mustScion(t, "delete", "demo")
