@@ -8,6 +8,11 @@
 // Latency: N sequential round trips on each side, then the same N spread
 // over C concurrent callers (wire: C goroutines sharing one Conn, as the Hub
 // does; bare: C connections, since a bare WebSocket cannot multiplex).
+// A third baseline, "bare + hand-off", is the bare echo with one change: a
+// reader goroutine hands each reply to the waiting caller over a channel,
+// the least any channel that multiplexes callers on one socket must do
+// (the caller cannot read the socket itself while others share it). Its
+// ratio to the bare echo is the floor for a multiplexed design.
 // Idle memory: a child process opens -idle connections to this one; the
 // HeapInuse+StackInuse growth of this (server) process divided by their
 // number is the Hub-side cost of an idle broker connection.
@@ -144,24 +149,28 @@ func latency(addr string, n, conc, runs int, payload []byte) {
 	}
 	fmt.Printf("%-30s %10s %10s %10s\n", "", "p50", "p99", "mean")
 	for _, callers := range []int{1, conc} {
-		var bares, ourss, raws []stats
+		var bares, hops, ourss, raws []stats
 		for r := 0; r < runs; r++ {
 			bares = append(bares, measure(n, callers, func() func() { return bareClient(addr, payload) }))
+			hops = append(hops, measure(n, callers, func() func() { return hopClient(addr, payload) }))
 			ourss = append(ourss, measure(n, callers, func() func() { return wireClient(addr, payload, false) }))
 			raws = append(raws, measure(n, callers, func() func() { return wireClient(addr, payload, true) }))
 		}
-		bare, ours, raw := median(bares), median(ourss), median(raws)
+		bare, hop, ours, raw := median(bares), median(hops), median(ourss), median(raws)
 		label := "sequential"
 		if callers > 1 {
 			label = fmt.Sprintf("%d concurrent", callers)
 		}
 		row(label+" bare", bare)
+		row(label+" bare + hand-off", hop)
 		row(label+" wire Echo", ours)
 		row(label+" wire raw", raw)
 		fmt.Printf("%-30s %9.2fx %9.2fx %9.2fx\n", label+" ratio Echo/bare",
 			ratio(ours.p50, bare.p50), ratio(ours.p99, bare.p99), ratio(ours.mean, bare.mean))
 		fmt.Printf("%-30s %9.2fx %9.2fx %9.2fx\n", label+" ratio raw/bare",
 			ratio(raw.p50, bare.p50), ratio(raw.p99, bare.p99), ratio(raw.mean, bare.mean))
+		fmt.Printf("%-30s %9.2fx %9.2fx %9.2fx\n", label+" ratio hand-off/bare",
+			ratio(hop.p50, bare.p50), ratio(hop.p99, bare.p99), ratio(hop.mean, bare.mean))
 	}
 }
 
@@ -269,6 +278,35 @@ func bareClient(addr string, payload []byte) func() {
 		}
 		if _, _, err := ws.Read(context.Background()); err != nil {
 			log.Fatal(err)
+		}
+	}
+}
+
+// hopClient is bareClient with the reply handed from a reader goroutine
+// to the caller over a channel (see the package doc).
+func hopClient(addr string, payload []byte) func() {
+	ws := dial(addr, "/bare")
+	msg, err := json.Marshal(wire.Echo{Data: payload})
+	if err != nil {
+		log.Fatal(err)
+	}
+	replies := make(chan []byte, 1)
+	go func() {
+		for {
+			_, b, err := ws.Read(context.Background())
+			if err != nil {
+				close(replies)
+				return
+			}
+			replies <- b
+		}
+	}()
+	return func() {
+		if err := ws.Write(context.Background(), websocket.MessageText, msg); err != nil {
+			log.Fatal(err)
+		}
+		if _, ok := <-replies; !ok {
+			log.Fatal("bare + hand-off: connection closed")
 		}
 	}
 }
