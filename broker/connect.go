@@ -89,9 +89,12 @@ func (b *Broker) session(ctx context.Context) (up time.Duration, err error) {
 	}
 	conn := wire.NewConn(ws, wire.Options{HeartbeatInterval: b.cfg.HeartbeatInterval, Grace: b.cfg.Grace})
 	b.register(conn)
-	// Run closes the channel cleanly itself when ctx ends.
+	// The Conn closes the channel cleanly itself when ctx ends.
 	ended := make(chan error, 1)
-	go func() { ended <- conn.Run(ctx) }()
+	if err := conn.Start(ctx, func(reason error) { ended <- reason }); err != nil {
+		_ = ws.CloseNow()
+		return 0, err
+	}
 
 	reply, err := b.hello(ctx, conn)
 	if err != nil {

@@ -52,19 +52,22 @@ func (s *Server) handleConnect(w http.ResponseWriter, r *http.Request) {
 		return struct{}{}, s.reconcileInventory(ctx, sess.brokerID, inv.Agents)
 	})
 	s.log.Info("broker channel opened", "broker", c.Name, "broker_id", c.ID, "session", sess.id)
-	// Run on a goroutine of its own and return: net/http then frees the
-	// request's state, which halves what an idle broker costs the Hub.
+	// Start the channel and return: net/http then frees the request's
+	// state, and the channel's only goroutine is its reader, which halves
+	// what an idle broker costs the Hub.
 	s.bg.Add(1)
-	go func() {
+	if err := conn.Start(s.ctx, func(reason error) {
 		defer s.bg.Done()
-		s.runSession(sess, c.Name)
-	}()
+		s.endSession(sess, c.Name, reason)
+	}); err != nil {
+		s.bg.Done()
+		s.log.Error("broker channel", "broker_id", c.ID, "err", err)
+	}
 }
 
-// runSession serves one control channel until it ends, then marks the
-// broker offline unless a newer session has replaced this one.
-func (s *Server) runSession(sess *session, name string) {
-	reason := sess.conn.Run(s.ctx)
+// endSession runs when a control channel has ended: it marks the broker
+// offline unless a newer session has replaced this one.
+func (s *Server) endSession(sess *session, name string, reason error) {
 	if s.sessions.remove(sess) {
 		// Use a fresh context: the request's may be done.
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

@@ -119,9 +119,9 @@ func WithKey(key string) CallOption { return func(o *callOpts) { o.key = key } }
 
 // Conn is one side of a control channel.
 //
-// An idle Conn costs two goroutines, its reader and the one waiting in
-// Run, and nothing per timer: heartbeats are timers, and maps and buffers
-// are allocated on first use.
+// An idle Conn costs one goroutine, its reader (and, with Run rather than
+// Start, the goroutine waiting in Run), and nothing per timer: heartbeats
+// are timers, and maps and buffers are allocated on first use.
 type Conn struct {
 	ws   *websocket.Conn
 	opts Options
@@ -136,7 +136,7 @@ type Conn struct {
 	slots      chan struct{} // running handlers (MaxConcurrent)
 	work       chan *serving // unbuffered: idle workers receive requests here
 	turn       chan struct{} // unbuffered: idle workers receive the read turn here
-	readEnd    chan struct{} // closed when reading has ended, by the last reader
+	onEnd      func()        // called once reading has ended, by the last reader (Start)
 	queued     atomic.Int32
 	streams    atomic.Int32
 
@@ -232,7 +232,6 @@ func NewConn(ws *websocket.Conn, opts Options) *Conn {
 		slots:      make(chan struct{}, opts.MaxConcurrent),
 		work:       make(chan *serving),
 		turn:       make(chan struct{}),
-		readEnd:    make(chan struct{}),
 		asm:        assembler{max: opts.MaxMessage},
 	}
 	c.hctx, c.hcancel = context.WithCancelCause(context.Background())
@@ -257,23 +256,36 @@ func (c *Conn) HandleStream(method string, h StreamHandler) {
 }
 
 // Run reads frames until the connection ends (peer close, heartbeat
-// timeout, ctx done or Close); it returns the reason. Run may be called
-// once; calls made before it are answered once it runs.
+// timeout, ctx done or Close); it returns the reason. Run (or Start) may
+// be called once; calls made before it are answered once it runs.
 func (c *Conn) Run(ctx context.Context) error {
+	done := make(chan struct{})
+	if err := c.Start(ctx, func(error) { close(done) }); err != nil {
+		return err
+	}
+	<-done
+	return c.Err()
+}
+
+// Start is Run without the wait: it starts the Conn's reader and returns.
+// Once reading has ended, ended is called with the reason, on the Conn's
+// last goroutine. A server keeping many idle connections saves a goroutine
+// per connection this way: the goroutine that reads also serves the
+// requests it reads (see passTurn), so Run's caller can only wait.
+func (c *Conn) Start(ctx context.Context, ended func(reason error)) error {
 	if !c.running.CompareAndSwap(false, true) {
 		return errors.New("wire: Run called twice")
 	}
 	stop := context.AfterFunc(ctx, func() {
 		c.closeWith(fmt.Errorf("%w: %w", ErrClosed, context.Cause(ctx)), "context done")
 	})
-	defer stop()
+	c.onEnd = func() {
+		stop()
+		ended(c.Err())
+	}
 	c.startHeartbeat()
-	// Run's goroutine only waits: the goroutine that reads also serves the
-	// requests it reads (see passTurn), and Run must return when the
-	// connection ends, not when a handler does.
 	go c.loop(true, nil)
-	<-c.readEnd
-	return c.Err()
+	return nil
 }
 
 // Close ends the connection with a reason. Pending calls fail at once with

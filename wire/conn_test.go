@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -329,4 +331,47 @@ func TestStuckHandlerKeepsConnReading(t *testing.T) {
 	}
 	p.hub.Close("test")
 	recv(t, p.hubRun, 5*time.Second, "hub Run to return while its handler is stuck")
+}
+
+// Start serves like Run without holding its caller: it returns at once,
+// calls are answered, and ended gets the reason once, when the Conn ends.
+func TestStartCallsEndedOnce(t *testing.T) {
+	checkLeaks(t)
+	ended := make(chan error, 2)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c, err := Accept(w, r, Options{})
+		if err != nil {
+			return
+		}
+		c.Handle(MethodEcho, echoHandler)
+		if err := c.Start(context.Background(), func(reason error) { ended <- reason }); err != nil {
+			t.Error(err)
+		}
+		if err := c.Start(context.Background(), func(error) {}); err == nil {
+			t.Error("a second Start was accepted")
+		}
+	}))
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	broker, _, err := Dial(ctx, "ws"+strings.TrimPrefix(srv.URL, "http"), nil, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	brokerRun := make(chan error, 1)
+	go func() { brokerRun <- broker.Run(context.Background()) }()
+	if err := broker.Call(ctx, MethodEcho, Echo{Data: []byte("x")}, nil); err != nil {
+		t.Fatal(err)
+	}
+	broker.Close("going away")
+	recv(t, brokerRun, 5*time.Second, "broker Run")
+	reason := recv(t, ended, 5*time.Second, "the hub's ended callback")
+	if reason == nil || !strings.Contains(reason.Error(), "going away") {
+		t.Fatalf("ended with %v, want the peer's reason", reason)
+	}
+	select {
+	case again := <-ended:
+		t.Fatalf("ended called twice (again with %v)", again)
+	case <-time.After(100 * time.Millisecond):
+	}
 }

@@ -37,7 +37,8 @@
 // one) and serves the request itself, so a request starts without waiting
 // for a goroutine to wake, while reading goes on elsewhere; other requests
 // of the same message go to workers. Workers are reused for a second, then
-// gone, so an idle Conn has its reader and the goroutine waiting in Run.
+// gone, so an idle Conn has its reader alone (Start; Run adds the goroutine
+// that waits in it).
 // At most MaxConcurrent handlers run; further requests wait for a slot,
 // still cancellable and subject to their deadline, up to MaxQueued, beyond
 // which they are refused at once with rate_limited. Streams, being

@@ -235,7 +235,7 @@ func (c *Conn) loop(reading bool, s *serving) {
 				if c.shutdown(err) {
 					_ = c.ws.CloseNow()
 				}
-				close(c.readEnd)
+				c.onEnd()
 				return
 			}
 			reading = false

@@ -107,10 +107,10 @@ func startServer(serving *atomic.Int64) string {
 		c.Handle(wire.MethodEcho, echo)
 		c.Handle(rawEcho, func(_ context.Context, req *wire.Request) (any, error) { return req.Body, nil })
 		serving.Add(1)
-		go func() {
-			defer serving.Add(-1)
-			_ = c.Run(context.Background())
-		}()
+		// As the Hub does (hub/channel.go): the reader is the only goroutine.
+		if err := c.Start(context.Background(), func(error) { serving.Add(-1) }); err != nil {
+			log.Fatal(err)
+		}
 	})
 	mux.HandleFunc("/bare", bareEcho)
 	go func() { _ = http.Serve(ln, mux) }()
