@@ -2,15 +2,11 @@ package hub
 
 import (
 	"context"
-	"io"
-	"log/slog"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/scion-go/scion/api"
 	"github.com/scion-go/scion/store"
-	"github.com/scion-go/scion/store/sqlite"
 	"github.com/scion-go/scion/wire"
 )
 
@@ -21,16 +17,7 @@ import (
 // report's version (3), not over it, and the create's phase lands.
 func TestAfterDispatchFromAStaleCopy(t *testing.T) {
 	ctx := context.Background()
-	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "hub.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	s, err := New(ctx, Options{Store: st, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s, st := newInternalServer(t)
 	projectID, err := s.EnsureProject(ctx, "default", "")
 	if err != nil {
 		t.Fatal(err)

@@ -2,16 +2,12 @@ package hub
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/scion-go/scion/hub/authz"
-	"github.com/scion-go/scion/store/sqlite"
 )
 
 // TestGuardRefusesARouteWithoutACheck: a handler that answers 200 without
@@ -19,16 +15,7 @@ import (
 // asks is served.
 func TestGuardRefusesARouteWithoutACheck(t *testing.T) {
 	ctx := context.Background()
-	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "hub.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	s, err := New(ctx, Options{Store: st, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s, _ := newInternalServer(t)
 	tok, err := s.BootstrapAdmin(ctx)
 	if err != nil {
 		t.Fatal(err)
