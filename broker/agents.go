@@ -85,10 +85,11 @@ func (b *Broker) createAgentOnce(ctx context.Context, spec wire.AgentSpec) (_ ru
 	if _, serr := os.Stat(dir); errors.Is(serr, os.ErrNotExist) {
 		undo = append(undo, func(context.Context) { b.removeDir(dir) })
 	}
+	// The home is made by what needs it: buildHome when the harness has
+	// files for it, the runtime when it mounts it or runs in it (docker,
+	// process). A runtime with homes of its own (kubernetes) needs none
+	// here, and a create is a directory cheaper.
 	home := filepath.Join(dir, "home")
-	if err := os.MkdirAll(home, 0o700); err != nil {
-		return runtime.Status{}, fmt.Errorf("agent directory: %w", err)
-	}
 	if err := buildHome(home, spec.Harness); err != nil {
 		return runtime.Status{}, fmt.Errorf("agent home: %w", err)
 	}

@@ -71,10 +71,14 @@ func TestLifecycleRoundTrip(t *testing.T) {
 		t.Fatalf("create: %+v", st)
 	}
 	agentDir := filepath.Join(b.cfg.DataDir, "projects", "p1", "agents", "a1")
-	for _, d := range []string{"home", "workspace"} {
-		if fi, err := os.Stat(filepath.Join(agentDir, d)); err != nil || !fi.IsDir() {
-			t.Fatalf("%s: %v", d, err)
-		}
+	// The agent's directory is the broker user's alone; the workspace is
+	// made; the home is left to the runtime that mounts it (this one does
+	// not), since the generic harness has no files for it.
+	if fi, err := os.Stat(agentDir); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Fatalf("agent dir: %v, %v", fi.Mode(), err)
+	}
+	if fi, err := os.Stat(filepath.Join(agentDir, "workspace")); err != nil || !fi.IsDir() {
+		t.Fatalf("workspace: %v", err)
 	}
 	if st := hub.status(wire.MethodAgentStart, wire.AgentRef{AgentID: "a1"}); st.State != runtime.StateRunning {
 		t.Fatalf("start: %+v", st)
@@ -164,7 +168,7 @@ func TestCreateFailureLeavesNothingBehind(t *testing.T) {
 	// A create over an existing agent is refused and does not touch it.
 	hub.status(wire.MethodAgentCreate, spec("a1"))
 	wantCode(t, hub.call(wire.MethodAgentCreate, spec("a1"), nil), api.CodeAlreadyExists)
-	if _, err := os.Stat(filepath.Join(projects, "a1", "home")); err != nil {
+	if _, err := os.Stat(filepath.Join(projects, "a1", "workspace")); err != nil {
 		t.Errorf("existing agent's dir damaged: %v", err)
 	}
 	// Harness validation fails before anything is made.

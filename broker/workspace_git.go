@@ -141,15 +141,17 @@ func (w *GitWorkspaces) Prepare(ctx context.Context, spec wire.AgentSpec) (strin
 	madeDir := errors.Is(statErr, fs.ErrNotExist)
 	// A create means a fresh workspace: clear what an earlier create of
 	// this agent left (a crash mid-create, a container removed by hand).
-	// The broker makes the agent's directory (for its home) before the
-	// workspace, so look for a workspace or a record rather than the
-	// directory: a new agent has neither, and there is nothing to clear.
+	// The agent's directory may exist without one (a harness's home files
+	// are written first), so look for a workspace or a record rather than
+	// the directory: a new agent has neither, and there is nothing to clear.
 	if !madeDir && w.hasWorkspace(agentDir) {
 		if err := w.removeIn(ctx, spec.ProjectID, agentDir); err != nil {
 			return "", w.describe(spec, mode, err)
 		}
 	}
-	if err := os.MkdirAll(agentDir, 0o755); err != nil {
+	// The agent's directory is private to the broker's user: the home
+	// in it holds the agent's credentials, and the workspace its code.
+	if err := os.MkdirAll(agentDir, 0o700); err != nil {
 		return "", w.describe(spec, mode, err)
 	}
 

@@ -300,7 +300,7 @@ func runFleet(engines, levels string, n int) {
 // else ~/.scion-bench, beside where a broker keeps its data by default
 // (~/.scion). Where that is matters on the project's VM: a mkdir costs
 // from 16 µs to 700 µs depending on the directory and on how much was
-// deleted near it lately (measured; a broker makes three directories and
+// deleted near it lately (measured; a broker makes two directories and
 // one file per agent), so the bench prints what a bare mkdir costs in this
 // directory before and after its runs (fsBaseline).
 func benchDir() string {
@@ -358,7 +358,7 @@ func fsBaseline(when string) {
 			return
 		}
 	}
-	fmt.Printf("file system %s: a bare mkdir in %s costs %s (a create makes 3 directories and 1 file)\n",
+	fmt.Printf("file system %s: a bare mkdir in %s costs %s (a create on the fake runtime makes 2 directories and 1 file)\n",
 		when, benchDir(), (time.Since(start) / n).Round(100*time.Nanosecond))
 }
 
