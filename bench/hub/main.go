@@ -339,6 +339,9 @@ func removeAll() {
 		os.RemoveAll(d)
 	}
 	removals = nil
+	if os.Getenv("SCION_BENCH_DIR") == "" {
+		_ = os.Remove(benchDir()) // ~/.scion-bench, if nothing else is in it
+	}
 }
 
 // fsBaseline prints what a bare mkdir costs in the bench's directory: the
