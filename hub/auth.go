@@ -142,14 +142,11 @@ func (s *Server) authenticate(r *http.Request) (*Caller, error) {
 		}
 		return c, nil
 	}
-	t, err := s.store.GetTokenByHash(r.Context(), hashToken(tok))
+	// The token and its user in one read: this runs for every request.
+	t, u, err := s.store.GetTokenAndUser(r.Context(), hashToken(tok))
 	now := time.Now()
 	if err != nil || t.RevokedAt != nil || (t.ExpiresAt != nil && now.After(*t.ExpiresAt)) || t.Kind != store.TokenUser {
 		s.log.Warn("user token rejected")
-		return nil, api.Unauthorized("invalid or expired token")
-	}
-	u, err := s.store.GetUser(r.Context(), t.UserID)
-	if err != nil {
 		return nil, api.Unauthorized("invalid or expired token")
 	}
 	if t.ProjectID != "" { // a user access token: one project, its scopes

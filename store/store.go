@@ -236,6 +236,10 @@ type Store interface {
 	// judging them is the caller's business.
 	GetToken(ctx context.Context, id string) (*Token, error)
 	GetTokenByHash(ctx context.Context, hash []byte) (*Token, error)
+	// GetTokenAndUser is GetTokenByHash and the GetUser of the token's
+	// UserID in one read, for authenticating a request; ErrNotFound when
+	// there is no such token or no such user.
+	GetTokenAndUser(ctx context.Context, hash []byte) (*Token, *User, error)
 	// ListTokens returns the tokens whose UserID is userID (none for ""),
 	// revoked and expired ones included, newest first (by CreatedAt, then
 	// ID). Hash is left nil.

@@ -36,11 +36,20 @@ const userCols = `id, name, email, role, issuer, subject, created_at`
 
 func scanUser(row pgx.Row) (*store.User, error) {
 	var u store.User
-	if err := row.Scan(&u.ID, &u.Name, &u.Email, &u.Role, &u.Issuer, &u.Subject, &u.CreatedAt); err != nil {
+	dest, finish := userDest(&u)
+	if err := row.Scan(dest...); err != nil {
 		return nil, err
 	}
-	u.CreatedAt = utc(u.CreatedAt)
-	return &u, nil
+	return &u, finish()
+}
+
+// userDest returns the scan destinations of userCols and what completes u
+// once they are scanned.
+func userDest(u *store.User) ([]any, func() error) {
+	return []any{&u.ID, &u.Name, &u.Email, &u.Role, &u.Issuer, &u.Subject, &u.CreatedAt}, func() error {
+		u.CreatedAt = utc(u.CreatedAt)
+		return nil
+	}
 }
 
 // GetUser looks up by ID.
@@ -116,16 +125,51 @@ func (s *Store) CreateToken(ctx context.Context, t *store.Token) error {
 
 func scanToken(row pgx.Row) (*store.Token, error) {
 	var t store.Token
-	var scopes []byte
-	if err := row.Scan(&t.ID, &t.Hash, &t.Kind, &t.UserID, &t.AgentID, &t.ProjectID, &scopes, &t.Name, &t.ExpiresAt,
-		&t.RevokedAt, &t.CreatedAt); err != nil {
+	dest, finish := tokenDest(&t)
+	if err := row.Scan(dest...); err != nil {
 		return nil, err
 	}
-	if err := dbutil.UnJSON(scopes, &t.Scopes); err != nil {
-		return nil, fmt.Errorf("token %s scopes: %w", t.ID, err)
+	if err := finish(); err != nil {
+		return nil, err
 	}
-	t.ExpiresAt, t.RevokedAt, t.CreatedAt = ptrUTC(t.ExpiresAt), ptrUTC(t.RevokedAt), utc(t.CreatedAt)
 	return &t, nil
+}
+
+// tokenDest returns the scan destinations of tokenCols and what completes
+// t once they are scanned.
+func tokenDest(t *store.Token) ([]any, func() error) {
+	var scopes []byte
+	return []any{&t.ID, &t.Hash, &t.Kind, &t.UserID, &t.AgentID, &t.ProjectID, &scopes, &t.Name, &t.ExpiresAt,
+			&t.RevokedAt, &t.CreatedAt}, func() error {
+			if err := dbutil.UnJSON(scopes, &t.Scopes); err != nil {
+				return fmt.Errorf("token %s scopes: %w", t.ID, err)
+			}
+			t.ExpiresAt, t.RevokedAt, t.CreatedAt = ptrUTC(t.ExpiresAt), ptrUTC(t.RevokedAt), utc(t.CreatedAt)
+			return nil
+		}
+}
+
+// selectTokenUserSQL reads a token by hash with its user.
+var selectTokenUserSQL = `SELECT ` + dbutil.Prefixed("t.", tokenCols) + `, ` + dbutil.Prefixed("u.", userCols) +
+	` FROM tokens t JOIN users u ON u.id = t.user_id WHERE t.hash = $1`
+
+// GetTokenAndUser reads the token with that hash and its user in one
+// statement.
+func (s *Store) GetTokenAndUser(ctx context.Context, hash []byte) (*store.Token, *store.User, error) {
+	var t store.Token
+	var u store.User
+	td, tokenDone := tokenDest(&t)
+	ud, userDone := userDest(&u)
+	if err := s.pool.QueryRow(ctx, selectTokenUserSQL, hash).Scan(append(td, ud...)...); err != nil {
+		return nil, nil, mapErr(err, "token")
+	}
+	if err := tokenDone(); err != nil {
+		return nil, nil, err
+	}
+	if err := userDone(); err != nil {
+		return nil, nil, err
+	}
+	return &t, &u, nil
 }
 
 // GetToken returns the token with that ID, revoked or expired ones

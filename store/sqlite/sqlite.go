@@ -27,6 +27,7 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/scion-go/scion/store"
+	"github.com/scion-go/scion/store/internal/dbutil"
 )
 
 // Store is a store.Store backed by a SQLite file.
@@ -47,6 +48,7 @@ type Store struct {
 	// create (its project, broker and providers).
 	selectToken      *sql.Stmt
 	selectUser       *sql.Stmt
+	selectTokenUser  *sql.Stmt
 	selectProject    *sql.Stmt
 	selectBroker     *sql.Stmt
 	projectProviders *sql.Stmt
@@ -121,6 +123,8 @@ func (s *Store) prepare(ctx context.Context) error {
 		{s.r, &s.agentVersion, `SELECT version FROM agents WHERE id = ?`},
 		{s.r, &s.selectToken, `SELECT ` + tokenCols + ` FROM tokens WHERE hash = ?`},
 		{s.r, &s.selectUser, `SELECT ` + userCols + ` FROM users WHERE id = ?`},
+		{s.r, &s.selectTokenUser, `SELECT ` + dbutil.Prefixed("t.", tokenCols) + `, ` + dbutil.Prefixed("u.", userCols) +
+			` FROM tokens t JOIN users u ON u.id = t.user_id WHERE t.hash = ?`},
 		{s.r, &s.selectProject, `SELECT ` + projectCols + ` FROM projects WHERE id = ?1 OR name = ?1 ORDER BY id <> ?1 LIMIT 1`},
 		{s.r, &s.selectBroker, `SELECT ` + brokerCols + ` FROM runtime_brokers WHERE id = ?1 OR name = ?1 ORDER BY id <> ?1 LIMIT 1`},
 		{s.r, &s.projectProviders, `SELECT broker_id FROM project_providers WHERE project_id = ? ORDER BY broker_id`},
@@ -146,7 +150,7 @@ func (s *Store) Ping(ctx context.Context) error {
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		for _, st := range []*sql.Stmt{s.insertAgent, s.updateAgent, s.updateAgentSameKeys, s.reserveCond, s.selectAgent, s.agentVersion,
-			s.selectToken, s.selectUser, s.selectProject, s.selectBroker, s.projectProviders} {
+			s.selectToken, s.selectUser, s.selectTokenUser, s.selectProject, s.selectBroker, s.projectProviders} {
 			if st != nil {
 				st.Close()
 			}

@@ -35,12 +35,21 @@ const userCols = `id, name, email, role, issuer, subject, created_at`
 
 func scanUser(sc scanner) (*store.User, error) {
 	var u store.User
-	var created int64
-	if err := sc.Scan(&u.ID, &u.Name, &u.Email, &u.Role, &u.Issuer, &u.Subject, &created); err != nil {
+	dest, finish := userDest(&u)
+	if err := sc.Scan(dest...); err != nil {
 		return nil, err
 	}
-	u.CreatedAt = fromMicros(created)
-	return &u, nil
+	return &u, finish()
+}
+
+// userDest returns the scan destinations of userCols and what completes u
+// once they are scanned.
+func userDest(u *store.User) ([]any, func() error) {
+	var created int64
+	return []any{&u.ID, &u.Name, &u.Email, &u.Role, &u.Issuer, &u.Subject, &created}, func() error {
+		u.CreatedAt = fromMicros(created)
+		return nil
+	}
 }
 
 // GetUser looks up by ID.
@@ -122,19 +131,31 @@ func (s *Store) CreateToken(ctx context.Context, t *store.Token) error {
 
 func scanToken(sc scanner) (*store.Token, error) {
 	var t store.Token
+	dest, finish := tokenDest(&t)
+	if err := sc.Scan(dest...); err != nil {
+		return nil, err
+	}
+	if err := finish(); err != nil {
+		return nil, err
+	}
+	return &t, nil
+}
+
+// tokenDest returns the scan destinations of tokenCols and what completes
+// t once they are scanned.
+func tokenDest(t *store.Token) ([]any, func() error) {
 	var scopes []byte
 	var expires, revoked sql.NullInt64
 	var created int64
-	if err := sc.Scan(&t.ID, &t.Hash, &t.Kind, &t.UserID, &t.AgentID, &t.ProjectID, &scopes, &t.Name, &expires,
-		&revoked, &created); err != nil {
-		return nil, err
-	}
-	if err := dbutil.UnJSON(scopes, &t.Scopes); err != nil {
-		return nil, fmt.Errorf("token %s scopes: %w", t.ID, err)
-	}
-	t.ExpiresAt, t.RevokedAt = ptrFromMicros(expires), ptrFromMicros(revoked)
-	t.CreatedAt = fromMicros(created)
-	return &t, nil
+	return []any{&t.ID, &t.Hash, &t.Kind, &t.UserID, &t.AgentID, &t.ProjectID, &scopes, &t.Name, &expires,
+			&revoked, &created}, func() error {
+			if err := dbutil.UnJSON(scopes, &t.Scopes); err != nil {
+				return fmt.Errorf("token %s scopes: %w", t.ID, err)
+			}
+			t.ExpiresAt, t.RevokedAt = ptrFromMicros(expires), ptrFromMicros(revoked)
+			t.CreatedAt = fromMicros(created)
+			return nil
+		}
 }
 
 // GetToken returns the token with that ID, revoked or expired ones
@@ -155,6 +176,25 @@ func (s *Store) GetTokenByHash(ctx context.Context, hash []byte) (*store.Token, 
 		return nil, mapErr(err, "token")
 	}
 	return t, nil
+}
+
+// GetTokenAndUser reads the token with that hash and its user in one
+// statement.
+func (s *Store) GetTokenAndUser(ctx context.Context, hash []byte) (*store.Token, *store.User, error) {
+	var t store.Token
+	var u store.User
+	td, tokenDone := tokenDest(&t)
+	ud, userDone := userDest(&u)
+	if err := s.selectTokenUser.QueryRowContext(ctx, hash).Scan(append(td, ud...)...); err != nil {
+		return nil, nil, mapErr(err, "token")
+	}
+	if err := tokenDone(); err != nil {
+		return nil, nil, err
+	}
+	if err := userDone(); err != nil {
+		return nil, nil, err
+	}
+	return &t, &u, nil
 }
 
 // ListTokens returns a user's tokens, newest first, without their hashes.

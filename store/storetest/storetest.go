@@ -61,6 +61,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Users", testUsers},
 		{"UserIdentity", testUserIdentity},
 		{"Tokens", testTokens},
+		{"TokenAndUser", testTokenAndUser},
 		{"ListTokens", testListTokens},
 		{"JoinTokens", testJoinTokens},
 		{"Secrets", testSecrets},

@@ -163,6 +163,47 @@ func testTokens(t *testing.T, s store.Store) {
 	wantErr(t, s.RevokeToken(ctx, "missing", at), store.ErrNotFound)
 }
 
+// testTokenAndUser: a token read with its user in one call, as a request
+// is authenticated; revoked tokens too, nothing for a missing token or a
+// token whose user does not exist.
+func testTokenAndUser(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	u := &store.User{ID: "u-join", Name: "Joan", Email: "joan@example.com", Role: "member", CreatedAt: oddTime()}
+	must(t, s.CreateUser(ctx, u))
+	other := &store.User{ID: "u-other", Name: "Other", Role: "viewer"}
+	must(t, s.CreateUser(ctx, other))
+	exp := oddTime().Add(time.Hour)
+	tok := &store.Token{Hash: []byte("join-hash"), Kind: store.TokenUser, UserID: u.ID, ProjectID: "p1",
+		Scopes: []string{"project:read"}, Name: "ci", ExpiresAt: &exp}
+	must(t, s.CreateToken(ctx, tok))
+	must(t, s.CreateToken(ctx, &store.Token{Hash: []byte("other-hash"), Kind: store.TokenUser, UserID: other.ID}))
+
+	gotT, gotU, err := s.GetTokenAndUser(ctx, []byte("join-hash"))
+	must(t, err)
+	equal(t, gotT, tok)
+	equal(t, gotU, u)
+	byHash, err := s.GetTokenByHash(ctx, tok.Hash)
+	must(t, err)
+	equal(t, gotT, byHash)
+
+	at := oddTime()
+	must(t, s.RevokeToken(ctx, tok.ID, at))
+	gotT, _, err = s.GetTokenAndUser(ctx, tok.Hash)
+	must(t, err)
+	if gotT.RevokedAt == nil || *gotT.RevokedAt != norm(at) {
+		t.Fatalf("revoked token read back with RevokedAt %v", gotT.RevokedAt)
+	}
+
+	_, _, err = s.GetTokenAndUser(ctx, []byte("missing"))
+	wantErr(t, err, store.ErrNotFound)
+	must(t, s.CreateToken(ctx, &store.Token{Hash: []byte("orphan"), Kind: store.TokenUser, UserID: "u-gone"}))
+	_, _, err = s.GetTokenAndUser(ctx, []byte("orphan"))
+	wantErr(t, err, store.ErrNotFound)
+	must(t, s.CreateToken(ctx, &store.Token{Hash: []byte("agent-join"), Kind: store.TokenAgent, AgentID: "a1"}))
+	_, _, err = s.GetTokenAndUser(ctx, []byte("agent-join"))
+	wantErr(t, err, store.ErrNotFound)
+}
+
 // testListTokens: a user's tokens, newest first, revoked and expired ones
 // included, without hashes; nobody else's.
 func testListTokens(t *testing.T, s store.Store) {

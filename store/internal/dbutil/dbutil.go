@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -151,4 +152,15 @@ func CheckSecret(s *store.Secret) error {
 		return errors.New("empty ciphertext")
 	}
 	return nil
+}
+
+// Prefixed qualifies each column of a comma-separated list with prefix
+// (a table alias and a dot), for joins: Prefixed("t.", "id, name") is
+// "t.id, t.name".
+func Prefixed(prefix, cols string) string {
+	parts := strings.Split(cols, ",")
+	for i, c := range parts {
+		parts[i] = prefix + strings.TrimSpace(c)
+	}
+	return strings.Join(parts, ", ")
 }

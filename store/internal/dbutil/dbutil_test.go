@@ -65,3 +65,9 @@ func TestJSON(t *testing.T) {
 		t.Fatalf("Payload(nil) = %q, %v", p, err)
 	}
 }
+
+func TestPrefixed(t *testing.T) {
+	if got := Prefixed("t.", "id, hash,kind"); got != "t.id, t.hash, t.kind" {
+		t.Fatalf("Prefixed = %q", got)
+	}
+}
