@@ -163,10 +163,7 @@ func (s *Store) GetTokenAndUser(ctx context.Context, hash []byte) (*store.Token,
 	if err := s.pool.QueryRow(ctx, selectTokenUserSQL, hash).Scan(append(td, ud...)...); err != nil {
 		return nil, nil, mapErr(err, "token")
 	}
-	if err := tokenDone(); err != nil {
-		return nil, nil, err
-	}
-	if err := userDone(); err != nil {
+	if err := errors.Join(tokenDone(), userDone()); err != nil {
 		return nil, nil, err
 	}
 	return &t, &u, nil
