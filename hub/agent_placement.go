@@ -21,14 +21,7 @@ func (s *Server) placementInput(ctx context.Context, c *Caller, p *store.Project
 	if err != nil {
 		return placement.Input{}, nil, err
 	}
-	providers, err := s.store.ProjectProviders(ctx, p.ID)
-	if err != nil {
-		return placement.Input{}, nil, err
-	}
-	isProvider := make(map[string]bool, len(providers))
-	for _, id := range providers {
-		isProvider[id] = true
-	}
+	isProvider := map[string]bool{}
 	in := placement.Input{Project: p.Name, Explicit: explicit, ProjectDefault: p.DefaultBrokerID,
 		HubDefault:       settings.AgentDefaults.DefaultRuntimeBroker,
 		CanUpdateProject: authz.CanLink(*c, *projectRes(p)) == nil}
@@ -46,12 +39,14 @@ func (s *Server) placementInput(ctx context.Context, c *Caller, p *store.Project
 			Provider: isProvider[b.ID], Dispatchable: authz.Dispatchable(*c, res) == nil})
 	}
 	// The cascade decides on one broker when --broker or the project's
-	// default names one that exists: load just that one, not the fleet (a
-	// Hub with many brokers would otherwise read them all on every create).
+	// default names one that exists: load just that one, with whether it
+	// provides for the project, not the fleet (a Hub with many brokers
+	// would otherwise read them all on every create).
 	if ref := cmp.Or(explicit, p.DefaultBrokerID); ref != "" {
-		b, err := s.store.GetBroker(ctx, ref)
+		b, provides, err := s.store.GetBrokerForProject(ctx, ref, p.ID)
 		switch {
 		case err == nil:
+			isProvider[b.ID] = provides
 			add(b)
 			return in, byID, nil
 		case !isNotFound(err):
@@ -59,6 +54,13 @@ func (s *Server) placementInput(ctx context.Context, c *Caller, p *store.Project
 		case explicit != "":
 			return in, byID, nil // Select answers runtime_broker_not_found
 		}
+	}
+	providers, err := s.store.ProjectProviders(ctx, p.ID)
+	if err != nil {
+		return placement.Input{}, nil, err
+	}
+	for _, id := range providers {
+		isProvider[id] = true
 	}
 	page := store.Page{Limit: 1000}
 	for {

@@ -178,6 +178,10 @@ type Store interface {
 	CreateBroker(ctx context.Context, b *Broker) error
 	// GetBroker looks up by ID, then by name.
 	GetBroker(ctx context.Context, idOrName string) (*Broker, error)
+	// GetBrokerForProject is GetBroker and whether the broker provides for
+	// projectID (ProjectProviders), in one read, for placing an agent on a
+	// named broker.
+	GetBrokerForProject(ctx context.Context, idOrName, projectID string) (*Broker, bool, error)
 	ListBrokers(ctx context.Context, page Page) (items []*Broker, next string, total int, err error)
 	UpdateBroker(ctx context.Context, b *Broker) error
 	// SetBrokerStatus changes only status and last-seen time.

@@ -88,6 +88,19 @@ func (s *Store) GetBroker(ctx context.Context, idOrName string) (*store.Broker, 
 	return b, nil
 }
 
+// GetBrokerForProject reads a broker and whether it provides for
+// projectID in one statement.
+func (s *Store) GetBrokerForProject(ctx context.Context, idOrName, projectID string) (*store.Broker, bool, error) {
+	var provides bool
+	b, err := scanBroker(withExtra{s.pool.QueryRow(ctx, `SELECT `+brokerCols+`, EXISTS (SELECT 1 FROM project_providers
+		WHERE project_id = $2 AND broker_id = runtime_brokers.id) FROM runtime_brokers
+		WHERE id = $1 OR name = $1 ORDER BY id <> $1 LIMIT 1`, idOrName, projectID), []any{&provides}})
+	if err != nil {
+		return nil, false, mapErr(err, fmt.Sprintf("broker %q", idOrName))
+	}
+	return b, provides, nil
+}
+
 // ListBrokers lists brokers in ID order.
 func (s *Store) ListBrokers(ctx context.Context, page store.Page) ([]*store.Broker, string, int, error) {
 	items, next, total, err := list(ctx, s, "runtime_brokers", brokerCols, nil, page, scanBroker,

@@ -89,6 +89,17 @@ func (s *Store) GetBroker(ctx context.Context, idOrName string) (*store.Broker, 
 	return b, nil
 }
 
+// GetBrokerForProject reads a broker and whether it provides for
+// projectID in one statement.
+func (s *Store) GetBrokerForProject(ctx context.Context, idOrName, projectID string) (*store.Broker, bool, error) {
+	var provides bool
+	b, err := scanBroker(withExtra{s.selectBrokerFor.QueryRowContext(ctx, idOrName, projectID), []any{&provides}})
+	if err != nil {
+		return nil, false, mapErr(err, fmt.Sprintf("broker %q", idOrName))
+	}
+	return b, provides, nil
+}
+
 // ListBrokers lists brokers in ID order.
 func (s *Store) ListBrokers(ctx context.Context, page store.Page) ([]*store.Broker, string, int, error) {
 	items, next, total, err := list(ctx, s, "runtime_brokers", brokerCols, "", nil, page, scanBroker,

@@ -51,6 +51,7 @@ type Store struct {
 	selectTokenUser  *sql.Stmt
 	selectProject    *sql.Stmt
 	selectBroker     *sql.Stmt
+	selectBrokerFor  *sql.Stmt
 	projectProviders *sql.Stmt
 
 	closeOnce sync.Once
@@ -127,6 +128,8 @@ func (s *Store) prepare(ctx context.Context) error {
 			` FROM tokens t JOIN users u ON u.id = t.user_id WHERE t.hash = ?`},
 		{s.r, &s.selectProject, `SELECT ` + projectCols + ` FROM projects WHERE id = ?1 OR name = ?1 ORDER BY id <> ?1 LIMIT 1`},
 		{s.r, &s.selectBroker, `SELECT ` + brokerCols + ` FROM runtime_brokers WHERE id = ?1 OR name = ?1 ORDER BY id <> ?1 LIMIT 1`},
+		{s.r, &s.selectBrokerFor, `SELECT ` + brokerCols + `, EXISTS (SELECT 1 FROM project_providers
+			WHERE project_id = ?2 AND broker_id = runtime_brokers.id) FROM runtime_brokers WHERE id = ?1 OR name = ?1 ORDER BY id <> ?1 LIMIT 1`},
 		{s.r, &s.projectProviders, `SELECT broker_id FROM project_providers WHERE project_id = ? ORDER BY broker_id`},
 	} {
 		st, err := p.db.PrepareContext(ctx, p.query)
@@ -150,7 +153,7 @@ func (s *Store) Ping(ctx context.Context) error {
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		for _, st := range []*sql.Stmt{s.insertAgent, s.updateAgent, s.updateAgentSameKeys, s.reserveCond, s.selectAgent, s.agentVersion,
-			s.selectToken, s.selectUser, s.selectTokenUser, s.selectProject, s.selectBroker, s.projectProviders} {
+			s.selectToken, s.selectUser, s.selectTokenUser, s.selectProject, s.selectBroker, s.selectBrokerFor, s.projectProviders} {
 			if st != nil {
 				st.Close()
 			}
@@ -230,6 +233,15 @@ func mustAffect(res sql.Result, err error, what string) error {
 type scanner interface {
 	Scan(dest ...any) error
 }
+
+// withExtra is a scanner whose row has more columns after the ones its
+// scan function asks for: Scan fills extra with them.
+type withExtra struct {
+	sc    scanner
+	extra []any
+}
+
+func (w withExtra) Scan(dest ...any) error { return w.sc.Scan(append(dest, w.extra...)...) }
 
 // migrateRetrying runs migrate, retrying while another process is turning
 // the same new file into a WAL database: during that switch SQLite answers

@@ -129,6 +129,25 @@ func testProviders(t *testing.T, s store.Store) {
 	must(t, err)
 	equal(t, got, []string{"p1", "p2"})
 
+	// A broker with whether it provides, by ID or by name, in one read.
+	wantB2, err := s.GetBroker(ctx, "b2")
+	must(t, err)
+	for _, c := range []struct {
+		ref, project string
+		provides     bool
+	}{{"b2", "p1", true}, {"b2", "p2", false}, {"b1", "p2", true}, {"b2", "missing", false}} {
+		b, provides, err := s.GetBrokerForProject(ctx, c.ref, c.project)
+		must(t, err)
+		if b.ID != c.ref || provides != c.provides {
+			t.Fatalf("GetBrokerForProject(%s, %s) = %s, %v; want %v", c.ref, c.project, b.ID, provides, c.provides)
+		}
+		if c.ref == "b2" {
+			equal(t, b, wantB2)
+		}
+	}
+	_, _, err = s.GetBrokerForProject(ctx, "missing", "p1")
+	wantErr(t, err, store.ErrNotFound)
+
 	wantErr(t, s.LinkProvider(ctx, "missing", "b1"), store.ErrNotFound)
 	wantErr(t, s.LinkProvider(ctx, "p1", "missing"), store.ErrNotFound)
 
