@@ -92,9 +92,10 @@ func (s *Store) GetBroker(ctx context.Context, idOrName string) (*store.Broker, 
 // projectID in one statement.
 func (s *Store) GetBrokerForProject(ctx context.Context, idOrName, projectID string) (*store.Broker, bool, error) {
 	var provides bool
-	b, err := scanBroker(withExtra{s.pool.QueryRow(ctx, `SELECT `+brokerCols+`, EXISTS (SELECT 1 FROM project_providers
+	row := s.pool.QueryRow(ctx, `SELECT `+brokerCols+`, EXISTS (SELECT 1 FROM project_providers
 		WHERE project_id = $2 AND broker_id = runtime_brokers.id) FROM runtime_brokers
-		WHERE id = $1 OR name = $1 ORDER BY id <> $1 LIMIT 1`, idOrName, projectID), []any{&provides}})
+		WHERE id = $1 OR name = $1 ORDER BY id <> $1 LIMIT 1`, idOrName, projectID)
+	b, err := scanBroker(dbutil.WithExtra{Row: row, Extra: []any{&provides}})
 	if err != nil {
 		return nil, false, mapErr(err, fmt.Sprintf("broker %q", idOrName))
 	}

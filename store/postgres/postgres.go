@@ -84,15 +84,6 @@ const (
 	codeQuota    = "SC429" // the broker holds its limit of reservations
 )
 
-// withExtra is a pgx.Row with more columns after the ones its scan
-// function asks for: Scan fills extra with them.
-type withExtra struct {
-	row   pgx.Row
-	extra []any
-}
-
-func (w withExtra) Scan(dest ...any) error { return w.row.Scan(append(dest, w.extra...)...) }
-
 // refusedWith says whether err is scion_refuse's error with code.
 func refusedWith(err error, code string) bool {
 	var pe *pgconn.PgError

@@ -125,28 +125,16 @@ func (s *Store) CreateToken(ctx context.Context, t *store.Token) error {
 
 func scanToken(row pgx.Row) (*store.Token, error) {
 	var t store.Token
-	dest, finish := tokenDest(&t)
-	if err := row.Scan(dest...); err != nil {
-		return nil, err
-	}
-	if err := finish(); err != nil {
-		return nil, err
-	}
-	return &t, nil
-}
-
-// tokenDest returns the scan destinations of tokenCols and what completes
-// t once they are scanned.
-func tokenDest(t *store.Token) ([]any, func() error) {
 	var scopes []byte
-	return []any{&t.ID, &t.Hash, &t.Kind, &t.UserID, &t.AgentID, &t.ProjectID, &scopes, &t.Name, &t.ExpiresAt,
-			&t.RevokedAt, &t.CreatedAt}, func() error {
-			if err := dbutil.UnJSON(scopes, &t.Scopes); err != nil {
-				return fmt.Errorf("token %s scopes: %w", t.ID, err)
-			}
-			t.ExpiresAt, t.RevokedAt, t.CreatedAt = ptrUTC(t.ExpiresAt), ptrUTC(t.RevokedAt), utc(t.CreatedAt)
-			return nil
-		}
+	if err := row.Scan(&t.ID, &t.Hash, &t.Kind, &t.UserID, &t.AgentID, &t.ProjectID, &scopes, &t.Name, &t.ExpiresAt,
+		&t.RevokedAt, &t.CreatedAt); err != nil {
+		return nil, err
+	}
+	if err := dbutil.UnJSON(scopes, &t.Scopes); err != nil {
+		return nil, fmt.Errorf("token %s scopes: %w", t.ID, err)
+	}
+	t.ExpiresAt, t.RevokedAt, t.CreatedAt = ptrUTC(t.ExpiresAt), ptrUTC(t.RevokedAt), utc(t.CreatedAt)
+	return &t, nil
 }
 
 // selectTokenUserSQL reads a token by hash with its user.
@@ -156,17 +144,13 @@ var selectTokenUserSQL = `SELECT ` + dbutil.Prefixed("t.", tokenCols) + `, ` + d
 // GetTokenAndUser reads the token with that hash and its user in one
 // statement.
 func (s *Store) GetTokenAndUser(ctx context.Context, hash []byte) (*store.Token, *store.User, error) {
-	var t store.Token
 	var u store.User
-	td, tokenDone := tokenDest(&t)
 	ud, userDone := userDest(&u)
-	if err := s.pool.QueryRow(ctx, selectTokenUserSQL, hash).Scan(append(td, ud...)...); err != nil {
+	t, err := scanToken(dbutil.WithExtra{Row: s.pool.QueryRow(ctx, selectTokenUserSQL, hash), Extra: ud})
+	if err != nil {
 		return nil, nil, mapErr(err, "token")
 	}
-	if err := errors.Join(tokenDone(), userDone()); err != nil {
-		return nil, nil, err
-	}
-	return &t, &u, nil
+	return t, &u, userDone()
 }
 
 // GetToken returns the token with that ID, revoked or expired ones

@@ -93,7 +93,7 @@ func (s *Store) GetBroker(ctx context.Context, idOrName string) (*store.Broker, 
 // projectID in one statement.
 func (s *Store) GetBrokerForProject(ctx context.Context, idOrName, projectID string) (*store.Broker, bool, error) {
 	var provides bool
-	b, err := scanBroker(withExtra{s.selectBrokerFor.QueryRowContext(ctx, idOrName, projectID), []any{&provides}})
+	b, err := scanBroker(dbutil.WithExtra{Row: s.selectBrokerFor.QueryRowContext(ctx, idOrName, projectID), Extra: []any{&provides}})
 	if err != nil {
 		return nil, false, mapErr(err, fmt.Sprintf("broker %q", idOrName))
 	}

@@ -234,15 +234,6 @@ type scanner interface {
 	Scan(dest ...any) error
 }
 
-// withExtra is a scanner whose row has more columns after the ones its
-// scan function asks for: Scan fills extra with them.
-type withExtra struct {
-	sc    scanner
-	extra []any
-}
-
-func (w withExtra) Scan(dest ...any) error { return w.sc.Scan(append(dest, w.extra...)...) }
-
 // migrateRetrying runs migrate, retrying while another process is turning
 // the same new file into a WAL database: during that switch SQLite answers
 // SQLITE_BUSY at once rather than through the busy timeout. Every step of

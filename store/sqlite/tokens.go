@@ -131,31 +131,19 @@ func (s *Store) CreateToken(ctx context.Context, t *store.Token) error {
 
 func scanToken(sc scanner) (*store.Token, error) {
 	var t store.Token
-	dest, finish := tokenDest(&t)
-	if err := sc.Scan(dest...); err != nil {
-		return nil, err
-	}
-	if err := finish(); err != nil {
-		return nil, err
-	}
-	return &t, nil
-}
-
-// tokenDest returns the scan destinations of tokenCols and what completes
-// t once they are scanned.
-func tokenDest(t *store.Token) ([]any, func() error) {
 	var scopes []byte
 	var expires, revoked sql.NullInt64
 	var created int64
-	return []any{&t.ID, &t.Hash, &t.Kind, &t.UserID, &t.AgentID, &t.ProjectID, &scopes, &t.Name, &expires,
-			&revoked, &created}, func() error {
-			if err := dbutil.UnJSON(scopes, &t.Scopes); err != nil {
-				return fmt.Errorf("token %s scopes: %w", t.ID, err)
-			}
-			t.ExpiresAt, t.RevokedAt = ptrFromMicros(expires), ptrFromMicros(revoked)
-			t.CreatedAt = fromMicros(created)
-			return nil
-		}
+	if err := sc.Scan(&t.ID, &t.Hash, &t.Kind, &t.UserID, &t.AgentID, &t.ProjectID, &scopes, &t.Name, &expires,
+		&revoked, &created); err != nil {
+		return nil, err
+	}
+	if err := dbutil.UnJSON(scopes, &t.Scopes); err != nil {
+		return nil, fmt.Errorf("token %s scopes: %w", t.ID, err)
+	}
+	t.ExpiresAt, t.RevokedAt = ptrFromMicros(expires), ptrFromMicros(revoked)
+	t.CreatedAt = fromMicros(created)
+	return &t, nil
 }
 
 // GetToken returns the token with that ID, revoked or expired ones
@@ -181,17 +169,13 @@ func (s *Store) GetTokenByHash(ctx context.Context, hash []byte) (*store.Token, 
 // GetTokenAndUser reads the token with that hash and its user in one
 // statement.
 func (s *Store) GetTokenAndUser(ctx context.Context, hash []byte) (*store.Token, *store.User, error) {
-	var t store.Token
 	var u store.User
-	td, tokenDone := tokenDest(&t)
 	ud, userDone := userDest(&u)
-	if err := s.selectTokenUser.QueryRowContext(ctx, hash).Scan(append(td, ud...)...); err != nil {
+	t, err := scanToken(dbutil.WithExtra{Row: s.selectTokenUser.QueryRowContext(ctx, hash), Extra: ud})
+	if err != nil {
 		return nil, nil, mapErr(err, "token")
 	}
-	if err := errors.Join(tokenDone(), userDone()); err != nil {
-		return nil, nil, err
-	}
-	return &t, &u, nil
+	return t, &u, userDone()
 }
 
 // ListTokens returns a user's tokens, newest first, without their hashes.
