@@ -93,8 +93,10 @@ func (s *Server) mutateAgent(ctx context.Context, id string, f func(*store.Agent
 // reads the stored record). cur is the caller's to give up: f changes it.
 func (s *Server) mutateAgentFrom(ctx context.Context, id string, cur *store.Agent, f func(*store.Agent) error) (*store.Agent, error) {
 	for range 20 {
-		a, err := cur, error(nil)
-		if cur = nil; a == nil {
+		a := cur
+		cur = nil // only the first attempt starts from the caller's copy
+		var err error
+		if a == nil {
 			a, err = s.store.GetAgent(ctx, id)
 		}
 		if err != nil {
