@@ -72,6 +72,7 @@ func reportError(w io.Writer, cmd *cobra.Command, err error) int {
 	switch {
 	case errors.As(err, &ae):
 		fmt.Fprintf(w, "error: %s: %s\n", ae.Code, ae.Message)
+		printErrorDetails(w, ae)
 	case errors.Is(err, context.Canceled):
 		fmt.Fprintln(w, "error: interrupted")
 	case errors.As(err, &ue):
@@ -85,4 +86,44 @@ func reportError(w io.Writer, cmd *cobra.Command, err error) int {
 		fmt.Fprintf(w, "error: %s\n", err)
 	}
 	return exitError
+}
+
+// printErrorDetails prints the lists a Hub error carries in its details
+// that the user needs to act on it: the brokers to choose from, the
+// agents that block a deregistration.
+func printErrorDetails(w io.Writer, ae *api.Error) {
+	if names := detailStrings(ae.Details["brokers"]); len(names) > 0 {
+		if ae.Code == api.CodeMultipleBrokers {
+			fmt.Fprintf(w, "Choose one with --broker: %s\n", strings.Join(names, ", "))
+		} else {
+			fmt.Fprintf(w, "Runtime brokers: %s\n", strings.Join(names, ", "))
+		}
+	}
+	if agents := detailStrings(ae.Details["agents"]); len(agents) > 0 {
+		line := strings.Join(agents, ", ")
+		if total, ok := ae.Details["total"].(float64); ok && int(total) > len(agents) {
+			line += fmt.Sprintf(" (and %d more)", int(total)-len(agents))
+		}
+		fmt.Fprintf(w, "Agents: %s\n", line)
+	}
+}
+
+// detailStrings reads a list of strings from decoded JSON details; nil for
+// anything else.
+func detailStrings(v any) []string {
+	switch l := v.(type) {
+	case []string:
+		return l
+	case []any:
+		out := make([]string, 0, len(l))
+		for _, x := range l {
+			s, ok := x.(string)
+			if !ok {
+				return nil
+			}
+			out = append(out, s)
+		}
+		return out
+	}
+	return nil
 }

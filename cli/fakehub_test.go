@@ -30,6 +30,8 @@ type fakeHub struct {
 	settings api.HubSettings
 	limits   api.Limits
 	seq      int
+	// createErr, when set, is the answer to every agent create.
+	createErr *api.Error
 }
 
 type fakeReq struct {
@@ -332,6 +334,9 @@ func (h *fakeHub) agentRoutes(a fakeRoute) {
 		var req api.CreateAgentRequest
 		if e := decodeFake(r, &req); e != nil {
 			return nil, 0, e
+		}
+		if h.createErr != nil {
+			return nil, 0, h.createErr
 		}
 		p := h.project(req.Project)
 		if p == nil {

@@ -41,14 +41,18 @@ func (s *Server) placementInput(ctx context.Context, c *Caller, p *store.Project
 	// The cascade decides on one broker when --broker or the project's
 	// default names one that exists: load just that one, with whether it
 	// provides for the project, not the fleet (a Hub with many brokers
-	// would otherwise read them all on every create).
+	// would otherwise read them all on every create). A project default
+	// the caller cannot see is like no default: the cascade goes on, so
+	// it needs the others.
 	if ref := cmp.Or(explicit, p.DefaultBrokerID); ref != "" {
 		b, provides, err := s.store.GetBrokerForProject(ctx, ref, p.ID)
 		switch {
 		case err == nil:
 			isProvider[b.ID] = provides
 			add(b)
-			return in, byID, nil
+			if explicit != "" || byID[b.ID] != nil {
+				return in, byID, nil
+			}
 		case !isNotFound(err):
 			return in, nil, err
 		case explicit != "":

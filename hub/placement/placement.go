@@ -94,22 +94,27 @@ func Select(in Input) (Decision, *api.Error) {
 		}
 		return d, nil
 	}
-	// 2. The project's default broker: must be online. A default that no
-	// longer exists is stale and skipped.
+	// 2. The project's default broker: must be online. A default that is
+	// not among in.Brokers (deregistered, or one the caller cannot see) is
+	// treated as no default at all: answering differently for an
+	// invisible broker would tell the caller it exists.
+	var projectDefault *Broker
 	if in.ProjectDefault != "" {
-		if b := find(in.Brokers, in.ProjectDefault); b != nil {
-			if !b.Online {
-				e := offline(b, "the project's default runtime broker")
-				e.Code = api.CodeDefaultBrokerOffline
-				return Decision{}, e
-			}
-			return Decision{BrokerID: b.ID, Source: SourceProjectDefault, AutoLink: !b.Provider}, nil
-		}
+		projectDefault = find(in.Brokers, in.ProjectDefault)
 	}
-	// 3. The Hub-level default, used when the project has none: must be a
-	// provider, online and dispatchable, else the cascade goes on.
+	if b := projectDefault; b != nil {
+		if !b.Online {
+			e := offline(b, "the project's default runtime broker")
+			e.Code = api.CodeDefaultBrokerOffline
+			return Decision{}, e
+		}
+		return Decision{BrokerID: b.ID, Source: SourceProjectDefault, AutoLink: !b.Provider}, nil
+	}
+	// 3. The Hub-level default, used when the project has no (usable)
+	// default: must be a provider, online and dispatchable, else the
+	// cascade goes on.
 	var hubDefaultWhy string
-	if in.ProjectDefault == "" && in.HubDefault != "" {
+	if in.HubDefault != "" {
 		b := find(in.Brokers, in.HubDefault)
 		switch {
 		case b == nil:
@@ -149,22 +154,28 @@ func Select(in Input) (Decision, *api.Error) {
 		}
 		return Decision{}, e
 	}
-	names := make([]string, 0, len(providers))
-	for _, b := range providers {
-		names = append(names, b.Name)
-	}
-	sort.Strings(names)
 	if len(online) == 0 {
 		return Decision{}, api.Errorf(http.StatusServiceUnavailable, api.CodeBrokerOffline,
-			"every runtime broker of project %q is offline", in.Project).WithDetail("brokers", names)
+			"every runtime broker of project %q is offline", in.Project).WithDetail("brokers", sortedNames(providers))
 	}
+	// The choices are the brokers a --broker could succeed on: an offline
+	// one would only be refused as offline.
 	e := api.Errorf(http.StatusConflict, api.CodeMultipleBrokers,
 		"project %q has several runtime brokers; choose one with --broker, or set the project's default broker", in.Project).
-		WithDetail("brokers", names)
+		WithDetail("brokers", sortedNames(online))
 	if hubDefaultWhy != "" {
 		e = e.WithDetail("hubDefault", hubDefaultWhy)
 	}
 	return Decision{}, e
+}
+
+func sortedNames(bs []Broker) []string {
+	names := make([]string, 0, len(bs))
+	for _, b := range bs {
+		names = append(names, b.Name)
+	}
+	sort.Strings(names)
+	return names
 }
 
 func offline(b *Broker, what string) *api.Error {

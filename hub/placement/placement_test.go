@@ -31,6 +31,9 @@ func TestSelect(t *testing.T) {
 		{"project default online", Input{ProjectDefault: "id-b", HubDefault: "a", Brokers: []Broker{a, b}}, "id-b", SourceProjectDefault, false, ""},
 		{"project default offline", Input{ProjectDefault: "id-off", Brokers: []Broker{a, off}}, "", "", false, api.CodeDefaultBrokerOffline},
 		{"project default deleted falls through to single provider", Input{ProjectDefault: "gone", Brokers: []Broker{a}}, "id-a", SourceSingleProvider, false, ""},
+		{"project default deleted: hub default used", Input{ProjectDefault: "gone", HubDefault: "b", Brokers: []Broker{a, b}}, "id-b", SourceHubDefault, false, ""},
+		{"project default deleted, no hub default, several providers", Input{ProjectDefault: "gone", Brokers: []Broker{a, b}}, "", "", false, api.CodeMultipleBrokers},
+		{"project default deleted, no provider", Input{ProjectDefault: "gone", Brokers: []Broker{stranger}}, "", "", false, api.CodeNoBroker},
 		{"hub default used when project has none", Input{HubDefault: "b", Brokers: []Broker{a, b}}, "id-b", SourceHubDefault, false, ""},
 		{"hub default ignored when project has a default", Input{ProjectDefault: "id-a", HubDefault: "b", Brokers: []Broker{a, b}}, "id-a", SourceProjectDefault, false, ""},
 		{"hub default not a provider falls through", Input{HubDefault: "s", Brokers: []Broker{a, stranger}}, "id-a", SourceSingleProvider, false, ""},
@@ -75,6 +78,36 @@ func TestSeveralProvidersListsThem(t *testing.T) {
 	names, _ := err.Details["brokers"].([]string)
 	if len(names) != 2 || names[0] != "alpha" || names[1] != "zeta" {
 		t.Fatalf("details = %v", err.Details)
+	}
+}
+
+// The choices of runtime_broker_selection_required are brokers a --broker
+// could succeed on: never an offline one.
+func TestSelectionChoicesAreOnline(t *testing.T) {
+	_, err := Select(Input{Project: "p", Brokers: []Broker{
+		{ID: "1", Name: "zeta", Online: true, Provider: true},
+		{ID: "2", Name: "down", Online: false, Provider: true},
+		{ID: "3", Name: "alpha", Online: true, Provider: true},
+		{ID: "4", Name: "other", Online: true, Provider: false},
+	}})
+	if err == nil || err.Code != api.CodeMultipleBrokers {
+		t.Fatalf("err = %v", err)
+	}
+	names, _ := err.Details["brokers"].([]string)
+	if len(names) != 2 || names[0] != "alpha" || names[1] != "zeta" {
+		t.Fatalf("choices = %v; want [alpha zeta]", err.Details["brokers"])
+	}
+	// Several providers, one online: still a choice (the spec auto-selects
+	// only a project's single provider), and the choice is that one.
+	_, err = Select(Input{Project: "p", Brokers: []Broker{
+		{ID: "1", Name: "up", Online: true, Provider: true},
+		{ID: "2", Name: "down", Online: false, Provider: true},
+	}})
+	if err == nil || err.Code != api.CodeMultipleBrokers {
+		t.Fatalf("err = %v", err)
+	}
+	if names, _ := err.Details["brokers"].([]string); len(names) != 1 || names[0] != "up" {
+		t.Fatalf("choices = %v; want [up]", err.Details["brokers"])
 	}
 }
 

@@ -1,0 +1,40 @@
+package cli
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/scion-go/scion/api"
+)
+
+// When the Hub cannot choose a broker, the CLI prints the choices it sent
+// (details.brokers), so the user can pass one with --broker.
+func TestSelectionRequiredPrintsChoices(t *testing.T) {
+	setHome(t)
+	h := newFakeHub(t, "tok")
+	useHub(t, "team", h, "tok")
+	h.createErr = api.Errorf(http.StatusConflict, api.CodeMultipleBrokers,
+		"project %q has several runtime brokers; choose one with --broker, or set the project's default broker", "web").
+		WithDetail("brokers", []string{"alpha", "zeta"})
+	r := runCLI(t, "", "create", "fixer", "--project", "web")
+	if r.code != 1 {
+		t.Fatalf("exit %d: %+v", r.code, r)
+	}
+	lines := strings.Split(strings.TrimSpace(r.err), "\n")
+	if len(lines) != 2 || !strings.HasPrefix(lines[0], "error: runtime_broker_selection_required: ") ||
+		lines[1] != "Choose one with --broker: alpha, zeta" {
+		t.Fatalf("stderr = %q", r.err)
+	}
+}
+
+// A refused deregistration lists the agents that still run on the broker.
+func TestDeregisterRefusalPrintsAgents(t *testing.T) {
+	var b strings.Builder
+	e := api.Conflict("runtime_broker_has_agents", "runtime broker %q still has 3 agents", "gpu").
+		WithDetail("agents", []any{"web/a1", "web/a2"}).WithDetail("total", float64(3))
+	printErrorDetails(&b, e)
+	if got := b.String(); got != "Agents: web/a1, web/a2 (and 1 more)\n" {
+		t.Fatalf("printed %q", got)
+	}
+}
