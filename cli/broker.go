@@ -138,7 +138,8 @@ func brokerName(flag string, s *config.Settings) (string, error) {
 		if err != nil {
 			return "", usageErrorf("cannot read the host name (%v): pass --name", err)
 		}
-		n, _, _ = strings.Cut(h, ".")
+		// Host names are case-insensitive; broker names are lower case.
+		n, _, _ = strings.Cut(strings.ToLower(h), ".")
 		if validateName("broker", n) != nil {
 			return "", usageErrorf("the host name %q is not a valid broker name: pass --name", h)
 		}

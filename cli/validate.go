@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"regexp"
 	"strings"
@@ -10,15 +11,13 @@ import (
 	"github.com/scion-go/scion/api"
 )
 
-// nameRE is what the CLI accepts as a new agent, project, broker or hub
-// list name: it becomes a path segment, a container label and a table cell,
-// so it must be short and free of spaces, slashes and a leading dash or dot.
-// The Hub has the final say; this only catches obvious typos early.
-var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$`)
-
+// validateName checks a new agent, project, broker, profile or hub-list
+// name against the one name rule the Hub applies too (api.ValidName), so
+// a name the CLI accepts is never refused by the Hub, and a typo is caught
+// before a round trip.
 func validateName(kind, name string) error {
-	if !nameRE.MatchString(name) {
-		return usageErrorf("invalid %s name %q: use 1-63 letters, digits, '.', '_' or '-', starting with a letter or digit", kind, name)
+	if err := api.CheckName(kind, name); err != nil {
+		return usageErr(errors.New(api.AsError(err).Message))
 	}
 	return nil
 }

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"unicode"
+
+	"github.com/scion-go/scion/api"
 )
 
 // FuzzParseEnv checks parseEnv's contract on arbitrary input: an accepted
@@ -44,8 +46,12 @@ func FuzzValidateName(f *testing.F) {
 			}
 			return
 		}
-		if name == "" || len(name) > 63 || strings.ContainsAny(name, "/\\ \t\n?#%") || name[0] == '-' || name[0] == '.' {
+		if name == "" || len(name) > 63 || strings.ContainsAny(name, "/\\ \t\n?#%._") || name[0] == '-' || name[0] == '.' {
 			t.Fatalf("accepted unsafe name %q", name)
+		}
+		// The Hub applies the same rule: what the CLI accepts it takes.
+		if !api.ValidName(name) || strings.ToLower(name) != name {
+			t.Fatalf("accepted %q, which the Hub refuses", name)
 		}
 		for _, r := range name {
 			if r > unicode.MaxASCII {
@@ -53,4 +59,26 @@ func FuzzValidateName(f *testing.F) {
 			}
 		}
 	})
+}
+
+// The CLI's name rule is the Hub's (api.ValidName): names it used to take
+// and the Hub refused ('.', '_', upper case) are refused before a round
+// trip, as usage errors.
+func TestValidateNameIsTheHubRule(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		ok   bool
+	}{
+		{"web", true}, {"web-2", true}, {"a", true},
+		{"Web", false}, {"a.b", false}, {"a_b", false}, {"web-", false},
+		{"../../etc", false}, {"a\nb", false}, {"a\x00", false},
+	} {
+		err := validateName("agent", tc.name)
+		if (err == nil) != tc.ok || (err == nil) != api.ValidName(tc.name) {
+			t.Errorf("validateName(%q) = %v, want ok=%v", tc.name, err, tc.ok)
+		}
+		if err != nil && (!isUsage(err) || !strings.Contains(err.Error(), "invalid agent name")) {
+			t.Errorf("validateName(%q) = %v: want a usage error naming the kind", tc.name, err)
+		}
+	}
 }

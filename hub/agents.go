@@ -26,15 +26,19 @@ func validateCreate(req *api.CreateAgentRequest) error {
 		return err
 	}
 	if req.Harness == "" {
-		req.Harness = "generic"
+		req.Harness = api.DefaultHarness
 	}
-	if len(req.Image) > 512 {
-		return api.BadRequest("image reference too long")
+	if err := api.CheckText("image", req.Image, api.MaxImageLen); err != nil {
+		return err
 	}
-	switch req.Harness {
-	case "generic", "claude", "gemini":
-	default:
-		return api.BadRequest("unknown harness %q: use generic, claude or gemini", req.Harness)
+	if err := api.CheckHarness("harness", req.Harness); err != nil {
+		return err
+	}
+	if err := validProfile("profile", req.Profile); err != nil {
+		return err
+	}
+	if err := api.CheckText("broker", req.Broker, api.MaxRefLen); err != nil {
+		return err
 	}
 	if len(req.Command) > 256 || len(req.Env) > 256 {
 		return api.BadRequest("command and env are limited to 256 entries each")

@@ -1,18 +1,19 @@
 package hub
 
-import (
-	"regexp"
+import "github.com/scion-go/scion/api"
 
-	"github.com/scion-go/scion/api"
-)
+// validName applies the one name rule (api.ValidName) to the names of
+// projects, brokers, agents and tokens: the CLI checks the same rule
+// before a request is sent.
+func validName(kind, n string) error { return api.CheckName(kind, n) }
 
-// Names of projects, brokers and agents: lower-case DNS-label style, so
-// they are safe in container names, labels and paths.
-var nameRE = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
-
-func validName(kind, n string) error {
-	if !nameRE.MatchString(n) {
-		return api.BadRequest("invalid %s name %q: use 1-63 lower-case letters, digits and '-', starting and ending with a letter or digit", kind, n)
+// validProfile checks a profile named in a request or a project's
+// settings ("" means none): a profile name is a path segment and a label
+// on the broker, so it follows the name rule too.
+func validProfile(field, n string) error {
+	if n == "" || api.ValidName(n) {
+		return nil
 	}
-	return nil
+	return api.BadRequest("invalid %s %s: a profile name is 1-%d lower-case letters, digits and '-', starting and ending with a letter or digit",
+		field, api.Quote(n), api.MaxNameLen)
 }

@@ -83,6 +83,9 @@ func (s *Server) handleCreateProject(r *http.Request, c *Caller) (int, any, erro
 	if err := validName("project", req.Name); err != nil {
 		return 0, nil, err
 	}
+	if err := checkProjectInput(&req.GitRemote, &req.ActiveProfile, &req.DefaultBroker); err != nil {
+		return 0, nil, err
+	}
 	if req.SharingMode == "" {
 		req.SharingMode = api.SharingEmptyPerAgent
 		if req.GitRemote != "" {
@@ -157,6 +160,9 @@ func (s *Server) handleUpdateProject(r *http.Request, c *Caller) (int, any, erro
 	if err := decodeJSON(r, &req); err != nil {
 		return 0, nil, err
 	}
+	if err := checkProjectInput(req.GitRemote, req.ActiveProfile, req.DefaultBroker); err != nil {
+		return 0, nil, err
+	}
 	if req.GitRemote != nil {
 		p.GitRemote = *req.GitRemote
 	}
@@ -196,7 +202,29 @@ func (s *Server) handleDeleteProject(r *http.Request, c *Caller) (int, any, erro
 	return http.StatusNoContent, nil, nil
 }
 
-// pageFrom reads ?cursor= and ?limit= (1..1000).
+// checkProjectInput checks the free-form fields of a project create or
+// update (nil: not given) before anything is looked up or written.
+func checkProjectInput(gitRemote, activeProfile, defaultBroker *string) error {
+	if gitRemote != nil {
+		if err := api.CheckGitRemoteText(*gitRemote); err != nil {
+			return err
+		}
+	}
+	if activeProfile != nil {
+		if err := validProfile("activeProfile", *activeProfile); err != nil {
+			return err
+		}
+	}
+	if defaultBroker != nil {
+		if err := api.CheckText("defaultRuntimeBroker", *defaultBroker, api.MaxRefLen); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// pageFrom reads ?cursor= (a nextCursor a list returned) and ?limit=
+// (1..1000).
 func pageFrom(r *http.Request) (store.Page, error) {
 	p := store.Page{Cursor: r.URL.Query().Get("cursor")}
 	if l := r.URL.Query().Get("limit"); l != "" {
@@ -208,6 +236,11 @@ func pageFrom(r *http.Request) (store.Page, error) {
 	}
 	if len(p.Cursor) > 256 {
 		return p, api.BadRequest("cursor too long")
+	}
+	// Refused here rather than by the store: a cursor the Hub never handed
+	// out is the caller's mistake (400), not an internal error.
+	if _, err := store.DecodeCursor(p.Cursor); err != nil {
+		return p, api.BadRequest("invalid cursor %s: pass the nextCursor of the previous page, or none for the first", api.Quote(p.Cursor))
 	}
 	return p, nil
 }

@@ -73,9 +73,12 @@ func (s *Server) handlePutSettings(r *http.Request, c *Caller) (int, any, error)
 	if err := decodeJSON(r, &v); err != nil {
 		return 0, nil, err
 	}
+	if err := checkAgentDefaults(v.AgentDefaults); err != nil {
+		return 0, nil, err
+	}
 	if ref := v.AgentDefaults.DefaultRuntimeBroker; ref != "" {
 		if _, err := s.store.GetBroker(r.Context(), ref); err != nil {
-			return 0, nil, api.NotFound(api.CodeBrokerNotFound, "default_runtime_broker: runtime broker %q not found", ref)
+			return 0, nil, api.NotFound(api.CodeBrokerNotFound, "default_runtime_broker: runtime broker %s not found", api.Quote(ref))
 		}
 	}
 	if err := s.saveSetting(r.Context(), settingHub, v, func() { s.settings = &v }); err != nil {
@@ -96,17 +99,50 @@ func (s *Server) handlePutLimits(r *http.Request, c *Caller) (int, any, error) {
 	if err := s.authorize(r.Context(), c, authz.HubAdmin, authz.Resource{}, nil); err != nil {
 		return 0, nil, err
 	}
-	var v api.Limits
-	if err := decodeJSON(r, &v); err != nil {
+	var req limitsRequest
+	if err := decodeJSON(r, &req); err != nil {
 		return 0, nil, err
 	}
-	if v.MaxAgentsPerBroker < 0 || v.MaxAgentsPerBroker > 1_000_000 {
-		return 0, nil, api.BadRequest("max_agents_per_broker must be between 0 (unlimited) and 1000000")
+	v, err := req.limits()
+	if err != nil {
+		return 0, nil, err
 	}
 	if err := s.saveSetting(r.Context(), settingLimits, v, func() { s.limits = &v }); err != nil {
 		return 0, nil, err
 	}
 	return http.StatusOK, v, nil
+}
+
+// checkAgentDefaults refuses Agent Defaults that every create would then
+// fail on, or that would carry a path or control characters to brokers: a
+// harness must be a known one, an image a bounded single line.
+func checkAgentDefaults(d api.AgentDefaults) error {
+	if d.DefaultHarness != "" {
+		if err := api.CheckHarness("default_harness", d.DefaultHarness); err != nil {
+			return err
+		}
+	}
+	if err := api.CheckText("default_image", d.DefaultImage, api.MaxImageLen); err != nil {
+		return err
+	}
+	return api.CheckText("default_runtime_broker", d.DefaultRuntimeBroker, api.MaxRefLen)
+}
+
+// limitsRequest is the body of PUT /admin/limits. The field is a pointer
+// so that a body without it is refused: decoded into api.Limits, {} would
+// read as 0, which means unlimited.
+type limitsRequest struct {
+	MaxAgentsPerBroker *int `json:"max_agents_per_broker"`
+}
+
+func (r limitsRequest) limits() (api.Limits, error) {
+	switch n := r.MaxAgentsPerBroker; {
+	case n == nil:
+		return api.Limits{}, api.BadRequest("max_agents_per_broker is required: give a number from 0 (unlimited) to 1000000")
+	case *n < 0 || *n > 1_000_000:
+		return api.Limits{}, api.BadRequest("max_agents_per_broker must be between 0 (unlimited) and 1000000")
+	}
+	return api.Limits{MaxAgentsPerBroker: *r.MaxAgentsPerBroker}, nil
 }
 
 // saveSetting writes a setting and, once it is stored, updates the cached

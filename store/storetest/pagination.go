@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"testing"
@@ -68,8 +69,10 @@ func testPagination(t *testing.T, s store.Store) {
 	equal(t, got, want)
 
 	// A cursor no list returned is an error, not a silent first page.
-	if _, _, _, err := s.ListProjects(ctx, store.Page{Cursor: "%%% not a cursor"}); err == nil {
-		t.Fatal("ListProjects accepted a malformed cursor")
+	for _, c := range []string{"%%% not a cursor", "garbage"} {
+		if _, _, _, err := s.ListProjects(ctx, store.Page{Cursor: c}); !errors.Is(err, store.ErrBadCursor) {
+			t.Fatalf("ListProjects with cursor %q: %v, want ErrBadCursor", c, err)
+		}
 	}
 }
 

@@ -4,10 +4,8 @@
 package dbutil
 
 import (
-	"encoding/base64"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"strings"
 	"time"
 
@@ -24,8 +22,9 @@ const (
 	MaxLimit     = 1000
 )
 
-// ErrBadCursor is returned (wrapped) for a cursor no list returned.
-var ErrBadCursor = errors.New("store: invalid page cursor")
+// ErrBadCursor is store.ErrBadCursor, returned (wrapped) for a cursor no
+// list returned.
+var ErrBadCursor = store.ErrBadCursor
 
 // NewID returns a new record ID. UUIDv7 IDs sort by creation time, so
 // ordering pages by ID lists records oldest first and new records land
@@ -65,24 +64,12 @@ func Limit(p store.Page) int {
 	return p.Limit
 }
 
-// EncodeCursor makes the opaque cursor for a page ending at id. The cursor
-// is the last ID itself, base64-encoded so clients treat it as opaque and
-// we can change its content later.
-func EncodeCursor(lastID string) string {
-	return base64.RawURLEncoding.EncodeToString([]byte(lastID))
-}
+// EncodeCursor is store.EncodeCursor (kept here for the SQL engines).
+func EncodeCursor(lastID string) string { return store.EncodeCursor(lastID) }
 
-// DecodeCursor returns the ID a cursor points after ("" for the first page).
-func DecodeCursor(c string) (string, error) {
-	if c == "" {
-		return "", nil
-	}
-	b, err := base64.RawURLEncoding.DecodeString(c)
-	if err != nil || len(b) == 0 {
-		return "", fmt.Errorf("%w %q", ErrBadCursor, c)
-	}
-	return string(b), nil
-}
+// DecodeCursor is store.DecodeCursor: the ID a cursor points after, or an
+// error wrapping store.ErrBadCursor.
+func DecodeCursor(c string) (string, error) { return store.DecodeCursor(c) }
 
 // JSON encodes v for a JSON column. A nil slice or map encodes as SQL NULL
 // (nil) and an empty one as "[]"/"{}", so both read back as they were.

@@ -1,0 +1,58 @@
+package api
+
+import "slices"
+
+// MaxNameLen is the longest name of a project, runtime broker, agent,
+// access token, profile or hub-list entry.
+const MaxNameLen = 63
+
+// ValidName is the one name rule of Scion, shared by the Hub (which has
+// the final say) and the CLI (which catches a typo before a round trip):
+// 1 to 63 lower-case ASCII letters, digits and '-', starting and ending
+// with a letter or digit. A name becomes a path segment on the broker
+// host, a container name and label, a Kubernetes object name (a DNS
+// label) and a table cell, so nothing else is safe in all of them: no
+// '.', '/', '_', upper case, spaces or control characters.
+func ValidName(n string) bool {
+	if len(n) == 0 || len(n) > MaxNameLen {
+		return false
+	}
+	for i := 0; i < len(n); i++ {
+		c := n[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= '0' && c <= '9':
+		case c == '-' && i > 0 && i < len(n)-1:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// CheckName refuses a name that breaks ValidName with a 400
+// invalid_request naming the kind ("agent", "project", ...). The name is
+// quoted and cut short in the message, so a hostile one is echoed neither
+// whole nor raw.
+func CheckName(kind, n string) error {
+	if ValidName(n) {
+		return nil
+	}
+	return BadRequest("invalid %s name %s: use 1-%d lower-case letters, digits and '-', starting and ending with a letter or digit",
+		kind, Quote(n), MaxNameLen)
+}
+
+// Harnesses are the harness names the Hub accepts, sorted; the broker
+// holds what each one runs.
+var Harnesses = []string{"claude", "gemini", "generic"}
+
+// DefaultHarness is the harness of an agent that names none.
+const DefaultHarness = "generic"
+
+// CheckHarness refuses a harness that is not one of Harnesses; field is
+// what the message calls it ("harness", "default_harness").
+func CheckHarness(field, h string) error {
+	if slices.Contains(Harnesses, h) {
+		return nil
+	}
+	return BadRequest("unknown %s %s: use one of %v", field, Quote(h), Harnesses)
+}
