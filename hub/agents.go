@@ -139,7 +139,7 @@ func (s *Server) createAgent(r *http.Request, c *Caller, p *store.Project, req a
 	if err != nil {
 		return 0, nil, err
 	}
-	secrets, err := s.agentSecrets(ctx, c, p.ID, req.Secrets, id.parentSecrets)
+	secrets, err := s.agentSecrets(ctx, c, p, req.Secrets, id.parentSecrets)
 	if err != nil {
 		return 0, nil, err
 	}

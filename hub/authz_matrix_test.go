@@ -71,6 +71,18 @@ var matrix = []matrixRow{
 	{"POST /api/v1/agents", "201 201 403 403 403 403 403 403 403 201 201 403"},
 	{"POST /api/v1/agents | AutoProvide broker", "201 201 403 403 403 403 403 201 403 201 201 403"},
 	{"POST /api/v1/agents | coordinator role", "201 403 403 403 403 403 403 403 403 403 403 403"},
+	// Naming a secret hands its value to the new agent (authz.SecretUse):
+	// a project secret needs its project's owner or an admin; a hub-wide
+	// one any agent creator; an agent (agent:self holds the secret, the
+	// others do not) hands on only what it was given.
+	{"POST /api/v1/agents | naming a project secret", "201 201 403 403 403 403 403 201 403 201 403 403"},
+	{"POST /api/v1/agents | naming a secret of a project the member does not own", "201 403 403 404 404 404 404 404 404 404 404 404"},
+	{"POST /api/v1/agents | naming a hub-wide secret", "201 201 403 403 403 403 403 201 403 201 403 403"},
+	// Level 2 of the cascade: a project default that does not provide for
+	// the project is linked only for a caller with update access to it
+	// (tokens are made for that project; the agents live in P).
+	{"POST /api/v1/agents | project default not a provider", "201 201 403 403 403 403 403 403 403 404 404 404"},
+	{"POST /api/v1/agents | project default not a provider, not the member's", "201 403 403 403 403 403 403 403 403 404 404 404"},
 	{"GET /api/v1/agents", "200 200 200 403 403 403 200 200 200 200 200 200"},
 	{"GET /api/v1/agents/{agent}", "200 200 200 403 403 403 200 200 200 200 200 200"},
 	{"PATCH /api/v1/agents/{agent}", "200 200 403 403 403 403 403 403 200 200 403 403"},
@@ -109,7 +121,11 @@ type matrixEnv struct {
 	tokens  map[string]string // caller -> bearer token (fixed callers)
 	member  *client.Client
 	project string // P, owned by the member
-	seq     int
+	// other is Q, owned by the admin, served by b2; its secret and P's
+	// and the hub-wide one are the secrets the secret rows name.
+	other                              string
+	projectSecret, otherSecret, hubSec string
+	seq                                int
 }
 
 func (m *matrixEnv) name(prefix string) string {
@@ -192,6 +208,23 @@ func newMatrixEnv(t *testing.T) *matrixEnv {
 	for _, sc := range []string{"project:read", "project:update", "project:agent:read", "project:agent:create", "project:agent:lifecycle"} {
 		m.tokens["token:"+sc] = userToken(t, e.Store, "mem", api.RoleMember, p.ID, []string{sc})
 	}
+	q, err := e.Admin.CreateProject(ctx, api.CreateProjectRequest{Name: "q"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.other = q.ID
+	if _, err := e.Admin.ProvideProject(ctx, "b2", q.ID); err != nil {
+		t.Fatal(err)
+	}
+	m.projectSecret, m.otherSecret, m.hubSec = "P_SECRET", "Q_SECRET", "HUB_SECRET"
+	for _, x := range []struct {
+		c            *client.Client
+		project, key string
+	}{{m.member, p.ID, m.projectSecret}, {e.Admin, q.ID, m.otherSecret}, {e.Admin, "", m.hubSec}} {
+		if _, err := x.c.PutSecret(ctx, x.project, x.key, "v-"+x.key); err != nil {
+			t.Fatal(err)
+		}
+	}
 	withScope := m.startAgent(m.member, api.CreateAgentRequest{Name: "other-create"})
 	noScope := m.startAgent(m.member, api.CreateAgentRequest{Name: "other", Scopes: &[]string{}})
 	m.tokens["agent:other+create"] = agentToken(t, e, withScope.ID)
@@ -221,7 +254,15 @@ func (m *matrixEnv) prepare(route, caller string) (cell, string) {
 		return a.ID
 	}
 	if caller == "agent:self" && !strings.Contains(path, "{agent}") {
-		token = agentToken(t, e, m.startAgent(m.member, api.CreateAgentRequest{}).ID)
+		// In the secret rows, agent:self was given the secret it names.
+		self := api.CreateAgentRequest{}
+		switch variant {
+		case "naming a project secret":
+			self.Secrets = []string{m.projectSecret}
+		case "naming a hub-wide secret":
+			self.Secrets = []string{m.hubSec}
+		}
+		token = agentToken(t, e, m.startAgent(m.member, self).ID)
 	}
 	vars := map[string]string{} // the last value set wins
 	set := func(k, v string) { vars[k] = v }
@@ -296,6 +337,32 @@ func (m *matrixEnv) prepare(route, caller string) (cell, string) {
 			req.Broker = "b2"
 		case "coordinator role":
 			req.Role = "coordinator"
+		case "naming a project secret":
+			req.Broker, req.Secrets = "b2", []string{m.projectSecret}
+		case "naming a secret of a project the member does not own":
+			req.Project, req.Broker, req.Secrets = m.other, "b2", []string{m.otherSecret}
+		case "naming a hub-wide secret":
+			req.Broker, req.Secrets = "b2", []string{m.hubSec}
+		case "project default not a provider", "project default not a provider, not the member's":
+			// A fresh project whose default broker, b2 (AutoProvide, so
+			// every caller sees it), does not provide for it; the tokens
+			// are the callers' own, made for that project.
+			owner := m.member
+			if variant != "project default not a provider" {
+				owner = e.Admin
+			}
+			p, err := owner.CreateProject(ctx, api.CreateProjectRequest{Name: m.name("dflt"), DefaultBroker: "b2"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Project, req.Broker = p.ID, ""
+			if scope, ok := strings.CutPrefix(caller, "token"); ok {
+				var scopes []string
+				if scope != "" {
+					scopes = []string{strings.TrimPrefix(scope, ":")}
+				}
+				token = userToken(t, e.Store, "mem", api.RoleMember, p.ID, scopes)
+			}
 		}
 		c.body = req
 	case "GET /api/v1/agents":

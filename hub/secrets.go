@@ -102,11 +102,13 @@ func (s *Server) handleDeleteSecret(r *http.Request, c *Caller) (int, any, error
 	return http.StatusNoContent, nil, nil
 }
 
-// agentSecrets resolves the secrets a new agent names (the project's
-// first, then hub-wide ones) into the values its broker delivers. An
-// agent creating an agent may hand on only secrets it was given itself
+// agentSecrets resolves the secrets a new agent in project p names (the
+// project's first, then hub-wide ones) into the values its broker
+// delivers. Naming a secret hands its value to the agent, so each needs
+// authz.SecretUse: a project secret its project's owner or an admin, and
+// an agent creating an agent may hand on only secrets it was given itself
 // (held, from the creator's record).
-func (s *Server) agentSecrets(ctx context.Context, c *Caller, projectID string, names, held []string) (map[string]string, error) {
+func (s *Server) agentSecrets(ctx context.Context, c *Caller, p *store.Project, names, held []string) (map[string]string, error) {
 	if len(names) == 0 {
 		return nil, nil
 	}
@@ -118,17 +120,27 @@ func (s *Server) agentSecrets(ctx context.Context, c *Caller, projectID string, 
 	}
 	out := make(map[string]string, len(names))
 	for _, name := range names {
-		if c.Kind == CallerAgent && !slices.Contains(held, name) {
-			return nil, api.Forbidden("an agent can hand on only the secrets it was given; %q is not one of them", name)
-		}
-		x, err := s.store.GetSecret(ctx, projectID, name)
+		sec := &authz.SecretRes{Name: name, Held: c.Kind == CallerAgent && slices.Contains(held, name)}
+		x, err := s.store.GetSecret(ctx, p.ID, name)
 		if isNotFound(err) {
 			x, err = s.store.GetSecret(ctx, "", name)
 		}
 		if isNotFound(err) {
+			// Asked first as a project secret: an agent learns nothing
+			// about the names of secrets it was not given.
+			if err := s.authorize(ctx, c, authz.SecretUse, authz.Resource{Project: projectRes(p), Secret: sec}, nil); err != nil {
+				return nil, err
+			}
 			return nil, api.NotFound(api.CodeSecretNotFound, "secret %q not found in the project or hub-wide; set it with `scion hub secret set %s`", name, name)
 		}
 		if err != nil {
+			return nil, err
+		}
+		res := authz.Resource{Secret: sec}
+		if x.ProjectID != "" {
+			res.Project = projectRes(p)
+		}
+		if err := s.authorize(ctx, c, authz.SecretUse, res, nil); err != nil {
 			return nil, err
 		}
 		v, err := s.secrets.open(x.ProjectID, x.Name, x.Ciphertext)

@@ -33,6 +33,9 @@ const (
 	UserManage       Action = "user.manage" // list users, change their Hub role
 	SecretRead       Action = "secret.read" // names and metadata, never values
 	SecretWrite      Action = "secret.write"
+	// SecretUse is naming a secret in an agent create: its value reaches
+	// the new agent (see secretUseCan).
+	SecretUse Action = "secret.use"
 )
 
 // Project is what authorization needs to know about a project.
@@ -70,6 +73,7 @@ type Resource struct {
 	Project *Project
 	Agent   *AgentRes
 	Broker  *BrokerRes
+	Secret  *SecretRes
 }
 
 // Refusal is a denied decision. Hidden means the caller may not even know
@@ -96,6 +100,9 @@ func hidden(what string) *Refusal { return &Refusal{Hidden: true, Reason: what} 
 func Can(c Caller, a Action, r Resource) *Refusal {
 	if a == Whoami {
 		return nil
+	}
+	if a == SecretUse {
+		return secretUseCan(c, r)
 	}
 	switch c.Kind {
 	case User:

@@ -83,9 +83,7 @@ func Select(in Input) (Decision, *api.Error) {
 		d := Decision{BrokerID: b.ID, Source: SourceExplicit}
 		if !b.Provider {
 			if !in.CanUpdateProject {
-				return Decision{}, api.Errorf(http.StatusForbidden, api.CodeBrokerNotProvider,
-					"runtime broker %q does not provide for project %q, and linking it needs update access to the project; ask a project owner to run `scion runtime-broker provide --project %s` on it", b.Name, in.Project, in.Project).
-					WithDetail("broker", b.Name)
+				return Decision{}, notProvider(b, in.Project, "")
 			}
 			d.AutoLink = true
 		}
@@ -97,12 +95,18 @@ func Select(in Input) (Decision, *api.Error) {
 	// 2. The project's default broker: must be online. A default that is
 	// not among in.Brokers (deregistered, or one the caller cannot see) is
 	// treated as no default at all: answering differently for an
-	// invisible broker would tell the caller it exists.
+	// invisible broker would tell the caller it exists. One that does not
+	// provide for the project is linked as level 1 links, only for a
+	// caller with update access to the project (refused as level 1
+	// refuses).
 	var projectDefault *Broker
 	if in.ProjectDefault != "" {
 		projectDefault = find(in.Brokers, in.ProjectDefault)
 	}
 	if b := projectDefault; b != nil {
+		if !b.Provider && !in.CanUpdateProject {
+			return Decision{}, notProvider(b, in.Project, "the project's default ")
+		}
 		if !b.Online {
 			e := offline(b, "the project's default runtime broker")
 			e.Code = api.CodeDefaultBrokerOffline
@@ -176,6 +180,14 @@ func sortedNames(bs []Broker) []string {
 	}
 	sort.Strings(names)
 	return names
+}
+
+// notProvider refuses a broker that does not provide for the project to
+// a caller who may not link it (403 at levels 1 and 2 alike).
+func notProvider(b *Broker, project, which string) *api.Error {
+	return api.Errorf(http.StatusForbidden, api.CodeBrokerNotProvider,
+		"%sruntime broker %q does not provide for project %q, and linking it needs update access to the project; ask a project owner to run `scion runtime-broker provide --project %s` on it", which, b.Name, project, project).
+		WithDetail("broker", b.Name)
 }
 
 func offline(b *Broker, what string) *api.Error {
