@@ -114,8 +114,13 @@ func (s *Server) handleAgentAction(r *http.Request, c *Caller) (int, any, error)
 	}
 	var st wire.AgentStatus
 	s.inflight.add(a.ID)
-	defer s.inflight.done(a.ID)
 	derr := s.dispatch(ctx, b.ID, act.method, wire.AgentRef{AgentID: a.ID, RunID: a.RunID}, &st, key)
+	offline := wentOffline(derr)
+	defer func() {
+		if s.inflight.done(a.ID) && offline {
+			s.settleLater(a.ID, b.ID) // its reconnect's inventory passed the agent by
+		}
+	}()
 	if derr != nil && !act.running {
 		// A failed stop or suspend leaves the agent as it was.
 		if act.method == wire.MethodAgentStop {
@@ -131,6 +136,12 @@ func (s *Server) handleAgentAction(r *http.Request, c *Caller) (int, any, error)
 				}
 			}
 		}
+		return 0, nil, derr
+	}
+	if offline {
+		// Whether the broker acted is unknown until it is back: the record
+		// stays as the command found it (with the slot just taken), and
+		// the broker's inventory at its reconnect settles phase and slot.
 		return 0, nil, derr
 	}
 	a, err = s.afterDispatch(context.WithoutCancel(ctx), a.ID, st, derr, act.running)

@@ -36,7 +36,7 @@ func (s *Server) handleAgentExec(w http.ResponseWriter, r *http.Request, c *Call
 	}
 	st, err := sess.conn.Stream(ctx, wire.MethodAgentExec, wire.ExecRequest{AgentID: a, Command: req.Command, Env: req.Env, TTY: req.TTY, Stdin: req.Stdin})
 	if err != nil {
-		s.writeError(w, r, err)
+		s.writeError(w, r, s.channelErr(ctx, sess, err))
 		return
 	}
 	defer st.Close()
@@ -47,7 +47,7 @@ func (s *Server) handleAgentExec(w http.ResponseWriter, r *http.Request, c *Call
 		if errors.Is(err, io.EOF) {
 			err = api.Internal("exec ended without an exit code")
 		}
-		s.writeError(w, r, err)
+		s.writeError(w, r, s.channelErr(ctx, sess, err))
 		return
 	}
 	w.Header().Set("Content-Type", "application/x-ndjson")
@@ -66,7 +66,7 @@ func (s *Server) handleAgentExec(w http.ResponseWriter, r *http.Request, c *Call
 			if errors.Is(err, io.EOF) {
 				err = api.Internal("exec ended without an exit code")
 			}
-			_ = enc.Encode(api.ExecOutput{Stream: "error", Error: api.AsError(err)})
+			_ = enc.Encode(api.ExecOutput{Stream: "error", Error: api.AsError(s.channelErr(ctx, sess, err))})
 			return
 		}
 	}
@@ -104,7 +104,7 @@ func (s *Server) handleAgentAttach(w http.ResponseWriter, r *http.Request, c *Ca
 	sessionID := mustV7()
 	st, err := sess.conn.Stream(ctx, wire.MethodAgentAttach, wire.AttachRequest{AgentID: agentID, SessionID: sessionID})
 	if err != nil {
-		s.writeError(w, r, err)
+		s.writeError(w, r, s.channelErr(ctx, sess, err))
 		return
 	}
 	defer st.Close()
@@ -113,7 +113,7 @@ func (s *Server) handleAgentAttach(w http.ResponseWriter, r *http.Request, c *Ca
 		if errors.Is(err, io.EOF) {
 			err = api.Conflict(api.CodeConflict, "the agent exited before it could be attached")
 		}
-		s.writeError(w, r, err)
+		s.writeError(w, r, s.channelErr(ctx, sess, err))
 		return
 	}
 	ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{CompressionMode: websocket.CompressionDisabled})

@@ -34,7 +34,7 @@ func (s *Server) handleAgentLogs(w http.ResponseWriter, r *http.Request, c *Call
 	}
 	st, err := sess.conn.Stream(ctx, wire.MethodAgentLogs, req)
 	if err != nil {
-		s.writeError(w, r, err)
+		s.writeError(w, r, s.channelErr(ctx, sess, err))
 		return
 	}
 	defer st.Close()
@@ -43,7 +43,7 @@ func (s *Server) handleAgentLogs(w http.ResponseWriter, r *http.Request, c *Call
 	var chunk wire.LogChunk
 	err = st.Recv(&chunk)
 	if err != nil && !errors.Is(err, io.EOF) {
-		s.writeError(w, r, err)
+		s.writeError(w, r, s.channelErr(ctx, sess, err))
 		return
 	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")

@@ -212,8 +212,14 @@ func (s *Server) createAgent(r *http.Request, c *Caller, p *store.Project, req a
 	s.inflight.add(a.ID)
 	derr := s.dispatch(ctx, b.ID, wire.MethodAgentCreate, spec, &st, "create:"+a.RunID)
 	// a is the record as committed: the phase update starts from it.
-	a, err = s.afterDispatchFrom(context.WithoutCancel(ctx), a.ID, a, st, derr, req.Start)
-	s.inflight.done(spec.AgentID)
+	if wentOffline(derr) {
+		a, err = s.awaitCreateOutcome(context.WithoutCancel(ctx), a, derr)
+	} else {
+		a, err = s.afterDispatchFrom(context.WithoutCancel(ctx), a.ID, a, st, derr, req.Start)
+	}
+	if s.inflight.done(spec.AgentID) && wentOffline(derr) {
+		s.settleLater(spec.AgentID, b.ID)
+	}
 	if err == nil {
 		err = derr
 	}

@@ -2,6 +2,7 @@ package hub
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"time"
 
@@ -68,7 +69,9 @@ func (s *Server) handleConnect(w http.ResponseWriter, r *http.Request) {
 // endSession runs when a control channel has ended: it marks the broker
 // offline unless a newer session has replaced this one.
 func (s *Server) endSession(sess *session, name string, reason error) {
+	defer close(sess.ended)
 	if s.sessions.remove(sess) {
+		sess.wentOffline = true
 		// Use a fresh context: the request's may be done.
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
@@ -160,7 +163,7 @@ func (s *Server) dispatch(ctx context.Context, brokerID, method string, req, res
 	}
 	for {
 		err := s.call(ctx, sess, method, req, resp, key)
-		if err == nil || key == "" || !lostReply(err) || ctx.Err() != nil {
+		if err == nil || key == "" || !lostReply(err) || wentOffline(err) || ctx.Err() != nil {
 			return err
 		}
 		next := s.nextSession(ctx, sess)
@@ -182,7 +185,7 @@ func (s *Server) call(ctx context.Context, sess *session, method string, req, re
 	if key != "" {
 		opts = append(opts, wire.WithKey(key))
 	}
-	err := sess.conn.Call(ctx, method, req, resp, opts...)
+	err := s.channelErr(ctx, sess, sess.conn.Call(ctx, method, req, resp, opts...))
 	outcome := "ok"
 	if err != nil {
 		outcome = api.AsError(err).Code
@@ -211,9 +214,40 @@ func waitReady(ctx context.Context, sess *session) error {
 }
 
 // lostReply reports whether a call failed in a way that leaves open
-// whether the broker acted: the channel went away under it, or the broker
-// gave up on it (its own cancellation).
-func lostReply(err error) bool { return api.IsCode(err, api.CodeBrokerUnavailable) }
+// whether the broker acted: the channel went away under it (the broker
+// went offline, or its session was replaced), or the broker gave up on it
+// (its own cancellation).
+func lostReply(err error) bool {
+	return api.IsCode(err, api.CodeBrokerUnavailable) || wentOffline(err)
+}
+
+// offlineLost is the error of a call cut off because its broker went
+// offline: 503 runtime_broker_offline for the caller, like a call to a
+// broker already offline, but unlike that one it may have been carried
+// out, which lostReply still tells the Hub's own code.
+type offlineLost struct{ err *api.Error }
+
+func (e *offlineLost) Error() string { return e.err.Error() }
+func (e *offlineLost) Unwrap() error { return e.err }
+
+func wentOffline(err error) bool {
+	var o *offlineLost
+	return errors.As(err, &o)
+}
+
+// channelErr is what a call or stream on sess that failed with err
+// answers: when the channel closed under it and the Hub marked the broker
+// offline for that, runtime_broker_offline at once, whatever was pending
+// (a create, a stop, the first lines of logs), instead of a resend that
+// would wait for a broker that may never come back. The message says the
+// outcome is unknown and names no address.
+func (s *Server) channelErr(ctx context.Context, sess *session, err error) error {
+	if err == nil || !api.IsCode(err, api.CodeBrokerUnavailable) || !sess.endedOffline(ctx) {
+		return err
+	}
+	return &offlineLost{api.Errorf(http.StatusServiceUnavailable, api.CodeBrokerOffline,
+		"the runtime broker went offline before answering; whether it acted is settled when it reconnects")}
+}
 
 // nextSession waits for the session to resend a command on after one was
 // lost on old: the broker's next session, or old itself if it is still up

@@ -404,7 +404,10 @@ func TestOfflineBrokerRefusesUnqueuedOperations(t *testing.T) {
 // TestLostAcknowledgementsEffectsOnce drops the reply to each of 100
 // dispatches (25 agents: create+start, stop, start, delete): the broker
 // acts, records the result and closes the channel instead of answering.
-// The Hub sends each again with the same key once the broker is back, and
+// The Hub marks the broker offline then, and every call cut off answers
+// at once: 503 runtime_broker_offline (202 queued for the stop, delivered
+// under the same key). When the broker is back its inventory settles the
+// agent, the retried delete is answered from the broker's record, and
 // every effect happens exactly once.
 func TestLostAcknowledgementsEffectsOnce(t *testing.T) {
 	engines(t, func(t *testing.T, pg bool) {
@@ -425,21 +428,49 @@ func TestLostAcknowledgementsEffectsOnce(t *testing.T) {
 		ctx := context.Background()
 		b := e.Brokers()[0]
 		rt := b.Runtime
+		// settles waits for the broker to be back and the agent to show
+		// the outcome of the command cut off.
+		settles := func(name, phase, container string) {
+			t.Helper()
+			e.WaitBrokerStatus(b.ID, api.BrokerOnline)
+			testenv.Eventually(t, 10*time.Second, func() error {
+				a, err := e.Admin.GetAgent(ctx, name, "default")
+				if err != nil || a.Phase != phase || a.ContainerStatus != container {
+					return fmt.Errorf("agent %s: %+v (%v), want phase %s, container %s", name, a, err, phase, container)
+				}
+				return nil
+			})
+		}
+		// cutOff: the answer to a command whose reply was dropped. 503
+		// runtime_broker_offline when the Hub saw the channel end first;
+		// success when the broker's new session replaced the old before
+		// that (the Hub then sends it again there, under the same key).
+		cutOff := func(what string, err error) {
+			t.Helper()
+			if err != nil && !api.IsCode(err, api.CodeBrokerOffline) {
+				t.Fatalf("%s: %v, want success or 503 %s", what, err, api.CodeBrokerOffline)
+			}
+		}
 		const n = 25
 		for i := range n {
 			name := fmt.Sprintf("a%02d", i)
-			a, err := e.Admin.CreateAgent(ctx, api.CreateAgentRequest{Name: name, Project: "default", Start: true, Command: []string{"x"}})
-			if err != nil || a.Phase != api.PhaseRunning {
-				t.Fatalf("create %s: %+v %v", name, a, err)
+			_, err := e.Admin.CreateAgent(ctx, api.CreateAgentRequest{Name: name, Project: "default", Start: true, Command: []string{"x"}})
+			cutOff("create "+name, err)
+			settles(name, api.PhaseRunning, api.ContainerRunning)
+			got, err := e.Admin.AgentAction(ctx, name, "default", "stop")
+			if err != nil || (got.ContainerStatus != api.ContainerStopQueued && got.Phase != api.PhaseStopped) {
+				t.Fatalf("stop %s: %+v %v, want it queued or done", name, got, err)
 			}
-			for _, step := range []struct{ action, phase string }{{"stop", api.PhaseStopped}, {"start", api.PhaseRunning}} {
-				got, err := e.Admin.AgentAction(ctx, a.ID, "", step.action)
-				if err != nil || got.Phase != step.phase {
-					t.Fatalf("%s %s: %+v %v", step.action, name, got, err)
+			settles(name, api.PhaseStopped, api.ContainerExited)
+			_, err = e.Admin.AgentAction(ctx, name, "default", "start")
+			cutOff("start "+name, err)
+			settles(name, api.PhaseRunning, api.ContainerRunning)
+			if err := e.Admin.DeleteAgent(ctx, name, "default"); err != nil {
+				cutOff("delete "+name, err)
+				e.WaitBrokerStatus(b.ID, api.BrokerOnline)
+				if err := e.Admin.DeleteAgent(ctx, name, "default"); err != nil {
+					t.Fatalf("delete %s again: %v", name, err)
 				}
-			}
-			if err := e.Admin.DeleteAgent(ctx, a.ID, ""); err != nil {
-				t.Fatalf("delete %s: %v", name, err)
 			}
 		}
 		mu.Lock()

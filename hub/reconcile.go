@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/scion-go/scion/api"
 	"github.com/scion-go/scion/store"
@@ -118,13 +119,33 @@ func applyContainerState(a *store.Agent, st wire.AgentStatus) {
 
 // inflight holds the agents with a create or lifecycle command on its way
 // to a broker in this Hub process. Reconciliation leaves them to the
-// command's own outcome. After a Hub restart it is empty, which is right:
-// nothing can be in flight from a process that no longer exists.
-type inflight struct{ m sync.Map }
+// command's own outcome, and notes that it did (skip), so a command whose
+// outcome its broker's going offline left unknown can have it settled
+// even when the reconnect's inventory passed the agent by. After a Hub
+// restart it is empty, which is right: nothing can be in flight from a
+// process that no longer exists.
+type inflight struct{ m sync.Map } // agent ID -> *atomic.Bool: skipped by a reconciliation
 
-func (f *inflight) add(id string)      { f.m.Store(id, struct{}{}) }
-func (f *inflight) done(id string)     { f.m.Delete(id) }
+func (f *inflight) add(id string) { f.m.Store(id, new(atomic.Bool)) }
+
+// done ends the agent's flight and reports whether a reconciliation
+// skipped the agent meanwhile.
+func (f *inflight) done(id string) (skipped bool) {
+	v, ok := f.m.LoadAndDelete(id)
+	return ok && v.(*atomic.Bool).Load()
+}
+
 func (f *inflight) has(id string) bool { _, ok := f.m.Load(id); return ok }
+
+// skip reports whether the agent is in flight, noting that a
+// reconciliation left it alone for that.
+func (f *inflight) skip(id string) bool {
+	v, ok := f.m.Load(id)
+	if ok {
+		v.(*atomic.Bool).Store(true)
+	}
+	return ok
+}
 
 // reconcileInventory aligns the Hub with the containers a broker reports,
 // and is the repair point for capacity after any crash: every agent on the
@@ -158,7 +179,7 @@ func (s *Server) reconcileInventory(ctx context.Context, brokerID string, inv []
 			delete(byID, a.ID)
 			held := reserved[a.ID]
 			delete(reserved, a.ID)
-			if s.inflight.has(a.ID) {
+			if s.inflight.skip(a.ID) {
 				continue
 			}
 			if !ok {

@@ -1,6 +1,7 @@
 package hub
 
 import (
+	"context"
 	"sync"
 	"time"
 
@@ -17,10 +18,37 @@ type session struct {
 	// offline have been delivered on this session. Until then every other
 	// command to the broker waits, so none overtakes a queued one.
 	ready chan struct{}
+	// ended is closed once the Hub has settled what the channel's end
+	// means (endSession); wentOffline, written before, says whether it
+	// marked the broker offline (false: a newer session replaced this one,
+	// or this one never became current). Calls cut off by the end wait for
+	// it to know whether to fail as offline or to go to the new session.
+	ended       chan struct{}
+	wentOffline bool
 }
 
 func newSession(id, brokerID string, conn *wire.Conn) *session {
-	return &session{id: id, brokerID: brokerID, conn: conn, connectedAt: time.Now(), ready: make(chan struct{})}
+	return &session{id: id, brokerID: brokerID, conn: conn, connectedAt: time.Now(),
+		ready: make(chan struct{}), ended: make(chan struct{})}
+}
+
+// endedOffline reports whether sess has ended and its end marked its
+// broker offline. For a call that failed because the channel closed under
+// it, it waits (within ctx) for the Hub to settle the end, which happens
+// right after the channel's last frame: so the caller learns the broker is
+// offline the moment the Hub marks it so, and never waits longer.
+func (sess *session) endedOffline(ctx context.Context) bool {
+	select {
+	case <-sess.conn.Done():
+	default:
+		return false // still up: the failure was the broker's own answer
+	}
+	select {
+	case <-sess.ended:
+		return sess.wentOffline
+	case <-ctx.Done():
+		return false
+	}
 }
 
 // sessions maps broker IDs to their current control channel. A broker
