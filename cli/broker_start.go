@@ -39,6 +39,7 @@ control channel open, reconnecting with backoff when it drops.`,
 			if err != nil {
 				return err
 			}
+			warnSettings(log, s)
 			ep := s.Server.Broker.HubEndpoint
 			if ep == "" {
 				return fmt.Errorf("server.broker.hub_endpoint is not set: run `scion runtime-broker register` (or join) first")

@@ -58,7 +58,8 @@ with SQLite under the Scion home (~/.scion). The local CLI finds it with no
 set-up: the bootstrap admin token is written to ~/.scion/workstation.json.
 
 --enable-hub runs the Hub alone, for a team. --db takes a PostgreSQL URL
-(postgres://...) or a SQLite file path. On first start the bootstrap admin
+(postgres://...) or a SQLite file path. --listen and --db default to
+server.hub.listen and server.hub.db of settings.yaml. On first start the bootstrap admin
 token is written to ~/.scion/hub-admin-token (0600), never to the log.`,
 		Example: `  scion server start --workstation
   scion server start --enable-hub --listen 0.0.0.0:8780 --db postgres://scion@db/scion`,
@@ -73,8 +74,8 @@ token is written to ~/.scion/hub-admin-token (0600), never to the log.`,
 	fl := cmd.Flags()
 	fl.BoolVar(&f.workstation, "workstation", false, "run a Hub and a local Runtime Broker on loopback with embedded SQLite")
 	fl.BoolVar(&f.enableHub, "enable-hub", false, "run a Hub alone")
-	fl.StringVar(&f.listen, "listen", "127.0.0.1:8780", "address to listen on (--workstation always stays on loopback)")
-	fl.StringVar(&f.db, "db", "", "database: a postgres:// URL or a SQLite file (default <scion home>/hub.db)")
+	fl.StringVar(&f.listen, "listen", "", "address to listen on (default: server.hub.listen, else "+defaultHubListen+"; --workstation always stays on loopback)")
+	fl.StringVar(&f.db, "db", "", "database: a postgres:// URL or a SQLite file (default: server.hub.db, else <scion home>/hub.db)")
 	fl.StringVar(&f.runtime, "runtime", "", "workstation broker runtime: docker, process or fake (default: docker when an engine answers, else process)")
 	fl.DurationVar(&f.heartbeat, "heartbeat-interval", 5*time.Second, "control-channel heartbeat interval")
 	fl.DurationVar(&f.grace, "heartbeat-grace", 10*time.Second, "silence past a heartbeat before a broker is marked offline")
@@ -105,10 +106,16 @@ func runServer(parent context.Context, f *serverFlags) error {
 	ctx, stop := signal.NotifyContext(parent, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	log := newLogger(f.logLevel)
+	settings, err := config.LoadSettings()
+	if err != nil {
+		return err
+	}
+	warnSettings(log, settings)
+	f.listen, f.db = hubListenAndDB(f.listen, f.db, settings.Server.Hub)
 	if f.workstation {
 		host, _, err := net.SplitHostPort(f.listen)
 		if err != nil || !net.ParseIP(host).IsLoopback() {
-			return usageErrorf("--workstation listens on loopback only; --listen must be 127.0.0.1:PORT")
+			return usageErrorf("--workstation listens on loopback only; --listen (or server.hub.listen) must be 127.0.0.1:PORT")
 		}
 	}
 	oidcCfg, err := f.oidc.config()
@@ -116,9 +123,6 @@ func runServer(parent context.Context, f *serverFlags) error {
 		return err
 	}
 	dsn := f.db
-	if dsn == "" {
-		dsn = config.Path("hub.db")
-	}
 	st, err := openStore(ctx, dsn)
 	if err != nil {
 		return fmt.Errorf("open database: %w", err)

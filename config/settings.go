@@ -12,6 +12,10 @@ import (
 type Settings struct {
 	Server ServerSettings `yaml:"server"`
 	Extra  map[string]any `yaml:",inline"`
+	// Warnings name the keys of our sections that nothing reads (typos),
+	// each with the nearest known key; commands that start a Hub or a
+	// broker print them. Never saved.
+	Warnings []string `yaml:"-"`
 }
 
 // ServerSettings is the server: section.
@@ -88,6 +92,7 @@ func LoadSettings() (*Settings, error) {
 	if err := yaml.Unmarshal(b, s); err != nil {
 		return nil, fmt.Errorf("config: %s: %w", SettingsPath(), err)
 	}
+	s.Warnings = UnknownKeys(b)
 	return s, nil
 }
 

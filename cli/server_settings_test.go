@@ -1,0 +1,106 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/scion-go/scion/config"
+)
+
+func TestHubListenAndDB(t *testing.T) {
+	t.Setenv("SCION_HOME", "/scion-home")
+	home, _ := os.UserHomeDir()
+	for _, tc := range []struct {
+		name, flagListen, flagDB string
+		s                        config.HubSettings
+		listen, db               string
+	}{
+		{"defaults", "", "", config.HubSettings{}, "127.0.0.1:8780", "/scion-home/hub.db"},
+		{"settings", "", "", config.HubSettings{Listen: "0.0.0.0:9000", DB: "postgres://h/db"}, "0.0.0.0:9000", "postgres://h/db"},
+		{"flags win", "127.0.0.1:1", "/f.db", config.HubSettings{Listen: "0.0.0.0:9000", DB: "/s.db"}, "127.0.0.1:1", "/f.db"},
+		{"home in db path", "", "", config.HubSettings{DB: "~/scion/hub.db"}, "127.0.0.1:8780", filepath.Join(home, "scion/hub.db")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l, d := hubListenAndDB(tc.flagListen, tc.flagDB, tc.s)
+			if l != tc.listen || d != tc.db {
+				t.Fatalf("got %s %s, want %s %s", l, d, tc.listen, tc.db)
+			}
+		})
+	}
+}
+
+func TestWarnSettingsLogsEachUnknownKey(t *testing.T) {
+	var buf bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&buf, nil))
+	warnSettings(log, &config.Settings{Warnings: config.UnknownKeys([]byte("server:\n  broker:\n    runtme: fake\n"))})
+	if out := buf.String(); !strings.Contains(out, "level=WARN") || !strings.Contains(out, "runtme (line 3): unknown key; did you mean runtime?") {
+		t.Fatalf("logged %q", out)
+	}
+}
+
+// scion server start --enable-hub with no --listen and --db listens on
+// server.hub.listen and opens server.hub.db of settings.yaml.
+func TestServerStartReadsHubListenAndDB(t *testing.T) {
+	home := setHome(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	db := filepath.Join(home, "elsewhere", "team.db")
+	settings := "server:\n  hub:\n    listen: " + addr + "\n    db: " + db + "\n"
+	if err := os.WriteFile(config.SettingsPath(), []byte(settings), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int, 1)
+	go func() {
+		root := NewRoot()
+		root.SetArgs([]string{"server", "start", "--enable-hub", "--log-level", "error"})
+		root.SetOut(new(bytes.Buffer))
+		root.SetErr(new(bytes.Buffer))
+		done <- run(ctx, root)
+	}()
+	defer func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(15 * time.Second):
+			t.Error("the Hub did not stop")
+		}
+	}()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		resp, err := http.Get("http://" + addr + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				break
+			}
+		}
+		select {
+		case code := <-done:
+			t.Fatalf("scion server start exited %d before answering on %s", code, addr)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no Hub answering on server.hub.listen %s: %v", addr, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if _, err := os.Stat(db); err != nil {
+		t.Fatalf("server.hub.db %s was not used: %v", db, err)
+	}
+	if _, err := os.Stat(config.Path("hub.db")); err == nil {
+		t.Fatal("the default database was created although server.hub.db is set")
+	}
+}
