@@ -109,7 +109,7 @@ func (b *Broker) handleLogs(ctx context.Context, req *wire.Request, send func(an
 	if err := validID("agent ID", lr.AgentID); err != nil {
 		return err
 	}
-	rc, err := b.rt.Logs(ctx, lr.AgentID, lr.Follow)
+	rc, err := b.openLogs(ctx, lr.AgentID, lr.Follow, lr.Tail)
 	if err != nil {
 		return b.opError(req.Method, lr.AgentID, err)
 	}

@@ -62,6 +62,10 @@ func (s *Server) handleAgentExec(w http.ResponseWriter, r *http.Request, c *Call
 		if out.Stream == "exit" {
 			return
 		}
+		// A fresh item each time: decoding into the last one would keep
+		// fields the next item omits (the exit item has no data, and
+		// would repeat the previous chunk's).
+		out = wire.ExecOutput{}
 		if err := st.Recv(&out); err != nil {
 			if errors.Is(err, io.EOF) {
 				err = api.Internal("exec ended without an exit code")

@@ -19,10 +19,21 @@ import (
 // or when the reader is closed; following a container that is not running
 // returns what it wrote and ends.
 func (r *Runtime) Logs(ctx context.Context, agentID string, follow bool) (io.ReadCloser, error) {
+	return r.LogsTail(ctx, agentID, follow, 0)
+}
+
+// LogsTail is Logs starting at the container's last tail lines (all of
+// them for tail <= 0), cut by the engine; the broker uses it for
+// `scion logs --tail`.
+func (r *Runtime) LogsTail(ctx context.Context, agentID string, follow bool, tail int) (io.ReadCloser, error) {
+	tailOpt := "all"
+	if tail > 0 {
+		tailOpt = strconv.Itoa(tail)
+	}
 	var rc io.ReadCloser
 	err := r.withContainer(ctx, agentID, func(ref containerRef) error {
 		body, err := r.cli.ContainerLogs(ctx, ref.id, container.LogsOptions{
-			ShowStdout: true, ShowStderr: true, Follow: follow,
+			ShowStdout: true, ShowStderr: true, Follow: follow, Tail: tailOpt,
 		})
 		if err != nil {
 			return err

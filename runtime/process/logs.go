@@ -114,3 +114,56 @@ func (fl *follower) Close() error {
 	})
 	return err
 }
+
+// LogsTail is Logs starting at the last tail lines of output.log (the
+// whole log for tail <= 0); the broker uses it for `scion logs --tail`.
+func (r *Runtime) LogsTail(ctx context.Context, agentID string, follow bool, tail int) (io.ReadCloser, error) {
+	rc, err := r.Logs(ctx, agentID, follow)
+	if err != nil || tail <= 0 {
+		return rc, err
+	}
+	f, ok := rc.(*os.File)
+	if fl, isFollower := rc.(*follower); isFollower {
+		f, ok = fl.f, true
+	}
+	if !ok {
+		return rc, nil // no output yet
+	}
+	fi, err := f.Stat()
+	if err == nil {
+		var off int64
+		if off, err = tailOffset(f, fi.Size(), tail); err == nil {
+			_, err = f.Seek(off, io.SeekStart)
+		}
+	}
+	if err != nil {
+		rc.Close()
+		return nil, err
+	}
+	return rc, nil
+}
+
+// tailOffset returns the offset in a file of size size where its last n
+// lines start, 0 if it has no more than n. A final newline ends the last
+// line rather than starting an empty one.
+func tailOffset(f io.ReaderAt, size int64, n int) (int64, error) {
+	buf := make([]byte, 32<<10)
+	seen := 0
+	for end := size; end > 0; {
+		start := max(end-int64(len(buf)), 0)
+		chunk := buf[:end-start]
+		if _, err := f.ReadAt(chunk, start); err != nil && err != io.EOF {
+			return 0, err
+		}
+		for i := len(chunk) - 1; i >= 0; i-- {
+			if chunk[i] != '\n' || start+int64(i) == size-1 {
+				continue
+			}
+			if seen++; seen == n {
+				return start + int64(i) + 1, nil
+			}
+		}
+		end = start
+	}
+	return 0, nil
+}
