@@ -47,7 +47,9 @@ func (r *Runtime) Exec(ctx context.Context, agentID string, req runtime.ExecRequ
 	}
 	cmd := exec.CommandContext(ctx, req.Cmd[0], req.Cmd[1:]...)
 	cmd.Dir = workDir
-	cmd.Env = agentEnv(spec, workDir)
+	// Marked as part of the agent's launch, so that Delete (and a
+	// restarted runtime) finds it even if the broker dies mid-exec.
+	cmd.Env = append(agentEnv(spec, workDir), EnvStateDir+"="+r.dir, EnvLaunch+"="+agentID+"/"+rec.Launch)
 	cmd.Stdin = req.Stdin
 	cmd.Stdout, cmd.Stderr = req.Stdout, req.Stderr
 	if req.TTY {

@@ -24,6 +24,7 @@ type procID struct {
 // procState is what the runtime needs from /proc/<pid>/stat.
 type procState struct {
 	state      byte // R, S, D, T, t, Z, X, ...
+	session    int  // field 6: the session ID (the wrapper leads its own)
 	startTicks uint64
 }
 
@@ -48,7 +49,8 @@ func readProcStat(pid int) (procState, error) {
 	if err != nil {
 		return procState{}, fmt.Errorf("/proc/%d/stat: starttime: %w", pid, err)
 	}
-	return procState{state: fields[0][0], startTicks: ticks}, nil
+	session, _ := strconv.Atoi(fields[3])
+	return procState{state: fields[0][0], session: session, startTicks: ticks}, nil
 }
 
 // bootID is the current boot's ID, or "" where the kernel does not say.

@@ -3,6 +3,7 @@ package process
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"syscall"
 	"testing"
@@ -53,10 +54,21 @@ func TestRecycledPidIsNeverSignalled(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	orig := rec.Proc
-	defer syscall.Kill(-orig.Pid, syscall.SIGKILL)
-
-	rec.Proc.StartTicks++ // as if the recorded process died and its pid was reused
+	// A process that is not the agent's (it carries no marker of ours) and
+	// that holds a pid the record names with another start time: as if
+	// the recorded process died and its pid was reused.
+	other := exec.Command("sleep", "600")
+	other.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := other.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { syscall.Kill(-other.Process.Pid, syscall.SIGKILL); other.Wait() }()
+	orig, err := identify(other.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec.Proc = orig
+	rec.Proc.StartTicks++
 	if err := r.save("a", rec); err != nil {
 		t.Fatal(err)
 	}

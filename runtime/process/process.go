@@ -35,6 +35,16 @@
 // broker with KillMode=process, or stopping the service kills its whole
 // cgroup, agents included.)
 //
+// A launch is recorded before it starts: Start saves a fresh launch nonce
+// in the record, then starts the wrapper with the state directory and
+// "<agentID>/<nonce>" in its environment (EnvStateDir, EnvLaunch), which
+// everything it starts inherits. A broker killed between the start and
+// the saving of the pid therefore leaves a process that the next Runtime
+// recognises: New scans /proc and adopts the wrapper of a recorded launch,
+// and kills marked processes of unknown agents or of earlier launches.
+// Delete kills every process carrying the agent's marker, not only the
+// wrapper's process group, so an agent's background children go with it.
+//
 // # Exit codes
 //
 // After a broker restart an agent is no longer the broker's child and its
@@ -104,6 +114,7 @@ func New(stateDir string) (*Runtime, error) {
 		stop:    make(chan struct{}),
 	}
 	r.removeTombstones()
+	r.reconcile()
 	if err := r.adopt(); err != nil {
 		return nil, err
 	}

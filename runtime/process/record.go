@@ -32,6 +32,11 @@ type record struct {
 	Spec      runtime.Spec      `json:"spec"`
 	Labels    map[string]string `json:"labels"`
 	CreatedAt time.Time         `json:"createdAt"`
+	// Launch is the nonce of the latest launch, saved before its process
+	// starts and carried in that process's environment (EnvLaunch), so
+	// that a restarted runtime finds the process even when the broker died
+	// before it could record Proc.
+	Launch string `json:"launch,omitempty"`
 	// The latest launch; zero until the first Start.
 	Proc      procID    `json:"proc,omitzero"`
 	StartedAt time.Time `json:"startedAt,omitzero"`

@@ -21,6 +21,8 @@ import (
 const (
 	envBrokerDir   = "SCION_PROCESS_TEST_BROKER_DIR"
 	envBrokerSpecs = "SCION_PROCESS_TEST_BROKER_SPECS"
+	// envBrokerDieAt makes the broker SIGKILL itself at that launch stage.
+	envBrokerDieAt = "SCION_PROCESS_TEST_BROKER_DIE_AT"
 )
 
 func TestMain(m *testing.M) {
@@ -42,6 +44,13 @@ func brokerMain(dir, specsJSON string) int {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
+	}
+	if at := os.Getenv(envBrokerDieAt); at != "" {
+		process.SetTestHook(func(stage string) {
+			if stage == at {
+				syscall.Kill(os.Getpid(), syscall.SIGKILL)
+			}
+		})
 	}
 	ctx := context.Background()
 	for _, spec := range specs {

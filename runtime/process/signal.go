@@ -164,6 +164,10 @@ func (r *Runtime) Delete(ctx context.Context, agentID string) error {
 			return fmt.Errorf("process runtime: Delete %s: %w", agentID, err)
 		}
 	}
+	// Also whatever else carries the agent's marker: children that left the
+	// wrapper's group or outlived it, and processes of a launch whose pid a
+	// dying broker never recorded.
+	r.killAgentProcs(agentID)
 	r.mu.Lock()
 	delete(r.watched, agentID)
 	r.mu.Unlock()

@@ -129,10 +129,19 @@ func (r *Runtime) launch(id string, rec *record) (*exec.Cmd, error) {
 	}
 	defer out.Close() // the child has its own copy
 
+	// Record first, then start: the launch nonce is on disk before any
+	// process carries it, so a broker killed at any point after this
+	// leaves a process that the next Runtime recognises (see reconcile).
+	rec.Launch = newLaunchID()
+	if err := r.save(id, rec); err != nil {
+		return nil, err
+	}
+	hook("recorded")
+
 	args := append([]string{"-c", wrapperScript, "scion-agent", exitPath}, spec.Command...)
 	cmd := exec.Command("/bin/sh", args...)
 	cmd.Dir = workDir
-	cmd.Env = agentEnv(spec, workDir)
+	cmd.Env = append(agentEnv(spec, workDir), EnvStateDir+"="+r.dir, EnvLaunch+"="+id+"/"+rec.Launch)
 	cmd.Stdout = out // a file, not a pipe: the agent outlives the broker
 	// A new session: no controlling terminal, and its own process group
 	// that Stop/Suspend can signal as a whole.
@@ -142,6 +151,7 @@ func (r *Runtime) launch(id string, rec *record) (*exec.Cmd, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
+	hook("started")
 	// Our unreaped child cannot vanish from /proc before Wait, so this
 	// cannot race with a fast exit.
 	p, err := identify(cmd.Process.Pid)
