@@ -48,8 +48,14 @@ func (b *Broker) createAgentOnce(ctx context.Context, spec wire.AgentSpec) (_ ru
 		return runtime.Status{}, err
 	}
 	// A second create must not touch a live agent: undoing its failure
-	// would delete the first one's directories.
-	if _, err := b.rt.Inspect(ctx, spec.AgentID); err == nil {
+	// would delete the first one's directories. The same keyed create
+	// again (same run: the Hub's retry of a create whose broker died before
+	// it could record the answer, since a recorded one is answered from
+	// the record) finishes what the first one got to.
+	if st, err := b.rt.Inspect(ctx, spec.AgentID); err == nil {
+		if isKeyed(ctx) && spec.RunID != "" && st.RunID == spec.RunID {
+			return b.resumeCreate(ctx, spec, st)
+		}
 		return runtime.Status{}, api.Conflict(api.CodeAlreadyExists, "agent %s already exists on runtime broker %s", spec.AgentID, b.cfg.BrokerID)
 	} else if !errors.Is(err, runtime.ErrNotFound) {
 		return runtime.Status{}, err
@@ -149,6 +155,31 @@ func (b *Broker) createAgentOnce(ctx context.Context, spec wire.AgentSpec) (_ ru
 		}
 	}
 	return st, nil
+}
+
+// resumeCreate answers a create of the same run as an agent the runtime
+// already has: an earlier attempt got at least as far as the runtime's
+// Create (everything before it, workspace included, is done), and was cut
+// short before its answer was recorded, by a broker crash say. What is
+// left is the start; the answer is the agent as it now is, which is the
+// real outcome of the create. If the start fails, the create fails and is
+// undone like any failed create, so the Hub's answer and the broker agree.
+func (b *Broker) resumeCreate(ctx context.Context, spec wire.AgentSpec, st runtime.Status) (runtime.Status, error) {
+	b.log.Info("create of an agent the runtime already has for this run: resuming it", "agent", spec.AgentID, "run", spec.RunID, "state", st.State)
+	if !spec.Start || st.State != runtime.StateCreated {
+		return st, nil
+	}
+	started, err := b.startAgent(ctx, wire.AgentRef{AgentID: spec.AgentID, RunID: spec.RunID})
+	if err == nil {
+		return started, nil
+	}
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	defer cancel()
+	if _, derr := b.deleteAgent(cctx, wire.AgentRef{AgentID: spec.AgentID, RunID: spec.RunID}); derr != nil && !errors.Is(derr, runtime.ErrNotFound) {
+		b.log.Warn("undo resumed create", "agent", spec.AgentID, "err", derr)
+	}
+	b.ports.Release(spec.AgentID)
+	return runtime.Status{}, err
 }
 
 // defaultPath is the PATH of an agent when neither its spec nor the

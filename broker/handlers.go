@@ -45,6 +45,7 @@ func (b *Broker) keyed(c *wire.Conn, h wire.Handler) wire.Handler {
 		if req.Key == "" {
 			return h(ctx, req)
 		}
+		ctx = context.WithValue(ctx, keyedCtx{}, true)
 		v, err := b.dedup.do(ctx, req.Method+"\x00"+req.Key, func() (any, error) { return h(ctx, req) })
 		if b.cfg.DropReply != nil && b.cfg.DropReply(req.Method, req.Key) {
 			// Fault injection: the effect happened and is recorded, the
@@ -56,6 +57,12 @@ func (b *Broker) keyed(c *wire.Conn, h wire.Handler) wire.Handler {
 		return v, err
 	}
 }
+
+// keyedCtx marks the context of a keyed command: one the Hub may retry
+// after losing its answer, so that a repeat may be the same command again.
+type keyedCtx struct{}
+
+func isKeyed(ctx context.Context) bool { v, _ := ctx.Value(keyedCtx{}).(bool); return v }
 
 // agentBody is a command body that names one agent.
 type agentBody interface {
