@@ -121,6 +121,8 @@ type RuntimeBroker struct {
 // RegisterBrokerRequest is the body of POST /runtime-brokers (register, as
 // the signed-in user) and POST /runtime-brokers/join (with a join token).
 type RegisterBrokerRequest struct {
+	// Name is the broker's name. At join, a token made for a name
+	// registers that name, and Name is used only for a token made for none.
 	Name        string `json:"name"`
 	JoinToken   string `json:"joinToken,omitempty"`
 	AutoProvide bool   `json:"autoProvide,omitempty"`

@@ -84,7 +84,8 @@ func newBrokerJoinCmd(a *app) *cobra.Command {
 		Short: "Register this machine as a Runtime Broker with a join token",
 		Long: `Register this machine as a Runtime Broker with a one-time join token that
 an admin created with 'scion hub brokers join-token create'; no sign-in is
-needed. Credentials and server.broker.hub_endpoint are saved as by register.`,
+needed. A token made for a name ('join-token create --name') registers that
+name. Credentials and server.broker.hub_endpoint are saved as by register.`,
 		Example: `  scion runtime-broker join --hub https://hub.example.com --token sjt_...`,
 		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -109,11 +110,14 @@ needed. Credentials and server.broker.hub_endpoint are saved as by register.`,
 			if err != nil {
 				return err
 			}
+			if bc.Name != name {
+				fmt.Fprintf(cmd.ErrOrStderr(), "The join token was made for the name %s: registered under that name, not %s.\n", bc.Name, name)
+			}
 			return a.saveRegistration(cmd, t, creds, settings, bc)
 		},
 	}
 	c.Flags().StringVar(&token, "token", "", "join token (required)")
-	c.Flags().StringVar(&name, "name", "", "broker name (default: server.broker.name, else the host name)")
+	c.Flags().StringVar(&name, "name", "", "broker name, used when the token was made for none (default: server.broker.name, else the host name)")
 	c.Flags().BoolVar(&force, "force", false, "join even if a registration for this Hub is stored (replacing it)")
 	return c
 }

@@ -38,3 +38,22 @@ func TestDeregisterRefusalPrintsAgents(t *testing.T) {
 		t.Fatalf("printed %q", got)
 	}
 }
+
+// A join token made for a name registers that name: the CLI saves the
+// name the Hub registered, and says so when it differs from the one it
+// proposed.
+func TestJoinWithNamedToken(t *testing.T) {
+	setHome(t)
+	h := newFakeHub(t, "tok")
+	mustRun(t, "hub", "add", "team", h.URL, "--use")
+	r := runCLI(t, "", "runtime-broker", "join", "--token", "jt-named", "--name", "myhost")
+	if r.code != 0 {
+		t.Fatalf("join: %+v", r)
+	}
+	if !strings.Contains(r.err, "made for the name gpu-box") || !strings.Contains(r.out, "Registered Runtime Broker gpu-box") {
+		t.Errorf("join output %+v", r)
+	}
+	if c := loadCreds(t).ForHub(h.URL); c == nil || c.BrokerName != "gpu-box" {
+		t.Errorf("connection %+v", c)
+	}
+}

@@ -249,10 +249,13 @@ func (h *fakeHub) brokerRoutes(a fakeRoute) {
 		if e := decodeFake(r, &req); e != nil {
 			return nil, 0, e
 		}
-		if req.JoinToken != "jt-good" {
-			return nil, 0, api.Unauthorized("invalid join token")
+		switch req.JoinToken {
+		case "jt-good":
+			return register(req.Name, false), 201, nil
+		case "jt-named": // made with join-token create --name gpu-box
+			return register("gpu-box", false), 201, nil
 		}
-		return register(req.Name, false), 201, nil
+		return nil, 0, api.Unauthorized("invalid join token")
 	}, false)
 	a("POST /api/v1/runtime-brokers/join-tokens", func(w http.ResponseWriter, r *http.Request) (any, int, *api.Error) {
 		var req api.CreateJoinTokenRequest

@@ -1,8 +1,10 @@
 package hub
 
 import (
+	"cmp"
 	"context"
 	"encoding/hex"
+	"errors"
 	"net/http"
 	"slices"
 	"time"
@@ -98,25 +100,42 @@ func (s *Server) brokerVisible(ctx context.Context, c *Caller, b *store.Broker, 
 	return authz.Visible(*c, brokerRes(b, projects, projectID)), nil
 }
 
+// newBrokerRecord is a new, offline broker with a fresh signing secret.
+func newBrokerRecord(name, createdBy string, autoProvide bool) *store.Broker {
+	now := time.Now().UTC()
+	return &store.Broker{ID: mustV7(), Name: name, Status: api.BrokerOffline, Capabilities: []string{},
+		AutoProvide: autoProvide, Secret: []byte(hex.EncodeToString(newSecret(32))), CreatedBy: createdBy, CreatedAt: now, UpdatedAt: now}
+}
+
 // issueBroker creates a broker record with a fresh signing secret and
 // returns its one-time credentials.
 func (s *Server) issueBroker(ctx context.Context, name, createdBy string, autoProvide bool) (api.BrokerCredentials, error) {
 	if err := validName("runtime broker", name); err != nil {
 		return api.BrokerCredentials{}, err
 	}
-	secret := newSecret(32)
-	now := time.Now().UTC()
-	b := &store.Broker{ID: mustV7(), Name: name, Status: api.BrokerOffline, Capabilities: []string{},
-		AutoProvide: autoProvide, Secret: []byte(hex.EncodeToString(secret)), CreatedBy: createdBy, CreatedAt: now, UpdatedAt: now}
+	b := newBrokerRecord(name, createdBy, autoProvide)
 	if err := s.store.CreateBroker(ctx, b); err != nil {
 		if isExists(err) {
-			return api.BrokerCredentials{}, api.Conflict(api.CodeAlreadyExists,
-				"a runtime broker named %q is already registered; deregister it first or choose another --name", name)
+			return api.BrokerCredentials{}, brokerNameTaken(name, false)
 		}
 		return api.BrokerCredentials{}, err
 	}
-	s.log.Info("runtime broker registered", "broker", name, "broker_id", b.ID, "by", createdBy)
-	return api.BrokerCredentials{BrokerID: b.ID, Name: name, Secret: string(b.Secret), HubURL: s.opts.PublicURL}, nil
+	return s.brokerIssued(b), nil
+}
+
+func brokerNameTaken(name string, byToken bool) error {
+	if byToken {
+		return api.Conflict(api.CodeAlreadyExists,
+			"a runtime broker named %q is already registered; this join token is for that name, so deregister that broker first (the token stays valid)", name)
+	}
+	return api.Conflict(api.CodeAlreadyExists,
+		"a runtime broker named %q is already registered; deregister it first or choose another --name", name)
+}
+
+// brokerIssued logs a new registration and returns its credentials.
+func (s *Server) brokerIssued(b *store.Broker) api.BrokerCredentials {
+	s.log.Info("runtime broker registered", "broker", b.Name, "broker_id", b.ID, "by", b.CreatedBy)
+	return api.BrokerCredentials{BrokerID: b.ID, Name: b.Name, Secret: string(b.Secret), HubURL: s.opts.PublicURL}
 }
 
 func (s *Server) handleRegisterBroker(r *http.Request, c *Caller) (int, any, error) {
@@ -136,6 +155,10 @@ func (s *Server) handleRegisterBroker(r *http.Request, c *Caller) (int, any, err
 
 // handleJoinBroker registers a broker with a one-time join token instead of
 // a user's credentials. It is a public route: the token is the credential.
+// A token made for a name registers that name (the request's name, the
+// broker's host name by default, is used only when the token names none).
+// The token is spent in the transaction that creates the broker, so a
+// refused join (a taken name) can be retried with it.
 func (s *Server) handleJoinBroker(w http.ResponseWriter, r *http.Request) {
 	s.serveAPI(func(r *http.Request, _ *Caller) (int, any, error) {
 		var req api.RegisterBrokerRequest
@@ -145,16 +168,30 @@ func (s *Server) handleJoinBroker(w http.ResponseWriter, r *http.Request) {
 		if req.JoinToken == "" {
 			return 0, nil, api.Unauthorized("a join token is required")
 		}
-		if err := validName("runtime broker", req.Name); err != nil {
-			return 0, nil, err
-		}
-		jt, err := s.store.ConsumeJoinToken(r.Context(), hashToken(req.JoinToken), time.Now().UTC())
-		if err != nil {
+		var name string // the name build chose: the token's, else the request's
+		var tokenNamed bool
+		b, err := s.store.JoinBroker(r.Context(), hashToken(req.JoinToken), time.Now().UTC(), func(jt *store.JoinToken) (*store.Broker, error) {
+			name, tokenNamed = cmp.Or(jt.Name, req.Name), jt.Name != ""
+			if name == "" {
+				return nil, api.BadRequest("this join token names no runtime broker: give the broker a name (--name)")
+			}
+			if err := validName("runtime broker", name); err != nil {
+				return nil, err
+			}
+			return newBrokerRecord(name, jt.CreatedBy, req.AutoProvide), nil
+		})
+		switch {
+		case isNotFound(err) || errors.Is(err, store.ErrTokenUsed):
 			s.log.Warn("join token rejected", "broker", req.Name)
 			return 0, nil, api.Unauthorized("invalid, used or expired join token")
+		case isExists(err):
+			// The token holder was given the token's name with it.
+			s.log.Info("join refused: the name is taken; the join token stays valid", "broker", name)
+			return 0, nil, brokerNameTaken(name, tokenNamed)
+		case err != nil:
+			return 0, nil, err
 		}
-		creds, err := s.issueBroker(r.Context(), req.Name, jt.CreatedBy, req.AutoProvide)
-		return http.StatusCreated, creds, err
+		return http.StatusCreated, s.brokerIssued(b), nil
 	})(w, r, nil)
 }
 
@@ -165,6 +202,13 @@ func (s *Server) handleCreateJoinToken(r *http.Request, c *Caller) (int, any, er
 	var req api.CreateJoinTokenRequest
 	if err := decodeJSON(r, &req); err != nil {
 		return 0, nil, err
+	}
+	// The name is the one the join will register: refuse a bad one now,
+	// not when the broker tries to join.
+	if req.Name != "" {
+		if err := validName("runtime broker", req.Name); err != nil {
+			return 0, nil, err
+		}
 	}
 	ttl := time.Hour
 	if req.TTL != "" {

@@ -43,3 +43,71 @@ func TestInvisibleProjectDefaultFallsThrough(t *testing.T) {
 		t.Fatalf("placed on %q, want b1", a.BrokerName)
 	}
 }
+
+// A join refused because the name is taken does not spend the token: the
+// retry, once the name is free, registers the broker.
+func TestRefusedJoinKeepsToken(t *testing.T) {
+	engines(t, func(t *testing.T, pg bool) {
+		e := testenv.New(t, testenv.Options{Postgres: pg})
+		ctx := context.Background()
+		first, err := e.Admin.RegisterBroker(ctx, api.RegisterBrokerRequest{Name: "gpu"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		jt, err := e.Admin.CreateJoinToken(ctx, api.CreateJoinTokenRequest{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		anon := client.New(e.URL, "")
+		_, err = anon.JoinBroker(ctx, jt.Token, "gpu")
+		apiErr(t, err, 409, api.CodeAlreadyExists)
+		// The same token, a free name.
+		creds, err := anon.JoinBroker(ctx, jt.Token, "gpu2")
+		if err != nil || creds.Name != "gpu2" || creds.BrokerID == "" || creds.BrokerID == first.BrokerID {
+			t.Fatalf("retry after a refused join: %+v %v", creds, err)
+		}
+		// Spent now.
+		_, err = anon.JoinBroker(ctx, jt.Token, "gpu3")
+		apiErr(t, err, 401, api.CodeUnauthorized)
+	})
+}
+
+// A token made for a name registers that name, whatever name the joining
+// machine proposes (its host name by default); a refusal because that
+// name is taken keeps the token, and the retry after a deregistration
+// works.
+func TestJoinTokenNameIsRegistered(t *testing.T) {
+	e := testenv.New(t, testenv.Options{})
+	ctx := context.Background()
+	jt, err := e.Admin.CreateJoinToken(ctx, api.CreateJoinTokenRequest{Name: "gpu-box"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	old, err := e.Admin.RegisterBroker(ctx, api.RegisterBrokerRequest{Name: "gpu-box"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	anon := client.New(e.URL, "")
+	_, err = anon.JoinBroker(ctx, jt.Token, "myhost")
+	apiErr(t, err, 409, api.CodeAlreadyExists)
+	if _, err := e.Admin.GetBroker(ctx, "myhost"); err == nil {
+		t.Fatal("the refused join registered the host name")
+	}
+	if err := e.Admin.DeregisterBroker(ctx, old.BrokerID); err != nil {
+		t.Fatal(err)
+	}
+	creds, err := anon.JoinBroker(ctx, jt.Token, "myhost")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if creds.Name != "gpu-box" {
+		t.Fatalf("joined as %q, want the token's name gpu-box", creds.Name)
+	}
+	b, err := e.Admin.GetBroker(ctx, creds.BrokerID)
+	if err != nil || b.Name != "gpu-box" {
+		t.Fatalf("registered broker: %+v %v", b, err)
+	}
+	// A token for a name that can never register is refused when made.
+	_, err = e.Admin.CreateJoinToken(ctx, api.CreateJoinTokenRequest{Name: "Bad Name"})
+	apiErr(t, err, 400, api.CodeInvalidRequest)
+}

@@ -255,6 +255,14 @@ type Store interface {
 	// ConsumeJoinToken marks an unused, unexpired token used (atomically:
 	// exactly one of two racing consumers succeeds).
 	ConsumeJoinToken(ctx context.Context, hash []byte, now time.Time) (*JoinToken, error)
+	// JoinBroker consumes the join token (as ConsumeJoinToken) and creates
+	// the broker build returns for it (as CreateBroker) in one
+	// transaction, and returns that broker. When build refuses or the
+	// insert fails (ErrAlreadyExists for a taken name) nothing is written:
+	// the token stays usable for a corrected retry. build runs inside the
+	// transaction and must not use the store. ErrNotFound for an unknown
+	// token, ErrTokenUsed for a used or expired one (build is not called).
+	JoinBroker(ctx context.Context, hash []byte, now time.Time, build func(*JoinToken) (*Broker, error)) (*Broker, error)
 
 	// Settings: opaque JSON values by key ("hub_settings", "limits", ...).
 	// GetSetting returns ErrNotFound for an unset key.

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/scion-go/scion/store"
 	"github.com/scion-go/scion/store/internal/dbutil"
@@ -50,6 +51,16 @@ func brokerJSON(b *store.Broker) (caps, profiles, settings []byte, err error) {
 
 // CreateBroker inserts b, filling in ID and times when zero.
 func (s *Store) CreateBroker(ctx context.Context, b *store.Broker) error {
+	return insertBroker(ctx, s.pool, b)
+}
+
+// execer is the pool or a transaction.
+type execer interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+}
+
+// insertBroker is CreateBroker on db (the pool, or a transaction).
+func insertBroker(ctx context.Context, db execer, b *store.Broker) error {
 	n := *b
 	if n.ID == "" {
 		n.ID = dbutil.NewID()
@@ -67,7 +78,7 @@ func (s *Store) CreateBroker(ctx context.Context, b *store.Broker) error {
 	if err != nil {
 		return fmt.Errorf("create broker %q: %w", n.Name, err)
 	}
-	_, err = s.pool.Exec(ctx, `INSERT INTO runtime_brokers (`+brokerCols+`)
+	_, err = db.Exec(ctx, `INSERT INTO runtime_brokers (`+brokerCols+`)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`,
 		n.ID, n.Name, n.Status, n.Version, n.ProtocolVersion, n.Runtime, jsonArg(caps), jsonArg(profiles), jsonArg(settings),
 		n.AutoProvide, bytesArg(n.Secret), n.CreatedBy, nullTime(n.LastSeen), n.CreatedAt, n.UpdatedAt)
@@ -76,6 +87,33 @@ func (s *Store) CreateBroker(ctx context.Context, b *store.Broker) error {
 	}
 	*b = n
 	return nil
+}
+
+// JoinBroker consumes the join token and inserts the broker build makes
+// of it in one transaction: a failed insert (a taken name) or a refusal
+// from build rolls the consumption back. A racing second join with the
+// same token waits for the first's row lock and then finds it used.
+func (s *Store) JoinBroker(ctx context.Context, hash []byte, now time.Time, build func(*store.JoinToken) (*store.Broker, error)) (*store.Broker, error) {
+	var out *store.Broker
+	err := s.tx(ctx, func(tx pgx.Tx) error {
+		t, err := consumeJoinToken(ctx, tx, hash, now)
+		if err != nil {
+			return err
+		}
+		b, err := build(t)
+		if err != nil {
+			return err
+		}
+		if err := insertBroker(ctx, tx, b); err != nil {
+			return err
+		}
+		out = b
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // GetBroker looks up by ID, then by name.

@@ -228,14 +228,24 @@ func (s *Store) CreateJoinToken(ctx context.Context, t *store.JoinToken) error {
 // nothing. ErrTokenUsed for a used or expired token, ErrNotFound for an
 // unknown one.
 func (s *Store) ConsumeJoinToken(ctx context.Context, hash []byte, now time.Time) (*store.JoinToken, error) {
+	return consumeJoinToken(ctx, s.pool, hash, now)
+}
+
+// querier is the pool or a transaction.
+type querier interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// consumeJoinToken is ConsumeJoinToken on db (the pool, or a transaction).
+func consumeJoinToken(ctx context.Context, db querier, hash []byte, now time.Time) (*store.JoinToken, error) {
 	now = dbutil.Time(now)
 	var t store.JoinToken
-	err := s.pool.QueryRow(ctx, `UPDATE join_tokens SET used_at = $1
+	err := db.QueryRow(ctx, `UPDATE join_tokens SET used_at = $1
 		WHERE hash = $2 AND used_at IS NULL AND expires_at > $1 RETURNING `+joinTokenCols, now, hash).Scan(
 		&t.Hash, &t.Name, &t.CreatedBy, &t.ExpiresAt, &t.UsedAt, &t.CreatedAt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		var exists bool
-		if err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM join_tokens WHERE hash = $1)`, hash).Scan(&exists); err != nil {
+		if err := db.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM join_tokens WHERE hash = $1)`, hash).Scan(&exists); err != nil {
 			return nil, mapErr(err, "consume join token")
 		}
 		if !exists {

@@ -52,6 +52,16 @@ func brokerJSON(b *store.Broker) (caps, profiles, settings []byte, err error) {
 
 // CreateBroker inserts b, filling in ID and times when zero.
 func (s *Store) CreateBroker(ctx context.Context, b *store.Broker) error {
+	return insertBroker(ctx, s.w, b)
+}
+
+// execer is a *sql.DB or a *sql.Tx.
+type execer interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+}
+
+// insertBroker is CreateBroker on db (the writer, or a transaction).
+func insertBroker(ctx context.Context, db execer, b *store.Broker) error {
 	n := *b
 	if n.ID == "" {
 		n.ID = dbutil.NewID()
@@ -69,7 +79,7 @@ func (s *Store) CreateBroker(ctx context.Context, b *store.Broker) error {
 	if err != nil {
 		return fmt.Errorf("create broker %q: %w", n.Name, err)
 	}
-	_, err = s.w.ExecContext(ctx, `INSERT INTO runtime_brokers (`+brokerCols+`)
+	_, err = db.ExecContext(ctx, `INSERT INTO runtime_brokers (`+brokerCols+`)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		n.ID, n.Name, n.Status, n.Version, n.ProtocolVersion, n.Runtime, text(caps), text(profiles), text(settings),
 		boolInt(n.AutoProvide), n.Secret, n.CreatedBy, nullMicros(n.LastSeen), micros(n.CreatedAt), micros(n.UpdatedAt))
@@ -78,6 +88,32 @@ func (s *Store) CreateBroker(ctx context.Context, b *store.Broker) error {
 	}
 	*b = n
 	return nil
+}
+
+// JoinBroker consumes the join token and inserts the broker build makes
+// of it in one write transaction: a failed insert (a taken name) or a
+// refusal from build rolls the consumption back.
+func (s *Store) JoinBroker(ctx context.Context, hash []byte, now time.Time, build func(*store.JoinToken) (*store.Broker, error)) (*store.Broker, error) {
+	var out *store.Broker
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		t, err := consumeJoinToken(ctx, tx, hash, now)
+		if err != nil {
+			return err
+		}
+		b, err := build(t)
+		if err != nil {
+			return err
+		}
+		if err := insertBroker(ctx, tx, b); err != nil {
+			return err
+		}
+		out = b
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // GetBroker looks up by ID, then by name.

@@ -233,16 +233,27 @@ func (s *Store) CreateJoinToken(ctx context.Context, t *store.JoinToken) error {
 // now, in one UPDATE: of two racing consumers exactly one changes the row.
 // ErrTokenUsed for a used or expired token, ErrNotFound for an unknown one.
 func (s *Store) ConsumeJoinToken(ctx context.Context, hash []byte, now time.Time) (*store.JoinToken, error) {
+	var t *store.JoinToken
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		var err error
+		t, err = consumeJoinToken(ctx, tx, hash, now)
+		return err
+	})
+	return t, err
+}
+
+// consumeJoinToken is ConsumeJoinToken inside tx.
+func consumeJoinToken(ctx context.Context, tx *sql.Tx, hash []byte, now time.Time) (*store.JoinToken, error) {
 	now = dbutil.Time(now)
 	var t store.JoinToken
 	var expires, created int64
 	var used sql.NullInt64
-	err := s.w.QueryRowContext(ctx, `UPDATE join_tokens SET used_at = ?1
+	err := tx.QueryRowContext(ctx, `UPDATE join_tokens SET used_at = ?1
 		WHERE hash = ?2 AND used_at IS NULL AND expires_at > ?1 RETURNING `+joinTokenCols, micros(now), hash).Scan(
 		&t.Hash, &t.Name, &t.CreatedBy, &expires, &used, &created)
 	if errors.Is(err, sql.ErrNoRows) {
 		var n int
-		if err := s.r.QueryRowContext(ctx, `SELECT count(*) FROM join_tokens WHERE hash = ?`, hash).Scan(&n); err != nil {
+		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM join_tokens WHERE hash = ?`, hash).Scan(&n); err != nil {
 			return nil, mapErr(err, "consume join token")
 		}
 		if n == 0 {

@@ -64,6 +64,8 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"TokenAndUser", testTokenAndUser},
 		{"ListTokens", testListTokens},
 		{"JoinTokens", testJoinTokens},
+		{"JoinBroker", testJoinBroker},
+		{"JoinBrokerRace", testJoinBrokerRace},
 		{"Secrets", testSecrets},
 		{"DeleteProjectSecrets", testDeleteProjectSecrets},
 		{"PutSecretDeleteProjectRace", testPutSecretDeleteProjectRace},
