@@ -149,6 +149,12 @@ with the same broker and profile selection as 'scion create'.`
 		if err := checkPorts(f.ports); err != nil {
 			return err
 		}
+		if err := validateProfileFlag("profile", f.profile); err != nil {
+			return err
+		}
+		if err := validateHarnessFlag("harness", f.harness); err != nil {
+			return err
+		}
 		project := projectOrDefault(f.project)
 		_, cl, err := a.connect()
 		if err != nil {

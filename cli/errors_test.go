@@ -81,6 +81,16 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"hub", "brokers", "join-token", "create", "--ttl", "soon"}, "invalid argument"},
 		{[]string{"runtime-broker", "register", "--name", "bad name"}, `invalid broker name "bad name"`},
 		{[]string{"runtime-broker", "withdraw"}, "--project is required"},
+		// The Hub's name rule and input bounds, checked before a round trip.
+		{[]string{"create", "Fixer"}, `invalid agent name "Fixer"`},
+		{[]string{"create", "a_b"}, `invalid agent name "a_b"`},
+		{[]string{"project", "create", "a.b"}, `invalid project name "a.b"`},
+		{[]string{"project", "create", "web", "--git-remote", "https://h/r.git\n[core]"}, "gitRemote holds a control character"},
+		{[]string{"project", "set", "web", "--git-remote", strings.Repeat("h", 3000)}, "gitRemote is too long"},
+		{[]string{"project", "set", "web", "--active-profile", "../../etc"}, `invalid --active-profile profile name "../../etc"`},
+		{[]string{"create", "fixer", "-p", "../../etc"}, `invalid --profile profile name "../../etc"`},
+		{[]string{"create", "fixer", "--harness", "../../sh"}, `unknown --harness "../../sh"`},
+		{[]string{"hub", "settings", "set", "--default-harness", "../../sh"}, `unknown --default-harness "../../sh"`},
 	}
 	for _, tc := range cases {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {

@@ -127,6 +127,9 @@ projects without a default broker of their own (see 'Broker Selection').`,
 			if !f.Changed("default-runtime-broker") && !f.Changed("default-harness") && !f.Changed("default-image") {
 				return usageErrorf("nothing to set: pass --default-runtime-broker, --default-harness or --default-image")
 			}
+			if err := validateHarnessFlag("default-harness", harness); err != nil {
+				return err
+			}
 			_, cl, err := a.connect()
 			if err != nil {
 				return err

@@ -49,6 +49,12 @@ func newProjectCreateCmd(a *app) *cobra.Command {
 			if err := validateName("project", args[0]); err != nil {
 				return err
 			}
+			if err := validateInput(api.CheckGitRemoteText(f.gitRemote)); err != nil {
+				return err
+			}
+			if err := validateProfileFlag("active-profile", f.activeProfile); err != nil {
+				return err
+			}
 			if f.sharingMode != "" {
 				if err := validateSharingMode(f.sharingMode); err != nil {
 					return err
@@ -131,6 +137,9 @@ as they are; an empty value clears a setting.`,
 			var req api.UpdateProjectRequest
 			fs := cmd.Flags()
 			if fs.Changed("git-remote") {
+				if err := validateInput(api.CheckGitRemoteText(f.gitRemote)); err != nil {
+					return err
+				}
 				req.GitRemote = &f.gitRemote
 			}
 			if fs.Changed("sharing-mode") {
@@ -143,6 +152,9 @@ as they are; an empty value clears a setting.`,
 				req.DefaultBroker = &f.defaultBroker
 			}
 			if fs.Changed("active-profile") {
+				if err := validateProfileFlag("active-profile", f.activeProfile); err != nil {
+					return err
+				}
 				req.ActiveProfile = &f.activeProfile
 			}
 			if req == (api.UpdateProjectRequest{}) {

@@ -22,6 +22,31 @@ func validateName(kind, name string) error {
 	return nil
 }
 
+// validateInput turns an api input check (the one the Hub applies) into a
+// usage error, so a bad flag value is refused before a round trip.
+func validateInput(err error) error {
+	if err != nil {
+		return usageErr(errors.New(api.AsError(err).Message))
+	}
+	return nil
+}
+
+// validateProfileFlag checks a profile named by a flag ("" is none).
+func validateProfileFlag(flag, p string) error {
+	if p == "" {
+		return nil
+	}
+	return validateName("--"+flag+" profile", p)
+}
+
+// validateHarnessFlag checks a harness named by a flag ("" is the default).
+func validateHarnessFlag(flag, h string) error {
+	if h == "" {
+		return nil
+	}
+	return validateInput(api.CheckHarness("--"+flag, h))
+}
+
 func validateSharingMode(m string) error {
 	if !api.ValidSharingMode(m) {
 		return usageErrorf("invalid --sharing-mode %q: use one of %s, %s, %s, %s", m,
