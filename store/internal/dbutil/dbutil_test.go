@@ -2,6 +2,7 @@ package dbutil
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -17,11 +18,21 @@ func TestLimit(t *testing.T) {
 }
 
 func TestCursor(t *testing.T) {
-	for _, id := range []string{"0190f0c4-7b8e-7c3a-9d2e-1f2a3b4c5d6e", "a", "with space/and+slash"} {
-		got, err := DecodeCursor(EncodeCursor(id))
+	// Every ID a record can have round-trips, through a URL-safe cursor.
+	for _, id := range []string{"0190f0c4-7b8e-7c3a-9d2e-1f2a3b4c5d6e", "a", "with-dash_and.dot:colon"} {
+		c := EncodeCursor(id)
+		if strings.ContainsAny(c, "+/= ") {
+			t.Errorf("cursor %q of %q is not URL-safe", c, id)
+		}
+		got, err := DecodeCursor(c)
 		if err != nil || got != id {
 			t.Errorf("round trip of %q: %q, %v", id, got, err)
 		}
+	}
+	// A string no record ID has (a space, a slash) is no cursor a list
+	// returned: refused, not read as a page past everything.
+	if _, err := DecodeCursor(EncodeCursor("with space/and+slash")); !errors.Is(err, ErrBadCursor) {
+		t.Errorf("cursor of a non-ID: %v, want ErrBadCursor", err)
 	}
 	if got, err := DecodeCursor(""); err != nil || got != "" {
 		t.Errorf(`DecodeCursor("") = %q, %v`, got, err)
