@@ -20,7 +20,7 @@ func TestBrokerWorkspacesLifecycle(t *testing.T) {
 	hub := newTestHub(t)
 	rt := fake.New()
 	outside := t.TempDir()
-	b := startBroker(t, hub, rt, func(c *Config) { c.GitWorkspaces.Env = isolatedGitEnv })
+	b := startBroker(t, hub, rt, func(c *Config) { c.GitWorkspaces.Env, c.GitWorkspaces.AllowLocalRemotes = isolatedGitEnv, true })
 	waitConnected(t, b)
 	if got := b.WorkspaceStorage(); got != (WorkspaceStorage{Type: StorageLocal}) {
 		t.Errorf("storage = %+v", got)

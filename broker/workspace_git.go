@@ -8,8 +8,10 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -30,6 +32,13 @@ type GitWorkspacesConfig struct {
 	// Env adds variables to git's reduced environment, such as a
 	// GIT_SSH_COMMAND that names a deploy key.
 	Env    []string
+	// AllowLocalRemotes lets projects use a path on the broker's host (or
+	// a file:// URL) as their git remote (server.broker.allow_local_git_remotes).
+	// Off by default: whoever may set a project's remote could otherwise
+	// read any repository the broker's user can, another project's base
+	// clone included. Even when on, nothing inside the broker's data
+	// directory is ever a remote.
+	AllowLocalRemotes bool
 	Logger *slog.Logger
 }
 
@@ -85,7 +94,7 @@ func NewGitWorkspaces(dataDir string, cfg GitWorkspacesConfig) (*GitWorkspaces, 
 	return &GitWorkspaces{
 		layout:  layout{root: root},
 		cfg:     cfg,
-		git:     newGitRunner(cfg.Git, cfg.Env),
+		git:     newGitRunner(cfg.Git, append(slices.Clone(cfg.Env), allowedProtocols(cfg.AllowLocalRemotes))),
 		log:     cfg.Logger,
 		fetched: map[string]time.Time{},
 	}, nil
@@ -127,7 +136,7 @@ func (w *GitWorkspaces) Prepare(ctx context.Context, spec wire.AgentSpec) (strin
 		return "", err
 	}
 	if mode != api.SharingEmptyPerAgent {
-		if err := checkRemote(spec, mode); err != nil {
+		if err := w.checkRemote(spec, mode); err != nil {
 			return "", err
 		}
 	}
@@ -190,19 +199,78 @@ func (w *GitWorkspaces) Prepare(ctx context.Context, spec wire.AgentSpec) (strin
 }
 
 // checkRemote refuses a git mode without a usable remote before anything
-// is made.
-func checkRemote(spec wire.AgentSpec, mode string) error {
+// is made: the Hub checks the same rule (api.GitRemoteTransport) when the
+// remote is set, and the broker again, since whether a local path is
+// allowed is its own setting, and a Hub of an older version may not check.
+func (w *GitWorkspaces) checkRemote(spec wire.AgentSpec, mode string) error {
 	name := cmp.Or(spec.ProjectName, spec.ProjectID)
 	r := spec.GitRemote
 	if strings.TrimSpace(r) == "" {
 		return api.BadRequest("project %s has no git remote, which %s needs; set one with `scion project set %s --git-remote <url>` or use --sharing-mode %s",
 			name, mode, name, api.SharingEmptyPerAgent)
 	}
-	// A leading dash would be read as an option by git.
-	if strings.HasPrefix(r, "-") || strings.ContainsAny(r, "\x00\r\n") {
-		return api.BadRequest("project %s: git remote %q is not a repository URL", name, redactURLs(r))
+	if err := api.CheckGitRemoteText(r); err != nil {
+		return api.BadRequest("project %s: git remote %s is not a repository URL", name, api.Quote(redactURLs(r)))
+	}
+	kind, err := api.GitRemoteTransport(r)
+	if err != nil {
+		return api.BadRequest("project %s: %s", name, redactURLs(err.Error()))
+	}
+	if kind != api.GitTransportLocal {
+		return nil
+	}
+	if !w.cfg.AllowLocalRemotes {
+		return api.BadRequest("project %s: git remote %s is a path on the runtime broker's host, which this broker does not allow (its operator can, with server.broker.allow_local_git_remotes); use https://host/path, ssh://host/path or git@host:path",
+			name, api.Quote(r))
+	}
+	if w.insideDataDir(localRemotePath(r)) {
+		return api.BadRequest("project %s: git remote %s is inside the runtime broker's data directory (another project's files); use the repository's own remote", name, api.Quote(r))
 	}
 	return nil
+}
+
+// localRemotePath is the host path a local remote names (a path, or a
+// file:// URL, which GitRemoteTransport has already accepted).
+func localRemotePath(r string) string {
+	if u, err := url.Parse(r); err == nil && u.Scheme != "" {
+		return u.Path
+	}
+	return r
+}
+
+// insideDataDir reports whether p is the data directory or inside it, as
+// written or once symlinks are resolved (a link elsewhere that points into
+// it counts): the data directory holds every project's base clone and
+// checkouts, which a project's remote must never read.
+func (w *GitWorkspaces) insideDataDir(p string) bool {
+	p = filepath.Clean(p)
+	roots := []string{w.layout.root}
+	if real, err := filepath.EvalSymlinks(w.layout.root); err == nil {
+		roots = append(roots, real)
+	}
+	paths := []string{p}
+	if real, err := filepath.EvalSymlinks(p); err == nil {
+		paths = append(paths, real)
+	}
+	for _, root := range roots {
+		for _, q := range paths {
+			if q == root || strings.HasPrefix(q, root+string(filepath.Separator)) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// allowedProtocols restricts every transport git may use, whatever the
+// remote (or a config file, or a submodule) says: GIT_ALLOW_PROTOCOL wins
+// over protocol.*.allow, so ext::, fd::, git:// and plain http are never
+// followed, and file only where local remotes are allowed.
+func allowedProtocols(local bool) string {
+	if local {
+		return "GIT_ALLOW_PROTOCOL=https:ssh:file"
+	}
+	return "GIT_ALLOW_PROTOCOL=https:ssh"
 }
 
 // describe turns a failure into the error the Hub shows on the agent: bad

@@ -79,6 +79,8 @@ func newTestWorkspaces(t *testing.T, cfg GitWorkspacesConfig) *GitWorkspaces {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	cfg.Env = append(cfg.Env, isolatedGitEnv...)
+	// The test remotes are bare repositories on this host.
+	cfg.AllowLocalRemotes = true
 	w, err := NewGitWorkspaces(t.TempDir(), cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -72,7 +72,8 @@ control channel open, reconnecting with backoff when it drops.`,
 			b, err := broker.New(broker.Config{Profiles: profiles, AgentHubEndpoint: agentHub, HubEndpoint: ep, BrokerID: conn.BrokerID, Name: conn.BrokerName,
 				Secret: []byte(conn.Secret), Runtime: rt, DataDir: dataDir, Version: Version, Logger: log,
 				HeartbeatInterval: heartbeat, Grace: grace, ScionBinary: self, PortRange: ports,
-				Capabilities: passthroughCapabilities(s.Server.Broker.AllowPassthrough)})
+				Capabilities:  passthroughCapabilities(s.Server.Broker.AllowPassthrough),
+				GitWorkspaces: broker.GitWorkspacesConfig{AllowLocalRemotes: s.Server.Broker.AllowLocalGitRemotes}})
 			if err != nil {
 				return err
 			}

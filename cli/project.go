@@ -49,7 +49,7 @@ func newProjectCreateCmd(a *app) *cobra.Command {
 			if err := validateName("project", args[0]); err != nil {
 				return err
 			}
-			if err := validateInput(api.CheckGitRemoteText(f.gitRemote)); err != nil {
+			if err := validateInput(api.CheckGitRemote(f.gitRemote)); err != nil {
 				return err
 			}
 			if err := validateProfileFlag("active-profile", f.activeProfile); err != nil {
@@ -137,7 +137,7 @@ as they are; an empty value clears a setting.`,
 			var req api.UpdateProjectRequest
 			fs := cmd.Flags()
 			if fs.Changed("git-remote") {
-				if err := validateInput(api.CheckGitRemoteText(f.gitRemote)); err != nil {
+				if err := validateInput(api.CheckGitRemote(f.gitRemote)); err != nil {
 					return err
 				}
 				req.GitRemote = &f.gitRemote

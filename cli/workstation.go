@@ -78,7 +78,10 @@ func startWorkstation(ctx context.Context, srv *hub.Server, url string, f *serve
 	b, err := broker.New(broker.Config{Profiles: profiles, AgentHubEndpoint: agentHub, HubEndpoint: url, BrokerID: conn.BrokerID, Name: conn.BrokerName,
 		Secret: []byte(conn.Secret), Runtime: rt, DataDir: dataDir, Version: Version, Logger: log,
 		HeartbeatInterval: f.heartbeat, Grace: f.grace, ScionBinary: self,
-		Capabilities: passthroughCapabilities(settings.Server.Broker.AllowPassthrough)})
+		Capabilities: passthroughCapabilities(settings.Server.Broker.AllowPassthrough),
+		// A workstation serves the host's own user, who may read the
+		// host's repositories anyway: local remotes are its common case.
+		GitWorkspaces: broker.GitWorkspacesConfig{AllowLocalRemotes: true}})
 	if err != nil {
 		return nil, err
 	}

@@ -44,8 +44,15 @@ type BrokerSettings struct {
 	// AllowPassthrough lists the passthrough identity kinds ("gcp") this
 	// broker accepts agents with; the broker reports each as a capability
 	// (passthrough:gcp) and the Hub places such agents only here.
-	AllowPassthrough []string       `yaml:"allow_passthrough,omitempty"`
-	Extra            map[string]any `yaml:",inline"`
+	AllowPassthrough []string `yaml:"allow_passthrough,omitempty"`
+	// AllowLocalGitRemotes lets projects use a path on the broker's host
+	// (or a file:// URL) as their git remote. Off by default on a team
+	// broker: whoever may set a project's remote could read any repository
+	// the broker's user can. Paths inside the broker's data directory are
+	// refused even when it is on. A workstation always allows them (its
+	// Hub and broker serve the host's own user).
+	AllowLocalGitRemotes bool           `yaml:"allow_local_git_remotes,omitempty"`
+	Extra                map[string]any `yaml:",inline"`
 }
 
 // ProfileSettings is one entry of server.broker.profiles.

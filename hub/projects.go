@@ -206,7 +206,9 @@ func (s *Server) handleDeleteProject(r *http.Request, c *Caller) (int, any, erro
 // update (nil: not given) before anything is looked up or written.
 func checkProjectInput(gitRemote, activeProfile, defaultBroker *string) error {
 	if gitRemote != nil {
-		if err := api.CheckGitRemoteText(*gitRemote); err != nil {
+		// Bounded, one line, and an allowed transport (api.CheckGitRemote);
+		// brokers check again, with their own setting for local paths.
+		if err := api.CheckGitRemote(*gitRemote); err != nil {
 			return err
 		}
 	}
