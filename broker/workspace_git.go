@@ -31,7 +31,7 @@ type GitWorkspacesConfig struct {
 	Git string
 	// Env adds variables to git's reduced environment, such as a
 	// GIT_SSH_COMMAND that names a deploy key.
-	Env    []string
+	Env []string
 	// AllowLocalRemotes lets projects use a path on the broker's host (or
 	// a file:// URL) as their git remote (server.broker.allow_local_git_remotes).
 	// Off by default: whoever may set a project's remote could otherwise
@@ -39,7 +39,7 @@ type GitWorkspacesConfig struct {
 	// clone included. Even when on, nothing inside the broker's data
 	// directory is ever a remote.
 	AllowLocalRemotes bool
-	Logger *slog.Logger
+	Logger            *slog.Logger
 }
 
 // GitWorkspaces makes each agent's workspace the way its project's sharing
