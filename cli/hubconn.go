@@ -46,7 +46,12 @@ func resolveHub(in hubInputs) (*hubTarget, error) {
 	if err != nil {
 		return nil, err
 	}
-	if t.Token == "" {
+	// A hub list entry speaks with its own credentials or none: an entry
+	// that is not signed in must not borrow the token of another entry
+	// (or of the workstation) that has the same URL, which could be an
+	// admin's. Only a Hub named by a bare URL or by the environment looks
+	// for a token elsewhere.
+	if t.Token == "" && t.Name == "" {
 		t.Token = tokenFor(in, t)
 	}
 	return t, nil
@@ -96,9 +101,10 @@ func pickHub(in hubInputs) (*hubTarget, error) {
 	return nil, errNoHub
 }
 
-// tokenFor finds a token for a Hub whose source gave none: a hub list entry
-// with the same URL, the agent token when the URL is the environment's Hub,
-// or the workstation admin token when it is the local workstation Hub.
+// tokenFor finds a token for a Hub named by a bare URL or the environment
+// that gave none: a hub list entry with the same URL, the agent token when
+// the URL is the environment's Hub, or the workstation admin token when it
+// is the local workstation Hub. It is never used for a hub list entry.
 func tokenFor(in hubInputs, t *hubTarget) string {
 	for _, name := range in.Hubs.Names() {
 		if e := in.Hubs.Hubs[name]; sameURL(e.URL, t.URL) && e.Token != "" {

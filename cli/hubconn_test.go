@@ -14,6 +14,13 @@ func TestResolveHub(t *testing.T) {
 		"anon": {URL: "http://127.0.0.1:7411"},
 	}}
 	noCurrent := &config.HubList{Hubs: hubs.Hubs}
+	// Two sign-ins to one Hub: an admin one and a read-only entry that
+	// has not signed in yet.
+	shared := &config.HubList{Hubs: map[string]*config.HubEntry{
+		"admin": {URL: "http://hub:1", Token: "admin-tok"},
+		"ro":    {URL: "http://hub:1/"},
+	}}
+	sharedRO := &config.HubList{Current: "ro", Hubs: shared.Hubs}
 	empty := &config.HubList{Hubs: map[string]*config.HubEntry{}}
 	danglingCurrent := &config.HubList{Current: "gone", Hubs: map[string]*config.HubEntry{}}
 	ws := &config.Workstation{URL: "http://127.0.0.1:7411", AdminToken: "admin-tok"}
@@ -38,8 +45,16 @@ func TestResolveHub(t *testing.T) {
 			wantURL: "https://elsewhere.example.com", wantTok: "", wantSrc: sourceFlag},
 		{name: "flag URL of the workstation takes its admin token", flag: "http://127.0.0.1:7411/", hubs: empty, ws: ws,
 			wantURL: "http://127.0.0.1:7411", wantTok: "admin-tok", wantSrc: sourceFlag},
-		{name: "flag entry without token on workstation URL", flag: "anon", hubs: hubs, ws: ws,
-			wantURL: "http://127.0.0.1:7411", wantTok: "admin-tok", wantSrc: sourceFlag},
+		// An entry that is not signed in uses no token, not the
+		// workstation's admin token (issue 12, item 8).
+		{name: "flag entry without token on workstation URL uses none", flag: "anon", hubs: hubs, ws: ws,
+			wantURL: "http://127.0.0.1:7411", wantTok: "", wantSrc: sourceFlag},
+		{name: "flag entry without token does not borrow a same-URL entry's", flag: "ro", hubs: shared,
+			wantURL: "http://hub:1", wantTok: "", wantSrc: sourceFlag},
+		{name: "current entry without token does not borrow a same-URL entry's", hubs: sharedRO,
+			wantURL: "http://hub:1", wantTok: "", wantSrc: sourceHubList},
+		{name: "flag URL shared by entries takes the first by name", flag: "http://hub:1/", hubs: shared,
+			wantURL: "http://hub:1", wantTok: "admin-tok", wantSrc: sourceFlag},
 		{name: "flag URL of the env hub takes the agent token", flag: "http://hub.internal:9000", env: agentEnv, hubs: empty,
 			wantURL: "http://hub.internal:9000", wantTok: "agent-tok", wantSrc: sourceFlag},
 		{name: "flag unknown nickname", flag: "nope", hubs: hubs, wantErr: `unknown hub "nope"`},
@@ -83,4 +98,44 @@ func TestNoHubMessageNamesBothWays(t *testing.T) {
 			t.Errorf("%q does not mention %q", msg, want)
 		}
 	}
+}
+
+// TestHubEntryWithoutTokenSendsNone: `scion --hub ro ...` for an entry
+// that is not signed in sends no token (not the admin entry's with the
+// same URL) and tells the user to sign in to that entry.
+func TestHubEntryWithoutTokenSendsNone(t *testing.T) {
+	setHome(t)
+	h := newFakeHub(t, "admin-tok")
+	l, err := config.LoadHubList()
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Hubs["admin"] = &config.HubEntry{URL: h.URL, Token: "admin-tok"}
+	l.Hubs["ro"] = &config.HubEntry{URL: h.URL}
+	l.Current = "admin"
+	if err := l.Save(); err != nil {
+		t.Fatal(err)
+	}
+	r := runCLI(t, "", "--hub", "ro", "list")
+	if r.code != exitError {
+		t.Fatalf("exit %d, want %d\nstdout: %s\nstderr: %s", r.code, exitError, r.out, r.err)
+	}
+	for _, want := range []string{"unauthorized", "scion hub auth login --hub ro"} {
+		if !strings.Contains(r.err, want) {
+			t.Errorf("stderr %q does not mention %q", r.err, want)
+		}
+	}
+	if h.requestCount() == 0 {
+		t.Fatal("the CLI sent nothing to the Hub")
+	}
+	h.mu.Lock()
+	reqs := append([]fakeReq{}, h.reqs...)
+	h.mu.Unlock()
+	for _, q := range reqs {
+		if q.Auth != "" {
+			t.Errorf("%s %s sent Authorization %q, want none", q.Method, q.Path, q.Auth)
+		}
+	}
+	// The signed-in entry still works.
+	mustRun(t, "--hub", "admin", "list")
 }

@@ -9,12 +9,16 @@ package cli
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
 
 	"github.com/spf13/cobra"
 
+	"github.com/scion-go/scion/api"
 	"github.com/scion-go/scion/client"
 )
 
@@ -22,6 +26,9 @@ import (
 type app struct {
 	hub    string
 	output string
+	// target is the Hub the command resolved (set by connect), so that a
+	// 401 can say how to sign in to it.
+	target *hubTarget
 }
 
 // NewRoot builds the scion command tree.
@@ -64,7 +71,48 @@ local workstation Hub started by 'scion server start --workstation'.`,
 		newInstallBinaryCmd(),
 	)
 	root.AddCommand(newAgentCmds(a)...)
+	explainErrors(root, a.explain)
 	return root
+}
+
+// explainErrors passes the error of every command's RunE through f.
+func explainErrors(c *cobra.Command, f func(error) error) {
+	if run := c.RunE; run != nil {
+		c.RunE = func(cmd *cobra.Command, args []string) error {
+			if err := run(cmd, args); err != nil {
+				return f(err)
+			}
+			return nil
+		}
+	}
+	for _, sub := range c.Commands() {
+		explainErrors(sub, f)
+	}
+}
+
+// explain adds the fix to a 401 from a Hub the CLI called with no token
+// (a hub list entry that is not signed in): sign in to that entry. The
+// CLI never borrows another entry's token for it (see resolveHub).
+func (a *app) explain(err error) error {
+	var ae *api.Error
+	t := a.target
+	if t == nil || t.Token != "" || !errors.As(err, &ae) || ae.Status != http.StatusUnauthorized {
+		return err
+	}
+	login := "scion hub auth login"
+	if t.Name != "" {
+		login += " --hub " + t.Name
+	}
+	hint := *ae
+	hint.Message = fmt.Sprintf("%s: no token for %s; sign in with `%s`", ae.Message, hubLabel(t), login)
+	return &hint
+}
+
+func hubLabel(t *hubTarget) string {
+	if t.Name != "" {
+		return fmt.Sprintf("hub %q (%s)", t.Name, t.URL)
+	}
+	return t.URL
 }
 
 // Execute runs the scion command line on os.Args and returns the process
@@ -108,6 +156,7 @@ func (a *app) connect() (*hubTarget, *client.Client, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	a.target = t
 	return t, newClient(t), nil
 }
 

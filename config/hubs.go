@@ -70,9 +70,12 @@ func (l *HubList) Lookup(v string) (string, *HubEntry, error) {
 		return v, e, nil
 	}
 	if strings.HasPrefix(v, "http://") || strings.HasPrefix(v, "https://") {
+		// Several entries may share a URL (an admin and a read-only
+		// sign-in, say): take the first by name, never whichever the map
+		// yields, so one URL always means the same credentials.
 		u := strings.TrimRight(v, "/")
-		for name, e := range l.Hubs {
-			if strings.TrimRight(e.URL, "/") == u {
+		for _, name := range l.Names() {
+			if e := l.Hubs[name]; strings.TrimRight(e.URL, "/") == u {
 				return name, e, nil
 			}
 		}
