@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -44,6 +43,7 @@ type serverFlags struct {
 	logLevel    string
 	oidc        oidcFlags
 	secretsKey  string
+	serve       hub.ServeLimits
 }
 
 func newServerStartCmd() *cobra.Command {
@@ -81,6 +81,12 @@ token is written to ~/.scion/hub-admin-token (0600), never to the log.`,
 	fl.DurationVar(&f.grace, "heartbeat-grace", 10*time.Second, "silence past a heartbeat before a broker is marked offline")
 	fl.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	f.oidc.add(fl)
+	fl.DurationVar(&f.serve.ReadHeaderTimeout, "read-header-timeout", hub.DefaultReadHeaderTimeout, "longest a client may take to send a request's headers")
+	fl.DurationVar(&f.serve.ReadTimeout, "read-timeout", hub.DefaultReadTimeout, "longest a client may take to send a whole request, body included")
+	fl.DurationVar(&f.serve.WriteTimeout, "write-timeout", hub.DefaultWriteTimeout, "longest from a request's headers to the end of its answer (streams: logs -f, exec, attach and broker channels are not cut)")
+	fl.DurationVar(&f.serve.IdleTimeout, "idle-timeout", hub.DefaultIdleTimeout, "close a keep-alive connection idle this long")
+	fl.IntVar(&f.serve.MaxConnsPerAddr, "max-connections-per-address", hub.DefaultMaxConnsPerAddr, "connections one client address (IPv4, or IPv6 /64) may hold open; 0 for no cap (behind a proxy every client has its address)")
+	fl.IntVar(&f.serve.MaxConns, "max-connections", hub.DefaultMaxConns, "connections the Hub holds open in all (lowered to fit the file descriptor limit)")
 	fl.StringVar(&f.secretsKey, "secrets-key-file", "", "file with the 32-byte key (64 hex digits) that seals Hub secrets (default <scion home>/hub-secrets.key, made on first start)")
 	return cmd
 }
@@ -158,16 +164,23 @@ func runServer(parent context.Context, f *serverFlags) error {
 		_ = ln.Close()
 		return err
 	}
-	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	limits, err := serveLimits(f.serve)
+	if err != nil {
+		_ = ln.Close()
+		srv.Close()
+		return err
+	}
+	hs, limited := hub.NewHTTPServer(srv.Handler(), ln, limits, log)
 	serveErr := make(chan error, 1)
-	go func() { serveErr <- hs.Serve(ln) }()
+	go func() { serveErr <- hs.Serve(limited) }()
 	brokerDone := make(chan struct{})
 	if b != nil {
 		go func() { defer close(brokerDone); _ = b.Run(ctx) }()
 	} else {
 		close(brokerDone)
 	}
-	log.Info("hub listening", "url", url, "database", redactDSN(dsn), "workstation", f.workstation)
+	log.Info("hub listening", "url", url, "database", redactDSN(dsn), "workstation", f.workstation,
+		"max_connections", limits.MaxConns, "max_connections_per_address", limits.MaxConnsPerAddr)
 	if oidcCfg != nil {
 		log.Info("oidc sign-in on", "issuer", oidcCfg.IssuerURL, "clientId", oidcCfg.ClientID, "defaultRole", orDash(oidcCfg.DefaultRole))
 	}

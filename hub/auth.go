@@ -155,12 +155,35 @@ func (s *Server) authenticate(r *http.Request) (*Caller, error) {
 	return &Caller{Kind: CallerUser, ID: u.ID, UserID: u.ID, Name: u.Name, Role: u.Role}, nil
 }
 
+// authenticateLimited is authenticate under the limit of failed
+// authentications per client address: an address over it is answered 429
+// before its credential is even looked at (so guessing tokens costs the
+// guesser time, not the Hub database reads), and every failed credential
+// takes one token of its bucket. On false the answer is written.
+func (s *Server) authenticateLimited(w http.ResponseWriter, r *http.Request) (*Caller, bool) {
+	ip := clientIP(r)
+	if blocked, wait := s.rl.authFail.blocked(ip, time.Now()); blocked {
+		s.refuseRateLimited(w, r, wait, "failed authentications")
+		return nil, false
+	}
+	c, err := s.authenticate(r)
+	if err != nil {
+		// Only a credential that was tried counts: a request with none
+		// costs the Hub no lookup and guesses nothing.
+		if r.Header.Get("Authorization") != "" || r.Header.Get(api.HeaderBrokerID) != "" {
+			s.rl.authFail.fail(ip, time.Now())
+		}
+		s.writeError(w, r, err)
+		return nil, false
+	}
+	return c, true
+}
+
 // requireAuth wraps h so it runs only for an authenticated caller.
 func (s *Server) requireAuth(h func(http.ResponseWriter, *http.Request, *Caller)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		c, err := s.authenticate(r)
-		if err != nil {
-			s.writeError(w, r, err)
+		c, ok := s.authenticateLimited(w, r)
+		if !ok {
 			return
 		}
 		mark := &checkMark{}

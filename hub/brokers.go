@@ -153,19 +153,32 @@ func (s *Server) handleRegisterBroker(r *http.Request, c *Caller) (int, any, err
 	return http.StatusCreated, creds, err
 }
 
+// maxJoinBody bounds a join request's body.
+const maxJoinBody = 64 << 10
+
 // handleJoinBroker registers a broker with a one-time join token instead of
 // a user's credentials. It is a public route: the token is the credential.
 // A token made for a name registers that name (the request's name, the
 // broker's host name by default, is used only when the token names none).
 // The token is spent in the transaction that creates the broker, so a
-// refused join (a taken name) can be retried with it.
+// refused join (a taken name) can be retried with it. A bad token counts
+// as a failed authentication of the client's address.
 func (s *Server) handleJoinBroker(w http.ResponseWriter, r *http.Request) {
+	ip := clientIP(r)
+	if blocked, wait := s.rl.authFail.blocked(ip, time.Now()); blocked {
+		s.refuseRateLimited(w, r, wait, "failed authentications")
+		return
+	}
+	// A join body is a name and a token: bound it well below the API's
+	// limit, since anyone may send one.
+	r.Body = http.MaxBytesReader(w, r.Body, maxJoinBody)
 	s.serveAPI(func(r *http.Request, _ *Caller) (int, any, error) {
 		var req api.RegisterBrokerRequest
 		if err := decodeJSON(r, &req); err != nil {
 			return 0, nil, err
 		}
 		if req.JoinToken == "" {
+			s.rl.authFail.fail(ip, time.Now())
 			return 0, nil, api.Unauthorized("a join token is required")
 		}
 		var name string // the name build chose: the token's, else the request's
@@ -182,6 +195,7 @@ func (s *Server) handleJoinBroker(w http.ResponseWriter, r *http.Request) {
 		})
 		switch {
 		case isNotFound(err) || errors.Is(err, store.ErrTokenUsed):
+			s.rl.authFail.fail(ip, time.Now())
 			s.log.Warn("join token rejected", "broker", req.Name)
 			return 0, nil, api.Unauthorized("invalid, used or expired join token")
 		case isExists(err):

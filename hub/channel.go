@@ -17,12 +17,13 @@ import (
 // hello until the channel ends (peer close, or no frame for
 // HeartbeatInterval+Grace).
 func (s *Server) handleConnect(w http.ResponseWriter, r *http.Request) {
-	c, err := s.authenticate(r)
-	if err == nil && c.Kind != CallerBroker {
-		err = api.Unauthorized("the control channel needs broker credentials")
+	c, ok := s.authenticateLimited(w, r)
+	if !ok {
+		return
 	}
-	if err != nil {
-		s.writeError(w, r, err)
+	if c.Kind != CallerBroker {
+		s.rl.authFail.fail(clientIP(r), time.Now())
+		s.writeError(w, r, api.Unauthorized("the control channel needs broker credentials"))
 		return
 	}
 	conn, err := wire.Accept(w, r, wire.Options{HeartbeatInterval: s.opts.HeartbeatInterval, Grace: s.opts.Grace})

@@ -2,10 +2,8 @@ package hub
 
 import (
 	"fmt"
-	"math"
 	"net/http"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -113,11 +111,8 @@ func (o *oidcSignIn) route(h func(r *http.Request) (int, any, error)) http.Handl
 		}
 		ip := clientIP(r)
 		if ok, wait := o.limiter.allow(ip, time.Now()); !ok {
-			secs := int(math.Ceil(wait.Seconds()))
 			s.log.Warn("oidc sign-in refused", "reason", "rate limited", "client", ip)
-			w.Header().Set("Retry-After", strconv.Itoa(secs))
-			s.writeError(w, r, api.Errorf(http.StatusTooManyRequests, api.CodeRateLimited,
-				"too many sign-in requests from this address; retry in %d s", secs).WithDetail("retryAfter", secs))
+			s.refuseRateLimited(w, r, wait, "sign-in requests")
 			return
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, maxSignInBody)

@@ -51,6 +51,7 @@ type Server struct {
 	mux      *http.ServeMux
 	metrics  *metrics
 	sessions *sessions
+	rl       *rateLimits // per-address rate limits (ratelimit.go)
 	observed observed
 	inflight inflight
 	// queueLock serialises queueing a stop for a broker with declaring
@@ -100,6 +101,7 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.sessions = newSessions()
+	s.rl = newRateLimits()
 	s.metrics = newMetrics(s)
 	key, err := s.store.GetSetting(ctx, settingTokenKey)
 	if errors.Is(err, store.ErrNotFound) {
@@ -198,10 +200,10 @@ func (s *Server) Routes() []Route {
 		a("DELETE /api/v1/projects/{project}", s.handleDeleteProject),
 
 		a("POST /api/v1/runtime-brokers", s.handleRegisterBroker),
-		pub("POST /api/v1/runtime-brokers/join", s.handleJoinBroker),
+		pub("POST /api/v1/runtime-brokers/join", s.rateLimited(s.rl.join, "join requests", s.handleJoinBroker)),
 		a("POST /api/v1/runtime-brokers/join-tokens", s.handleCreateJoinToken),
 		a("GET /api/v1/runtime-brokers", s.handleListBrokers),
-		pub("GET /api/v1/runtime-brokers/connect", s.handleConnect),
+		pub("GET /api/v1/runtime-brokers/connect", s.rateLimited(s.rl.connect, "control channel connections", s.handleConnect)),
 		a("GET /api/v1/runtime-brokers/{broker}", s.handleGetBroker),
 		a("PATCH /api/v1/runtime-brokers/{broker}", s.handleUpdateBroker),
 		a("DELETE /api/v1/runtime-brokers/{broker}", s.handleDeregisterBroker),
@@ -243,7 +245,7 @@ func (s *Server) routes() {
 		case rt.Public:
 			m.Handle(rt.Pattern, rt.open)
 		case rt.stream != nil:
-			m.Handle(rt.Pattern, s.requireAuth(rt.stream))
+			m.Handle(rt.Pattern, s.requireAuth(streaming(rt.stream)))
 		default:
 			m.Handle(rt.Pattern, s.requireAuth(s.serveAPI(rt.authed)))
 		}

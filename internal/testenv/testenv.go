@@ -61,6 +61,9 @@ type Options struct {
 	// Capabilities are extra capabilities each broker reports, by broker
 	// name (passthrough:gcp, say).
 	Capabilities map[string][]string
+	// Serve, when set, serves the Hub as `scion server start` does: with
+	// these timeouts and connection caps (hub.NewHTTPServer).
+	Serve *hub.ServeLimits
 	// LogTo receives every Hub and broker log line (at debug level), for
 	// tests that read the logs (a scan for secrets, say).
 	LogTo io.Writer
@@ -166,9 +169,14 @@ func New(t testing.TB, opts Options) *Env {
 		t.Fatalf("testenv: hub: %v", err)
 	}
 	e.handler.Store(handlerBox{e.Hub.Handler()})
-	e.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	e.Server = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		e.handler.Load().(handlerBox).ServeHTTP(w, r)
 	}))
+	if opts.Serve != nil {
+		hs, ln := hub.NewHTTPServer(e.Server.Config.Handler, e.Server.Listener, *opts.Serve, e.log)
+		e.Server.Config, e.Server.Listener = hs, ln
+	}
+	e.Server.Start()
 	e.URL = e.Server.URL
 	e.Hub.SetPublicURL(e.URL)
 	if e.AdminToken, err = e.Hub.BootstrapAdmin(ctx); err != nil {

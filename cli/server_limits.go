@@ -1,0 +1,30 @@
+package cli
+
+import (
+	"github.com/scion-go/scion/hub"
+)
+
+// serveLimits checks the server's connection flags and fits the global
+// connection cap under the process's file descriptor limit (Go raises the
+// soft limit to the hard one at start; fdLimit reads what it got).
+func serveLimits(l hub.ServeLimits) (hub.ServeLimits, error) {
+	for _, d := range []struct {
+		name string
+		v    int64
+	}{
+		{"--read-header-timeout", int64(l.ReadHeaderTimeout)}, {"--read-timeout", int64(l.ReadTimeout)},
+		{"--write-timeout", int64(l.WriteTimeout)}, {"--idle-timeout", int64(l.IdleTimeout)},
+	} {
+		if d.v <= 0 {
+			return l, usageErrorf("%s must be a positive duration", d.name)
+		}
+	}
+	if l.MaxConnsPerAddr < 0 {
+		return l, usageErrorf("--max-connections-per-address must be 0 (no cap) or more")
+	}
+	if l.MaxConns <= 0 {
+		return l, usageErrorf("--max-connections must be positive")
+	}
+	l.MaxConns = hub.MaxConnsForFDLimit(l.MaxConns, fdLimit())
+	return l, nil
+}
