@@ -245,4 +245,3 @@ func TestFailedAuthenticationsRateLimited(t *testing.T) {
 		t.Fatalf("a first bad token after anonymous requests: %d, want 401", resp.StatusCode)
 	}
 }
-
