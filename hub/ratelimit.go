@@ -113,29 +113,39 @@ func (l *ipLimiter) evict(now time.Time) {
 	}
 }
 
-// Rates of the limits per client address. A broker joins once and
-// reconnects with a backoff; a CLI signs in now and then. The bursts let
-// a fleet behind one NAT (or a Hub restart that makes every broker
-// reconnect at once) through, while a flood from one address is answered
-// 429 before the Hub reads its body or touches the database.
-const (
-	joinPerMinute, joinBurst         = 20, 10
-	connectPerMinute, connectBurst   = 120, 60
-	authFailPerMinute, authFailBurst = 30, 30
-)
+// Rate is a token bucket: PerMinute tokens a minute, up to Burst at once.
+type Rate struct{ PerMinute, Burst int }
+
+// RateLimits are the limits per client address of the routes that need
+// no caller and of failed authentications (the OIDC sign-in routes have
+// theirs in OIDCConfig).
+type RateLimits struct {
+	Join         Rate // POST /api/v1/runtime-brokers/join
+	Connect      Rate // GET /api/v1/runtime-brokers/connect (upgrade attempts)
+	AuthFailures Rate // a credential that failed, on any route
+}
+
+// DefaultRateLimits: a broker joins once and reconnects with a backoff; a
+// CLI signs in now and then. The bursts let a fleet behind one NAT (or a
+// Hub restart that makes every broker reconnect at once) through, while a
+// flood from one address is answered 429 before the Hub reads its body
+// or touches the database.
+func DefaultRateLimits() RateLimits {
+	return RateLimits{Join: Rate{20, 10}, Connect: Rate{120, 60}, AuthFailures: Rate{30, 30}}
+}
 
 // rateLimits are the Hub's per-address rate limiters.
 type rateLimits struct {
-	join     *ipLimiter // POST /runtime-brokers/join
-	connect  *ipLimiter // GET /runtime-brokers/connect (upgrade attempts)
-	authFail *ipLimiter // failed authentications, on every route
+	join     *ipLimiter
+	connect  *ipLimiter
+	authFail *ipLimiter
 }
 
-func newRateLimits() *rateLimits {
+func newRateLimits(l RateLimits) *rateLimits {
 	return &rateLimits{
-		join:     newIPLimiter(joinPerMinute, joinBurst),
-		connect:  newIPLimiter(connectPerMinute, connectBurst),
-		authFail: newIPLimiter(authFailPerMinute, authFailBurst),
+		join:     newIPLimiter(l.Join.PerMinute, l.Join.Burst),
+		connect:  newIPLimiter(l.Connect.PerMinute, l.Connect.Burst),
+		authFail: newIPLimiter(l.AuthFailures.PerMinute, l.AuthFailures.Burst),
 	}
 }
 

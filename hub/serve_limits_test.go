@@ -184,7 +184,8 @@ func rateLimited(t *testing.T, resp *http.Response, what string) {
 // until the address's join budget is spent, then 429 with Retry-After;
 // another address still gets its 401s.
 func TestJoinRateLimited(t *testing.T) {
-	e := testenv.New(t, testenv.Options{})
+	rl := hub.DefaultRateLimits()
+	e := testenv.New(t, testenv.Options{RateLimits: &rl})
 	join := e.URL + "/api/v1/runtime-brokers/join"
 	body := `{"name":"intruder","joinToken":"scj_guess"}`
 	var statuses []int
@@ -212,7 +213,8 @@ func TestJoinRateLimited(t *testing.T) {
 // address is answered 429 before its credential is looked at, even a
 // good one; other addresses are served.
 func TestFailedAuthenticationsRateLimited(t *testing.T) {
-	e := testenv.New(t, testenv.Options{})
+	rl := hub.DefaultRateLimits()
+	e := testenv.New(t, testenv.Options{RateLimits: &rl})
 	projects := e.URL + "/api/v1/projects"
 	n := 0
 	for ; n < 100; n++ {

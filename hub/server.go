@@ -38,6 +38,8 @@ type Options struct {
 	// SecretsKey (32 bytes) seals Hub secrets at rest. It belongs outside
 	// the database (a key file); without it the secrets API answers 501.
 	SecretsKey []byte
+	// RateLimits per client address (nil: DefaultRateLimits).
+	RateLimits *RateLimits
 }
 
 // Server is a Hub.
@@ -101,7 +103,11 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.sessions = newSessions()
-	s.rl = newRateLimits()
+	rl := DefaultRateLimits()
+	if opts.RateLimits != nil {
+		rl = *opts.RateLimits
+	}
+	s.rl = newRateLimits(rl)
 	s.metrics = newMetrics(s)
 	key, err := s.store.GetSetting(ctx, settingTokenKey)
 	if errors.Is(err, store.ErrNotFound) {

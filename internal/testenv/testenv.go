@@ -64,6 +64,10 @@ type Options struct {
 	// Serve, when set, serves the Hub as `scion server start` does: with
 	// these timeouts and connection caps (hub.NewHTTPServer).
 	Serve *hub.ServeLimits
+	// RateLimits of the Hub. Nil is limits so high that tests which walk
+	// every route with bad credentials from one address see their 401s;
+	// a test of the limits passes hub.DefaultRateLimits().
+	RateLimits *hub.RateLimits
 	// LogTo receives every Hub and broker log line (at debug level), for
 	// tests that read the logs (a scan for secrets, say).
 	LogTo io.Writer
@@ -99,7 +103,7 @@ type handlerBox struct{ http.Handler }
 func (e *Env) RestartHub() {
 	e.T.Helper()
 	h, err := hub.New(context.Background(), hub.Options{Store: e.Store, Logger: e.log, Version: "test",
-		HeartbeatInterval: e.opts.HeartbeatInterval, Grace: e.opts.Grace, DispatchTimeout: e.opts.DispatchTimeout, OIDC: e.opts.OIDC, SecretsKey: e.secretsKey})
+		HeartbeatInterval: e.opts.HeartbeatInterval, Grace: e.opts.Grace, DispatchTimeout: e.opts.DispatchTimeout, OIDC: e.opts.OIDC, SecretsKey: e.secretsKey, RateLimits: e.opts.RateLimits})
 	if err != nil {
 		e.T.Fatalf("testenv: restart hub: %v", err)
 	}
@@ -137,6 +141,10 @@ func New(t testing.TB, opts Options) *Env {
 	if opts.DispatchTimeout == 0 {
 		opts.DispatchTimeout = 10 * time.Second
 	}
+	if opts.RateLimits == nil {
+		many := hub.Rate{PerMinute: 1 << 20, Burst: 1 << 20}
+		opts.RateLimits = &hub.RateLimits{Join: many, Connect: many, AuthFailures: many}
+	}
 	e := &Env{T: t, opts: opts}
 	e.scan = &logScan{}
 	logTo := []io.Writer{e.scan}
@@ -164,7 +172,7 @@ func New(t testing.TB, opts Options) *Env {
 		t.Fatalf("testenv: open store: %v", err)
 	}
 	e.Hub, err = hub.New(ctx, hub.Options{Store: e.Store, Logger: e.log, Version: "test",
-		HeartbeatInterval: opts.HeartbeatInterval, Grace: opts.Grace, DispatchTimeout: opts.DispatchTimeout, OIDC: opts.OIDC, SecretsKey: e.secretsKey})
+		HeartbeatInterval: opts.HeartbeatInterval, Grace: opts.Grace, DispatchTimeout: opts.DispatchTimeout, OIDC: opts.OIDC, SecretsKey: e.secretsKey, RateLimits: opts.RateLimits})
 	if err != nil {
 		t.Fatalf("testenv: hub: %v", err)
 	}
