@@ -112,6 +112,18 @@ func (s *Server) handleAgentAction(r *http.Request, c *Caller) (int, any, error)
 			return 0, nil, err
 		}
 	}
+	if r.PathValue("action") == "start" && noContainer(a) {
+		// Its create was refused or never reached the broker: starting it
+		// is creating it.
+		got, done, err := s.recreate(ctx, a, b, key)
+		if done {
+			if err != nil {
+				return 0, nil, err
+			}
+			return http.StatusOK, s.agentView(ctx, got, map[string]string{b.ID: b.Name}), nil
+		}
+		a = got
+	}
 	var st wire.AgentStatus
 	s.inflight.add(a.ID)
 	derr := s.dispatch(ctx, b.ID, act.method, wire.AgentRef{AgentID: a.ID, RunID: a.RunID}, &st, key)

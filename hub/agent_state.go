@@ -27,7 +27,7 @@ func (s *Server) afterDispatchFrom(ctx context.Context, agentID string, cur *sto
 	a, err := s.mutateAgentFrom(ctx, agentID, cur, func(a *store.Agent) error {
 		if derr != nil {
 			a.Phase = api.PhaseError
-			a.StatusMessage = api.AsError(derr).Message
+			a.StatusMessage = scrubAddresses(api.AsError(derr).Message)
 			a.PortMappings = nil // until the broker reports a state that holds ports again
 			return nil
 		}

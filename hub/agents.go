@@ -14,7 +14,6 @@ import (
 	"github.com/scion-go/scion/hub/authz"
 	"github.com/scion-go/scion/hub/placement"
 	"github.com/scion-go/scion/store"
-	"github.com/scion-go/scion/wire"
 )
 
 const defaultProject = "default"
@@ -101,10 +100,22 @@ func (s *Server) handleCreateAgent(r *http.Request, c *Caller) (int, any, error)
 	if err != nil {
 		return 0, nil, err
 	}
-	if key != nil {
-		if status, body, ok, err := s.replayCreate(ctx, key); ok || err != nil {
-			return status, body, err
-		}
+	if key == nil {
+		var claimed bool
+		return s.createAgent(r, c, p, req, nil, &claimed)
+	}
+	// One request per key at a time in this Hub: a retry that arrives
+	// while the first is running waits for it, then answers as below.
+	release, err := s.keyed.acquire(ctx, key)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer release()
+	resolve := func(rec *store.IdempotencyRecord) (int, any, error) {
+		return s.resolveCreate(ctx, key, rec, p, req)
+	}
+	if status, body, ok, err := s.replayCreate(ctx, key, resolve); ok || err != nil {
+		return status, body, err
 	}
 	var claimed bool
 	status, body, err := s.createAgent(r, c, p, req, key, &claimed)
@@ -112,9 +123,9 @@ func (s *Server) handleCreateAgent(r *http.Request, c *Caller) (int, any, error)
 	case claimed:
 		s.recordCreate(ctx, key, status, body, err)
 	case errKeyInUse(err):
-		// A concurrent create with this key won the claim: answer as it
-		// does.
-		status, body, _, err = s.replayCreate(ctx, key)
+		// Another Hub's create with this key won the claim: answer as it
+		// does, or as the broker says it did.
+		status, body, _, err = s.replayCreate(ctx, key, resolve)
 	}
 	return status, body, err
 }
@@ -155,11 +166,6 @@ func (s *Server) createAgent(r *http.Request, c *Caller, p *store.Project, req a
 	if err := s.checkPlacement(c, in, d, b, req.Passthrough); err != nil {
 		return 0, nil, err
 	}
-	if d.AutoLink {
-		if err := s.store.LinkProvider(ctx, p.ID, b.ID); err != nil {
-			return 0, nil, err
-		}
-	}
 	profile := resolveProfile(req.Profile, p, b)
 	if err := checkProfile(b, profile); err != nil {
 		return 0, nil, err
@@ -176,9 +182,13 @@ func (s *Server) createAgent(r *http.Request, c *Caller, p *store.Project, req a
 		Scopes: id.scopes, Passthrough: req.Passthrough, ParentAgentID: id.parent, SecretNames: req.Secrets,
 		Payload: req.Payload, CreatedAt: now, UpdatedAt: now}
 	a.Generations = []api.Generation{{Number: 1, BrokerID: b.ID, RunID: a.RunID, StartedAt: now, Reason: "created"}}
-	var reserve *int
+	// Everything the create writes goes in one transaction, after every
+	// check: the agent, the cascade's auto-link, the capacity slot (only
+	// running agents hold one) and the Idempotency-Key's record. A create
+	// refused at any step, the quota's included, writes nothing.
+	opts := store.CreateAgentOptions{LinkProvider: d.AutoLink}
 	if req.Start {
-		reserve = &limit // only running agents hold a slot
+		opts.ReserveLimit = &limit
 	} else if limit > 0 {
 		n, err := s.store.CountReservations(ctx, b.ID)
 		if err == nil && n >= limit {
@@ -189,11 +199,10 @@ func (s *Server) createAgent(r *http.Request, c *Caller, p *store.Project, req a
 		}
 	}
 	if key != nil {
-		err = s.store.CreateAgentKeyed(ctx, a, reserve, key.record(now))
-		*claimed = err == nil
-	} else {
-		err = s.store.CreateAgent(ctx, a, reserve)
+		opts.Key = key.record(now)
 	}
+	linked, err := s.insertAgent(ctx, a, opts)
+	*claimed = err == nil && key != nil
 	if err != nil {
 		switch {
 		case errors.Is(err, store.ErrQuota):
@@ -203,30 +212,42 @@ func (s *Server) createAgent(r *http.Request, c *Caller, p *store.Project, req a
 		}
 		return 0, nil, err
 	}
+	if linked {
+		s.log.Info("runtime broker linked to the project by placement", "broker", b.Name, "project", p.Name, "by", c.Principal())
+	}
 	s.metrics.created.Inc()
-	spec := wire.AgentSpec{AgentID: a.ID, Slug: a.Slug, ProjectID: p.ID, ProjectName: p.Name, RunID: a.RunID,
-		Generation: a.Generation, Harness: a.Harness, Image: a.Image, Command: a.Command, Env: a.Env,
-		Ports: a.Ports, Profile: a.Profile, SharingMode: p.SharingMode, GitRemote: p.GitRemote,
-		AgentToken: s.mintAgentToken(a), Secrets: secrets, Kubernetes: req.Kubernetes, HubURL: s.opts.PublicURL, Start: req.Start, Payload: req.Payload}
-	var st wire.AgentStatus
-	s.inflight.add(a.ID)
-	derr := s.dispatch(ctx, b.ID, wire.MethodAgentCreate, spec, &st, "create:"+a.RunID)
-	// a is the record as committed: the phase update starts from it.
-	if wentOffline(derr) {
-		a, err = s.awaitCreateOutcome(context.WithoutCancel(ctx), a, derr)
-	} else {
-		a, err = s.afterDispatchFrom(context.WithoutCancel(ctx), a.ID, a, st, derr, req.Start)
-	}
-	if s.inflight.done(spec.AgentID) && wentOffline(derr) {
-		s.settleLater(spec.AgentID, b.ID)
-	}
-	if err == nil {
-		err = derr
-	}
+	spec := s.createSpec(a, p, secrets, req.Kubernetes, req.Start)
+	a, _, err = s.runCreate(ctx, a, b, spec, "create:"+a.RunID)
 	if err != nil {
 		return 0, nil, err
 	}
 	return http.StatusCreated, s.agentView(ctx, a, map[string]string{b.ID: b.Name}), nil
+}
+
+// insertAgent writes a new agent with opts. A name held by an agent the
+// broker holds nothing of (noContainer: its create was refused) is taken
+// over: that agent is replaced in the same transaction, so a refused
+// create never blocks its name and the retry with a fixed request
+// succeeds.
+func (s *Server) insertAgent(ctx context.Context, a *store.Agent, opts store.CreateAgentOptions) (bool, error) {
+	linked, err := s.store.CreateAgentWith(ctx, a, opts)
+	if !isExists(err) {
+		return linked, err
+	}
+	old, gerr := s.store.GetAgentBySlug(ctx, a.ProjectID, a.Slug)
+	if gerr != nil || !noContainer(old) || s.inflight.has(old.ID) {
+		return false, err
+	}
+	opts.Replace = old
+	linked, rerr := s.store.CreateAgentWith(ctx, a, opts)
+	if isConflict(rerr) { // it changed meanwhile: the name is taken
+		return false, err
+	}
+	if rerr == nil {
+		s.observed.forget(old.ID)
+		s.log.Info("agent replaces one whose create failed", "agent_id", a.ID, "replaced", old.ID, "slug", a.Slug)
+	}
+	return linked, rerr
 }
 
 // loadAgent resolves {agent}: an ID, or a slug in ?project= (default: the

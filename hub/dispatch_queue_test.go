@@ -536,17 +536,25 @@ func TestCreateIdempotencyKey(t *testing.T) {
 		if status != http.StatusConflict {
 			t.Fatalf("new key, same name: %d", status)
 		}
-		// A failure after the agent was made is the answer too.
+		// A failure (5xx) after the agent was made is not a final answer:
+		// it is not stored, and the retry asks the broker again, which
+		// this time creates the agent (the same one).
 		rt.FailNext("Create", fmt.Errorf("disk full"))
 		bad := api.CreateAgentRequest{Name: "fails", Project: "default", Command: []string{"x"}}
 		key2 := client.NewIdempotencyKey()
 		st1, body1 = post(t, e, "/agents", key2, bad)
 		st2, body2 = post(t, e, "/agents", key2, bad)
-		if st1 != http.StatusBadGateway || st2 != st1 || !bytes.Equal(body1, body2) {
-			t.Fatalf("failed create: first %d %s\nreplay %d %s", st1, body1, st2, body2)
+		var failed api.ErrorBody
+		var made api.Agent
+		if st1 != http.StatusBadGateway || json.Unmarshal(body1, &failed) != nil || st2 != http.StatusCreated ||
+			json.Unmarshal(body2, &made) != nil || made.Slug != "fails" || made.Phase != api.PhaseCreated {
+			t.Fatalf("failed create: first %d %s\nretry %d %s", st1, body1, st2, body2)
 		}
-		if n := rt.Calls("Create"); n != 2 {
-			t.Fatalf("runtime saw %d creates, want 2", n)
+		if st3, body3 := post(t, e, "/agents", key2, bad); st3 != http.StatusCreated || !bytes.Equal(body3, body2) {
+			t.Fatalf("second retry: %d %s, want the stored %s", st3, body3, body2)
+		}
+		if n := rt.Calls("Create"); n != 3 {
+			t.Fatalf("runtime saw %d creates, want 3", n)
 		}
 		// A refusal before anything was made is not remembered: once the
 		// cause is gone, the same key succeeds.

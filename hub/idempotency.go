@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/scion-go/scion/api"
@@ -16,17 +17,22 @@ import (
 // Idempotency-Key on POST /agents.
 //
 // A create that carries the header claims (caller, key) in the same
-// transaction that inserts the agent (store.CreateAgentKeyed), so the
-// record exists exactly when the agent does; the answer (status and body,
-// an error included) is stored right after it is computed. A retry with
-// the same key and the same request within idempotencyTTL gets that answer
+// transaction that inserts the agent (store.CreateAgentWith), so the
+// record exists exactly when the agent does. Only a final answer is
+// stored: the agent as created (201) or a refusal (4xx). A retry with the
+// same key and the same request within idempotencyTTL gets that answer
 // and creates nothing; the same key with a different request is refused
 // with 409 idempotency_key_reused. A retry that arrives while the first
-// request is still running waits for its answer. If the Hub that ran the
-// first request died before storing the answer, the retry answers with
-// the agent as it is now (201) and stores that. Requests refused before
-// anything was created (validation, quota, an offline broker) store
-// nothing: retrying them is safe and may succeed.
+// request is still running in this Hub waits for it.
+//
+// A create whose outcome is not known (the broker went away with it
+// unanswered: 503) stores nothing final. Its retry resolves the real
+// outcome: if the broker has reported the agent since, the answer is the
+// agent as it is now; if not, the create is sent to the broker again under
+// the same broker key, which the broker remembers across restarts, so it
+// runs once and answers with what it did. Requests refused before anything
+// was created (validation, quota, an offline broker) store nothing:
+// retrying them is safe and may succeed.
 
 const (
 	idempotencyTTL = 24 * time.Hour
@@ -66,62 +72,99 @@ func (k *createKey) record(now time.Time) *store.IdempotencyRecord {
 }
 
 // replayCreate answers a create whose key was already used; ok is false
-// when it was not (or has expired), and the create should proceed.
-func (s *Server) replayCreate(ctx context.Context, k *createKey) (status int, body any, ok bool, err error) {
-	for {
-		rec, err := s.store.GetIdempotencyRecord(ctx, k.caller, k.key, time.Now())
-		if isNotFound(err) {
-			return 0, nil, false, nil
-		}
-		if err != nil {
-			return 0, nil, true, err
-		}
-		if rec.RequestHash != k.hash {
-			return 0, nil, true, api.Conflict(api.CodeIdempotencyKeyReused,
-				"%s %q was already used for a different request in the last %s; send a new key with a new request",
-				api.HeaderIdempotencyKey, k.key, idempotencyTTL)
-		}
-		if rec.Status != 0 {
-			return rec.Status, json.RawMessage(rec.Response), true, nil
-		}
-		// The first request is still running, or its Hub died before it
-		// answered: a running one is done within its dispatch deadline.
-		if time.Since(rec.CreatedAt) > s.opts.DispatchTimeout+5*time.Second {
-			return s.answerFromAgent(ctx, k, rec)
-		}
-		select {
-		case <-time.After(50 * time.Millisecond):
-		case <-ctx.Done():
-			return 0, nil, true, api.Errorf(http.StatusServiceUnavailable, api.CodeBrokerUnavailable,
-				"the request first sent with this %s is still running; try again", api.HeaderIdempotencyKey)
-		}
-	}
-}
-
-// answerFromAgent answers for a create whose answer was never stored,
-// with the agent it created as it is now, and stores that answer.
-func (s *Server) answerFromAgent(ctx context.Context, k *createKey, rec *store.IdempotencyRecord) (int, any, bool, error) {
-	a, err := s.store.GetAgent(ctx, rec.AgentID)
+// when it was not (or has expired), and the create should proceed. A
+// record without a final answer is resolved by resolve.
+func (s *Server) replayCreate(ctx context.Context, k *createKey, resolve func(*store.IdempotencyRecord) (int, any, error)) (status int, body any, ok bool, err error) {
+	rec, err := s.store.GetIdempotencyRecord(ctx, k.caller, k.key, time.Now())
 	if isNotFound(err) {
-		return 0, nil, true, api.Conflict(api.CodeConflict, "the request first sent with this %s created agent %s, which has since been deleted",
-			api.HeaderIdempotencyKey, rec.AgentID)
+		return 0, nil, false, nil
 	}
 	if err != nil {
 		return 0, nil, true, err
 	}
-	view := s.agentView(ctx, a, nil)
-	s.recordCreate(ctx, k, http.StatusCreated, view, nil)
-	return http.StatusCreated, view, true, nil
+	if rec.RequestHash != k.hash {
+		return 0, nil, true, api.Conflict(api.CodeIdempotencyKeyReused,
+			"%s %q was already used for a different request in the last %s; send a new key with a new request",
+			api.HeaderIdempotencyKey, k.key, idempotencyTTL)
+	}
+	if rec.Status != 0 {
+		return rec.Status, json.RawMessage(rec.Response), true, nil
+	}
+	status, body, err = resolve(rec)
+	return status, body, true, err
 }
 
-// recordCreate stores the answer of a keyed create: what serveAPI is about
-// to write for (status, body, err).
+// resolveCreate answers a keyed create whose first request stored no
+// final answer (its outcome was unknown, or its Hub died): with the agent
+// as the broker has reported it since, or by sending the create to the
+// broker again under the create's own broker key. A final answer is
+// stored.
+func (s *Server) resolveCreate(ctx context.Context, k *createKey, rec *store.IdempotencyRecord, p *store.Project, req api.CreateAgentRequest) (int, any, error) {
+	status, body, err := s.resolveOutcome(ctx, rec, p, req)
+	if finalAnswer(err) {
+		s.recordCreate(ctx, k, status, body, err)
+	}
+	return status, body, err
+}
+
+func (s *Server) resolveOutcome(ctx context.Context, rec *store.IdempotencyRecord, p *store.Project, req api.CreateAgentRequest) (int, any, error) {
+	a, err := s.store.GetAgent(ctx, rec.AgentID)
+	if isNotFound(err) {
+		return 0, nil, api.Conflict(api.CodeConflict, "the request first sent with this %s created agent %s, which has since been deleted",
+			api.HeaderIdempotencyKey, rec.AgentID)
+	}
+	if err != nil {
+		return 0, nil, err
+	}
+	if !createUnresolved(a) || a.ProjectID != p.ID {
+		return http.StatusCreated, s.agentView(ctx, a, nil), nil
+	}
+	if s.inflight.has(a.ID) {
+		return 0, nil, api.Errorf(http.StatusServiceUnavailable, api.CodeBrokerUnavailable,
+			"agent %q has a command on its way to its runtime broker; retry with the same %s", a.Slug, api.HeaderIdempotencyKey)
+	}
+	b, err := s.store.GetBroker(ctx, a.BrokerID)
+	if isNotFound(err) {
+		return 0, nil, api.Conflict(api.CodeConflict, "agent %q's runtime broker is gone", a.Slug)
+	}
+	if err != nil {
+		return 0, nil, err
+	}
+	if !s.brokerOnline(b.ID) {
+		return 0, nil, api.Errorf(http.StatusServiceUnavailable, api.CodeBrokerOffline,
+			"runtime broker %q is offline: the outcome of this create is known when it reconnects; retry with the same %s then",
+			b.Name, api.HeaderIdempotencyKey).WithDetail("broker", b.Name)
+	}
+	secrets, err := s.recordedSecrets(ctx, a)
+	if err != nil {
+		return 0, nil, err
+	}
+	if a, err = s.reprovision(ctx, a, b, req.Start); err != nil {
+		return 0, nil, err
+	}
+	spec := s.createSpec(a, p, secrets, req.Kubernetes, req.Start)
+	a, _, err = s.runCreate(ctx, a, b, spec, "create:"+a.RunID)
+	if err != nil {
+		return 0, nil, err
+	}
+	return http.StatusCreated, s.agentView(ctx, a, map[string]string{b.ID: b.Name}), nil
+}
+
+// finalAnswer reports whether an answer is one to store for the key: a
+// success or a refusal, not a failure the next try may not meet (5xx).
+func finalAnswer(err error) bool {
+	return err == nil || api.AsError(err).Status < 500
+}
+
+// recordCreate stores the final answer of a keyed create: what serveAPI
+// is about to write for (status, body, err). A 5xx is never stored: it
+// says nothing about what happened, and the retry finds out.
 func (s *Server) recordCreate(ctx context.Context, k *createKey, status int, body any, err error) {
+	if !finalAnswer(err) {
+		return
+	}
 	if err != nil {
 		e := api.AsError(err)
-		if e.Status >= 500 && e.Code == api.CodeInternal {
-			e = api.Internal("internal error; see the Hub log") // as writeError answers
-		}
 		status, body = e.Status, api.ErrorBody{Error: e}
 	}
 	b, merr := json.Marshal(body)
@@ -131,6 +174,44 @@ func (s *Server) recordCreate(ctx context.Context, k *createKey, status int, bod
 	if merr != nil {
 		// The agent exists; a retry will answer with it as it is then.
 		s.log.Error("recording the answer of a create with an Idempotency-Key", "key", k.key, "caller", k.caller, "err", merr)
+	}
+}
+
+// keyedCreates are the keys of the creates running in this Hub, so that a
+// retry waits for the request it repeats instead of racing it.
+type keyedCreates struct {
+	mu      sync.Mutex
+	running map[string]chan struct{}
+}
+
+// acquire waits until no other request with k runs in this Hub and marks
+// k as running until release is called.
+func (kc *keyedCreates) acquire(ctx context.Context, k *createKey) (release func(), err error) {
+	id := k.caller + "\x00" + k.key
+	for {
+		kc.mu.Lock()
+		if kc.running == nil {
+			kc.running = map[string]chan struct{}{}
+		}
+		busy, ok := kc.running[id]
+		if !ok {
+			done := make(chan struct{})
+			kc.running[id] = done
+			kc.mu.Unlock()
+			return func() {
+				kc.mu.Lock()
+				delete(kc.running, id)
+				kc.mu.Unlock()
+				close(done)
+			}, nil
+		}
+		kc.mu.Unlock()
+		select {
+		case <-busy:
+		case <-ctx.Done():
+			return nil, api.Errorf(http.StatusServiceUnavailable, api.CodeBrokerUnavailable,
+				"the request first sent with this %s is still running; try again", api.HeaderIdempotencyKey)
+		}
 	}
 }
 

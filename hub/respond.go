@@ -20,12 +20,22 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 
 // writeError writes the standard error body. Internal errors are logged
 // and answered with a generic message: their text may hold details a
-// caller must not see.
+// caller must not see. Other failures (5xx) have addresses scrubbed.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	e := api.AsError(err)
 	if e.Status >= 500 && e.Code == api.CodeInternal {
 		s.log.Error("internal error", "method", r.Method, "path", r.URL.Path, "err", err)
 		e = api.Internal("internal error; see the Hub log")
+	}
+	if e.Status >= 500 {
+		// A failure may carry a transport error's text: no internal
+		// addresses leave the Hub (the log has them).
+		if m := scrubAddresses(e.Message); m != e.Message {
+			s.log.Warn("error answer named an address", "method", r.Method, "path", r.URL.Path, "err", e.Message)
+			c := *e
+			c.Message = m
+			e = &c
+		}
 	}
 	writeJSON(w, e.Status, api.ErrorBody{Error: e})
 }

@@ -152,3 +152,35 @@ func (s *Server) agentSecrets(ctx context.Context, c *Caller, p *store.Project, 
 	}
 	return out, nil
 }
+
+// recordedSecrets resolves the secrets agent a's record names, for a
+// create sent again (a keyed retry, a start that re-creates the agent):
+// whoever named them was allowed to when the agent was created.
+func (s *Server) recordedSecrets(ctx context.Context, a *store.Agent) (map[string]string, error) {
+	if len(a.SecretNames) == 0 {
+		return nil, nil
+	}
+	if s.secrets == nil {
+		return nil, errNoSecretsKey()
+	}
+	out := make(map[string]string, len(a.SecretNames))
+	for _, name := range a.SecretNames {
+		x, err := s.store.GetSecret(ctx, a.ProjectID, name)
+		if isNotFound(err) {
+			x, err = s.store.GetSecret(ctx, "", name)
+		}
+		if isNotFound(err) {
+			return nil, api.NotFound(api.CodeSecretNotFound, "secret %q of agent %q is gone; set it again with `scion hub secret set %s`", name, a.Slug, name)
+		}
+		if err != nil {
+			return nil, err
+		}
+		v, err := s.secrets.open(x.ProjectID, x.Name, x.Ciphertext)
+		if err != nil {
+			s.log.Error("secret does not open with this Hub's secrets key", "secret", name, "project", x.ProjectID)
+			return nil, api.Errorf(http.StatusInternalServerError, api.CodeInternal, "secret %q cannot be decrypted with this Hub's key", name)
+		}
+		out[name] = string(v)
+	}
+	return out, nil
+}

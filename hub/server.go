@@ -56,6 +56,7 @@ type Server struct {
 	rl       *rateLimits // per-address rate limits (ratelimit.go)
 	observed observed
 	inflight inflight
+	keyed    keyedCreates
 	// queueLock serialises queueing a stop for a broker with declaring
 	// its queue drained; drainLock keeps drains of one broker apart.
 	queueLock brokerLocks

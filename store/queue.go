@@ -74,7 +74,7 @@ type DispatchQueue interface {
 	PruneDispatches(ctx context.Context, cutoff time.Time) (int, error)
 }
 
-// ErrKeyInUse is returned by CreateAgentKeyed when the caller already used
+// ErrKeyInUse is returned by CreateAgentWith when the caller already used
 // the idempotency key (and its record has not expired).
 var ErrKeyInUse = errors.New("idempotency key in use")
 
@@ -94,15 +94,10 @@ type IdempotencyRecord struct {
 	ExpiresAt time.Time
 }
 
-// IdempotencyKeys stores IdempotencyRecords. A record past its ExpiresAt
-// is treated as absent and may be claimed again.
+// IdempotencyKeys stores IdempotencyRecords (claimed by
+// Store.CreateAgentWith). A record past its ExpiresAt is treated as absent
+// and may be claimed again.
 type IdempotencyKeys interface {
-	// CreateAgentKeyed is CreateAgent that also inserts rec, with
-	// rec.AgentID set to the new agent, in the same transaction: the
-	// record exists exactly when the agent it created does. If the caller
-	// holds an unexpired record for the key, nothing is written and the
-	// error is ErrKeyInUse (checked before the agent's own constraints).
-	CreateAgentKeyed(ctx context.Context, a *Agent, reserveLimit *int, rec *IdempotencyRecord) error
 	// GetIdempotencyRecord returns the caller's unexpired record for key,
 	// or ErrNotFound.
 	GetIdempotencyRecord(ctx context.Context, caller, key string, now time.Time) (*IdempotencyRecord, error)

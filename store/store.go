@@ -97,6 +97,28 @@ type Agent struct {
 	UpdatedAt       time.Time
 }
 
+// CreateAgentOptions is what CreateAgentWith writes together with the
+// agent.
+type CreateAgentOptions struct {
+	// ReserveLimit, when not nil, takes the agent's capacity reservation
+	// on its broker (ErrQuota if the broker already holds *ReserveLimit
+	// reservations; 0 = unlimited).
+	ReserveLimit *int
+	// LinkProvider links the agent's broker as a provider of its project
+	// (the placement cascade's auto-link); a link already there is kept.
+	LinkProvider bool
+	// Replace, when not nil, deletes that agent (with its reservation and
+	// its agent tokens) first, if it still has Replace.Version: the new
+	// agent takes the name of one whose create the broker refused.
+	// ErrConflict (and nothing written) if it has changed or is gone.
+	Replace *Agent
+	// Key, when not nil, claims the caller's Idempotency-Key record for
+	// the agent, checked before the agent's own constraints: ErrKeyInUse
+	// if the caller holds an unexpired record for the key. On success
+	// Key is the record as stored, AgentID set.
+	Key *IdempotencyRecord
+}
+
 // User is a person. Issuer and Subject are the OIDC identity the user
 // signs in with (both "" for the bootstrap admin); a non-empty
 // (Issuer, Subject) belongs to at most one user.
@@ -196,6 +218,12 @@ type Store interface {
 	// with ErrQuota if the broker already holds *reserveLimit reservations
 	// (0 = unlimited).
 	CreateAgent(ctx context.Context, a *Agent, reserveLimit *int) error
+	// CreateAgentWith is CreateAgent that also writes what o asks for in
+	// the same transaction, so that a create refused at any step (a used
+	// key, a taken name, a full broker) writes nothing at all. linked
+	// reports that this call made the provider link (false when o did not
+	// ask for one or the link was already there).
+	CreateAgentWith(ctx context.Context, a *Agent, o CreateAgentOptions) (linked bool, err error)
 	// GetAgent looks up by ID.
 	GetAgent(ctx context.Context, id string) (*Agent, error)
 	// GetAgentBySlug looks up by project and slug.

@@ -115,12 +115,16 @@ func agentFields(a *store.Agent) ([]any, error) {
 // when reserveLimit is not nil, takes its capacity reservation on
 // a.BrokerID in the same transaction.
 func (s *Store) CreateAgent(ctx context.Context, a *store.Agent, reserveLimit *int) error {
-	return s.createAgent(ctx, a, reserveLimit, nil)
+	_, err := s.createAgent(ctx, a, store.CreateAgentOptions{ReserveLimit: reserveLimit}, nil)
+	return err
 }
 
-// createAgent is CreateAgent that, when rec is not nil, first claims the
-// idempotency record in the same transaction (see CreateAgentKeyed).
-func (s *Store) createAgent(ctx context.Context, a *store.Agent, reserveLimit *int, rec *store.IdempotencyRecord) error {
+// createAgent inserts the agent and, in the same transaction, claims the
+// idempotency record rec first (when not nil), deletes the agent it
+// replaces, links its broker to its project and takes its reservation, as
+// o asks. It reports whether it made the link.
+func (s *Store) createAgent(ctx context.Context, a *store.Agent, o store.CreateAgentOptions, rec *store.IdempotencyRecord) (linked bool, _ error) {
+	reserveLimit, link := o.ReserveLimit, o.LinkProvider
 	n := *a
 	if n.ID == "" {
 		n.ID = dbutil.NewID()
@@ -140,16 +144,16 @@ func (s *Store) createAgent(ctx context.Context, a *store.Agent, reserveLimit *i
 	what := fmt.Sprintf("create agent %q in project %q", n.Slug, n.ProjectID)
 	fields, err := agentFields(&n)
 	if err != nil {
-		return fmt.Errorf("%s: %w", what, err)
+		return false, fmt.Errorf("%s: %w", what, err)
 	}
 	args := make([]any, 0, 29)
 	args = append(args, n.ID)
 	args = append(args, fields...)
 	args = append(args, n.Version, n.CreatedAt, n.UpdatedAt)
 
-	if reserveLimit == nil && rec == nil {
+	if reserveLimit == nil && rec == nil && !link && o.Replace == nil {
 		if _, err := s.pool.Exec(ctx, insertAgentSQL, args...); err != nil {
-			return mapErr(err, what)
+			return false, mapErr(err, what)
 		}
 	} else {
 		// Claim, insert, lock and reserve go in one batch: one round trip
@@ -164,7 +168,13 @@ func (s *Store) createAgent(ctx context.Context, a *store.Agent, reserveLimit *i
 		if rec != nil {
 			queueClaimKey(b, rec, n.ID)
 		}
+		if o.Replace != nil {
+			b.Queue(replaceAgentSQL, o.Replace.ID, o.Replace.Version, store.TokenAgent)
+		}
 		b.Queue(insertAgentSQL, args...)
+		if link {
+			b.Queue(linkProviderSQL, n.ProjectID, n.BrokerID)
+		}
 		if reserveLimit != nil {
 			queueReserve(b, n.BrokerID, n.ID, *reserveLimit)
 		}
@@ -175,8 +185,25 @@ func (s *Store) createAgent(ctx context.Context, a *store.Agent, reserveLimit *i
 					return err
 				}
 			}
+			if old := o.Replace; old != nil {
+				var one int
+				err := br.QueryRow().Scan(&one)
+				if refusedWith(err, codeStale) {
+					return fmt.Errorf("replace agent %q at version %d: %w", old.ID, old.Version, store.ErrConflict)
+				}
+				if err != nil {
+					return mapErr(err, fmt.Sprintf("replace agent %q", old.ID))
+				}
+			}
 			if _, err := br.Exec(); err != nil {
 				return mapErr(err, what)
+			}
+			if link {
+				tag, err := br.Exec()
+				if err != nil {
+					return mapErr(err, fmt.Sprintf("link provider %q to project %q", n.BrokerID, n.ProjectID))
+				}
+				linked = tag.RowsAffected() == 1
 			}
 			if reserveLimit == nil {
 				return nil
@@ -189,12 +216,23 @@ func (s *Store) createAgent(ctx context.Context, a *store.Agent, reserveLimit *i
 			err = mapErr(cerr, what)
 		}
 		if err != nil {
-			return err
+			return false, err
 		}
 	}
 	*a = n
-	return nil
+	return linked, nil
 }
+
+// replaceAgentSQL deletes the agent a create replaces (with its agent
+// tokens; its reservation goes by cascade) if it is still at the version
+// the Hub decided on, or refuses (codeStale), which aborts the batch.
+const replaceAgentSQL = `WITH a AS (DELETE FROM agents WHERE id = $1 AND version = $2 RETURNING id),
+		t AS (DELETE FROM tokens WHERE kind = $3 AND agent_id IN (SELECT id FROM a))
+	SELECT CASE WHEN EXISTS (SELECT 1 FROM a) THEN 1
+		ELSE scion_refuse('` + codeStale + `', 'the agent to replace has changed') END`
+
+// linkProviderSQL is LinkProvider's statement, for a create's batch.
+const linkProviderSQL = `INSERT INTO project_providers (project_id, broker_id) VALUES ($1, $2) ON CONFLICT DO NOTHING`
 
 // GetAgent looks up by ID.
 func (s *Store) GetAgent(ctx context.Context, id string) (*store.Agent, error) {

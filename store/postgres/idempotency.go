@@ -11,27 +11,31 @@ import (
 	"github.com/scion-go/scion/store/internal/dbutil"
 )
 
-// CreateAgentKeyed creates the agent and claims rec for it in one
-// transaction; see store.IdempotencyKeys.
-func (s *Store) CreateAgentKeyed(ctx context.Context, a *store.Agent, reserveLimit *int, rec *store.IdempotencyRecord) error {
-	r := *rec
+// CreateAgentWith creates the agent with what o asks for in one
+// transaction; see store.Store.
+func (s *Store) CreateAgentWith(ctx context.Context, a *store.Agent, o store.CreateAgentOptions) (bool, error) {
+	if o.Key == nil {
+		return s.createAgent(ctx, a, o, nil)
+	}
+	r := *o.Key
 	if r.Caller == "" || r.Key == "" {
-		return fmt.Errorf("idempotency record needs a caller and a key: %w", store.ErrConflict)
+		return false, fmt.Errorf("idempotency record needs a caller and a key: %w", store.ErrConflict)
 	}
 	if r.CreatedAt.IsZero() {
 		r.CreatedAt = dbutil.Now()
 	}
 	r.CreatedAt, r.ExpiresAt = dbutil.Time(r.CreatedAt), dbutil.Time(r.ExpiresAt)
 	if !r.ExpiresAt.After(r.CreatedAt) {
-		return fmt.Errorf("idempotency record for key %q expires before it is made: %w", r.Key, store.ErrConflict)
+		return false, fmt.Errorf("idempotency record for key %q expires before it is made: %w", r.Key, store.ErrConflict)
 	}
 	r.Status, r.Response = 0, nil
-	if err := s.createAgent(ctx, a, reserveLimit, &r); err != nil {
-		return err
+	linked, err := s.createAgent(ctx, a, o, &r)
+	if err != nil {
+		return false, err
 	}
 	r.AgentID = a.ID
-	*rec = r
-	return nil
+	*o.Key = r
+	return linked, nil
 }
 
 // claimKeySQL inserts a record, replacing an expired one of the same

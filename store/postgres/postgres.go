@@ -82,6 +82,7 @@ const (
 	codeKeyInUse = "SC409" // the idempotency key is taken
 	codeNotFound = "SC404" // a record the statement needs is missing
 	codeQuota    = "SC429" // the broker holds its limit of reservations
+	codeStale    = "SC412" // the row to replace is not at the version expected
 )
 
 // refusedWith says whether err is scion_refuse's error with code.

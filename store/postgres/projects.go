@@ -114,8 +114,7 @@ func (s *Store) DeleteProject(ctx context.Context, id string) error {
 // LinkProvider records that brokerID provides for projectID. Linking twice
 // is not an error.
 func (s *Store) LinkProvider(ctx context.Context, projectID, brokerID string) error {
-	_, err := s.pool.Exec(ctx, `INSERT INTO project_providers (project_id, broker_id) VALUES ($1, $2)
-		ON CONFLICT DO NOTHING`, projectID, brokerID)
+	_, err := s.pool.Exec(ctx, linkProviderSQL, projectID, brokerID)
 	return mapErr(err, fmt.Sprintf("link provider %q to project %q", brokerID, projectID))
 }
 

@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 
 	"github.com/scion-go/scion/store"
@@ -126,12 +127,35 @@ func agentFields(a *store.Agent) ([]any, error) {
 // when reserveLimit is not nil, takes its capacity reservation on
 // a.BrokerID in the same transaction.
 func (s *Store) CreateAgent(ctx context.Context, a *store.Agent, reserveLimit *int) error {
-	return s.createAgent(ctx, a, reserveLimit, nil)
+	_, err := s.createAgent(ctx, a, store.CreateAgentOptions{ReserveLimit: reserveLimit}, nil)
+	return err
 }
 
-// createAgent is CreateAgent that, when rec is not nil, first claims the
-// idempotency record in the same transaction (see CreateAgentKeyed).
-func (s *Store) createAgent(ctx context.Context, a *store.Agent, reserveLimit *int, rec *store.IdempotencyRecord) error {
+// CreateAgentWith creates the agent with what o asks for in one
+// transaction; see store.Store.
+func (s *Store) CreateAgentWith(ctx context.Context, a *store.Agent, o store.CreateAgentOptions) (bool, error) {
+	if o.Key == nil {
+		return s.createAgent(ctx, a, o, nil)
+	}
+	r, err := claimable(o.Key)
+	if err != nil {
+		return false, err
+	}
+	linked, err := s.createAgent(ctx, a, o, &r)
+	if err != nil {
+		return false, err
+	}
+	r.AgentID = a.ID
+	*o.Key = r
+	return linked, nil
+}
+
+// createAgent inserts the agent and, in the same transaction, claims the
+// idempotency record rec first (when not nil), deletes the agent it
+// replaces, links its broker to its project and takes its reservation, as
+// o asks. It reports whether it made the link.
+func (s *Store) createAgent(ctx context.Context, a *store.Agent, o store.CreateAgentOptions, rec *store.IdempotencyRecord) (linked bool, _ error) {
+	reserveLimit, link := o.ReserveLimit, o.LinkProvider
 	n := *a
 	if n.ID == "" {
 		n.ID = dbutil.NewID()
@@ -151,27 +175,52 @@ func (s *Store) createAgent(ctx context.Context, a *store.Agent, reserveLimit *i
 	what := fmt.Sprintf("create agent %q in project %q", n.Slug, n.ProjectID)
 	fields, err := agentFields(&n)
 	if err != nil {
-		return fmt.Errorf("%s: %w", what, err)
+		return false, fmt.Errorf("%s: %w", what, err)
 	}
 	args := make([]any, 0, 29)
 	args = append(args, n.ID)
 	args = append(args, fields...)
 	args = append(args, n.Version, micros(n.CreatedAt), micros(n.UpdatedAt))
 
-	if reserveLimit == nil && rec == nil {
+	if reserveLimit == nil && rec == nil && !link && o.Replace == nil {
 		// A single statement commits on its own: no BEGIN/COMMIT needed.
 		if _, err := s.insertAgent.ExecContext(ctx, args...); err != nil {
-			return mapErr(err, what)
+			return false, mapErr(err, what)
 		}
 	} else {
 		err := s.write(ctx, func(tx *sql.Tx) error {
+			linked = false // a retried transaction starts over
 			if rec != nil {
 				if err := claimKeyTx(ctx, tx, rec, n.ID); err != nil {
 					return err
 				}
 			}
+			if old := o.Replace; old != nil {
+				res, err := tx.ExecContext(ctx, `DELETE FROM agents WHERE id = ? AND version = ?`, old.ID, old.Version)
+				if err := mustAffect(res, err, fmt.Sprintf("replace agent %q", old.ID)); err != nil {
+					if errors.Is(err, store.ErrNotFound) {
+						err = fmt.Errorf("replace agent %q at version %d: %w", old.ID, old.Version, store.ErrConflict)
+					}
+					return err
+				}
+				if _, err := tx.ExecContext(ctx, `DELETE FROM tokens WHERE kind = ? AND agent_id = ?`, store.TokenAgent, old.ID); err != nil {
+					return mapErr(err, fmt.Sprintf("replace agent %q", old.ID))
+				}
+			}
 			if _, err := tx.StmtContext(ctx, s.insertAgent).ExecContext(ctx, args...); err != nil {
 				return mapErr(err, what)
+			}
+			if link {
+				res, err := tx.ExecContext(ctx, `INSERT INTO project_providers (project_id, broker_id) VALUES (?, ?)
+					ON CONFLICT DO NOTHING`, n.ProjectID, n.BrokerID)
+				if err != nil {
+					return mapErr(err, fmt.Sprintf("link provider %q to project %q", n.BrokerID, n.ProjectID))
+				}
+				rows, err := res.RowsAffected()
+				if err != nil {
+					return err
+				}
+				linked = rows == 1
 			}
 			if reserveLimit == nil {
 				return nil
@@ -179,11 +228,11 @@ func (s *Store) createAgent(ctx context.Context, a *store.Agent, reserveLimit *i
 			return s.reserveTx(ctx, tx, n.BrokerID, n.ID, *reserveLimit)
 		})
 		if err != nil {
-			return err
+			return false, err
 		}
 	}
 	*a = n
-	return nil
+	return linked, nil
 }
 
 // GetAgent looks up by ID.

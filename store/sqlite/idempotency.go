@@ -10,21 +10,6 @@ import (
 	"github.com/scion-go/scion/store/internal/dbutil"
 )
 
-// CreateAgentKeyed creates the agent and claims rec for it in one
-// transaction; see store.IdempotencyKeys.
-func (s *Store) CreateAgentKeyed(ctx context.Context, a *store.Agent, reserveLimit *int, rec *store.IdempotencyRecord) error {
-	r, err := claimable(rec)
-	if err != nil {
-		return err
-	}
-	if err := s.createAgent(ctx, a, reserveLimit, &r); err != nil {
-		return err
-	}
-	r.AgentID = a.ID
-	*rec = r
-	return nil
-}
-
 // claimable checks rec and returns the copy to insert: times normalised,
 // no answer yet.
 func claimable(rec *store.IdempotencyRecord) (store.IdempotencyRecord, error) {

@@ -1,7 +1,9 @@
 package storetest
 
 import (
+	"context"
 	"encoding/json"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -207,7 +209,7 @@ func testIdempotencyKeys(t *testing.T, s store.Store) {
 
 	r1 := rec("user:u1", "k1", "h1", now)
 	a1 := &store.Agent{Slug: "a1", ProjectID: p.ID, BrokerID: b.ID}
-	must(t, s.CreateAgentKeyed(ctx, a1, &one, r1))
+	must(t, createKeyed(ctx, s, a1, &one, r1))
 	if r1.AgentID != a1.ID || r1.Status != 0 || r1.CreatedAt != norm(now) {
 		t.Fatalf("claimed %+v for agent %s", r1, a1.ID)
 	}
@@ -218,7 +220,7 @@ func testIdempotencyKeys(t *testing.T, s store.Store) {
 	// The same key again, even for another slug: nothing is created, and
 	// a used key wins over a duplicate slug.
 	for _, slug := range []string{"a1", "other"} {
-		err = s.CreateAgentKeyed(ctx, &store.Agent{Slug: slug, ProjectID: p.ID, BrokerID: b.ID}, nil, rec("user:u1", "k1", "h2", now))
+		err = createKeyed(ctx, s, &store.Agent{Slug: slug, ProjectID: p.ID, BrokerID: b.ID}, nil, rec("user:u1", "k1", "h2", now))
 		wantErr(t, err, store.ErrKeyInUse)
 	}
 	_, _, total, err := s.ListAgents(ctx, store.AgentFilter{}, store.Page{})
@@ -228,14 +230,14 @@ func testIdempotencyKeys(t *testing.T, s store.Store) {
 	}
 	// Keys are per caller.
 	r2 := rec("user:u2", "k1", "h1", now)
-	must(t, s.CreateAgentKeyed(ctx, &store.Agent{Slug: "a2", ProjectID: p.ID, BrokerID: b.ID}, nil, r2))
+	must(t, createKeyed(ctx, s, &store.Agent{Slug: "a2", ProjectID: p.ID, BrokerID: b.ID}, nil, r2))
 
 	// A refused create (quota, duplicate slug) leaves no record behind.
-	err = s.CreateAgentKeyed(ctx, &store.Agent{Slug: "a3", ProjectID: p.ID, BrokerID: b.ID}, &one, rec("user:u1", "k-quota", "h", now))
+	err = createKeyed(ctx, s, &store.Agent{Slug: "a3", ProjectID: p.ID, BrokerID: b.ID}, &one, rec("user:u1", "k-quota", "h", now))
 	wantErr(t, err, store.ErrQuota)
 	_, err = s.GetIdempotencyRecord(ctx, "user:u1", "k-quota", now)
 	wantErr(t, err, store.ErrNotFound)
-	err = s.CreateAgentKeyed(ctx, &store.Agent{Slug: "a1", ProjectID: p.ID, BrokerID: b.ID}, nil, rec("user:u1", "k-dup", "h", now))
+	err = createKeyed(ctx, s, &store.Agent{Slug: "a1", ProjectID: p.ID, BrokerID: b.ID}, nil, rec("user:u1", "k-dup", "h", now))
 	wantErr(t, err, store.ErrAlreadyExists)
 	_, err = s.GetIdempotencyRecord(ctx, "user:u1", "k-dup", now)
 	wantErr(t, err, store.ErrNotFound)
@@ -256,7 +258,7 @@ func testIdempotencyKeys(t *testing.T, s store.Store) {
 	wantErr(t, err, store.ErrNotFound)
 	r3 := rec("user:u1", "k1", "h3", later)
 	a3 := &store.Agent{Slug: "a3", ProjectID: p.ID, BrokerID: b.ID}
-	must(t, s.CreateAgentKeyed(ctx, a3, nil, r3))
+	must(t, createKeyed(ctx, s, a3, nil, r3))
 	got, err = s.GetIdempotencyRecord(ctx, "user:u1", "k1", later)
 	must(t, err)
 	if got.AgentID != a3.ID || got.RequestHash != "h3" || got.Status != 0 || got.Response != nil {
@@ -273,7 +275,7 @@ func testIdempotencyKeys(t *testing.T, s store.Store) {
 	// A record must expire after it is made.
 	bad := rec("user:u1", "k-bad", "h", now)
 	bad.ExpiresAt = now
-	wantErr(t, s.CreateAgentKeyed(ctx, &store.Agent{Slug: "a4", ProjectID: p.ID, BrokerID: b.ID}, nil, bad), store.ErrConflict)
+	wantErr(t, createKeyed(ctx, s, &store.Agent{Slug: "a4", ProjectID: p.ID, BrokerID: b.ID}, nil, bad), store.ErrConflict)
 }
 
 // testCreateAgentKeyedRace: 20 concurrent creates with one key make one
@@ -284,7 +286,7 @@ func testCreateAgentKeyedRace(t *testing.T, s store.Store) {
 	b := newBroker(t, s, "b")
 	now := time.Now()
 	won := race(t, 20, store.ErrKeyInUse, func(i int) error {
-		return s.CreateAgentKeyed(ctx, &store.Agent{Slug: slug(i), ProjectID: p.ID, BrokerID: b.ID}, nil,
+		return createKeyed(ctx, s, &store.Agent{Slug: slug(i), ProjectID: p.ID, BrokerID: b.ID}, nil,
 			&store.IdempotencyRecord{Caller: "user:u1", Key: "k", RequestHash: "h", CreatedAt: now, ExpiresAt: now.Add(time.Hour)})
 	})
 	if won != 1 {
@@ -294,5 +296,120 @@ func testCreateAgentKeyedRace(t *testing.T, s store.Store) {
 	must(t, err)
 	if total != 1 {
 		t.Fatalf("%d agents, want 1", total)
+	}
+}
+
+// createKeyed is CreateAgentWith with a key and a reservation only.
+func createKeyed(ctx context.Context, s store.Store, a *store.Agent, reserveLimit *int, rec *store.IdempotencyRecord) error {
+	_, err := s.CreateAgentWith(ctx, a, store.CreateAgentOptions{ReserveLimit: reserveLimit, Key: rec})
+	return err
+}
+
+// testCreateAgentWithLink: the cascade's auto-link is written with the
+// agent, its reservation and its key, or not at all.
+func testCreateAgentWithLink(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	p := newProject(t, s, "p")
+	b := newBroker(t, s, "b")
+	providers := func() []string {
+		t.Helper()
+		ids, err := s.ProjectProviders(ctx, p.ID)
+		must(t, err)
+		return ids
+	}
+	one := 1
+	now := time.Now()
+	key := &store.IdempotencyRecord{Caller: "user:u1", Key: "k", RequestHash: "h", CreatedAt: now, ExpiresAt: now.Add(time.Hour)}
+
+	// Refused for its name, its quota or its key: no link.
+	must(t, s.CreateAgent(ctx, &store.Agent{Slug: "taken", ProjectID: p.ID, BrokerID: b.ID}, &one))
+	_, err := s.CreateAgentWith(ctx, &store.Agent{Slug: "taken", ProjectID: p.ID, BrokerID: b.ID}, store.CreateAgentOptions{LinkProvider: true})
+	wantErr(t, err, store.ErrAlreadyExists)
+	_, err = s.CreateAgentWith(ctx, &store.Agent{Slug: "full", ProjectID: p.ID, BrokerID: b.ID}, store.CreateAgentOptions{LinkProvider: true, ReserveLimit: &one})
+	wantErr(t, err, store.ErrQuota)
+	k := *key
+	must(t, createKeyed(ctx, s, &store.Agent{Slug: "keyed", ProjectID: p.ID, BrokerID: b.ID}, nil, &k))
+	k2 := *key
+	_, err = s.CreateAgentWith(ctx, &store.Agent{Slug: "again", ProjectID: p.ID, BrokerID: b.ID}, store.CreateAgentOptions{LinkProvider: true, Key: &k2})
+	wantErr(t, err, store.ErrKeyInUse)
+	if got := providers(); len(got) != 0 {
+		t.Fatalf("refused creates linked %v", got)
+	}
+	for _, slug := range []string{"full", "again"} {
+		if _, err := s.GetAgentBySlug(ctx, p.ID, slug); err == nil {
+			t.Fatalf("refused create of %q left its agent", slug)
+		}
+	}
+
+	// Made: the link is there with the agent, and reported as made once.
+	two := 2
+	a := &store.Agent{Slug: "linked", ProjectID: p.ID, BrokerID: b.ID}
+	linked, err := s.CreateAgentWith(ctx, a, store.CreateAgentOptions{LinkProvider: true, ReserveLimit: &two})
+	must(t, err)
+	if !linked || len(providers()) != 1 || providers()[0] != b.ID {
+		t.Fatalf("linked=%v providers=%v, want the link made", linked, providers())
+	}
+	n, err := s.CountReservations(ctx, b.ID)
+	must(t, err)
+	if n != 2 {
+		t.Fatalf("%d reservations, want 2", n)
+	}
+	linked, err = s.CreateAgentWith(ctx, &store.Agent{Slug: "second", ProjectID: p.ID, BrokerID: b.ID}, store.CreateAgentOptions{LinkProvider: true})
+	must(t, err)
+	if linked {
+		t.Fatal("a link already there is reported as made")
+	}
+}
+
+// testCreateAgentReplacing: a create takes the name of an agent at a
+// known version in the same transaction, or writes nothing.
+func testCreateAgentReplacing(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	p := newProject(t, s, "p")
+	b := newBroker(t, s, "b")
+	one := 1
+	two := 2
+	old := &store.Agent{Slug: "x", ProjectID: p.ID, BrokerID: b.ID}
+	must(t, s.CreateAgent(ctx, old, &one))
+	must(t, s.CreateAgent(ctx, &store.Agent{Slug: "y", ProjectID: p.ID, BrokerID: b.ID}, &two))
+	must(t, s.CreateToken(ctx, &store.Token{Kind: store.TokenAgent, AgentID: old.ID, Hash: []byte("h-old"), CreatedAt: time.Now()}))
+
+	stale := *old
+	stale.Version++
+	_, err := s.CreateAgentWith(ctx, &store.Agent{Slug: "x", ProjectID: p.ID, BrokerID: b.ID}, store.CreateAgentOptions{Replace: &stale})
+	wantErr(t, err, store.ErrConflict)
+	// Refused for its quota (y holds the one slot left once old's goes):
+	// old stays.
+	_, err = s.CreateAgentWith(ctx, &store.Agent{Slug: "x", ProjectID: p.ID, BrokerID: b.ID}, store.CreateAgentOptions{Replace: old, ReserveLimit: &one, LinkProvider: true})
+	if err == nil {
+		t.Fatal("a replacing create over quota succeeded")
+	}
+	got, err := s.GetAgentBySlug(ctx, p.ID, "x")
+	must(t, err)
+	if got.ID != old.ID {
+		t.Fatalf("refused replacing creates changed the agent: %s, want %s", got.ID, old.ID)
+	}
+	if ids, _ := s.ProjectProviders(ctx, p.ID); len(ids) != 0 {
+		t.Fatalf("refused replacing create linked %v", ids)
+	}
+
+	// At its version: the old agent, its slot and its token go.
+	n := &store.Agent{Slug: "x", ProjectID: p.ID, BrokerID: b.ID}
+	_, err = s.CreateAgentWith(ctx, n, store.CreateAgentOptions{Replace: old, ReserveLimit: &two})
+	must(t, err)
+	got, err = s.GetAgentBySlug(ctx, p.ID, "x")
+	must(t, err)
+	if got.ID != n.ID {
+		t.Fatalf("agent x is %s, want the new %s", got.ID, n.ID)
+	}
+	_, err = s.GetAgent(ctx, old.ID)
+	wantErr(t, err, store.ErrNotFound)
+	ids, err := s.ReservedAgents(ctx, b.ID)
+	must(t, err)
+	if len(ids) != 2 || !slices.Contains(ids, n.ID) || slices.Contains(ids, old.ID) {
+		t.Fatalf("reserved %v, want y's and %s's", ids, n.ID)
+	}
+	if _, err := s.GetTokenByHash(ctx, []byte("h-old")); err == nil {
+		t.Fatal("the replaced agent's token is still there")
 	}
 }

@@ -84,6 +84,8 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"EnqueueDispatchRace", testEnqueueDispatchRace},
 		{"IdempotencyKeys", testIdempotencyKeys},
 		{"CreateAgentKeyedRace", testCreateAgentKeyedRace},
+		{"CreateAgentWithLink", testCreateAgentWithLink},
+		{"CreateAgentReplacing", testCreateAgentReplacing},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

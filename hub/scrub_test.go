@@ -1,0 +1,59 @@
+package hub
+
+import (
+	"context"
+	"net"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+// addrLike finds what looks like host:port or a socket path.
+var addrLike = regexp.MustCompile(`\d+\.\d+\.\d+\.\d+:\d+|\[[0-9a-f:]+\]:\d+|localhost:\d+|\.sock`)
+
+func TestScrubAddresses(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"control channel closed: read tcp 127.0.0.1:8080->127.0.0.1:51234: read: connection reset by peer",
+			"control channel closed: read tcp <address>-><address>: read: connection reset by peer"},
+		{"dial tcp [::1]:9443: connect: connection refused", "dial tcp <address>: connect: connection refused"},
+		{"dial tcp localhost:9443: connect: connection refused", "dial tcp <address>: connect: connection refused"},
+		{"Get \"https://hub.internal.example:8443/api\": EOF", "Get \"https://<address>/api\": EOF"},
+		{"Cannot connect to the Docker daemon at unix:///var/run/docker.sock. Is the docker daemon running?",
+			"Cannot connect to the Docker daemon at <address> Is the docker daemon running?"},
+		{"dial unix /run/scion/broker.sock: connect: no such file", "dial unix <address>: connect: no such file"},
+		// Left alone: no address in them.
+		{"runtime broker \"b1\" is offline; try again", "runtime broker \"b1\" is offline; try again"},
+		{"stopped at 10:40 after 3:1 retries", "stopped at 10:40 after 3:1 retries"},
+		{"agent exited with code 2: unknown flag", "agent exited with code 2: unknown flag"},
+	}
+	for _, tt := range tests {
+		if got := scrubAddresses(tt.in); got != tt.want {
+			t.Errorf("scrubAddresses(%q)\n = %q\nwant %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+// TestTransportErrorsNameNoAddress: the errors a real dial and a real
+// broken connection give carry host:port; scrubbed, they carry none.
+func TestTransportErrorsNameNoAddress(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close() // nothing listens there now
+	d := net.Dialer{Timeout: time.Second}
+	_, dialErr := d.DialContext(context.Background(), "tcp", addr)
+	if dialErr == nil {
+		t.Skip("something took the port")
+	}
+	if !strings.Contains(dialErr.Error(), addr) {
+		t.Fatalf("dial error %q does not name %s: the test proves nothing", dialErr, addr)
+	}
+	for _, msg := range []string{dialErr.Error(), "control channel closed: " + dialErr.Error()} {
+		if got := scrubAddresses(msg); addrLike.MatchString(got) {
+			t.Errorf("scrubbed %q still names an address: %q", msg, got)
+		}
+	}
+}
