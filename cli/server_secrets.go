@@ -17,7 +17,8 @@ import (
 // from <scion home>/hub-secrets.key, creating that file (0600) with a new
 // random key on first start. The key lives beside the database, not in
 // it; a team Hub should point --secrets-key-file at a file its secret
-// manager provides.
+// manager provides. A key file that group or others can read is refused:
+// with it and a copy of the database anyone could mint agent tokens.
 func loadSecretsKey(path string) ([]byte, error) {
 	create := path == ""
 	if create {
@@ -47,9 +48,26 @@ func loadSecretsKey(path string) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("secrets key: %w", err)
 	}
+	if err := checkKeyFileMode(path); err != nil {
+		return nil, err
+	}
 	key, err := hex.DecodeString(strings.TrimSpace(string(b)))
 	if err != nil || len(key) != 32 {
 		return nil, fmt.Errorf("secrets key %s: want 64 hex digits (32 bytes)", path)
 	}
 	return key, nil
+}
+
+// checkKeyFileMode refuses a secrets key file that group or others may
+// read or write (the file a symlink points to, as in a Kubernetes secret
+// volume, whose default mode 0644 must be set to 0400 or 0600).
+func checkKeyFileMode(path string) error {
+	st, err := os.Stat(path)
+	if err != nil {
+		return fmt.Errorf("secrets key: %w", err)
+	}
+	if m := st.Mode().Perm(); m&0o077 != 0 {
+		return fmt.Errorf("secrets key %s is accessible to group or others (mode %04o): run 'chmod 600 %s' and start again", path, m, path)
+	}
+	return nil
 }

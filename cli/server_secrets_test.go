@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -28,5 +29,32 @@ func TestLoadSecretsKey(t *testing.T) {
 	_ = os.WriteFile(bad, []byte("short\n"), 0o600)
 	if _, err := loadSecretsKey(bad); err == nil {
 		t.Fatal("a malformed key is refused")
+	}
+}
+
+// TestSecretsKeyFileMustBePrivate: the Hub refuses a secrets key file that
+// group or others can read, naming it and the fix (issue 12, item 6).
+func TestSecretsKeyFileMustBePrivate(t *testing.T) {
+	home := setHome(t)
+	if _, err := loadSecretsKey(""); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(home, "hub-secrets.key")
+	for _, mode := range []os.FileMode{0o644, 0o640, 0o660, 0o604} {
+		if err := os.Chmod(p, mode); err != nil {
+			t.Fatal(err)
+		}
+		for _, arg := range []string{"", p} {
+			_, err := loadSecretsKey(arg)
+			if err == nil || !strings.Contains(err.Error(), "chmod 600 "+p) {
+				t.Errorf("mode %04o, --secrets-key-file %q: err %v, want a refusal naming the chmod fix", mode, arg, err)
+			}
+		}
+	}
+	if err := os.Chmod(p, 0o400); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := loadSecretsKey(p); err != nil {
+		t.Errorf("a 0400 key file is refused: %v", err)
 	}
 }

@@ -123,7 +123,12 @@ func (s *Server) authenticate(r *http.Request) (*Caller, error) {
 			s.log.Warn("broker authentication failed", "broker", id, "reason", "unknown broker")
 			return nil, api.Unauthorized("invalid broker credentials")
 		}
-		if err := s.nonces.Verify(b.ID, b.Secret, r.Method, r.URL.Path, r.Header, time.Now()); err != nil {
+		secret, err := s.brokerSecret(b)
+		if err != nil {
+			s.log.Error("broker authentication failed", "broker", id, "reason", "broker secret: "+err.Error())
+			return nil, api.Unauthorized("invalid broker credentials")
+		}
+		if err := s.nonces.Verify(b.ID, secret, r.Method, r.URL.Path, r.Header, time.Now()); err != nil {
 			s.log.Warn("broker authentication failed", "broker", id, "reason", err.Error())
 			return nil, api.Unauthorized("invalid broker credentials")
 		}

@@ -100,11 +100,14 @@ func (s *Server) brokerVisible(ctx context.Context, c *Caller, b *store.Broker, 
 	return authz.Visible(*c, brokerRes(b, projects, projectID)), nil
 }
 
-// newBrokerRecord is a new, offline broker with a fresh signing secret.
-func newBrokerRecord(name, createdBy string, autoProvide bool) *store.Broker {
+// newBrokerRecord is a new, offline broker with a fresh signing secret,
+// and that secret: the record holds it sealed (see signing_keys.go), so
+// the broker's credentials are made from the plain one.
+func (s *Server) newBrokerRecord(name, createdBy string, autoProvide bool) (*store.Broker, string) {
 	now := time.Now().UTC()
-	return &store.Broker{ID: mustV7(), Name: name, Status: api.BrokerOffline, Capabilities: []string{},
-		AutoProvide: autoProvide, Secret: []byte(hex.EncodeToString(newSecret(32))), CreatedBy: createdBy, CreatedAt: now, UpdatedAt: now}
+	id, secret := mustV7(), hex.EncodeToString(newSecret(32))
+	return &store.Broker{ID: id, Name: name, Status: api.BrokerOffline, Capabilities: []string{},
+		AutoProvide: autoProvide, Secret: s.storedKey(brokerKeyPurpose(id), []byte(secret)), CreatedBy: createdBy, CreatedAt: now, UpdatedAt: now}, secret
 }
 
 // issueBroker creates a broker record with a fresh signing secret and
@@ -113,14 +116,14 @@ func (s *Server) issueBroker(ctx context.Context, name, createdBy string, autoPr
 	if err := validName("runtime broker", name); err != nil {
 		return api.BrokerCredentials{}, err
 	}
-	b := newBrokerRecord(name, createdBy, autoProvide)
+	b, secret := s.newBrokerRecord(name, createdBy, autoProvide)
 	if err := s.store.CreateBroker(ctx, b); err != nil {
 		if isExists(err) {
 			return api.BrokerCredentials{}, brokerNameTaken(name, false)
 		}
 		return api.BrokerCredentials{}, err
 	}
-	return s.brokerIssued(b), nil
+	return s.brokerIssued(b, secret), nil
 }
 
 func brokerNameTaken(name string, byToken bool) error {
@@ -133,9 +136,9 @@ func brokerNameTaken(name string, byToken bool) error {
 }
 
 // brokerIssued logs a new registration and returns its credentials.
-func (s *Server) brokerIssued(b *store.Broker) api.BrokerCredentials {
+func (s *Server) brokerIssued(b *store.Broker, secret string) api.BrokerCredentials {
 	s.log.Info("runtime broker registered", "broker", b.Name, "broker_id", b.ID, "by", b.CreatedBy)
-	return api.BrokerCredentials{BrokerID: b.ID, Name: b.Name, Secret: string(b.Secret), HubURL: s.opts.PublicURL}
+	return api.BrokerCredentials{BrokerID: b.ID, Name: b.Name, Secret: secret, HubURL: s.opts.PublicURL}
 }
 
 func (s *Server) handleRegisterBroker(r *http.Request, c *Caller) (int, any, error) {
@@ -183,6 +186,7 @@ func (s *Server) handleJoinBroker(w http.ResponseWriter, r *http.Request) {
 		}
 		var name string // the name build chose: the token's, else the request's
 		var tokenNamed bool
+		var secret string
 		b, err := s.store.JoinBroker(r.Context(), hashToken(req.JoinToken), time.Now().UTC(), func(jt *store.JoinToken) (*store.Broker, error) {
 			name, tokenNamed = cmp.Or(jt.Name, req.Name), jt.Name != ""
 			if name == "" {
@@ -191,7 +195,9 @@ func (s *Server) handleJoinBroker(w http.ResponseWriter, r *http.Request) {
 			if err := validName("runtime broker", name); err != nil {
 				return nil, err
 			}
-			return newBrokerRecord(name, jt.CreatedBy, req.AutoProvide), nil
+			var b *store.Broker
+			b, secret = s.newBrokerRecord(name, jt.CreatedBy, req.AutoProvide)
+			return b, nil
 		})
 		switch {
 		case isNotFound(err) || errors.Is(err, store.ErrTokenUsed):
@@ -205,7 +211,7 @@ func (s *Server) handleJoinBroker(w http.ResponseWriter, r *http.Request) {
 		case err != nil:
 			return 0, nil, err
 		}
-		return http.StatusCreated, s.brokerIssued(b), nil
+		return http.StatusCreated, s.brokerIssued(b, secret), nil
 	})(w, r, nil)
 }
 

@@ -8,7 +8,6 @@ package hub
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net/http"
 	"sync"
@@ -79,7 +78,7 @@ const (
 
 // New builds a Hub over an open store. It marks every broker offline (no
 // broker has a session with this process yet) and loads the persistent
-// agent-token signing key, creating it once.
+// agent-token signing key, creating it once (see signing_keys.go).
 func New(ctx context.Context, opts Options) (*Server, error) {
 	if opts.Store == nil {
 		return nil, errors.New("hub: no store")
@@ -110,19 +109,17 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	}
 	s.rl = newRateLimits(rl)
 	s.metrics = newMetrics(s)
-	key, err := s.store.GetSetting(ctx, settingTokenKey)
-	if errors.Is(err, store.ErrNotFound) {
-		key = newSecret(32)
-		err = s.store.PutSetting(ctx, settingTokenKey, key)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("hub: token key: %w", err)
-	}
-	s.tokenKey = key
 	if opts.SecretsKey != nil {
+		var err error
 		if s.secrets, err = newSecretBox(opts.SecretsKey); err != nil {
 			return nil, err
 		}
+	}
+	if err := s.loadTokenKey(ctx); err != nil {
+		return nil, err
+	}
+	if err := s.sealBrokerSecrets(ctx); err != nil {
+		return nil, err
 	}
 	if err := s.markAllOffline(ctx); err != nil {
 		return nil, err

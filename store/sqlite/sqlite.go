@@ -64,12 +64,16 @@ var _ store.Store = (*Store)(nil)
 // lock (our own writers queue in database/sql and never hit it).
 const busyTimeoutMS = 10000
 
-// Open opens (creating if needed) the database file at path and brings its
-// schema up to date. path must be a file name: ":memory:" would give every
+// Open opens (creating if needed, mode 0600) the database file at path and
+// brings its schema up to date. It refuses a database file that group or
+// others can read. path must be a file name: ":memory:" would give every
 // connection its own empty database.
 func Open(ctx context.Context, path string) (*Store, error) {
 	if path == "" || path == ":memory:" || strings.HasPrefix(path, "file:") || strings.ContainsRune(path, '?') {
 		return nil, fmt.Errorf("sqlite: %q is not a plain database file path", path)
+	}
+	if err := prepareDBFile(path); err != nil {
+		return nil, err
 	}
 	// _txlock=immediate: every BeginTx takes the write lock up front, so a
 	// read-modify-write transaction cannot fail half-way with SQLITE_BUSY
@@ -104,6 +108,10 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	s.r = r
 
 	if err := s.prepare(ctx); err != nil {
+		s.Close()
+		return nil, err
+	}
+	if err := privatizeSidecars(path); err != nil {
 		s.Close()
 		return nil, err
 	}

@@ -1,0 +1,72 @@
+package hub
+
+import (
+	"bytes"
+	"context"
+	"encoding/hex"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/store"
+	"github.com/scion-go/scion/store/sqlite"
+)
+
+// TestPlainKeysSealedAtStart: a database from an older version holds the
+// agent-token key and broker secrets plain. The first start with a secrets
+// key seals them in place, keeping their values (tokens and brokers keep
+// working); a start without that key then refuses, naming the flag.
+func TestPlainKeysSealedAtStart(t *testing.T) {
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "hub.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	plainKey := bytes.Repeat([]byte{7}, 32)
+	if err := st.PutSetting(ctx, settingTokenKey, plainKey); err != nil {
+		t.Fatal(err)
+	}
+	plainSecret := []byte(hex.EncodeToString(bytes.Repeat([]byte{9}, 32)))
+	now := time.Now().UTC()
+	if err := st.CreateBroker(ctx, &store.Broker{ID: "b-old", Name: "old", Status: api.BrokerOffline, Capabilities: []string{},
+		Secret: plainSecret, CreatedBy: "admin", CreatedAt: now, UpdatedAt: now}); err != nil {
+		t.Fatal(err)
+	}
+	secretsKey := bytes.Repeat([]byte{1}, 32)
+	start := func(key []byte) (*Server, error) {
+		s, err := New(ctx, Options{Store: st, Logger: slog.New(slog.DiscardHandler), SecretsKey: key})
+		if err == nil {
+			s.Close()
+		}
+		return s, err
+	}
+	s, err := start(secretsKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(s.tokenKey, plainKey) {
+		t.Fatal("sealing changed the agent-token key: every agent token would die")
+	}
+	v, _ := st.GetSetting(ctx, settingTokenKey)
+	b, _ := st.GetBroker(ctx, "b-old")
+	if !isSealed(v) || !isSealed(b.Secret) || bytes.Contains(b.Secret, plainSecret) {
+		t.Fatalf("not sealed: token key %v, broker secret %v", isSealed(v), isSealed(b.Secret))
+	}
+	if got, err := s.brokerSecret(b); err != nil || !bytes.Equal(got, plainSecret) {
+		t.Fatalf("broker secret after sealing: %v", err)
+	}
+	// A restart with the same key reads the same keys.
+	s2, err := start(secretsKey)
+	if err != nil || !bytes.Equal(s2.tokenKey, plainKey) {
+		t.Fatalf("restart: %v", err)
+	}
+	for _, key := range [][]byte{nil, bytes.Repeat([]byte{2}, 32)} {
+		if _, err := start(key); err == nil || !strings.Contains(err.Error(), "--secrets-key-file") {
+			t.Errorf("start with secrets key %x: err %v, want a refusal naming --secrets-key-file", key, err)
+		}
+	}
+}
