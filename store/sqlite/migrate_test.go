@@ -38,6 +38,11 @@ func TestMigrationKeepsOldAgents(t *testing.T) {
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}
+	// SQLite made the old file 0644; the Hub refuses that until the
+	// operator runs the chmod its error names (TestDatabaseFilesArePrivate).
+	if err := os.Chmod(path, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	s, err := sqlite.Open(t.Context(), path)
 	if err != nil {
 		t.Fatal(err)
