@@ -40,6 +40,13 @@ const (
 	// CodeIdempotencyKeyReused: an Idempotency-Key came back with a
 	// different request than the one it was first used for.
 	CodeIdempotencyKeyReused = "idempotency_key_reused"
+	// CodeBrokerMissing: the agent's runtime broker is no longer
+	// registered (it was deregistered with force), so nothing can reach
+	// the agent's workload (409, the spec's code).
+	CodeBrokerMissing = "runtime_broker_missing"
+	// CodeBrokerHasAgents: a deregistration without force of a broker that
+	// still has agents (409; details.agents lists them).
+	CodeBrokerHasAgents = "runtime_broker_has_agents"
 )
 
 // Error is the single error type of the Hub API. On the wire it is wrapped as

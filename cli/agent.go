@@ -251,11 +251,17 @@ func newActionCmd(a *app, action, short string) *cobra.Command {
 
 func newDeleteCmd(a *app) *cobra.Command {
 	var project string
+	var force bool
 	c := &cobra.Command{
-		Use:     "delete <name>",
-		Short:   "Delete an agent and its container",
-		Example: `  scion delete fixer --project web`,
-		Args:    exactArgs("name"),
+		Use:   "delete <name>",
+		Short: "Delete an agent and its container",
+		Long: `Delete an agent: its broker removes its container, then the Hub its record.
+With --force the record of an agent whose runtime broker was deregistered
+(runtime_broker_missing) is removed too; nothing can reach that broker, so
+a workload still running there is left alone.`,
+		Example: `  scion delete fixer --project web
+  scion delete fixer --force`,
+		Args: exactArgs("name"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := nonEmptyFlag(cmd, "project"); err != nil {
 				return err
@@ -265,7 +271,11 @@ func newDeleteCmd(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if err := cl.DeleteAgent(cmd.Context(), args[0], p); err != nil {
+			del := cl.DeleteAgent
+			if force {
+				del = cl.ForceDeleteAgent
+			}
+			if err := del(cmd.Context(), args[0], p); err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "Deleted agent %s (project %s).\n", args[0], p)
@@ -273,6 +283,7 @@ func newDeleteCmd(a *app) *cobra.Command {
 		},
 	}
 	projectFlag(c, &project)
+	c.Flags().BoolVar(&force, "force", false, "remove the record of an agent whose runtime broker was deregistered")
 	return c
 }
 

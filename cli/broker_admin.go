@@ -205,6 +205,7 @@ func newBrokerStatusCmd(a *app) *cobra.Command {
 
 func newBrokerDeregisterCmd(a *app) *cobra.Command {
 	var name string
+	var force bool
 	c := &cobra.Command{
 		Use:   "deregister",
 		Short: "Remove this broker's registration from the Hub",
@@ -213,9 +214,16 @@ broker's stored connections (choose one with --name when there are several),
 or, with none stored, from the global settings (server.broker.broker_id).
 The deregistration is sent to the Hub the CLI selects, so select that
 registration's Hub first (--hub or 'scion hub use'); a warning names both
-when they differ. On success the stored connection (or broker_id) is removed.`,
+when they differ. On success the stored connection (or broker_id) is removed.
+
+The Hub refuses to deregister a broker that still has agents and lists them:
+delete them first. With --force it deregisters the broker anyway; its agents
+keep their records, answer runtime_broker_missing for anything that needs the
+broker, and are removed with 'scion delete --force' (their workloads, if
+still running on this machine, are not stopped).`,
 		Example: `  scion runtime-broker deregister
-  scion runtime-broker deregister --name gpu-box --hub team`,
+  scion runtime-broker deregister --name gpu-box --hub team
+  scion runtime-broker deregister --force`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			t, cl, err := a.connect()
@@ -231,7 +239,11 @@ when they differ. On success the stored connection (or broker_id) is removed.`,
 				return err
 			}
 			warnOtherHub(cmd, r, t)
-			if err := cl.DeregisterBroker(cmd.Context(), r.BrokerID); err != nil {
+			deregister := cl.DeregisterBroker
+			if force {
+				deregister = cl.ForceDeregisterBroker
+			}
+			if err := deregister(cmd.Context(), r.BrokerID); err != nil {
 				return err
 			}
 			if r.FromSettings {
@@ -249,6 +261,7 @@ when they differ. On success the stored connection (or broker_id) is removed.`,
 		},
 	}
 	c.Flags().StringVar(&name, "name", "", "stored broker connection to deregister (needed when there are several)")
+	c.Flags().BoolVar(&force, "force", false, "deregister even though agents remain (they are left without a broker)")
 	return c
 }
 

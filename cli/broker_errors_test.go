@@ -31,7 +31,7 @@ func TestSelectionRequiredPrintsChoices(t *testing.T) {
 // A refused deregistration lists the agents that still run on the broker.
 func TestDeregisterRefusalPrintsAgents(t *testing.T) {
 	var b strings.Builder
-	e := api.Conflict("runtime_broker_has_agents", "runtime broker %q still has 3 agents", "gpu").
+	e := api.Conflict(api.CodeBrokerHasAgents, "runtime broker %q still has 3 agents", "gpu").
 		WithDetail("agents", []any{"web/a1", "web/a2"}).WithDetail("total", float64(3))
 	printErrorDetails(&b, e)
 	if got := b.String(); got != "Agents: web/a1, web/a2 (and 1 more)\n" {

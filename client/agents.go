@@ -85,11 +85,29 @@ func (c *Client) GetAgent(ctx context.Context, agent, project string) (*api.Agen
 
 // DeleteAgent deletes an agent by ID, or by slug within project.
 func (c *Client) DeleteAgent(ctx context.Context, agent, project string) error {
+	return c.deleteAgent(ctx, agent, project, false)
+}
+
+// ForceDeleteAgent deletes the record of an agent whose runtime broker is
+// no longer registered, which a plain delete refuses: its workload, if
+// any, is left where it ran.
+func (c *Client) ForceDeleteAgent(ctx context.Context, agent, project string) error {
+	return c.deleteAgent(ctx, agent, project, true)
+}
+
+func (c *Client) deleteAgent(ctx context.Context, agent, project string, force bool) error {
 	s, err := segment("agent", agent)
 	if err != nil {
 		return err
 	}
-	return c.do(ctx, request{method: http.MethodDelete, path: apiPath("agents", s), query: agentQuery(project)}, nil)
+	q := agentQuery(project)
+	if force {
+		if q == nil {
+			q = url.Values{}
+		}
+		q.Set("force", "true")
+	}
+	return c.do(ctx, request{method: http.MethodDelete, path: apiPath("agents", s), query: q}, nil)
 }
 
 // AgentAction runs one of start, stop, restart, suspend or resume.

@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"net/http"
+	"net/url"
 
 	"github.com/scion-go/scion/api"
 )
@@ -65,11 +66,26 @@ func (c *Client) UpdateBroker(ctx context.Context, broker string, req api.Update
 
 // DeregisterBroker removes a Runtime Broker's registration.
 func (c *Client) DeregisterBroker(ctx context.Context, broker string) error {
+	return c.deregisterBroker(ctx, broker, false)
+}
+
+// ForceDeregisterBroker deregisters a broker that still has agents: they
+// are left without a broker (409 runtime_broker_missing for what needs
+// it) until each is deleted with ForceDeleteAgent.
+func (c *Client) ForceDeregisterBroker(ctx context.Context, broker string) error {
+	return c.deregisterBroker(ctx, broker, true)
+}
+
+func (c *Client) deregisterBroker(ctx context.Context, broker string, force bool) error {
 	s, err := segment("runtime broker", broker)
 	if err != nil {
 		return err
 	}
-	return c.do(ctx, request{method: http.MethodDelete, path: apiPath("runtime-brokers", s)}, nil)
+	var q url.Values
+	if force {
+		q = url.Values{"force": {"true"}}
+	}
+	return c.do(ctx, request{method: http.MethodDelete, path: apiPath("runtime-brokers", s), query: q}, nil)
 }
 
 // ProvideProject authorizes a broker to run the project's agents.

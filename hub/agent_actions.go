@@ -47,7 +47,7 @@ func (s *Server) handleAgentAction(r *http.Request, c *Caller) (int, any, error)
 	}
 	b, err := s.store.GetBroker(ctx, a.BrokerID)
 	if isNotFound(err) {
-		err = api.Conflict(api.CodeConflict, "agent %q's runtime broker is gone", a.Slug)
+		err = brokerMissing(a)
 	}
 	if err != nil {
 		return 0, nil, err
@@ -183,13 +183,22 @@ func (s *Server) handleDeleteAgent(r *http.Request, c *Caller) (int, any, error)
 	if err != nil {
 		return 0, nil, err
 	}
-	if a.BrokerID != "" {
-		if !s.brokerOnline(a.BrokerID) {
-			// Removing the record without reaching the broker could leave a
-			// workload running with its capacity released.
-			return 0, nil, api.Errorf(http.StatusServiceUnavailable, api.CodeBrokerOffline,
-				"the agent's runtime broker is offline; delete it when the broker reconnects")
+	force, err := forceParam(r)
+	if err != nil {
+		return 0, nil, err
+	}
+	if a.BrokerID != "" && !s.brokerOnline(a.BrokerID) {
+		// Removing the record without reaching the broker could leave a
+		// workload running with its capacity released: only for a broker
+		// that is gone for good, and only when forced.
+		err := s.orBrokerMissing(ctx, a, api.Errorf(http.StatusServiceUnavailable, api.CodeBrokerOffline,
+			"the agent's runtime broker is offline; delete it when the broker reconnects"))
+		if !force || !api.IsCode(err, api.CodeBrokerMissing) {
+			return 0, nil, err
 		}
+		s.log.Warn("agent record deleted with force without reaching its runtime broker, which is no longer registered: its workload may still run on that machine",
+			"agent", a.Slug, "agent_id", a.ID, "project_id", a.ProjectID, "broker_id", a.BrokerID, "by", c.Principal())
+	} else if a.BrokerID != "" {
 		err := s.dispatch(ctx, a.BrokerID, wire.MethodAgentDelete, wire.AgentRef{AgentID: a.ID, RunID: a.RunID}, nil, "delete:"+a.ID)
 		if err != nil && !api.IsCode(err, api.CodeAgentNotFound) {
 			return 0, nil, err

@@ -87,7 +87,7 @@ func (s *Server) agentSession(ctx context.Context, c *Caller, r *http.Request) (
 	}
 	sess, err := s.liveSession(ctx, a.BrokerID)
 	if err != nil {
-		return "", nil, err
+		return "", nil, s.orBrokerMissing(ctx, a, err)
 	}
 	return a.ID, sess, nil
 }

@@ -29,7 +29,7 @@ func (s *Server) handleAgentLogs(w http.ResponseWriter, r *http.Request, c *Call
 	}
 	sess, err := s.liveSession(ctx, a.BrokerID)
 	if err != nil {
-		s.writeError(w, r, err)
+		s.writeError(w, r, s.orBrokerMissing(ctx, a, err))
 		return
 	}
 	st, err := sess.conn.Stream(ctx, wire.MethodAgentLogs, req)

@@ -2,6 +2,9 @@ package hub_test
 
 import (
 	"context"
+	"errors"
+	"io"
+	"strings"
 	"testing"
 
 	"github.com/scion-go/scion/api"
@@ -110,4 +113,114 @@ func TestJoinTokenNameIsRegistered(t *testing.T) {
 	// A token for a name that can never register is refused when made.
 	_, err = e.Admin.CreateJoinToken(ctx, api.CreateJoinTokenRequest{Name: "Bad Name"})
 	apiErr(t, err, 400, api.CodeInvalidRequest)
+}
+
+// A broker that still has agents is not deregistered without force: the
+// refusal lists them, and nothing changes. Forced, its agents keep their
+// records and reservations and answer runtime_broker_missing for what
+// needs the broker; a forced delete removes such an agent's record and
+// logs that its workload may still run. The broker stops being the
+// project's default and the Hub's.
+func TestDeregisterBrokerWithAgents(t *testing.T) {
+	engines(t, func(t *testing.T, pg bool) {
+		logs := &syncBuffer{}
+		e := testenv.New(t, testenv.Options{Postgres: pg, Brokers: 2, LogTo: logs})
+		ctx := context.Background()
+		b1 := e.Brokers()[0]
+		if _, err := e.Admin.CreateAgent(ctx, api.CreateAgentRequest{Name: "w", Project: "default", Broker: "b1", Start: true, Command: []string{"x"}}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.Admin.UpdateProject(ctx, "default", api.UpdateProjectRequest{DefaultBroker: ptr("b1")}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.Admin.PutSettings(ctx, api.HubSettings{AgentDefaults: api.AgentDefaults{DefaultRuntimeBroker: "b1"}}); err != nil {
+			t.Fatal(err)
+		}
+
+		err := e.Admin.DeregisterBroker(ctx, b1.ID)
+		apiErr(t, err, 409, api.CodeBrokerHasAgents)
+		var ae *api.Error
+		errors.As(err, &ae)
+		if names, _ := ae.Details["agents"].([]any); len(names) != 1 || names[0] != "default/w" || ae.Details["total"] != float64(1) {
+			t.Fatalf("refusal details = %v, want agents [default/w], total 1", ae.Details)
+		}
+		if br, err := e.Admin.GetBroker(ctx, b1.ID); err != nil || br.RunningAgents != 1 {
+			t.Fatalf("after the refusal: %+v %v", br, err)
+		}
+
+		if err := e.Admin.ForceDeregisterBroker(ctx, b1.ID); err != nil {
+			t.Fatal(err)
+		}
+		_, err = e.Admin.GetBroker(ctx, b1.ID)
+		apiErr(t, err, 404, api.CodeBrokerNotFound)
+		if p, err := e.Admin.GetProject(ctx, "default"); err != nil || p.DefaultBrokerID != "" {
+			t.Fatalf("project default after deregistration: %+v %v", p, err)
+		}
+		if st, err := e.Admin.GetSettings(ctx); err != nil || st.AgentDefaults.DefaultRuntimeBroker != "" {
+			t.Fatalf("hub default after deregistration: %+v %v", st, err)
+		}
+		// Its capacity slot is not released: nothing tore the workload down.
+		if n, err := e.Store.CountReservations(ctx, b1.ID); err != nil || n != 1 {
+			t.Fatalf("reservations of the stranded agent: %d %v, want 1", n, err)
+		}
+		if !strings.Contains(logs.String(), "deregistered with force") {
+			t.Error("the forced deregistration was not logged")
+		}
+
+		// What needs the broker answers runtime_broker_missing.
+		for _, act := range []string{"start", "stop", "restart"} {
+			_, err = e.Admin.AgentAction(ctx, "w", "default", act)
+			apiErr(t, err, 409, api.CodeBrokerMissing)
+		}
+		_, err = e.Admin.Logs(ctx, "w", "default", false, 0)
+		apiErr(t, err, 409, api.CodeBrokerMissing)
+		_, err = e.Admin.Exec(ctx, "w", "default", api.ExecRequest{Command: []string{"true"}}, io.Discard, io.Discard)
+		apiErr(t, err, 409, api.CodeBrokerMissing)
+		err = e.Admin.DeleteAgent(ctx, "w", "default")
+		apiErr(t, err, 409, api.CodeBrokerMissing)
+		if _, err := e.Admin.GetAgent(ctx, "w", "default"); err != nil {
+			t.Fatalf("a plain delete removed the record: %v", err)
+		}
+
+		if err := e.Admin.ForceDeleteAgent(ctx, "w", "default"); err != nil {
+			t.Fatal(err)
+		}
+		_, err = e.Admin.GetAgent(ctx, "w", "default")
+		apiErr(t, err, 404, api.CodeAgentNotFound)
+		if n, err := e.Store.CountReservations(ctx, b1.ID); err != nil || n != 0 {
+			t.Fatalf("reservations after the forced delete: %d %v, want 0", n, err)
+		}
+		if !strings.Contains(logs.String(), "its workload may still run") {
+			t.Error("the forced agent delete was not logged")
+		}
+		// The cascade works without the stale defaults: b2 is the only
+		// provider left.
+		a, err := e.Admin.CreateAgent(ctx, api.CreateAgentRequest{Name: "w2", Project: "default", Command: []string{"x"}})
+		if err != nil || a.BrokerName != "b2" {
+			t.Fatalf("create after deregistration: %+v %v", a, err)
+		}
+	})
+}
+
+// Force on an agent whose broker is only offline changes nothing: the
+// record stays until the broker can delete the workload.
+func TestForceDeleteNeedsMissingBroker(t *testing.T) {
+	e := testenv.New(t, testenv.Options{Brokers: 1})
+	ctx := context.Background()
+	if _, err := e.Admin.CreateAgent(ctx, api.CreateAgentRequest{Name: "w", Project: "default", Start: true, Command: []string{"x"}}); err != nil {
+		t.Fatal(err)
+	}
+	b := e.Brokers()[0]
+	e.StopBroker(b)
+	e.WaitBrokerStatus(b.ID, api.BrokerOffline)
+	err := e.Admin.ForceDeleteAgent(ctx, "w", "default")
+	apiErr(t, err, 503, api.CodeBrokerOffline)
+	if _, err := e.Admin.GetAgent(ctx, "w", "default"); err != nil {
+		t.Fatalf("forced delete with an offline broker removed the record: %v", err)
+	}
+	// An idle broker is deregistered without force.
+	idle := e.AddBroker("idle")
+	if err := e.Admin.DeregisterBroker(ctx, idle.ID); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -208,8 +208,14 @@ type Store interface {
 	UpdateBroker(ctx context.Context, b *Broker) error
 	// SetBrokerStatus changes only status and last-seen time.
 	SetBrokerStatus(ctx context.Context, id, status string, lastSeen time.Time) error
-	// DeleteBroker removes the broker, its provider links and reservations.
-	DeleteBroker(ctx context.Context, id string) error
+	// DeleteBroker removes the broker, its provider links and its queued
+	// dispatches, and clears it as any project's default broker. Without
+	// force it is ErrConflict while an agent is assigned to the broker or
+	// holds a slot on it. Agents keep their BrokerID and their
+	// reservations (a forced deregistration strands them: the Hub cannot
+	// know whether their workloads still run); deleting an agent frees its
+	// slot.
+	DeleteBroker(ctx context.Context, id string, force bool) error
 
 	// Agents. (ProjectID, Slug) is unique.
 	//

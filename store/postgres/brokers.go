@@ -180,8 +180,31 @@ func (s *Store) SetBrokerStatus(ctx context.Context, id, status string, lastSeen
 }
 
 // DeleteBroker deletes the broker; foreign keys cascade to its provider
-// links and reservations. Agents keep their BrokerID.
-func (s *Store) DeleteBroker(ctx context.Context, id string) error {
-	tag, err := s.pool.Exec(ctx, `DELETE FROM runtime_brokers WHERE id = $1`, id)
-	return mustAffect(tag, err, fmt.Sprintf("delete broker %q", id))
+// links and queued dispatches, and projects that had it as their default
+// lose that default. Without force it refuses (ErrConflict) while an agent
+// is assigned to the broker or holds a slot on it: the DELETE takes the
+// broker's row lock first, so a reservation being taken concurrently (it
+// locks that row too) is either committed and seen by the check, or finds
+// the broker gone. Agents keep their BrokerID and their reservations.
+func (s *Store) DeleteBroker(ctx context.Context, id string, force bool) error {
+	what := fmt.Sprintf("delete broker %q", id)
+	return s.tx(ctx, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `DELETE FROM runtime_brokers WHERE id = $1`, id)
+		if err := mustAffect(tag, err, what); err != nil {
+			return err
+		}
+		if !force {
+			var busy bool
+			if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM agents WHERE broker_id = $1)
+				OR EXISTS (SELECT 1 FROM reservations WHERE broker_id = $1)`, id).Scan(&busy); err != nil {
+				return mapErr(err, what)
+			}
+			if busy {
+				return fmt.Errorf("%s: it still has agents: %w", what, store.ErrConflict)
+			}
+		}
+		_, err = tx.Exec(ctx, `UPDATE projects SET default_broker_id = '', updated_at = $1 WHERE default_broker_id = $2`,
+			dbutil.Now(), id)
+		return mapErr(err, what)
+	})
 }

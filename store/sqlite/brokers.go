@@ -176,8 +176,29 @@ func (s *Store) SetBrokerStatus(ctx context.Context, id, status string, lastSeen
 }
 
 // DeleteBroker deletes the broker; foreign keys cascade to its provider
-// links and reservations. Agents keep their BrokerID.
-func (s *Store) DeleteBroker(ctx context.Context, id string) error {
-	res, err := s.w.ExecContext(ctx, `DELETE FROM runtime_brokers WHERE id = ?`, id)
-	return mustAffect(res, err, fmt.Sprintf("delete broker %q", id))
+// links and queued dispatches, and projects that had it as their default
+// lose that default. Without force it refuses (ErrConflict) while an agent
+// is assigned to the broker or holds a slot on it. Agents keep their
+// BrokerID and their reservations.
+func (s *Store) DeleteBroker(ctx context.Context, id string, force bool) error {
+	what := fmt.Sprintf("delete broker %q", id)
+	return s.write(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `DELETE FROM runtime_brokers WHERE id = ?`, id)
+		if err := mustAffect(res, err, what); err != nil {
+			return err
+		}
+		if !force {
+			var busy bool
+			if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM agents WHERE broker_id = ?1)
+				OR EXISTS (SELECT 1 FROM reservations WHERE broker_id = ?1)`, id).Scan(&busy); err != nil {
+				return mapErr(err, what)
+			}
+			if busy {
+				return fmt.Errorf("%s: it still has agents: %w", what, store.ErrConflict)
+			}
+		}
+		_, err = tx.ExecContext(ctx, `UPDATE projects SET default_broker_id = '', updated_at = ? WHERE default_broker_id = ?`,
+			micros(dbutil.Now()), id)
+		return mapErr(err, what)
+	})
 }

@@ -11,25 +11,36 @@ import (
 )
 
 // reserveCondSQL inserts (or moves) an agent's reservation only while the
-// broker is under its limit (?4 <= 0: unlimited). Run inside a write
-// transaction, so count and insert cannot interleave with another writer.
+// broker exists and is under its limit (?4 <= 0: unlimited). Run inside a
+// write transaction, so count and insert cannot interleave with another
+// writer. (The broker is checked here, not by a foreign key: a forced
+// deregistration leaves its agents' reservations in place, migration 0007.)
 // Arguments: agent, broker, created_at, limit.
 const reserveCondSQL = `INSERT INTO reservations (agent_id, broker_id, created_at)
-	SELECT ?1, ?2, ?3 WHERE ?4 <= 0 OR (SELECT count(*) FROM reservations WHERE broker_id = ?2) < ?4
+	SELECT ?1, ?2, ?3 WHERE EXISTS (SELECT 1 FROM runtime_brokers WHERE id = ?2)
+		AND (?4 <= 0 OR (SELECT count(*) FROM reservations WHERE broker_id = ?2) < ?4)
 	ON CONFLICT (agent_id) DO UPDATE SET broker_id = excluded.broker_id, created_at = excluded.created_at`
 
 // reserveTx takes a slot for agentID on brokerID inside tx, or fails with
 // ErrQuota (broker full) or ErrNotFound (no such broker or agent).
 func (s *Store) reserveTx(ctx context.Context, tx *sql.Tx, brokerID, agentID string, limit int) error {
+	what := fmt.Sprintf("reserve on broker %q for agent %q", brokerID, agentID)
 	res, err := tx.StmtContext(ctx, s.reserveCond).ExecContext(ctx, agentID, brokerID, micros(dbutil.Now()), limit)
 	if err != nil {
-		return mapErr(err, fmt.Sprintf("reserve on broker %q for agent %q", brokerID, agentID))
+		return mapErr(err, what)
 	}
 	n, err := res.RowsAffected()
 	if err != nil {
 		return err
 	}
 	if n == 0 {
+		var exists bool
+		if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM runtime_brokers WHERE id = ?)`, brokerID).Scan(&exists); err != nil {
+			return mapErr(err, what)
+		}
+		if !exists {
+			return fmt.Errorf("%s: no such broker: %w", what, store.ErrNotFound)
+		}
 		return errQuota(brokerID, limit)
 	}
 	return nil

@@ -119,31 +119,67 @@ func testDeleteBroker(t *testing.T, s store.Store) {
 	other := newBroker(t, s, "other")
 	must(t, s.LinkProvider(ctx, p.ID, b.ID))
 	must(t, s.LinkProvider(ctx, p.ID, other.ID))
+	p.DefaultBrokerID = b.ID
+	must(t, s.UpdateProject(ctx, p))
 	a := newAgent(t, s, p.ID, "a", b.ID)
 	a2 := newAgent(t, s, p.ID, "a2", other.ID)
 	must(t, s.Reserve(ctx, b.ID, a.ID, 0))
 	must(t, s.Reserve(ctx, other.ID, a2.ID, 0))
 
-	must(t, s.DeleteBroker(ctx, b.ID))
-	_, err := s.GetBroker(ctx, b.ID)
-	wantErr(t, err, store.ErrNotFound)
-	wantErr(t, s.DeleteBroker(ctx, b.ID), store.ErrNotFound)
-
+	// Not without force while it has an agent: nothing changes.
+	wantErr(t, s.DeleteBroker(ctx, b.ID, false), store.ErrConflict)
+	if _, err := s.GetBroker(ctx, b.ID); err != nil {
+		t.Fatalf("a refused delete removed the broker: %v", err)
+	}
 	providers, err := s.ProjectProviders(ctx, p.ID)
 	must(t, err)
-	equal(t, providers, []string{other.ID})
-	n, err := s.CountReservations(ctx, b.ID)
+	if len(providers) != 2 {
+		t.Fatalf("a refused delete unlinked a provider: %v", providers)
+	}
+	// Nor while it holds a slot of an agent assigned elsewhere.
+	slotOnly := newBroker(t, s, "slot-only")
+	a3 := newAgent(t, s, p.ID, "a3", other.ID)
+	must(t, s.Reserve(ctx, slotOnly.ID, a3.ID, 0))
+	wantErr(t, s.DeleteBroker(ctx, slotOnly.ID, false), store.ErrConflict)
+	must(t, s.DeleteAgent(ctx, a3.ID))
+	must(t, s.DeleteBroker(ctx, slotOnly.ID, false))
+	// An idle broker goes without force.
+	idle := newBroker(t, s, "idle")
+	must(t, s.DeleteBroker(ctx, idle.ID, false))
+
+	must(t, s.DeleteBroker(ctx, b.ID, true))
+	_, err = s.GetBroker(ctx, b.ID)
+	wantErr(t, err, store.ErrNotFound)
+	wantErr(t, s.DeleteBroker(ctx, b.ID, true), store.ErrNotFound)
+	wantErr(t, s.DeleteBroker(ctx, b.ID, false), store.ErrNotFound)
+
+	providers, err = s.ProjectProviders(ctx, p.ID)
 	must(t, err)
-	if n != 0 {
-		t.Fatalf("deleted broker still has %d reservations", n)
+	equal(t, providers, []string{other.ID})
+	got, err := s.GetProject(ctx, p.ID)
+	must(t, err)
+	if got.DefaultBrokerID != "" {
+		t.Fatalf("project default still names the deleted broker: %q", got.DefaultBrokerID)
+	}
+	// The stranded agent keeps its record, the broker it ran on and its
+	// reservation: nothing says its workload was torn down.
+	ga, err := s.GetAgent(ctx, a.ID)
+	must(t, err)
+	if ga.BrokerID != b.ID {
+		t.Fatalf("agent BrokerID = %q, want %q", ga.BrokerID, b.ID)
 	}
 	counts, err := s.ReservationCounts(ctx)
 	must(t, err)
-	equal(t, counts, map[string]int{other.ID: 1})
-	// The agent itself stays, still naming the broker it ran on.
-	got, err := s.GetAgent(ctx, a.ID)
+	equal(t, counts, map[string]int{b.ID: 1, other.ID: 1})
+	reserved, err := s.ReservedAgents(ctx, b.ID)
 	must(t, err)
-	if got.BrokerID != b.ID {
-		t.Fatalf("agent BrokerID = %q, want %q", got.BrokerID, b.ID)
+	equal(t, reserved, []string{a.ID})
+	// No new slot on the deleted broker; deleting the agent frees its slot.
+	wantErr(t, s.Reserve(ctx, b.ID, a2.ID, 0), store.ErrNotFound)
+	must(t, s.DeleteAgent(ctx, a.ID))
+	n, err := s.CountReservations(ctx, b.ID)
+	must(t, err)
+	if n != 0 {
+		t.Fatalf("deleted agent still holds %d reservations", n)
 	}
 }

@@ -158,7 +158,7 @@ func testDispatchQueue(t *testing.T, s store.Store) {
 	// but not its broker.
 	must(t, s.DeleteAgent(ctx, a[2].ID))
 	equal(t, pendingIDs(t, s, b.ID, 0), []string{d2.ID, d4.ID})
-	must(t, s.DeleteBroker(ctx, b2.ID))
+	must(t, s.DeleteBroker(ctx, b2.ID, true))
 	equal(t, pendingIDs(t, s, b2.ID, 0), []string{})
 	_, err = s.GetDispatch(ctx, d3.ID)
 	wantErr(t, err, store.ErrNotFound)
