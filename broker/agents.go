@@ -47,6 +47,9 @@ func (b *Broker) createAgentOnce(ctx context.Context, spec wire.AgentSpec) (_ ru
 	if err != nil {
 		return runtime.Status{}, err
 	}
+	if image, err = b.imageFor(spec, image); err != nil {
+		return runtime.Status{}, err
+	}
 	// A second create must not touch a live agent: undoing its failure
 	// would delete the first one's directories. The same keyed create
 	// again (same run: the Hub's retry of a create whose broker died before
@@ -156,6 +159,31 @@ func (b *Broker) createAgentOnce(ctx context.Context, spec wire.AgentSpec) (_ ru
 	}
 	return st, nil
 }
+
+// imageRuntimes are the runtimes that run agents from an image.
+var imageRuntimes = map[string]bool{"docker": true, "kubernetes": true}
+
+// imageFor is the image an agent runs: the create's (the Hub fills in its
+// Agent Defaults) or its harness's, else the broker's default. With none,
+// on a runtime that needs one, the create is refused before anything is
+// made, saying how to set one; it used to reach the engine and fail with
+// a bare "no image".
+func (b *Broker) imageFor(spec wire.AgentSpec, image string) (string, error) {
+	if image != "" || !imageRuntimes[b.rt.Name()] {
+		return image, nil
+	}
+	if b.cfg.DefaultImage != "" {
+		return b.cfg.DefaultImage, nil
+	}
+	return "", api.BadRequest("agent %s has no image, and runtime broker %s (%s runtime) has no default one: "+
+		"set the Hub's default with `scion hub settings set --default-image IMAGE` (on a Docker host, `scion image build-demo` builds %s locally), "+
+		"or pass --image to scion start", cmp.Or(spec.Slug, spec.AgentID), b.cfg.Name, b.rt.Name(), demoImageName).
+		WithDetail("fix", "scion hub settings set --default-image IMAGE")
+}
+
+// demoImageName is runtime/docker.DemoImage, named here without importing
+// the Docker client into every broker.
+const demoImageName = "scion-demo:latest"
 
 // resumeCreate answers a create of the same run as an agent the runtime
 // already has: an earlier attempt got at least as far as the runtime's

@@ -73,6 +73,12 @@ type Config struct {
 	// closes the control channel instead of answering, the way a network
 	// failure loses an acknowledgement. Leave nil in production.
 	DropReply func(method, key string) bool
+	// DefaultImage is the image of an agent for which neither its create,
+	// the Hub's Agent Defaults nor its harness names one: on a Docker
+	// broker, the locally built demo image (scion image build-demo), so
+	// that a team set-up runs its first agent without a registry, as the
+	// workstation does. Empty: such a create is refused with the fix.
+	DefaultImage string
 	// PortRange is the inclusive host port range agents' published ports
 	// come from (default DefaultPortRange). It must be reserved for this
 	// broker's agents on its host; see PortPool.

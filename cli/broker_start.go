@@ -64,6 +64,15 @@ control channel open, reconnecting with backoff when it drops.`,
 				return err
 			}
 			defer rt.Close()
+			var defaultImage string
+			if rt.Name() == "docker" {
+				// Like the workstation: no registry, so the demo image is
+				// built locally (once) and runs agents that name no image,
+				// and a team's first `scion start` works out of the box.
+				if defaultImage, err = ensureDemoImage(cmd.Context(), log); err != nil {
+					log.Warn("the demo image could not be built; agents without an image are refused until the Hub has a default image (scion hub settings set --default-image)", "err", err)
+				}
+			}
 			self, _ := os.Executable()
 			profiles, err := brokerProfiles(s.Server.Broker.Profiles)
 			if err != nil {
@@ -73,7 +82,8 @@ control channel open, reconnecting with backoff when it drops.`,
 				Secret: []byte(conn.Secret), Runtime: rt, DataDir: dataDir, Version: Version, Logger: log,
 				HeartbeatInterval: heartbeat, Grace: grace, ScionBinary: self, PortRange: ports,
 				Capabilities:  passthroughCapabilities(s.Server.Broker.AllowPassthrough),
-				GitWorkspaces: broker.GitWorkspacesConfig{AllowLocalRemotes: s.Server.Broker.AllowLocalGitRemotes}})
+				GitWorkspaces: broker.GitWorkspacesConfig{AllowLocalRemotes: s.Server.Broker.AllowLocalGitRemotes},
+				DefaultImage:  defaultImage})
 			if err != nil {
 				return err
 			}
