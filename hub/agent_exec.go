@@ -70,7 +70,12 @@ func (s *Server) handleAgentExec(w http.ResponseWriter, r *http.Request, c *Call
 			if errors.Is(err, io.EOF) {
 				err = api.Internal("exec ended without an exit code")
 			}
-			_ = enc.Encode(api.ExecOutput{Stream: "error", Error: api.AsError(s.channelErr(ctx, sess, err))})
+			e := api.AsError(s.channelErr(ctx, sess, err))
+			if pub := publicError(e); pub != e {
+				s.log.Warn("exec stream error answered without its details", "err", e)
+				e = pub
+			}
+			_ = enc.Encode(api.ExecOutput{Stream: "error", Error: e})
 			return
 		}
 	}
@@ -153,7 +158,7 @@ func (s *Server) handleAgentAttach(w http.ResponseWriter, r *http.Request, c *Ca
 		if err := st.Recv(&out); err != nil {
 			reason := "agent exited"
 			if !errors.Is(err, io.EOF) {
-				reason = api.AsError(err).Message
+				reason = scrubAddresses(api.AsError(err).Message)
 			}
 			_ = ws.Close(websocket.StatusNormalClosure, truncate(reason, 120))
 			return

@@ -18,26 +18,38 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_ = json.NewEncoder(w).Encode(v)
 }
 
-// writeError writes the standard error body. Internal errors are logged
-// and answered with a generic message: their text may hold details a
-// caller must not see. Other failures (5xx) have addresses scrubbed.
+// writeError writes the standard error body (publicError's), logging an
+// internal error in full.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	e := api.AsError(err)
-	if e.Status >= 500 && e.Code == api.CodeInternal {
-		s.log.Error("internal error", "method", r.Method, "path", r.URL.Path, "err", err)
-		e = api.Internal("internal error; see the Hub log")
-	}
-	if e.Status >= 500 {
-		// A failure may carry a transport error's text: no internal
-		// addresses leave the Hub (the log has them).
-		if m := scrubAddresses(e.Message); m != e.Message {
-			s.log.Warn("error answer named an address", "method", r.Method, "path", r.URL.Path, "err", e.Message)
-			c := *e
-			c.Message = m
-			e = &c
+	if pub := publicError(e); pub != e {
+		if e.Code == api.CodeInternal {
+			s.log.Error("internal error", "method", r.Method, "path", r.URL.Path, "err", err)
+		} else {
+			s.log.Warn("error answered with internal addresses scrubbed", "method", r.Method, "path", r.URL.Path, "err", err)
 		}
+		e = pub
 	}
 	writeJSON(w, e.Status, api.ErrorBody{Error: e})
+}
+
+// publicError is what a caller may see of e. Internal errors get a
+// generic message: their text may hold details a caller must not see.
+// Other failures (5xx) may carry a transport error's text: they have
+// internal addresses scrubbed (the log keeps them).
+func publicError(e *api.Error) *api.Error {
+	switch {
+	case e == nil || e.Status < 500:
+		return e
+	case e.Code == api.CodeInternal:
+		return api.Internal("internal error; see the Hub log")
+	}
+	if m := scrubAddresses(e.Message); m != e.Message {
+		c := *e
+		c.Message = m
+		return &c
+	}
+	return e
 }
 
 // decodeJSON reads a bounded JSON body into v, refusing unknown fields,

@@ -121,10 +121,7 @@ func (s *Server) agentSecrets(ctx context.Context, c *Caller, p *store.Project, 
 	out := make(map[string]string, len(names))
 	for _, name := range names {
 		sec := &authz.SecretRes{Name: name, Held: c.Kind == CallerAgent && slices.Contains(held, name)}
-		x, err := s.store.GetSecret(ctx, p.ID, name)
-		if isNotFound(err) {
-			x, err = s.store.GetSecret(ctx, "", name)
-		}
+		x, err := s.lookupSecret(ctx, p.ID, name)
 		if isNotFound(err) {
 			// Asked first as a project secret: an agent learns nothing
 			// about the names of secrets it was not given.
@@ -143,14 +140,30 @@ func (s *Server) agentSecrets(ctx context.Context, c *Caller, p *store.Project, 
 		if err := s.authorize(ctx, c, authz.SecretUse, res, nil); err != nil {
 			return nil, err
 		}
-		v, err := s.secrets.open(x.ProjectID, x.Name, x.Ciphertext)
-		if err != nil {
-			s.log.Error("secret does not open with this Hub's secrets key", "secret", name, "project", x.ProjectID)
-			return nil, api.Errorf(http.StatusInternalServerError, api.CodeInternal, "secret %q cannot be decrypted with this Hub's key", name)
+		if out[name], err = s.openSecret(x); err != nil {
+			return nil, err
 		}
-		out[name] = string(v)
 	}
 	return out, nil
+}
+
+// lookupSecret finds the secret a name in project projectID means: the
+// project's, else the hub-wide one.
+func (s *Server) lookupSecret(ctx context.Context, projectID, name string) (*store.Secret, error) {
+	x, err := s.store.GetSecret(ctx, projectID, name)
+	if isNotFound(err) {
+		x, err = s.store.GetSecret(ctx, "", name)
+	}
+	return x, err
+}
+
+func (s *Server) openSecret(x *store.Secret) (string, error) {
+	v, err := s.secrets.open(x.ProjectID, x.Name, x.Ciphertext)
+	if err != nil {
+		s.log.Error("secret does not open with this Hub's secrets key", "secret", x.Name, "project", x.ProjectID)
+		return "", api.Errorf(http.StatusInternalServerError, api.CodeInternal, "secret %q cannot be decrypted with this Hub's key", x.Name)
+	}
+	return string(v), nil
 }
 
 // recordedSecrets resolves the secrets agent a's record names, for a
@@ -165,22 +178,16 @@ func (s *Server) recordedSecrets(ctx context.Context, a *store.Agent) (map[strin
 	}
 	out := make(map[string]string, len(a.SecretNames))
 	for _, name := range a.SecretNames {
-		x, err := s.store.GetSecret(ctx, a.ProjectID, name)
-		if isNotFound(err) {
-			x, err = s.store.GetSecret(ctx, "", name)
-		}
+		x, err := s.lookupSecret(ctx, a.ProjectID, name)
 		if isNotFound(err) {
 			return nil, api.NotFound(api.CodeSecretNotFound, "secret %q of agent %q is gone; set it again with `scion hub secret set %s`", name, a.Slug, name)
 		}
 		if err != nil {
 			return nil, err
 		}
-		v, err := s.secrets.open(x.ProjectID, x.Name, x.Ciphertext)
-		if err != nil {
-			s.log.Error("secret does not open with this Hub's secrets key", "secret", name, "project", x.ProjectID)
-			return nil, api.Errorf(http.StatusInternalServerError, api.CodeInternal, "secret %q cannot be decrypted with this Hub's key", name)
+		if out[name], err = s.openSecret(x); err != nil {
+			return nil, err
 		}
-		out[name] = string(v)
 	}
 	return out, nil
 }
