@@ -25,14 +25,14 @@ package api
 //	GET    /api/v1/runtime-brokers/connect              WebSocket control channel (signed broker headers)
 //	GET    /api/v1/runtime-brokers/{broker}             -> RuntimeBroker
 //	PATCH  /api/v1/runtime-brokers/{broker}             UpdateBrokerRequest -> RuntimeBroker
-//	DELETE /api/v1/runtime-brokers/{broker}             (204; deregister)
+//	DELETE /api/v1/runtime-brokers/{broker}[?force=true] (204; deregister; 409 runtime_broker_has_agents without force while agents remain)
 //	PUT    /api/v1/runtime-brokers/{broker}/projects/{project}   (provide) -> RuntimeBroker
 //	DELETE /api/v1/runtime-brokers/{broker}/projects/{project}   (withdraw) -> RuntimeBroker
 //	POST   /api/v1/agents                               CreateAgentRequest -> Agent (201)
 //	GET    /api/v1/agents?project=&broker=&phase=&cursor=&limit= -> List[Agent]
 //	GET    /api/v1/agents/{agent}                       -> Agent
 //	PATCH  /api/v1/agents/{agent}                       UpdateAgentRequest -> Agent (role change)
-//	DELETE /api/v1/agents/{agent}                       (204)
+//	DELETE /api/v1/agents/{agent}[?force=true]          (204; force removes the record of an agent whose broker is gone: 409 runtime_broker_missing without it)
 //	POST   /api/v1/agents/{agent}/start|stop|restart|suspend|resume -> Agent
 //	GET    /api/v1/agents/{agent}/logs?follow=true&tail=N  -> text/plain stream of the agent's output
 //	POST   /api/v1/agents/{agent}/exec                  ExecRequest -> application/x-ndjson of ExecOutput

@@ -57,3 +57,36 @@ func TestJoinWithNamedToken(t *testing.T) {
 		t.Errorf("connection %+v", c)
 	}
 }
+
+// deregister without --force prints the agents the Hub lists and keeps
+// the stored connection; with --force it sends force=true. delete --force
+// sends force=true too.
+func TestDeregisterForce(t *testing.T) {
+	setHome(t)
+	h := newFakeHub(t, "")
+	h.brokers = append(h.brokers, &api.RuntimeBroker{ID: "b-1", Name: "gpu", Projects: []string{}})
+	useHub(t, "team", h, "tok")
+	mustRun(t, "project", "create", "web")
+	h.agents = append(h.agents, &api.Agent{ID: "a-1", Slug: "w", ProjectID: h.project("web").ID, BrokerID: "b-1"})
+	saveCreds(t, conn("gpu", h.URL, "b-1"))
+
+	r := runCLI(t, "", "runtime-broker", "deregister")
+	if r.code != 1 || !strings.Contains(r.err, "error: runtime_broker_has_agents: ") || !strings.Contains(r.err, "\nAgents: "+h.project("web").ID+"/w\n") {
+		t.Fatalf("refused deregister: %+v", r)
+	}
+	if len(loadCreds(t).Connections) != 1 {
+		t.Fatal("a refused deregistration removed the stored connection")
+	}
+	mustRun(t, "runtime-broker", "deregister", "--force")
+	if reqs := h.requests("DELETE", "/api/v1/runtime-brokers/b-1"); len(reqs) != 2 || reqs[0].Query != "" || reqs[1].Query != "force=true" {
+		t.Fatalf("deregister requests %+v", reqs)
+	}
+	if len(loadCreds(t).Connections) != 0 {
+		t.Fatal("the forced deregistration kept the stored connection")
+	}
+
+	mustRun(t, "delete", "w", "--project", "web", "--force")
+	if reqs := h.requests("DELETE", "/api/v1/agents/w"); len(reqs) != 1 || !strings.Contains(reqs[0].Query, "force=true") || !strings.Contains(reqs[0].Query, "project=web") {
+		t.Fatalf("delete requests %+v", reqs)
+	}
+}

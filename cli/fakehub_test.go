@@ -283,6 +283,17 @@ func (h *fakeHub) brokerRoutes(a fakeRoute) {
 	a("DELETE /api/v1/runtime-brokers/{broker}", func(w http.ResponseWriter, r *http.Request) (any, int, *api.Error) {
 		for i, b := range h.brokers {
 			if b.ID == r.PathValue("broker") || b.Name == r.PathValue("broker") {
+				// As the Hub: refused while agents remain, unless forced.
+				var names []string
+				for _, ag := range h.agents {
+					if ag.BrokerID == b.ID {
+						names = append(names, ag.ProjectID+"/"+ag.Slug)
+					}
+				}
+				if len(names) > 0 && r.URL.Query().Get("force") != "true" {
+					return nil, 0, api.Conflict(api.CodeBrokerHasAgents, "runtime broker %q still has %d agent(s)", b.Name, len(names)).
+						WithDetail("agents", names).WithDetail("total", len(names))
+				}
 				h.brokers = append(h.brokers[:i], h.brokers[i+1:]...)
 				return nil, 204, nil
 			}
