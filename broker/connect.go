@@ -125,7 +125,8 @@ func (b *Broker) session(ctx context.Context) (up time.Duration, err error) {
 // dial opens the WebSocket with a signed upgrade request.
 func (b *Broker) dial(ctx context.Context) (*websocket.Conn, error) {
 	h := http.Header{}
-	wire.SignHeaders(h, b.cfg.BrokerID, b.cfg.Secret, http.MethodGet, connectPath, time.Now())
+	// connectURL sends no query string and the upgrade has no body.
+	wire.SignHeaders(h, b.cfg.BrokerID, b.cfg.Secret, wire.SignedRequest{Method: http.MethodGet, Path: connectPath}, time.Now())
 	ctx, cancel := context.WithTimeout(ctx, dialTimeout)
 	defer cancel()
 	ws, resp, err := websocket.Dial(ctx, b.url, &websocket.DialOptions{

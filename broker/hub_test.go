@@ -54,7 +54,7 @@ func newTestHub(t *testing.T) *testHub {
 
 func (h *testHub) connect(w http.ResponseWriter, r *http.Request) {
 	h.dials.Add(1)
-	if err := h.nonces.Verify(h.brokerID, h.secret, r.Method, r.URL.Path, r.Header, time.Now()); err != nil {
+	if err := h.nonces.Verify(h.brokerID, h.secret, wire.SignedRequest{Method: r.Method, Path: r.URL.Path, RawQuery: r.URL.RawQuery}, r.Header, time.Now()); err != nil {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusUnauthorized)
 		_ = json.NewEncoder(w).Encode(api.ErrorBody{Error: api.Unauthorized("invalid broker credentials")})

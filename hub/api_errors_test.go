@@ -130,7 +130,7 @@ func TestBrokerSignatureReplayRefused(t *testing.T) {
 	}
 	path := "/api/v1/runtime-brokers/" + creds.BrokerID
 	h := http.Header{}
-	wire.SignHeaders(h, creds.BrokerID, []byte(creds.Secret), "GET", path, time.Now())
+	wire.SignHeaders(h, creds.BrokerID, []byte(creds.Secret), wire.SignedRequest{Method: "GET", Path: path}, time.Now())
 	do := func(h http.Header, p string) int {
 		req, _ := http.NewRequest("GET", e.URL+p, nil)
 		req.Header = h.Clone()
@@ -148,17 +148,17 @@ func TestBrokerSignatureReplayRefused(t *testing.T) {
 		t.Fatalf("replayed signature: %d, want 401", got)
 	}
 	h2 := http.Header{}
-	wire.SignHeaders(h2, creds.BrokerID, []byte("wrong-secret"), "GET", path, time.Now())
+	wire.SignHeaders(h2, creds.BrokerID, []byte("wrong-secret"), wire.SignedRequest{Method: "GET", Path: path}, time.Now())
 	if got := do(h2, path); got != 401 {
 		t.Fatalf("wrong secret: %d, want 401", got)
 	}
 	h3 := http.Header{}
-	wire.SignHeaders(h3, creds.BrokerID, []byte(creds.Secret), "GET", "/api/v1/runtime-brokers", time.Now())
+	wire.SignHeaders(h3, creds.BrokerID, []byte(creds.Secret), wire.SignedRequest{Method: "GET", Path: "/api/v1/runtime-brokers"}, time.Now())
 	if got := do(h3, path); got != 401 {
 		t.Fatalf("signature for another path: %d, want 401", got)
 	}
 	h4 := http.Header{}
-	wire.SignHeaders(h4, creds.BrokerID, []byte(creds.Secret), "GET", path, time.Now().Add(-time.Hour))
+	wire.SignHeaders(h4, creds.BrokerID, []byte(creds.Secret), wire.SignedRequest{Method: "GET", Path: path}, time.Now().Add(-time.Hour))
 	if got := do(h4, path); got != 401 {
 		t.Fatalf("stale timestamp: %d, want 401", got)
 	}

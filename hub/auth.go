@@ -128,9 +128,8 @@ func (s *Server) authenticate(r *http.Request) (*Caller, error) {
 			s.log.Error("broker authentication failed", "broker", id, "reason", "broker secret: "+err.Error())
 			return nil, api.Unauthorized("invalid broker credentials")
 		}
-		if err := s.nonces.Verify(b.ID, secret, r.Method, r.URL.Path, r.Header, time.Now()); err != nil {
-			s.log.Warn("broker authentication failed", "broker", id, "reason", err.Error())
-			return nil, api.Unauthorized("invalid broker credentials")
+		if err := s.verifyBroker(r, b.ID, secret); err != nil {
+			return nil, err
 		}
 		return &Caller{Kind: CallerBroker, ID: b.ID, Name: b.Name}, nil
 	}

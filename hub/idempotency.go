@@ -231,6 +231,9 @@ func (s *Server) janitor() {
 		if _, err := s.store.PruneDispatches(ctx, time.Now().Add(-finishedRetention)); err != nil && s.ctx.Err() == nil {
 			s.log.Warn("pruning finished dispatches", "err", err)
 		}
+		if _, err := s.store.PruneNonces(ctx, time.Now()); err != nil && s.ctx.Err() == nil {
+			s.log.Warn("pruning broker nonces", "err", err)
+		}
 		cancel()
 		select {
 		case <-t.C:

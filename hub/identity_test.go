@@ -192,7 +192,7 @@ func TestBadTokensRefused(t *testing.T) {
 	b := e.Brokers()[0]
 	path := "/api/v1/runtime-brokers/" + b.ID
 	req, _ := http.NewRequest(http.MethodGet, e.URL+path, nil)
-	wire.SignHeaders(req.Header, b.ID, []byte(b.Secret), "GET", path, time.Now())
+	wire.SignHeaders(req.Header, b.ID, []byte(b.Secret), wire.SignedRequest{Method: "GET", Path: path}, time.Now())
 	for i, want := range []int{200, 401} {
 		r2 := req.Clone(ctx)
 		resp, err := http.DefaultClient.Do(r2)

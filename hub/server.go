@@ -15,7 +15,6 @@ import (
 
 	"github.com/scion-go/scion/api"
 	"github.com/scion-go/scion/store"
-	"github.com/scion-go/scion/wire"
 )
 
 // Options configure a Hub.
@@ -46,7 +45,6 @@ type Server struct {
 	opts     Options
 	store    store.Store
 	log      *slog.Logger
-	nonces   *wire.NonceCache
 	tokenKey []byte
 	secrets  *secretBox
 	mux      *http.ServeMux
@@ -96,10 +94,9 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 		opts.DispatchTimeout = 30 * time.Second
 	}
 	s := &Server{
-		opts:   opts,
-		store:  opts.Store,
-		log:    opts.Logger,
-		nonces: wire.NewNonceCache(5*time.Minute, 1<<20),
+		opts:  opts,
+		store: opts.Store,
+		log:   opts.Logger,
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.sessions = newSessions()

@@ -23,7 +23,7 @@ func brokerGet(t *testing.T, e *testenv.Env, id string, secret []byte) int {
 	t.Helper()
 	path := "/api/v1/runtime-brokers/" + id
 	req, _ := http.NewRequest(http.MethodGet, e.URL+path, nil)
-	wire.SignHeaders(req.Header, id, secret, http.MethodGet, path, time.Now())
+	wire.SignHeaders(req.Header, id, secret, wire.SignedRequest{Method: http.MethodGet, Path: path}, time.Now())
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)

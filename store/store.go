@@ -308,6 +308,9 @@ type Store interface {
 	DispatchQueue
 	IdempotencyKeys
 
+	// Nonces of accepted broker requests (see nonces.go).
+	BrokerNonces
+
 	// Secrets, per project and hub-wide (see secrets.go).
 	SecretStore
 

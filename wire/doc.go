@@ -71,6 +71,8 @@
 // frame, no pong) for HeartbeatInterval+Grace closes itself, which fails
 // every pending call with runtime_broker_unavailable.
 //
-// Sign, SignHeaders and NonceCache authenticate a broker's HTTP requests
-// (including the WebSocket upgrade) with an HMAC and replay protection.
+// Sign, SignHeaders and VerifySignature authenticate a broker's HTTP
+// requests (including the WebSocket upgrade) with an HMAC over method,
+// path, query string and body hash; the verifier records each nonce once
+// (the Hub in its database, test servers in a NonceCache) against replay.
 package wire

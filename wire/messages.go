@@ -8,7 +8,9 @@ import (
 )
 
 // ProtocolVersion is the control-channel protocol version a peer speaks.
-const ProtocolVersion = 1
+// 2: the upgrade is signed with SignatureVersion 2 (query string and body
+// hash covered, nonces kept by the Hub across restarts).
+const ProtocolVersion = 2
 
 // Capabilities a broker may advertise in its hello.
 const (

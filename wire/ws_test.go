@@ -71,7 +71,7 @@ func TestDialSignedHeaders(t *testing.T) {
 	nonces := NewNonceCache(time.Minute, 100)
 	verified := make(chan error, 1)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		err := nonces.Verify(r.Header.Get(HeaderBrokerID), testSecret, r.Method, r.URL.Path, r.Header, time.Now())
+		err := nonces.Verify(r.Header.Get(HeaderBrokerID), testSecret, SignedRequest{Method: r.Method, Path: r.URL.Path, RawQuery: r.URL.RawQuery}, r.Header, time.Now())
 		verified <- err
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusUnauthorized)
@@ -85,7 +85,7 @@ func TestDialSignedHeaders(t *testing.T) {
 	}))
 	defer srv.Close()
 	h := http.Header{}
-	SignHeaders(h, "b1", testSecret, http.MethodGet, "/api/v1/brokers/connect", time.Now())
+	SignHeaders(h, "b1", testSecret, SignedRequest{Method: http.MethodGet, Path: "/api/v1/brokers/connect"}, time.Now())
 	url := "ws" + strings.TrimPrefix(srv.URL, "http") + "/api/v1/brokers/connect"
 	c, _, err := Dial(context.Background(), url, h, Options{})
 	if err != nil {

@@ -27,6 +27,8 @@
 //     delivery can mark it skipped) but not its broker.
 //   - An idempotency record exists exactly when the agent it created
 //     does, and an unexpired key is refused before any other constraint.
+//   - A broker nonce is used once until it expires; it goes with its
+//     broker.
 package storetest
 
 import (
@@ -86,6 +88,8 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"CreateAgentKeyedRace", testCreateAgentKeyedRace},
 		{"CreateAgentWithLink", testCreateAgentWithLink},
 		{"CreateAgentReplacing", testCreateAgentReplacing},
+		{"BrokerNonces", testBrokerNonces},
+		{"UseNonceRace", testUseNonceRace},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
