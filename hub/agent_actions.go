@@ -146,9 +146,19 @@ func (s *Server) handleAgentAction(r *http.Request, c *Caller) (int, any, error)
 				if qerr == nil && queued {
 					return http.StatusAccepted, view, nil
 				}
+				if qerr == nil && wentOffline(derr) {
+					// Not queued because the broker is back already: send
+					// it on the new session under the same key, as its
+					// queue would have (answered from the broker's record
+					// if it had acted).
+					derr = s.resendStop(ctx, a, b, key, &st)
+					offline = wentOffline(derr)
+				}
 			}
 		}
-		return 0, nil, derr
+		if derr != nil {
+			return 0, nil, derr
+		}
 	}
 	if offline {
 		// Whether the broker acted is unknown until it is back: the record
@@ -209,4 +219,17 @@ func (s *Server) handleDeleteAgent(r *http.Request, c *Caller) (int, any, error)
 	}
 	s.observed.forget(a.ID)
 	return http.StatusNoContent, nil, nil
+}
+
+// resendStop sends a stop again, marking the agent stopping first as the
+// first attempt did; a failure leaves it running, as it was.
+func (s *Server) resendStop(ctx context.Context, a *store.Agent, b *store.Broker, key string, st *wire.AgentStatus) error {
+	if _, err := s.setPhaseIf(ctx, a.ID, api.PhaseRunning, api.PhaseStopping); err != nil {
+		return err
+	}
+	err := s.dispatch(ctx, b.ID, wire.MethodAgentStop, wire.AgentRef{AgentID: a.ID, RunID: a.RunID}, st, key)
+	if err != nil {
+		_, _ = s.setPhaseIf(context.WithoutCancel(ctx), a.ID, api.PhaseStopping, api.PhaseRunning)
+	}
+	return err
 }
