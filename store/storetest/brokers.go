@@ -1,6 +1,9 @@
 package storetest
 
 import (
+	"errors"
+	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -181,5 +184,38 @@ func testDeleteBroker(t *testing.T, s store.Store) {
 	must(t, err)
 	if n != 0 {
 		t.Fatalf("deleted agent still holds %d reservations", n)
+	}
+}
+
+// testDeleteBrokerRace: a deregistration without force racing a create
+// that reserves on the broker never lets both succeed: either the agent
+// exists and the broker stays (ErrConflict), or the broker is gone and the
+// create failed (ErrNotFound). A stranded agent is only ever the result of
+// a forced delete.
+func testDeleteBrokerRace(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	p := newProject(t, s, "p")
+	zero := 0
+	for k := range 20 {
+		b := newBroker(t, s, fmt.Sprintf("b%d", k))
+		var createErr, deleteErr error
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		wg.Go(func() {
+			<-start
+			createErr = s.CreateAgent(ctx, &store.Agent{Slug: fmt.Sprintf("a%d", k), ProjectID: p.ID, BrokerID: b.ID, Phase: api.PhaseCreated}, &zero)
+		})
+		wg.Go(func() {
+			<-start
+			deleteErr = s.DeleteBroker(ctx, b.ID, false)
+		})
+		close(start)
+		wg.Wait()
+		switch {
+		case createErr == nil && errors.Is(deleteErr, store.ErrConflict):
+		case errors.Is(createErr, store.ErrNotFound) && deleteErr == nil:
+		default:
+			t.Fatalf("round %d: create %v, delete %v; want exactly one to succeed", k, createErr, deleteErr)
+		}
 	}
 }

@@ -52,6 +52,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Providers", testProviders},
 		{"Brokers", testBrokers},
 		{"DeleteBroker", testDeleteBroker},
+		{"DeleteBrokerRace", testDeleteBrokerRace},
 		{"Agents", testAgents},
 		{"UpdateAgent", testUpdateAgent},
 		{"AgentPorts", testAgentPorts},
