@@ -304,7 +304,7 @@ func (s *Server) markQueuedFailed(ctx context.Context, d *store.Dispatch, cause 
 		if a.ContainerStatus == api.ContainerStopQueued {
 			a.ContainerStatus = ""
 			a.Phase = api.PhaseError
-			a.StatusMessage = "queued stop failed: " + strings.TrimSpace(api.AsError(cause).Message)
+			a.StatusMessage = "queued stop failed: " + strings.TrimSpace(scrubAddresses(api.AsError(cause).Message))
 		}
 		return nil
 	})
