@@ -61,7 +61,7 @@ func noContainer(a *store.Agent) bool {
 }
 
 // createUnresolved reports whether the outcome of a's create is still
-// open: no answer came (phase provisioning, see markUnresolved), or it
+// open: no answer came (phase provisioning, see awaitCreateOutcome), or it
 // came as the absence of the agent (noContainer). A keyed retry of the
 // create then asks the broker again.
 func createUnresolved(a *store.Agent) bool {

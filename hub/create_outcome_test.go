@@ -249,3 +249,40 @@ func TestKeyedCreateAfterBrokerLoss(t *testing.T) {
 		})
 	}
 }
+
+// TestKeyedRetryRefusedForQuotaIsNotStored: a keyed create that failed on
+// the broker (502, not stored) is sent again by its retry; a retry that
+// finds the broker full is refused (429) without storing that either, and
+// the retry after a slot is freed creates the agent.
+func TestKeyedRetryRefusedForQuotaIsNotStored(t *testing.T) {
+	e := testenv.New(t, testenv.Options{Brokers: 1})
+	ctx := context.Background()
+	if _, err := e.Admin.PutLimits(ctx, api.Limits{MaxAgentsPerBroker: 1}); err != nil {
+		t.Fatal(err)
+	}
+	rt := e.Brokers()[0].Runtime
+	rt.FailNext("Create", errors.New("disk full"))
+	req := api.CreateAgentRequest{Name: "k", Project: "default", Start: true, Command: []string{"x"}}
+	key := client.NewIdempotencyKey()
+	if st, body := post(t, e, "/agents", key, req); st != http.StatusBadGateway {
+		t.Fatalf("first create: %d %s, want 502", st, body)
+	}
+	holder, err := e.Admin.CreateAgent(ctx, api.CreateAgentRequest{Name: "holder", Project: "default", Start: true, Command: []string{"x"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, body := post(t, e, "/agents", key, req); st != http.StatusTooManyRequests {
+		t.Fatalf("retry with the broker full: %d %s, want 429", st, body)
+	}
+	if err := e.Admin.DeleteAgent(ctx, holder.ID, ""); err != nil {
+		t.Fatal(err)
+	}
+	st, body := post(t, e, "/agents", key, req)
+	var a api.Agent
+	if st != http.StatusCreated || json.Unmarshal(body, &a) != nil || a.Phase != api.PhaseRunning || a.Slug != "k" {
+		t.Fatalf("retry with room: %d %s, want 201 running", st, body)
+	}
+	if n := rt.Calls("Create"); n != 3 { // the failed one, holder, the retry
+		t.Fatalf("runtime saw %d creates, want 3", n)
+	}
+}

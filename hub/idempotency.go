@@ -100,54 +100,58 @@ func (s *Server) replayCreate(ctx context.Context, k *createKey, resolve func(*s
 // broker again under the create's own broker key. A final answer is
 // stored.
 func (s *Server) resolveCreate(ctx context.Context, k *createKey, rec *store.IdempotencyRecord, p *store.Project, req api.CreateAgentRequest) (int, any, error) {
-	status, body, err := s.resolveOutcome(ctx, rec, p, req)
-	if finalAnswer(err) {
+	status, body, outcome, err := s.resolveOutcome(ctx, rec, p, req)
+	if outcome {
 		s.recordCreate(ctx, k, status, body, err)
 	}
 	return status, body, err
 }
 
-func (s *Server) resolveOutcome(ctx context.Context, rec *store.IdempotencyRecord, p *store.Project, req api.CreateAgentRequest) (int, any, error) {
+// resolveOutcome is resolveCreate's answer; outcome says it is the
+// create's (the agent as it is, or the broker's answer to the create),
+// not a refusal to ask (the broker offline, the quota full now), which a
+// later retry may get past.
+func (s *Server) resolveOutcome(ctx context.Context, rec *store.IdempotencyRecord, p *store.Project, req api.CreateAgentRequest) (_ int, _ any, outcome bool, _ error) {
 	a, err := s.store.GetAgent(ctx, rec.AgentID)
 	if isNotFound(err) {
-		return 0, nil, api.Conflict(api.CodeConflict, "the request first sent with this %s created agent %s, which has since been deleted",
+		return 0, nil, false, api.Conflict(api.CodeConflict, "the request first sent with this %s created agent %s, which has since been deleted",
 			api.HeaderIdempotencyKey, rec.AgentID)
 	}
 	if err != nil {
-		return 0, nil, err
+		return 0, nil, false, err
 	}
 	if !createUnresolved(a) || a.ProjectID != p.ID {
-		return http.StatusCreated, s.agentView(ctx, a, nil), nil
+		return http.StatusCreated, s.agentView(ctx, a, nil), true, nil
 	}
 	if s.inflight.has(a.ID) {
-		return 0, nil, api.Errorf(http.StatusServiceUnavailable, api.CodeBrokerUnavailable,
+		return 0, nil, false, api.Errorf(http.StatusServiceUnavailable, api.CodeBrokerUnavailable,
 			"agent %q has a command on its way to its runtime broker; retry with the same %s", a.Slug, api.HeaderIdempotencyKey)
 	}
 	b, err := s.store.GetBroker(ctx, a.BrokerID)
 	if isNotFound(err) {
-		return 0, nil, api.Conflict(api.CodeConflict, "agent %q's runtime broker is gone", a.Slug)
+		return 0, nil, false, api.Conflict(api.CodeConflict, "agent %q's runtime broker is gone", a.Slug)
 	}
 	if err != nil {
-		return 0, nil, err
+		return 0, nil, false, err
 	}
 	if !s.brokerOnline(b.ID) {
-		return 0, nil, api.Errorf(http.StatusServiceUnavailable, api.CodeBrokerOffline,
+		return 0, nil, false, api.Errorf(http.StatusServiceUnavailable, api.CodeBrokerOffline,
 			"runtime broker %q is offline: the outcome of this create is known when it reconnects; retry with the same %s then",
 			b.Name, api.HeaderIdempotencyKey).WithDetail("broker", b.Name)
 	}
 	secrets, err := s.recordedSecrets(ctx, a)
 	if err != nil {
-		return 0, nil, err
+		return 0, nil, false, err
 	}
 	if a, err = s.reprovision(ctx, a, b, req.Start); err != nil {
-		return 0, nil, err
+		return 0, nil, false, err
 	}
 	spec := s.createSpec(a, p, secrets, req.Kubernetes, req.Start)
 	a, _, err = s.runCreate(ctx, a, b, spec, "create:"+a.RunID)
 	if err != nil {
-		return 0, nil, err
+		return 0, nil, finalAnswer(err), err
 	}
-	return http.StatusCreated, s.agentView(ctx, a, map[string]string{b.ID: b.Name}), nil
+	return http.StatusCreated, s.agentView(ctx, a, map[string]string{b.ID: b.Name}), true, nil
 }
 
 // finalAnswer reports whether an answer is one to store for the key: a
