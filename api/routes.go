@@ -11,6 +11,7 @@ package api
 //
 //	GET    /healthz  /readyz  /metrics
 //	GET    /api/v1/auth/whoami                          -> Whoami
+//	POST   /api/v1/auth/agent-token                     -> AgentToken (an agent renews its own token; see agent_token.go)
 //	POST   /api/v1/auth/device                          -> DeviceAuthorization (no caller; OIDC sign-in)
 //	POST   /api/v1/auth/device/token                    DeviceTokenRequest -> SignIn (no caller)
 //	POST   /api/v1/projects                             CreateProjectRequest -> Project (201)

@@ -240,6 +240,7 @@ func (b *Broker) startAgent(ctx context.Context, ref wire.AgentRef) (runtime.Sta
 	if err := b.acquirePorts(ctx, ref.AgentID); err != nil {
 		return runtime.Status{}, err
 	}
+	b.writeAgentToken(ref)
 	return b.rt.Start(ctx, ref.AgentID)
 }
 
@@ -256,6 +257,7 @@ func (b *Broker) restartAgent(ctx context.Context, ref wire.AgentRef) (runtime.S
 	if _, err := b.rt.Stop(ctx, ref.AgentID, b.stopGrace(ref)); err != nil {
 		return runtime.Status{}, err
 	}
+	b.writeAgentToken(ref)
 	return b.rt.Start(ctx, ref.AgentID)
 }
 
@@ -267,6 +269,7 @@ func (b *Broker) resumeAgent(ctx context.Context, ref wire.AgentRef) (runtime.St
 	if err := b.acquirePorts(ctx, ref.AgentID); err != nil {
 		return runtime.Status{}, err
 	}
+	b.writeAgentToken(ref)
 	return b.rt.Resume(ctx, ref.AgentID)
 }
 

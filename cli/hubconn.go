@@ -23,6 +23,9 @@ type hubTarget struct {
 	Token  string
 	Name   string // hub list nickname; "" when the Hub is not in the list
 	Source string // sourceFlag, an env variable name, sourceHubList or sourceWorkstation
+	// agentTokenFile is where a renewed agent token goes (inside an
+	// agent: agent_token.go); "" elsewhere.
+	agentTokenFile string
 }
 
 // hubInputs is everything hub resolution reads, so that the order can be
@@ -32,6 +35,9 @@ type hubInputs struct {
 	Getenv      func(string) string
 	Hubs        *config.HubList
 	Workstation *config.Workstation // nil: no workstation Hub on this host
+	// AgentTokenFile is the path of the agent's stored token and
+	// AgentToken its content ("" when none).
+	AgentTokenFile, AgentToken string
 }
 
 // errNoHub tells a user with nothing configured what to do.
@@ -77,7 +83,8 @@ func pickHub(in hubInputs) (*hubTarget, error) {
 			}
 			// Inside an agent container the agent's own identity is the
 			// caller, even if the URL also appears in a hub list.
-			return &hubTarget{URL: u, Token: in.Getenv(api.EnvAgentToken), Source: env}, nil
+			tok := pickAgentToken(in.Getenv(api.EnvAgentToken), in.AgentToken, in.Getenv(api.EnvAgentID))
+			return &hubTarget{URL: u, Token: tok, Source: env, agentTokenFile: in.AgentTokenFile}, nil
 		}
 	}
 	if cur := in.Hubs.Current; cur != "" {
@@ -134,7 +141,12 @@ func loadHub(flag string) (*hubTarget, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", config.WorkstationPath(), err)
 	}
-	return resolveHub(hubInputs{Flag: flag, Getenv: os.Getenv, Hubs: hubs, Workstation: ws})
+	in := hubInputs{Flag: flag, Getenv: os.Getenv, Hubs: hubs, Workstation: ws}
+	if os.Getenv(api.EnvHubEndpoint) != "" || os.Getenv(api.EnvHubURL) != "" {
+		in.AgentTokenFile = agentTokenPath()
+		in.AgentToken = readAgentTokenFile(in.AgentTokenFile)
+	}
+	return resolveHub(in)
 }
 
 // normalizeHubURL checks that u is an absolute http(s) URL and drops a

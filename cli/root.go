@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -157,6 +158,9 @@ func (a *app) connect() (*hubTarget, *client.Client, error) {
 		return nil, nil, err
 	}
 	a.target = t
+	if t.agentTokenFile != "" {
+		renewAgentToken(t, time.Now())
+	}
 	return t, newClient(t), nil
 }
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/scion-go/scion/api"
 	"github.com/scion-go/scion/broker"
 	"github.com/scion-go/scion/config"
 	"github.com/scion-go/scion/hub"
@@ -43,6 +44,7 @@ type serverFlags struct {
 	logLevel    string
 	oidc        oidcFlags
 	secretsKey  string
+	agentTTL    time.Duration
 	serve       hub.ServeLimits
 }
 
@@ -68,6 +70,9 @@ token is written to ~/.scion/hub-admin-token (0600), never to the log.`,
 			if f.workstation == f.enableHub {
 				return usageErrorf("choose exactly one of --workstation and --enable-hub")
 			}
+			if f.agentTTL < time.Minute || f.agentTTL > 30*24*time.Hour {
+				return usageErrorf("--agent-token-ttl must be between 1m and 720h")
+			}
 			return runServer(cmd.Context(), f)
 		},
 	}
@@ -87,7 +92,8 @@ token is written to ~/.scion/hub-admin-token (0600), never to the log.`,
 	fl.DurationVar(&f.serve.IdleTimeout, "idle-timeout", hub.DefaultIdleTimeout, "close a keep-alive connection idle this long")
 	fl.IntVar(&f.serve.MaxConnsPerAddr, "max-connections-per-address", hub.DefaultMaxConnsPerAddr, "connections one client address (IPv4, or IPv6 /64) may hold open; 0 for no cap (behind a proxy every client has its address)")
 	fl.IntVar(&f.serve.MaxConns, "max-connections", hub.DefaultMaxConns, "connections the Hub holds open in all (lowered to fit the file descriptor limit)")
-	fl.StringVar(&f.secretsKey, "secrets-key-file", "", "file with the 32-byte key (64 hex digits) that seals Hub secrets (default <scion home>/hub-secrets.key, made on first start)")
+	fl.StringVar(&f.secretsKey, "secrets-key-file", "", "file with the 32-byte key (64 hex digits) that seals Hub secrets and signing keys (default <scion home>/hub-secrets.key, made on first start; must be 0600 or 0400)")
+	fl.DurationVar(&f.agentTTL, "agent-token-ttl", api.DefaultAgentTokenTTL, "lifetime of an agent token; the scion CLI inside an agent renews it when half of it is left")
 	return cmd
 }
 
@@ -139,7 +145,7 @@ func runServer(parent context.Context, f *serverFlags) error {
 		return err
 	}
 	srv, err := hub.New(ctx, hub.Options{Store: st, Logger: log, Version: Version, HeartbeatInterval: f.heartbeat, Grace: f.grace, OIDC: oidcCfg,
-		SecretsKey: secretsKey})
+		SecretsKey: secretsKey, AgentTokenTTL: f.agentTTL})
 	if err != nil {
 		return err
 	}

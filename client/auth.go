@@ -30,3 +30,13 @@ func (c *Client) PollDeviceSignIn(ctx context.Context, deviceCode string) (*api.
 	}
 	return &s, nil
 }
+
+// RefreshAgentToken trades the client's agent token, while it is still
+// valid, for a new one with a full lifetime.
+func (c *Client) RefreshAgentToken(ctx context.Context) (*api.AgentToken, error) {
+	var t api.AgentToken
+	if err := c.do(ctx, request{method: http.MethodPost, path: apiPath("auth", "agent-token")}, &t); err != nil {
+		return nil, err
+	}
+	return &t, nil
+}

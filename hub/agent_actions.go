@@ -126,7 +126,11 @@ func (s *Server) handleAgentAction(r *http.Request, c *Caller) (int, any, error)
 	}
 	var st wire.AgentStatus
 	s.inflight.add(a.ID)
-	derr := s.dispatch(ctx, b.ID, act.method, wire.AgentRef{AgentID: a.ID, RunID: a.RunID}, &st, key)
+	ref := wire.AgentRef{AgentID: a.ID, RunID: a.RunID}
+	if act.running { // start, restart, resume: the agent runs again, with a fresh token
+		ref.AgentToken = s.mintAgentToken(a)
+	}
+	derr := s.dispatch(ctx, b.ID, act.method, ref, &st, key)
 	offline := wentOffline(derr)
 	defer func() {
 		if s.inflight.done(a.ID) && offline {

@@ -59,28 +59,40 @@ func (s *Server) newUserToken(ctx context.Context, userID, name string, ttl time
 // user signs in again, so someone removed at the provider loses access.
 const SignInTTL = 7 * 24 * time.Hour
 
-// agentClaims are carried in an agent token. Agent tokens are signed with
-// the Hub's persistent key (never rotated on restart) rather than stored,
-// so minting one costs no write on the create path.
+// Agent tokens are signed with the Hub's persistent key (never rotated on
+// restart, sealed at rest: signing_keys.go) rather than stored, so minting
+// one costs no write on the create path.
 //
-// The claims name the agent, its project, its role and its delegation
-// chain (so a token read on its own tells whom it speaks for), but the
-// Hub decides with the agent's stored record: a role change or a deleted
-// agent takes effect at once, whatever the token says.
-type agentClaims struct {
-	AgentID   string   `json:"a"`
-	ProjectID string   `json:"p"`
-	Role      string   `json:"r,omitempty"`
-	Chain     []string `json:"c,omitempty"`
-	IssuedAt  int64    `json:"t"`
-}
+// The claims (api.AgentTokenClaims) name the agent, its project, its role
+// and its delegation chain (so a token read on its own tells whom it
+// speaks for) and its expiry, but the Hub decides with the agent's stored
+// record: a role change or a deleted agent takes effect at once, whatever
+// the token says. A token expires after Options.AgentTokenTTL; the agent
+// renews it before then (agent_token_refresh.go).
 
 func (s *Server) mintAgentToken(a *store.Agent) string {
-	payload, _ := json.Marshal(agentClaims{AgentID: a.ID, ProjectID: a.ProjectID, Role: a.Role, Chain: a.DelegationChain, IssuedAt: time.Now().Unix()})
+	tok, _ := s.mintAgentTokenAt(a, time.Now())
+	return tok
+}
+
+// mintAgentTokenAt mints a token for a issued at now and returns its expiry.
+func (s *Server) mintAgentTokenAt(a *store.Agent, now time.Time) (string, time.Time) {
+	exp := now.Add(s.opts.AgentTokenTTL).Truncate(time.Second)
+	payload, _ := json.Marshal(api.AgentTokenClaims{AgentID: a.ID, ProjectID: a.ProjectID, Role: a.Role, Chain: a.DelegationChain,
+		IssuedAt: now.Unix(), ExpiresAt: exp.Unix()})
 	p := base64.RawURLEncoding.EncodeToString(payload)
 	m := hmac.New(sha256.New, s.tokenKey)
 	m.Write([]byte(p))
-	return agentTokenPrefix + p + "." + base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+	return agentTokenPrefix + p + "." + base64.RawURLEncoding.EncodeToString(m.Sum(nil)), exp
+}
+
+// agentTokenExpiry is when a token with claims c stops working. Tokens of
+// older versions carry no expiry: they last one lifetime from their issue.
+func (s *Server) agentTokenExpiry(c api.AgentTokenClaims) time.Time {
+	if c.ExpiresAt != 0 {
+		return time.Unix(c.ExpiresAt, 0)
+	}
+	return time.Unix(c.IssuedAt, 0).Add(s.opts.AgentTokenTTL)
 }
 
 func (s *Server) verifyAgentToken(ctx context.Context, tok string) (*Caller, error) {
@@ -99,8 +111,11 @@ func (s *Server) verifyAgentToken(ctx context.Context, tok string) (*Caller, err
 	if err != nil {
 		return nil, errBadToken
 	}
-	var c agentClaims
+	var c api.AgentTokenClaims
 	if json.Unmarshal(raw, &c) != nil || c.AgentID == "" {
+		return nil, errBadToken
+	}
+	if !time.Now().Before(s.agentTokenExpiry(c)) {
 		return nil, errBadToken
 	}
 	// A deleted agent's token dies with it.

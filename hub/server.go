@@ -38,6 +38,9 @@ type Options struct {
 	SecretsKey []byte
 	// RateLimits per client address (nil: DefaultRateLimits).
 	RateLimits *RateLimits
+	// AgentTokenTTL is how long an agent token works (default
+	// api.DefaultAgentTokenTTL); a running agent renews its token before.
+	AgentTokenTTL time.Duration
 }
 
 // Server is a Hub.
@@ -92,6 +95,9 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	}
 	if opts.DispatchTimeout <= 0 {
 		opts.DispatchTimeout = 30 * time.Second
+	}
+	if opts.AgentTokenTTL <= 0 {
+		opts.AgentTokenTTL = api.DefaultAgentTokenTTL
 	}
 	s := &Server{
 		opts:  opts,
@@ -193,6 +199,7 @@ func (s *Server) Routes() []Route {
 		pub("GET /readyz", s.handleReadyz),
 		pub("GET /metrics", s.metrics.handler().ServeHTTP),
 		a("GET /api/v1/auth/whoami", s.handleWhoami),
+		a("POST /api/v1/auth/agent-token", s.handleRefreshAgentToken),
 
 		a("POST /api/v1/projects", s.handleCreateProject),
 		a("GET /api/v1/projects", s.handleListProjects),

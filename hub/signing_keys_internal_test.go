@@ -70,3 +70,26 @@ func TestPlainKeysSealedAtStart(t *testing.T) {
 		}
 	}
 }
+
+// TestAgentTokenExpiry: a token says when it expires; one of an older Hub
+// says nothing and lasts one lifetime from its issue, so it does not live
+// forever.
+func TestAgentTokenExpiry(t *testing.T) {
+	s := &Server{opts: Options{AgentTokenTTL: 24 * time.Hour}}
+	now := time.Unix(1_800_000_000, 0)
+	for _, tc := range []struct {
+		name  string
+		c     api.AgentTokenClaims
+		valid bool
+	}{
+		{"fresh", api.AgentTokenClaims{IssuedAt: now.Unix(), ExpiresAt: now.Add(time.Hour).Unix()}, true},
+		{"expired", api.AgentTokenClaims{IssuedAt: now.Add(-2 * time.Hour).Unix(), ExpiresAt: now.Add(-time.Second).Unix()}, false},
+		{"at expiry", api.AgentTokenClaims{IssuedAt: now.Add(-time.Hour).Unix(), ExpiresAt: now.Unix()}, false},
+		{"old Hub's, within a lifetime", api.AgentTokenClaims{IssuedAt: now.Add(-23 * time.Hour).Unix()}, true},
+		{"old Hub's, past a lifetime", api.AgentTokenClaims{IssuedAt: now.Add(-25 * time.Hour).Unix()}, false},
+	} {
+		if got := now.Before(s.agentTokenExpiry(tc.c)); got != tc.valid {
+			t.Errorf("%s: valid %v, want %v", tc.name, got, tc.valid)
+		}
+	}
+}

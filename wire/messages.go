@@ -121,6 +121,10 @@ type AgentRef struct {
 	RunID   string `json:"runId,omitempty"`
 	// GraceMS is the stop grace period; 0 means the broker default.
 	GraceMS int64 `json:"graceMs,omitempty"`
+	// AgentToken is a fresh agent token, sent with start, restart and
+	// resume: the broker writes it where the agent's CLI reads it (the
+	// container's environment still holds the token of its create).
+	AgentToken string `json:"agentToken,omitempty"`
 }
 
 // AgentStatus is a broker's view of one agent container.

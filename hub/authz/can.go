@@ -36,6 +36,8 @@ const (
 	// SecretUse is naming a secret in an agent create: its value reaches
 	// the new agent (see secretUseCan).
 	SecretUse Action = "secret.use"
+	// AgentTokenRefresh is an agent renewing its own token.
+	AgentTokenRefresh Action = "agent.token.refresh"
 )
 
 // Project is what authorization needs to know about a project.

@@ -123,3 +123,13 @@ func AgentScopes(c Caller, requested []string) ([]string, *Refusal) {
 	}
 	return out, nil
 }
+
+// CanRefreshAgentToken: only an agent renews an agent token, and only its
+// own (the caller's token names the agent; a user or an access token has
+// none to renew).
+func CanRefreshAgentToken(c Caller) *Refusal {
+	if c.Kind == Agent {
+		return nil
+	}
+	return deny("only an agent renews its agent token, with its current one")
+}

@@ -68,6 +68,9 @@ type Options struct {
 	// every route with bad credentials from one address see their 401s;
 	// a test of the limits passes hub.DefaultRateLimits().
 	RateLimits *hub.RateLimits
+	// AgentTokenTTL is the lifetime of agent tokens (the Hub's default
+	// when 0).
+	AgentTokenTTL time.Duration
 	// LogTo receives every Hub and broker log line (at debug level), for
 	// tests that read the logs (a scan for secrets, say).
 	LogTo io.Writer
@@ -103,7 +106,7 @@ type handlerBox struct{ http.Handler }
 func (e *Env) RestartHub() {
 	e.T.Helper()
 	h, err := hub.New(context.Background(), hub.Options{Store: e.Store, Logger: e.log, Version: "test",
-		HeartbeatInterval: e.opts.HeartbeatInterval, Grace: e.opts.Grace, DispatchTimeout: e.opts.DispatchTimeout, OIDC: e.opts.OIDC, SecretsKey: e.secretsKey, RateLimits: e.opts.RateLimits})
+		HeartbeatInterval: e.opts.HeartbeatInterval, Grace: e.opts.Grace, DispatchTimeout: e.opts.DispatchTimeout, OIDC: e.opts.OIDC, SecretsKey: e.secretsKey, AgentTokenTTL: e.opts.AgentTokenTTL, RateLimits: e.opts.RateLimits})
 	if err != nil {
 		e.T.Fatalf("testenv: restart hub: %v", err)
 	}
@@ -172,7 +175,7 @@ func New(t testing.TB, opts Options) *Env {
 		t.Fatalf("testenv: open store: %v", err)
 	}
 	e.Hub, err = hub.New(ctx, hub.Options{Store: e.Store, Logger: e.log, Version: "test",
-		HeartbeatInterval: opts.HeartbeatInterval, Grace: opts.Grace, DispatchTimeout: opts.DispatchTimeout, OIDC: opts.OIDC, SecretsKey: e.secretsKey, RateLimits: opts.RateLimits})
+		HeartbeatInterval: opts.HeartbeatInterval, Grace: opts.Grace, DispatchTimeout: opts.DispatchTimeout, OIDC: opts.OIDC, SecretsKey: e.secretsKey, AgentTokenTTL: opts.AgentTokenTTL, RateLimits: opts.RateLimits})
 	if err != nil {
 		t.Fatalf("testenv: hub: %v", err)
 	}

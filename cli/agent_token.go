@@ -1,0 +1,127 @@
+// The agent side of agent tokens. Inside an agent the CLI calls the Hub
+// with the agent's token: SCION_AGENT_TOKEN from the container's
+// environment, or, when it lasts longer, the one in $HOME/.scion/agent-
+// token. Tokens expire (api.DefaultAgentTokenTTL on a default Hub); once
+// less than half of its lifetime is left, the CLI trades the token for a
+// new one (POST /api/v1/auth/agent-token) and keeps it in that file, since
+// a running container's environment cannot change. The broker writes the
+// same file when the Hub starts, restarts or resumes the agent. An agent
+// whose CLI is not run for a whole lifetime is locked out until it is
+// restarted: expiry is the point.
+
+package cli
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/scion-go/scion/api"
+)
+
+// agentTokenPath is where the agent's renewed token is kept: under HOME,
+// where the broker writes it too ("" when there is no home).
+func agentTokenPath() string {
+	h, err := os.UserHomeDir()
+	if err != nil || h == "" {
+		return ""
+	}
+	return filepath.Join(h, filepath.FromSlash(api.AgentTokenFile))
+}
+
+func readAgentTokenFile(path string) string {
+	if path == "" {
+		return ""
+	}
+	b, err := os.ReadFile(path)
+	if err != nil || len(b) > 16<<10 {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// tokenEnd orders tokens of one agent: the later expiry wins (a token of
+// an older Hub has none; its issue time stands in).
+func tokenEnd(c api.AgentTokenClaims) int64 {
+	if c.ExpiresAt != 0 {
+		return c.ExpiresAt
+	}
+	return c.IssuedAt
+}
+
+// pickAgentToken chooses between the environment's token and the stored
+// one: the stored one only if it is the same agent's (SCION_AGENT_ID, or
+// the environment token's agent) and lasts longer. A file left by another
+// agent in a shared home is never used.
+func pickAgentToken(envTok, fileTok, agentID string) string {
+	fc, ok := api.ReadAgentTokenClaims(fileTok)
+	if !ok {
+		return envTok
+	}
+	ec, envOK := api.ReadAgentTokenClaims(envTok)
+	switch {
+	case envOK && fc.AgentID != ec.AgentID:
+		return envTok
+	case !envOK && (agentID == "" || fc.AgentID != agentID):
+		return envTok
+	case agentID != "" && fc.AgentID != agentID:
+		return envTok
+	case envOK && tokenEnd(fc) <= tokenEnd(ec):
+		return envTok
+	}
+	return fileTok
+}
+
+// needsRenewal: renew once less than half of the token's lifetime is
+// left, so a CLI run at least that often never holds an expired token. A
+// token without an expiry (an older Hub's) is renewed to get one.
+func needsRenewal(c api.AgentTokenClaims, now time.Time) bool {
+	if c.ExpiresAt == 0 {
+		return true
+	}
+	exp := time.Unix(c.ExpiresAt, 0)
+	life := exp.Sub(time.Unix(c.IssuedAt, 0))
+	return exp.Sub(now) < life/2
+}
+
+// renewAgentToken renews t's agent token when it is due and stores the new
+// one. Any failure keeps the current token: the call it was made for then
+// gets the Hub's own answer (401 once the token has expired).
+func renewAgentToken(t *hubTarget, now time.Time) {
+	c, ok := api.ReadAgentTokenClaims(t.Token)
+	if !ok || !needsRenewal(c, now) {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	nt, err := newClient(t).RefreshAgentToken(ctx)
+	if err != nil || nt.Token == "" {
+		return
+	}
+	t.Token = nt.Token
+	if t.agentTokenFile != "" {
+		_ = writePrivate(t.agentTokenFile, []byte(nt.Token+"\n"))
+	}
+}
+
+// writePrivate writes a 0600 file through a temporary file and a rename.
+func writePrivate(path string, data []byte) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".agent-token-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}

@@ -1,0 +1,132 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/client"
+	"github.com/scion-go/scion/internal/testenv"
+)
+
+// fakeAgentToken is a token with claims c and no valid signature: the CLI
+// only reads claims, the Hub alone verifies.
+func fakeAgentToken(c api.AgentTokenClaims) string {
+	b, _ := json.Marshal(c)
+	return api.AgentTokenPrefix + base64.RawURLEncoding.EncodeToString(b) + ".sig"
+}
+
+func TestPickAgentToken(t *testing.T) {
+	env := fakeAgentToken(api.AgentTokenClaims{AgentID: "a1", IssuedAt: 100, ExpiresAt: 200})
+	later := fakeAgentToken(api.AgentTokenClaims{AgentID: "a1", IssuedAt: 150, ExpiresAt: 250})
+	earlier := fakeAgentToken(api.AgentTokenClaims{AgentID: "a1", IssuedAt: 50, ExpiresAt: 150})
+	other := fakeAgentToken(api.AgentTokenClaims{AgentID: "a2", IssuedAt: 150, ExpiresAt: 999})
+	for _, tc := range []struct {
+		name, env, file, agentID, want string
+	}{
+		{"no file", env, "", "a1", env},
+		{"the file lasts longer", env, later, "a1", later},
+		{"the file is older", env, earlier, "a1", env},
+		{"the file is another agent's", env, other, "a1", env},
+		{"another agent's file, no agent ID", env, other, "", env},
+		{"garbage in the file", env, "sca_%%%", "a1", env},
+		{"no env token, the file is ours", "", later, "a1", later},
+		{"no env token, no agent ID", "", later, "", ""},
+		{"no env token, another agent's file", "", other, "a1", ""},
+	} {
+		if got := pickAgentToken(tc.env, tc.file, tc.agentID); got != tc.want {
+			t.Errorf("%s: got %.30q, want %.30q", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestNeedsRenewal(t *testing.T) {
+	iat := time.Unix(1_800_000_000, 0)
+	c := api.AgentTokenClaims{AgentID: "a", IssuedAt: iat.Unix(), ExpiresAt: iat.Add(24 * time.Hour).Unix()}
+	for _, tc := range []struct {
+		name string
+		c    api.AgentTokenClaims
+		now  time.Time
+		want bool
+	}{
+		{"fresh", c, iat.Add(time.Hour), false},
+		{"just before half-life", c, iat.Add(12*time.Hour - time.Second), false},
+		{"past half-life", c, iat.Add(12*time.Hour + time.Second), true},
+		{"expired", c, iat.Add(25 * time.Hour), true},
+		{"an older Hub's token without expiry", api.AgentTokenClaims{AgentID: "a", IssuedAt: iat.Unix()}, iat, true},
+	} {
+		if got := needsRenewal(tc.c, tc.now); got != tc.want {
+			t.Errorf("%s: got %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestAgentCLIRenewsItsToken: the scion CLI inside an agent renews the
+// agent's token once half its lifetime has passed, keeps the new one in
+// $HOME/.scion/agent-token, and goes on working after the token in its
+// environment (which a running container cannot change) has expired.
+func TestAgentCLIRenewsItsToken(t *testing.T) {
+	setHome(t)
+	const ttl = 4 * time.Second
+	e := testenv.New(t, testenv.Options{Brokers: 1, AgentTokenTTL: ttl})
+	ctx := context.Background()
+	a, err := e.Admin.CreateAgent(ctx, api.CreateAgentRequest{Name: "a", Project: "default", Start: true, Command: []string{"x"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if _, err := e.Admin.Exec(ctx, a.ID, "", api.ExecRequest{Command: []string{"env", api.EnvAgentToken}}, &out, nil); err != nil {
+		t.Fatal(err)
+	}
+	envTok := strings.TrimSpace(out.String())
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	t.Setenv(api.EnvHubEndpoint, e.URL)
+	t.Setenv(api.EnvAgentToken, envTok)
+	t.Setenv(api.EnvAgentID, a.ID)
+	t.Setenv(api.EnvProject, "default")
+	file := filepath.Join(home, ".scion", "agent-token")
+
+	mustRun(t, "list")
+	if _, err := os.Stat(file); err == nil {
+		t.Fatal("a fresh token was renewed")
+	}
+	c0, _ := api.ReadAgentTokenClaims(envTok)
+	testenv.Eventually(t, ttl, func() error {
+		if !needsRenewal(c0, time.Now()) {
+			return errors.New("the token is not half-way through its lifetime yet")
+		}
+		return nil
+	})
+	mustRun(t, "list")
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatalf("no renewed token stored: %v", err)
+	}
+	if st, _ := os.Stat(file); st.Mode().Perm() != 0o600 {
+		t.Errorf("token file mode %04o, want 0600", st.Mode().Perm())
+	}
+	renewed := strings.TrimSpace(string(b))
+	if c, ok := api.ReadAgentTokenClaims(renewed); !ok || c.AgentID != a.ID || c.ExpiresAt <= c0.ExpiresAt {
+		t.Fatalf("stored token claims %+v, env token %+v", c, c0)
+	}
+	testenv.Eventually(t, 2*ttl, func() error {
+		if _, err := client.New(e.URL, envTok).Whoami(ctx); err == nil {
+			return errors.New("the environment's token still works")
+		}
+		return nil
+	})
+	r := mustRun(t, "list")
+	if !strings.Contains(r.out, "a") {
+		t.Errorf("list as the agent after its env token expired: %q", r.out)
+	}
+	e.NeverLogged(envTok, renewed)
+}
