@@ -201,7 +201,7 @@ func (s *Server) createAgent(r *http.Request, c *Caller, p *store.Project, req a
 	if key != nil {
 		opts.Key = key.record(now)
 	}
-	linked, err := s.insertAgent(ctx, a, opts)
+	linked, err := s.insertAgent(ctx, c, p, a, opts)
 	*claimed = err == nil && key != nil
 	if err != nil {
 		switch {
@@ -224,18 +224,23 @@ func (s *Server) createAgent(r *http.Request, c *Caller, p *store.Project, req a
 	return http.StatusCreated, s.agentView(ctx, a, map[string]string{b.ID: b.Name}), nil
 }
 
-// insertAgent writes a new agent with opts. A name held by an agent the
-// broker holds nothing of (noContainer: its create was refused) is taken
-// over: that agent is replaced in the same transaction, so a refused
-// create never blocks its name and the retry with a fixed request
-// succeeds.
-func (s *Server) insertAgent(ctx context.Context, a *store.Agent, opts store.CreateAgentOptions) (bool, error) {
+// insertAgent writes c's new agent a in project p with opts. A name held
+// by an agent the broker holds nothing of (noContainer: its create was
+// refused) is taken over: that agent is replaced in the same transaction,
+// so a refused create never blocks its name and the retry with a fixed
+// request succeeds. Replacing is deleting the old record, so it needs
+// what a delete of it would (agent.lifecycle); without it the name is
+// taken.
+func (s *Server) insertAgent(ctx context.Context, c *Caller, p *store.Project, a *store.Agent, opts store.CreateAgentOptions) (bool, error) {
 	linked, err := s.store.CreateAgentWith(ctx, a, opts)
 	if !isExists(err) {
 		return linked, err
 	}
 	old, gerr := s.store.GetAgentBySlug(ctx, a.ProjectID, a.Slug)
 	if gerr != nil || !noContainer(old) || s.inflight.has(old.ID) {
+		return false, err
+	}
+	if authz.Can(*c, authz.AgentLifecycle, authz.Resource{Project: projectRes(p), Agent: agentRes(old)}) != nil {
 		return false, err
 	}
 	opts.Replace = old

@@ -49,6 +49,14 @@ func TestRefusedCreateFreesItsName(t *testing.T) {
 			t.Fatalf("the refused agent %s is still there", failed.ID)
 		}
 	}
+	// Nor by a caller who may not delete the refused agent: a member
+	// who is not its delegator, in a project of the admin's.
+	if _, err := e.Admin.CreateAgent(ctx, api.CreateAgentRequest{Name: "admins", Project: "default"}); err == nil {
+		t.Fatal("a create without a command succeeded")
+	}
+	member := client.New(e.URL, userToken(t, e.Store, "mem", api.RoleMember, "", nil))
+	_, err := member.CreateAgent(ctx, api.CreateAgentRequest{Name: "admins", Project: "default", Command: []string{"x"}})
+	apiErr(t, err, http.StatusConflict, api.CodeAlreadyExists)
 	// A name held by an agent that ran is not taken over.
 	if _, err := e.Admin.CreateAgent(ctx, api.CreateAgentRequest{Name: "plain", Project: "default", Command: []string{"x"}}); err == nil {
 		t.Fatal("a create took the name of an agent that exists on its broker")
