@@ -71,6 +71,9 @@ func keepsSlot(a *store.Agent) bool {
 }
 
 func applyContainerState(a *store.Agent, st wire.AgentStatus) {
+	if a.StatusMessage == unsettledMessage {
+		a.StatusMessage = "" // a report settles it: what follows says how
+	}
 	if a.ContainerStatus == api.ContainerStopQueued {
 		if st.State == api.ContainerRunning || st.State == api.ContainerPaused {
 			// Still live: the queued stop decides what happens next.
