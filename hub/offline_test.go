@@ -138,3 +138,58 @@ func TestCallsToFrozenBrokerEndOffline(t *testing.T) {
 		t.Fatalf("runtime saw %d creates, want 1", n)
 	}
 }
+
+// TestSettleAgentAsksTheBroker: a create cut off by its broker going
+// offline, whose reconnect's inventory skipped the agent (the create was
+// still unwinding), is settled by asking the broker on its new session:
+// a container the broker has makes the agent run with its slot; none
+// makes it error ("interrupted") with no slot. Either way the status
+// saying it is unsettled is gone.
+func TestSettleAgentAsksTheBroker(t *testing.T) {
+	e := testenv.New(t, testenv.Options{Brokers: 1})
+	ctx := context.Background()
+	b := e.Brokers()[0]
+	made, err := e.Admin.CreateAgent(ctx, api.CreateAgentRequest{Name: "made", Project: "default", Start: true, Command: []string{"x"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	never, err := e.Admin.CreateAgent(ctx, api.CreateAgentRequest{Name: "never", Project: "default", Command: []string{"x"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Runtime.Delete(ctx, never.ID); err != nil { // the broker never made it
+		t.Fatal(err)
+	}
+	// Both as a cut-off create leaves them: provisioning, unsettled; the
+	// first without the slot, as if the Hub had lost track of it.
+	for _, id := range []string{made.ID, never.ID} {
+		a, err := e.Store.GetAgent(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a.Phase, a.ContainerStatus, a.StatusMessage = api.PhaseProvisioning, "", hub.UnsettledMessage
+		if err := e.Store.UpdateAgent(ctx, a); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.Store.Release(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, id := range []string{made.ID, never.ID} {
+		if err := e.Hub.SettleAgent(ctx, id, b.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name, want := range map[string]struct{ phase, message string }{
+		"made":  {api.PhaseRunning, ""},
+		"never": {api.PhaseError, "create was interrupted before the runtime broker confirmed it"},
+	} {
+		a, err := e.Admin.GetAgent(ctx, name, "default")
+		if err != nil || a.Phase != want.phase || a.StatusMessage != want.message {
+			t.Errorf("%s settled as %+v (%v), want phase %s, message %q", name, a, err, want.phase, want.message)
+		}
+	}
+	if n := runningAgents(t, e, b.ID); n != 1 {
+		t.Fatalf("%d slots after settling, want 1 (the running one)", n)
+	}
+}

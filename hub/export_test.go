@@ -1,0 +1,13 @@
+package hub
+
+import "context"
+
+// SettleAgent exposes settleAgent to the external tests: what the Hub
+// does for a cut-off command whose reconnect's inventory passed the agent
+// by.
+func (s *Server) SettleAgent(ctx context.Context, agentID, brokerID string) error {
+	return s.settleAgent(ctx, agentID, brokerID)
+}
+
+// UnsettledMessage is the status a cut-off create leaves.
+const UnsettledMessage = unsettledMessage
