@@ -120,7 +120,7 @@ func (s *Server) resolveOutcome(ctx context.Context, rec *store.IdempotencyRecor
 	if err != nil {
 		return 0, nil, false, err
 	}
-	if !createUnresolved(a) || a.ProjectID != p.ID {
+	if (!createUnresolved(a) && !startUnfinished(a, req)) || a.ProjectID != p.ID {
 		return http.StatusCreated, s.agentView(ctx, a, nil), true, nil
 	}
 	if s.inflight.has(a.ID) {
@@ -152,6 +152,16 @@ func (s *Server) resolveOutcome(ctx context.Context, rec *store.IdempotencyRecor
 		return 0, nil, finalAnswer(err), err
 	}
 	return http.StatusCreated, s.agentView(ctx, a, map[string]string{b.ID: b.Name}), true, nil
+}
+
+// startUnfinished reports whether a create that asked for a start left
+// its agent created but never started: its broker died between the
+// runtime's create and its start, and reported the container as created
+// when it came back. Sent again under the same broker key, the create
+// finishes (the broker starts the agent it has for that run) instead of
+// answering 201 with an agent that will never run.
+func startUnfinished(a *store.Agent, req api.CreateAgentRequest) bool {
+	return req.Start && a.Phase == api.PhaseCreated && a.ContainerStatus == api.ContainerCreated
 }
 
 // finalAnswer reports whether an answer is one to store for the key: a
