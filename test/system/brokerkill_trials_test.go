@@ -32,6 +32,10 @@ import (
 // default is 10 under CI=true, 1 with -short, else 3.
 const bkStarts = 100
 
+// bkParallel is how many retries (and deletes) run at once, as a few
+// clients retrying would.
+const bkParallel = 20
+
 func brokerKillTrials(t *testing.T) int {
 	if s := os.Getenv("SCION_BROKER_KILL_TRIALS"); s != "" {
 		n, err := strconv.Atoi(s)
@@ -92,7 +96,7 @@ func TestBrokerKill9TrialsDocker(t *testing.T) {
 	rig := bkSetup(t, "docker")
 	rig.command = []string{"scion", "agent-demo", "--stay", "--steps", "0"}
 	rig.leftovers = func(t *testing.T) []string { return brokerContainerNames(t, cl, rig.broker.brokerID) }
-	rig.killAfter = func() time.Duration { return time.Duration(300+rand.IntN(2500)) * time.Millisecond }
+	rig.killAfter = func() time.Duration { return time.Duration(500+rand.IntN(4000)) * time.Millisecond }
 	cleanupBrokerContainers(t, cl, &rig.broker.brokerID)
 	bkRun(t, rig)
 }
@@ -190,8 +194,9 @@ func bkTrial(t *testing.T, rig *bkRig, trial int) (ackedBefore, created, refused
 	waitBrokerOnline(t, rig.cl, rig.broker.brokerName)
 
 	// Every create again with its key: the answer must be the real
-	// outcome. Ten at a time, as clients retrying would.
-	sem := make(chan struct{}, 10)
+	// outcome, bkParallel at a time.
+	retried := time.Now()
+	sem := make(chan struct{}, bkParallel)
 	for _, o := range outs {
 		wg.Go(func() {
 			sem <- struct{}{}
@@ -208,6 +213,7 @@ func bkTrial(t *testing.T, rig *bkRig, trial int) (ackedBefore, created, refused
 		})
 	}
 	wg.Wait()
+	retryTook := time.Since(retried)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -268,7 +274,9 @@ func bkTrial(t *testing.T, rig *bkRig, trial int) (ackedBefore, created, refused
 
 	// Delete every agent the Hub has (whatever the answers said), then
 	// nothing of the broker's may be left on the runtime.
+	deleted := time.Now()
 	bkDeleteAll(t, rig.cl)
+	deleteTook := time.Since(deleted)
 	var left []string
 	eventually(t, 30*time.Second, func() error {
 		if left = rig.leftovers(t); len(left) > 0 {
@@ -276,7 +284,8 @@ func bkTrial(t *testing.T, rig *bkRig, trial int) (ackedBefore, created, refused
 		}
 		return nil
 	})
-	t.Logf("trial %d: retries answered created %d, refused %d; 0 orphans after the deletes", trial, created, refused)
+	t.Logf("trial %d: retries answered created %d, refused %d (in %v); deletes took %v; 0 orphans after the deletes",
+		trial, created, refused, retryTook.Round(time.Millisecond), deleteTook.Round(time.Millisecond))
 	return ackedBefore, created, refused
 }
 
@@ -302,7 +311,7 @@ func bkDeleteAll(t *testing.T, cl *scion.Client) {
 			return nil
 		}
 		var wg sync.WaitGroup
-		sem := make(chan struct{}, 10)
+		sem := make(chan struct{}, bkParallel)
 		errs := make([]error, len(l.Items))
 		for i, a := range l.Items {
 			wg.Go(func() {
