@@ -247,3 +247,65 @@ func TestFailedAuthenticationsRateLimited(t *testing.T) {
 		t.Fatalf("a first bad token after anonymous requests: %d, want 401", resp.StatusCode)
 	}
 }
+
+// TestRateLimitedSlowBodyClosedAtOnce: once an address is over its join
+// limit, a slow body to the join route is answered 429 and its
+// connection closed at once, not held until the read timeout.
+func TestRateLimitedSlowBodyClosedAtOnce(t *testing.T) {
+	rl := hub.DefaultRateLimits()
+	limits := shortLimits
+	limits.ReadTimeout = 10 * time.Second
+	e := testenv.New(t, testenv.Options{RateLimits: &rl, Serve: &limits})
+	join := e.URL + "/api/v1/runtime-brokers/join"
+	for i := 0; ; i++ {
+		resp := postFrom(t, "127.0.0.2", join, "", `{"name":"x","joinToken":"scj_guess"}`)
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusTooManyRequests {
+			break
+		}
+		if i > 20 {
+			t.Fatal("no 429 after 20 joins")
+		}
+	}
+	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP("127.0.0.2")}}
+	c, err := d.Dial("tcp", hubAddr(t, e))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	fmt.Fprintf(c, "POST /api/v1/runtime-brokers/join HTTP/1.1\r\nHost: hub\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{")
+	br := bufio.NewReader(c)
+	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatalf("no answer to the slow body: %v", err)
+	}
+	rateLimited(t, resp, "slow body over the join limit")
+	if took := closedWithin(t, c, 5*time.Second); took > 2*time.Second {
+		t.Fatalf("the refused connection was closed after %v, want at once (read timeout %v)", took, limits.ReadTimeout)
+	}
+}
+
+// TestConnectRateLimited: control-channel upgrade attempts from one
+// address are limited (a request with no credential is 401 and is not a
+// failed authentication, so only the connect limit answers 429).
+func TestConnectRateLimited(t *testing.T) {
+	rl := hub.DefaultRateLimits()
+	e := testenv.New(t, testenv.Options{RateLimits: &rl})
+	connect := e.URL + "/api/v1/runtime-brokers/connect"
+	n := 0
+	for ; n < 200; n++ {
+		resp := getFrom(t, "127.0.0.2", connect, "")
+		if resp.StatusCode == http.StatusTooManyRequests {
+			rateLimited(t, resp, "connect")
+			break
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusUnauthorized {
+			t.Fatalf("connect %d without credentials: %d, want 401", n, resp.StatusCode)
+		}
+	}
+	if n != rl.Connect.Burst {
+		t.Fatalf("429 after %d connect attempts, want after the burst of %d", n, rl.Connect.Burst)
+	}
+}
