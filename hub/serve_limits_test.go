@@ -293,6 +293,7 @@ func TestConnectRateLimited(t *testing.T) {
 	rl := hub.DefaultRateLimits()
 	e := testenv.New(t, testenv.Options{RateLimits: &rl})
 	connect := e.URL + "/api/v1/runtime-brokers/connect"
+	start := time.Now()
 	n := 0
 	for ; n < 200; n++ {
 		resp := getFrom(t, "127.0.0.2", connect, "")
@@ -305,7 +306,9 @@ func TestConnectRateLimited(t *testing.T) {
 			t.Fatalf("connect %d without credentials: %d, want 401", n, resp.StatusCode)
 		}
 	}
-	if n != rl.Connect.Burst {
-		t.Fatalf("429 after %d connect attempts, want after the burst of %d", n, rl.Connect.Burst)
+	// Tokens refill while the loop runs (2 a second): allow for them.
+	refilled := int(time.Since(start).Seconds()*float64(rl.Connect.PerMinute)/60) + 1
+	if n < rl.Connect.Burst || n > rl.Connect.Burst+refilled {
+		t.Fatalf("429 after %d connect attempts, want after the burst of %d (+%d refilled)", n, rl.Connect.Burst, refilled)
 	}
 }
