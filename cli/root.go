@@ -43,8 +43,11 @@ Brokers (laptops, VMs, Kubernetes clusters) and runs them in containers.
 
 The Hub a command talks to is, in order: --hub (a URL or a hub list
 nickname); inside an agent container, SCION_HUB_ENDPOINT then SCION_HUB_URL
-(with SCION_AGENT_TOKEN); the hub list's current hub (scion hub use); the
-local workstation Hub started by 'scion server start --workstation'.`,
+(with SCION_AGENT_TOKEN, or the renewed token in $HOME/.scion/agent-token
+when it lasts longer; the CLI renews the agent's token when half its
+lifetime is left); the hub list's current hub (scion hub use); the local
+workstation Hub started by 'scion server start --workstation'. A hub list
+entry uses its own token or none, never another entry's.`,
 		Example: `  scion server start --workstation                  # a local Hub and broker
   scion start my-agent -- claude                      # create and start an agent
   scion list                                          # agents of the current project
