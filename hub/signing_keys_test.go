@@ -42,12 +42,17 @@ func forgeAgentToken(real string, key []byte) string {
 	return "sca_" + p + "." + base64.RawURLEncoding.EncodeToString(m.Sum(nil))
 }
 
-// TestDatabaseCopyMintsNothing: the database holds the agent-token signing
+// TestDatabaseCopyMintsNothing: the database (a SQLite file or a
+// PostgreSQL dump) holds the agent-token signing
 // key and the broker secrets sealed with the secrets key (a file outside
 // it), so what a copy of hub.db holds neither signs an agent token nor a
 // broker request (issue 12, item 6).
 func TestDatabaseCopyMintsNothing(t *testing.T) {
-	e := testenv.New(t, testenv.Options{Brokers: 1})
+	engines(t, func(t *testing.T, pg bool) { databaseCopyMintsNothing(t, pg) })
+}
+
+func databaseCopyMintsNothing(t *testing.T, pg bool) {
+	e := testenv.New(t, testenv.Options{Postgres: pg, Brokers: 1})
 	ctx := context.Background()
 	if _, err := e.Admin.CreateAgent(ctx, api.CreateAgentRequest{Name: "a", Project: "default", Start: true, Command: []string{"x"}}); err != nil {
 		t.Fatal(err)
