@@ -312,3 +312,26 @@ func TestConnectRateLimited(t *testing.T) {
 		t.Fatalf("429 after %d connect attempts, want after the burst of %d (+%d refilled)", n, rl.Connect.Burst, refilled)
 	}
 }
+
+// TestControlChannelOutlivesTimeouts: a broker's control channel (a
+// hijacked WebSocket) is not cut by the server's read, write or idle
+// timeouts: one channel, opened once, stays up for many times each.
+func TestControlChannelOutlivesTimeouts(t *testing.T) {
+	limits := shortLimits
+	var logs syncBuffer
+	e := testenv.New(t, testenv.Options{Brokers: 1, Serve: &limits, LogTo: &logs})
+	time.Sleep(5 * limits.ReadTimeout)
+	if n := strings.Count(logs.String(), "broker channel opened"); n != 1 {
+		t.Fatalf("the broker's channel was opened %d times in %v (read timeout %v), want once", n, 5*limits.ReadTimeout, limits.ReadTimeout)
+	}
+	if _, err := e.Admin.GetBroker(context.Background(), e.Brokers()[0].ID); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, time.Second, func() error {
+		b, err := e.Admin.GetBroker(context.Background(), e.Brokers()[0].ID)
+		if err == nil && b.Status != api.BrokerOnline {
+			err = fmt.Errorf("broker is %s", b.Status)
+		}
+		return err
+	})
+}
