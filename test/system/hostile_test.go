@@ -66,7 +66,7 @@ func (s *hostileStats) saw(kind string, status int) {
 // stay under max_connections + FDReserve.
 //
 // The attackers run in a child process (TestHostileAttacker) at nice 10,
-// the Hub and this process at nice -10: on one shared 2-core machine the
+// the Hub and this process at nice -20: on one shared 2-core machine the
 // attackers' CPU would otherwise be the Hub's, which a remote attacker's
 // is not, and the other work on the machine would be measured too.
 func TestHubUnderHostileConnections(t *testing.T) {
@@ -76,13 +76,13 @@ func TestHubUnderHostileConnections(t *testing.T) {
 		duration = 10 * time.Second
 	}
 	raiseNofile(t, 65536) // the Hub inherits it
-	renice(t, os.Getpid(), -10)
+	renice(t, os.Getpid(), -20)
 
 	// The default caps, except the global one, set below what the attack
 	// holds so that the Hub has to make room (close quiet connections) for
 	// the signed-in client; it is the cap that bounds the descriptors.
 	hp := startTeamHub(t, newHost(t, "hub"), "--max-connections", strconv.Itoa(hubMaxConnsUnderTest))
-	renice(t, hp.proc.PID, -10)
+	renice(t, hp.proc.PID, -20)
 	token := hp.adminToken(t)
 	maxConns := hubMaxConns(t, hp.proc)
 	fdCap := maxConns + hubFDReserve
