@@ -92,6 +92,15 @@ func (s *Server) handleAgentAction(r *http.Request, c *Caller) (int, any, error)
 		}
 		return 0, nil, err
 	}
+	var again *recreation
+	if r.PathValue("action") == "start" && noContainer(a) {
+		// Its create was refused or never reached the broker: starting it
+		// is creating it, if c may hand over its secrets (decided before
+		// a slot is taken).
+		if again, err = s.prepareRecreate(ctx, c, a); err != nil {
+			return 0, nil, err
+		}
+	}
 	if act.running {
 		// Checked again at start, resume and restart. A refused restart
 		// leaves the running container alone: nothing is dispatched.
@@ -112,10 +121,8 @@ func (s *Server) handleAgentAction(r *http.Request, c *Caller) (int, any, error)
 			return 0, nil, err
 		}
 	}
-	if r.PathValue("action") == "start" && noContainer(a) {
-		// Its create was refused or never reached the broker: starting it
-		// is creating it.
-		got, done, err := s.recreate(ctx, a, b, key)
+	if again != nil {
+		got, done, err := s.recreate(ctx, a, b, key, again)
 		if done {
 			if err != nil {
 				return 0, nil, err

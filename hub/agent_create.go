@@ -132,26 +132,42 @@ func unresolvedError(b *store.Broker, derr error) error {
 		b.Name, api.HeaderIdempotencyKey).WithDetail("broker", b.Name)
 }
 
+// recreation is what a start needs to create again an agent its broker
+// holds nothing of: its project and the values of the secrets it names.
+// It is decided before the start takes a slot, so a refused one takes
+// none.
+type recreation struct {
+	project *store.Project
+	secrets map[string]string
+}
+
+// prepareRecreate decides whether c may create agent a again (its
+// secrets are handed over again: see recordedSecrets).
+func (s *Server) prepareRecreate(ctx context.Context, c *Caller, a *store.Agent) (*recreation, error) {
+	p, err := s.store.GetProject(ctx, a.ProjectID)
+	if err != nil {
+		return nil, err
+	}
+	secrets, err := s.recordedSecrets(ctx, c, p, a)
+	if err != nil {
+		return nil, err
+	}
+	return &recreation{project: p, secrets: secrets}, nil
+}
+
 // recreate is a start of agent a, which its broker holds nothing of
 // (noContainer), holding its slot already: the create is sent again, with
 // start, under a key of this start's own (the broker remembers the
 // answer of the refused create under the create's key). done is false
 // when the broker turns out to have the agent after all: the start is
 // then dispatched as usual.
-func (s *Server) recreate(ctx context.Context, a *store.Agent, b *store.Broker, key string) (_ *store.Agent, done bool, _ error) {
-	p, err := s.store.GetProject(ctx, a.ProjectID)
+func (s *Server) recreate(ctx context.Context, a *store.Agent, b *store.Broker, key string, rc *recreation) (_ *store.Agent, done bool, _ error) {
+	a, err := s.reprovision(ctx, a, b, false)
 	if err != nil {
-		return nil, true, err
-	}
-	secrets, err := s.recordedSecrets(ctx, a)
-	if err != nil {
-		return nil, true, err
-	}
-	if a, err = s.reprovision(ctx, a, b, false); err != nil {
 		return nil, true, err
 	}
 	s.log.Info("start creates again an agent its broker holds nothing of", "agent_id", a.ID, "broker_id", b.ID)
-	a, out, err := s.runCreate(ctx, a, b, s.createSpec(a, p, secrets, nil, true), "create:"+a.RunID+":"+key)
+	a, out, err := s.runCreate(ctx, a, b, s.createSpec(a, rc.project, rc.secrets, nil, true), "create:"+a.RunID+":"+key)
 	if out == outcomeExists && err == nil && a.Phase != api.PhaseRunning {
 		return a, false, nil
 	}

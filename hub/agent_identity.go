@@ -19,9 +19,9 @@ type agentIdentity struct {
 	scopes     []string
 	delegation authz.Delegation
 	parent     string // the creating agent's ID
-	// parentSecrets are the secrets the creating agent was given: the only
-	// ones it may hand on.
-	parentSecrets []string
+	// holder is the creating agent's record: the secrets it was given
+	// are the only ones it may hand on (see heldBy).
+	holder *store.Agent
 }
 
 // newAgentIdentity decides the identity of the agent c asks to create:
@@ -64,7 +64,7 @@ func (s *Server) newAgentIdentity(ctx context.Context, c *Caller, req *api.Creat
 			return id, err
 		}
 		parentDelegator, parentChain, id.parent = parent.Delegator, parent.DelegationChain, parent.ID
-		id.parentSecrets = parent.SecretNames
+		id.holder = parent
 	}
 	id.delegation = authz.NewDelegation(*c, parentDelegator, parentChain)
 	return id, nil

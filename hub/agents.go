@@ -112,7 +112,7 @@ func (s *Server) handleCreateAgent(r *http.Request, c *Caller) (int, any, error)
 	}
 	defer release()
 	resolve := func(rec *store.IdempotencyRecord) (int, any, error) {
-		return s.resolveCreate(ctx, key, rec, p, req)
+		return s.resolveCreate(ctx, c, key, rec, p, req)
 	}
 	if status, body, ok, err := s.replayCreate(ctx, key, resolve); ok || err != nil {
 		return status, body, err
@@ -150,7 +150,7 @@ func (s *Server) createAgent(r *http.Request, c *Caller, p *store.Project, req a
 	if err != nil {
 		return 0, nil, err
 	}
-	secrets, err := s.agentSecrets(ctx, c, p, req.Secrets, id.parentSecrets)
+	secrets, err := s.agentSecrets(ctx, c, p, req.Secrets, id.holder)
 	if err != nil {
 		return 0, nil, err
 	}

@@ -99,8 +99,8 @@ func (s *Server) replayCreate(ctx context.Context, k *createKey, resolve func(*s
 // as the broker has reported it since, or by sending the create to the
 // broker again under the create's own broker key. A final answer is
 // stored.
-func (s *Server) resolveCreate(ctx context.Context, k *createKey, rec *store.IdempotencyRecord, p *store.Project, req api.CreateAgentRequest) (int, any, error) {
-	status, body, outcome, err := s.resolveOutcome(ctx, rec, p, req)
+func (s *Server) resolveCreate(ctx context.Context, c *Caller, k *createKey, rec *store.IdempotencyRecord, p *store.Project, req api.CreateAgentRequest) (int, any, error) {
+	status, body, outcome, err := s.resolveOutcome(ctx, c, rec, p, req)
 	if outcome {
 		s.recordCreate(ctx, k, status, body, err)
 	}
@@ -111,7 +111,7 @@ func (s *Server) resolveCreate(ctx context.Context, k *createKey, rec *store.Ide
 // create's (the agent as it is, or the broker's answer to the create),
 // not a refusal to ask (the broker offline, the quota full now), which a
 // later retry may get past.
-func (s *Server) resolveOutcome(ctx context.Context, rec *store.IdempotencyRecord, p *store.Project, req api.CreateAgentRequest) (_ int, _ any, outcome bool, _ error) {
+func (s *Server) resolveOutcome(ctx context.Context, c *Caller, rec *store.IdempotencyRecord, p *store.Project, req api.CreateAgentRequest) (_ int, _ any, outcome bool, _ error) {
 	a, err := s.store.GetAgent(ctx, rec.AgentID)
 	if isNotFound(err) {
 		return 0, nil, false, api.Conflict(api.CodeConflict, "the request first sent with this %s created agent %s, which has since been deleted",
@@ -139,7 +139,7 @@ func (s *Server) resolveOutcome(ctx context.Context, rec *store.IdempotencyRecor
 			"runtime broker %q is offline: the outcome of this create is known when it reconnects; retry with the same %s then",
 			b.Name, api.HeaderIdempotencyKey).WithDetail("broker", b.Name)
 	}
-	secrets, err := s.recordedSecrets(ctx, a)
+	secrets, err := s.recordedSecrets(ctx, c, p, a)
 	if err != nil {
 		return 0, nil, false, err
 	}

@@ -106,9 +106,9 @@ func (s *Server) handleDeleteSecret(r *http.Request, c *Caller) (int, any, error
 // project's first, then hub-wide ones) into the values its broker
 // delivers. Naming a secret hands its value to the agent, so each needs
 // authz.SecretUse: a project secret its project's owner or an admin, and
-// an agent creating an agent may hand on only secrets it was given itself
-// (held, from the creator's record).
-func (s *Server) agentSecrets(ctx context.Context, c *Caller, p *store.Project, names, held []string) (map[string]string, error) {
+// an agent creating an agent (holder, its record; nil for other callers)
+// may hand on only secrets it was given itself (see heldBy).
+func (s *Server) agentSecrets(ctx context.Context, c *Caller, p *store.Project, names []string, holder *store.Agent) (map[string]string, error) {
 	if len(names) == 0 {
 		return nil, nil
 	}
@@ -120,11 +120,11 @@ func (s *Server) agentSecrets(ctx context.Context, c *Caller, p *store.Project, 
 	}
 	out := make(map[string]string, len(names))
 	for _, name := range names {
-		sec := &authz.SecretRes{Name: name, Held: c.Kind == CallerAgent && slices.Contains(held, name)}
 		x, err := s.lookupSecret(ctx, p.ID, name)
 		if isNotFound(err) {
 			// Asked first as a project secret: an agent learns nothing
 			// about the names of secrets it was not given.
+			sec := &authz.SecretRes{Name: name, Held: holder != nil && slices.Contains(holder.SecretNames, name)}
 			if err := s.authorize(ctx, c, authz.SecretUse, authz.Resource{Project: projectRes(p), Secret: sec}, nil); err != nil {
 				return nil, err
 			}
@@ -133,7 +133,7 @@ func (s *Server) agentSecrets(ctx context.Context, c *Caller, p *store.Project, 
 		if err != nil {
 			return nil, err
 		}
-		res := authz.Resource{Secret: sec}
+		res := authz.Resource{Secret: &authz.SecretRes{Name: name, Held: heldBy(holder, x)}}
 		if x.ProjectID != "" {
 			res.Project = projectRes(p)
 		}
@@ -145,6 +145,18 @@ func (s *Server) agentSecrets(ctx context.Context, c *Caller, p *store.Project, 
 		}
 	}
 	return out, nil
+}
+
+// heldBy reports whether agent holder was given secret x. Its record
+// names secrets, and a name means the project's secret when there is
+// one, else the hub-wide one: a project secret set after holder was
+// created is not the one it got under that name (that was the hub-wide
+// one, or none), so it is not held.
+func heldBy(holder *store.Agent, x *store.Secret) bool {
+	if holder == nil || !slices.Contains(holder.SecretNames, x.Name) {
+		return false
+	}
+	return x.ProjectID == "" || !x.CreatedAt.After(holder.CreatedAt)
 }
 
 // lookupSecret finds the secret a name in project projectID means: the
@@ -166,28 +178,22 @@ func (s *Server) openSecret(x *store.Secret) (string, error) {
 	return string(v), nil
 }
 
-// recordedSecrets resolves the secrets agent a's record names, for a
-// create sent again (a keyed retry, a start that re-creates the agent):
-// whoever named them was allowed to when the agent was created.
-func (s *Server) recordedSecrets(ctx context.Context, a *store.Agent) (map[string]string, error) {
+// recordedSecrets resolves the secrets agent a of project p names for a
+// create sent again by c (a keyed retry, a start that re-creates the
+// agent). Sending it hands the values over again, so c must be allowed
+// to name them now, as for a new agent: what a name means may have
+// changed since the agent was created (a project secret set since then
+// shadows the hub-wide one its creator named).
+func (s *Server) recordedSecrets(ctx context.Context, c *Caller, p *store.Project, a *store.Agent) (map[string]string, error) {
 	if len(a.SecretNames) == 0 {
 		return nil, nil
 	}
-	if s.secrets == nil {
-		return nil, errNoSecretsKey()
-	}
-	out := make(map[string]string, len(a.SecretNames))
-	for _, name := range a.SecretNames {
-		x, err := s.lookupSecret(ctx, a.ProjectID, name)
-		if isNotFound(err) {
-			return nil, api.NotFound(api.CodeSecretNotFound, "secret %q of agent %q is gone; set it again with `scion hub secret set %s`", name, a.Slug, name)
-		}
-		if err != nil {
-			return nil, err
-		}
-		if out[name], err = s.openSecret(x); err != nil {
+	var holder *store.Agent
+	if c.Kind == CallerAgent {
+		var err error
+		if holder, err = s.store.GetAgent(ctx, c.ID); err != nil {
 			return nil, err
 		}
 	}
-	return out, nil
+	return s.agentSecrets(ctx, c, p, a.SecretNames, holder)
 }
