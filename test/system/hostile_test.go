@@ -20,6 +20,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/scion-go/scion/hub"
 )
 
 // Hostile load: what one machine with many addresses can throw at a Hub
@@ -37,9 +39,6 @@ const (
 	// hubMaxConnsUnderTest is the Hub's --max-connections here (default
 	// 8192): below the ~6,000-7,000 connections the attack holds open.
 	hubMaxConnsUnderTest = 5000
-	// hubFDReserve is hub.FDReserve: the documented descriptor cap of a
-	// Hub is max_connections + FDReserve.
-	hubFDReserve = 128
 )
 
 // hostileKinds are the four attacks, each run by a quarter of the
@@ -60,7 +59,8 @@ func (s *hostileStats) saw(kind string, status int) {
 // TestHubUnderHostileConnections: 10,000 hostile connections (slow
 // headers, slow bodies to the join route, idle keep-alives, bad join
 // tokens) for 60 s (10 s with -short, never under CI=true) against a team
-// Hub with its default limits, while a signed-in client makes calls, over
+// Hub with its default limits but a global cap below what the attack
+// holds (hubMaxConnsUnderTest), while a signed-in client makes calls, over
 // a kept-alive connection and over a new connection each time as a CLI
 // does. Both keep their p99 under 100 ms, and the Hub's open descriptors
 // stay under max_connections + FDReserve.
@@ -85,7 +85,7 @@ func TestHubUnderHostileConnections(t *testing.T) {
 	renice(t, hp.proc.PID, -20)
 	token := hp.adminToken(t)
 	maxConns := hubMaxConns(t, hp.proc)
-	fdCap := maxConns + hubFDReserve
+	fdCap := maxConns + hub.FDReserve // the documented descriptor cap
 	addr := hp.URL[len("http://"):]
 	t.Logf("hub pid %d: max_connections %d, so the descriptor cap is %d", hp.proc.PID, maxConns, fdCap)
 
@@ -183,7 +183,7 @@ func TestHubUnderHostileConnections(t *testing.T) {
 	t.Logf("MEASURED: signed-in client, new connection per call: %d calls, p50 %v, p99 %v, max %v, %d errors",
 		len(fresh), pct(fresh, 50), pct(fresh, 99), pct(fresh, 100), len(freshErrs))
 	t.Logf("MEASURED: Hub open descriptors: max %d during the flood (cap %d = max_connections %d + %d); %d, %v after it ended",
-		maxFD.Load(), fdCap, maxConns, hubFDReserve, after, time.Since(recovered).Round(100*time.Millisecond))
+		maxFD.Load(), fdCap, maxConns, hub.FDReserve, after, time.Since(recovered).Round(100*time.Millisecond))
 
 	if len(keepErrs) > 0 || len(freshErrs) > 0 {
 		t.Errorf("the signed-in client's calls failed: kept-alive %v; new connections %v", first(keepErrs, 5), first(freshErrs, 5))
