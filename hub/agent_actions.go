@@ -37,6 +37,10 @@ func (s *Server) handleAgentAction(r *http.Request, c *Caller) (int, any, error)
 	if err != nil {
 		return 0, nil, err
 	}
+	if len(r.Header.Get(api.HeaderIdempotencyKey)) > maxIdempotencyKey {
+		// Bounded: it is kept with a queued stop and on the broker.
+		return 0, nil, api.BadRequest("%s is longer than %d bytes", api.HeaderIdempotencyKey, maxIdempotencyKey)
+	}
 	if a.BrokerID == "" {
 		return 0, nil, api.Conflict(api.CodeConflict, "agent %q has no runtime broker", a.Slug)
 	}
@@ -59,11 +63,14 @@ func (s *Server) handleAgentAction(r *http.Request, c *Caller) (int, any, error)
 			return 0, nil, err
 		}
 	}
-	// The dispatch key: the caller's Idempotency-Key (scoped to the caller
-	// and the action) when given, so a retried request is carried out once.
+	// The dispatch key: the caller's Idempotency-Key (scoped to the caller,
+	// the action and the agent) when given, so a retried request is
+	// carried out once. The broker answers a key it has seen from its
+	// record: without the agent in it, the same key on another agent
+	// would get the first agent's state recorded as its own.
 	clientKey := ""
 	if k := r.Header.Get(api.HeaderIdempotencyKey); k != "" {
-		clientKey = r.PathValue("action") + ":" + c.Principal() + ":" + k
+		clientKey = r.PathValue("action") + ":" + a.ID + ":" + c.Principal() + ":" + k
 	}
 	key := cmp.Or(clientKey, r.PathValue("action")+":"+mustV7())
 	if act.method == wire.MethodAgentStop {
