@@ -111,7 +111,8 @@ func (o *oidcSignIn) route(h func(r *http.Request) (int, any, error)) http.Handl
 		}
 		ip := clientIP(r)
 		if ok, wait := o.limiter.allow(ip, time.Now()); !ok {
-			s.log.Warn("oidc sign-in refused", "reason", "rate limited", "client", ip)
+			// Debug: a flood must not become a flood of log lines.
+			s.log.Debug("oidc sign-in refused", "reason", "rate limited", "client", ip)
 			s.refuseRateLimited(w, r, wait, "sign-in requests")
 			return
 		}
