@@ -177,6 +177,7 @@ func runServer(parent context.Context, f *serverFlags) error {
 		return err
 	}
 	hs, limited := hub.NewHTTPServer(srv.Handler(), ln, limits, log)
+	srv.WatchConnections(limited)
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- hs.Serve(limited) }()
 	brokerDone := make(chan struct{})

@@ -335,3 +335,57 @@ func TestControlChannelOutlivesTimeouts(t *testing.T) {
 		return err
 	})
 }
+
+// TestPerAddressCapServedAndCounted: a Hub served as `scion server start`
+// does refuses the N+1th connection from one address with 429 and the
+// standard error body, serves another address, and counts the refusal in
+// /metrics.
+func TestPerAddressCapServedAndCounted(t *testing.T) {
+	limits := shortLimits
+	limits.ReadHeaderTimeout, limits.IdleTimeout = 10*time.Second, 10*time.Second
+	limits.MaxConnsPerAddr = 2
+	e := testenv.New(t, testenv.Options{Serve: &limits})
+	addr := hubAddr(t, e)
+	dial := func(src string) net.Conn {
+		d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(src)}}
+		c, err := d.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	dial("127.0.0.2")
+	dial("127.0.0.2")
+	// The server accepts in its own goroutine: the two may not be counted
+	// yet, so retry the third until it is refused.
+	var status int
+	var body api.ErrorBody
+	deadline := time.Now().Add(5 * time.Second)
+	for status != http.StatusTooManyRequests && time.Now().Before(deadline) {
+		c := dial("127.0.0.2")
+		fmt.Fprintf(c, "GET /healthz HTTP/1.1\r\nHost: hub\r\n\r\n")
+		_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		status = resp.StatusCode
+		_ = json.NewDecoder(resp.Body).Decode(&body)
+		resp.Body.Close()
+		c.Close()
+	}
+	if status != http.StatusTooManyRequests || body.Error == nil || body.Error.Code != api.CodeRateLimited {
+		t.Fatalf("the 3rd connection from one address: %d %+v, want 429 rate_limited", status, body.Error)
+	}
+	resp := getFrom(t, "127.0.0.3", e.URL+"/metrics", "")
+	defer resp.Body.Close()
+	m, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(m), "scion_connections_refused_per_address_total ") ||
+		strings.Contains(string(m), "scion_connections_refused_per_address_total 0\n") {
+		t.Fatalf("metrics from another address: %d, refusal not counted:\n%s", resp.StatusCode, m)
+	}
+	if !strings.Contains(string(m), "scion_connections_open ") {
+		t.Fatal("no scion_connections_open in /metrics")
+	}
+}

@@ -94,6 +94,8 @@ type Env struct {
 	handler atomic.Value // handlerBox: the current Hub's, so RestartHub keeps the URL
 	// secretsKey seals the Hub's secrets; a restarted Hub keeps it.
 	secretsKey []byte
+	// conns is the listener's connection limiter when opts.Serve is set.
+	conns *hub.ConnLimiter
 	// scan checks at Close that no credential reached the logs.
 	scan *logScan
 }
@@ -111,6 +113,9 @@ func (e *Env) RestartHub() {
 		e.T.Fatalf("testenv: restart hub: %v", err)
 	}
 	h.SetPublicURL(e.URL)
+	if e.conns != nil {
+		h.WatchConnections(e.conns)
+	}
 	old := e.Hub
 	e.Hub = h
 	e.handler.Store(handlerBox{h.Handler()})
@@ -186,6 +191,8 @@ func New(t testing.TB, opts Options) *Env {
 	if opts.Serve != nil {
 		hs, ln := hub.NewHTTPServer(e.Server.Config.Handler, e.Server.Listener, *opts.Serve, e.log)
 		e.Server.Config, e.Server.Listener = hs, ln
+		e.Hub.WatchConnections(ln)
+		e.conns = ln
 	}
 	e.Server.Start()
 	e.URL = e.Server.URL
