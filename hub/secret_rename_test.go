@@ -88,3 +88,21 @@ func TestAgentHandsOnOnlyTheSecretItWasGiven(t *testing.T) {
 		t.Fatal("the refused create left an agent")
 	}
 }
+
+// TestSecretNamesAreChecked: a secret named in a create follows the
+// secret name rule, and a refusal does not echo a huge name.
+func TestSecretNamesAreChecked(t *testing.T) {
+	e := testenv.New(t, testenv.Options{Brokers: 1})
+	ctx := context.Background()
+	for _, name := range []string{strings.Repeat("A", 100_000), "A\nB", "../x", ""} {
+		_, err := e.Admin.CreateAgent(ctx, api.CreateAgentRequest{Name: "s", Project: "default", Command: []string{"x"}, Secrets: []string{name}})
+		apiErr(t, err, http.StatusBadRequest, api.CodeInvalidRequest)
+		var ae *api.Error
+		if errors.As(err, &ae); len(ae.Message) > 300 {
+			t.Fatalf("the refusal echoes %d bytes", len(ae.Message))
+		}
+	}
+	if _, err := e.Admin.GetAgent(ctx, "s", "default"); err == nil {
+		t.Fatal("a refused create left an agent")
+	}
+}

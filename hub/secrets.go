@@ -118,6 +118,11 @@ func (s *Server) agentSecrets(ctx context.Context, c *Caller, p *store.Project, 
 	if len(names) > 64 {
 		return nil, api.BadRequest("an agent can name at most 64 secrets")
 	}
+	for _, name := range names {
+		if !secretName.MatchString(name) { // nothing by that name can exist
+			return nil, api.BadRequest("invalid secret name %s: use letters, digits and _ (an environment variable name)", api.Quote(name))
+		}
+	}
 	out := make(map[string]string, len(names))
 	for _, name := range names {
 		x, err := s.lookupSecret(ctx, p.ID, name)
