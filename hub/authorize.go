@@ -74,16 +74,20 @@ func brokerRes(b *store.Broker, projects []string, projectID string) authz.Broke
 		ServesProject: projectID != "" && slices.Contains(projects, projectID)}
 }
 
+// The not-found answers quote the caller's reference cut short
+// (api.Quote): a path segment may be tens of kilobytes.
 func brokerNotFound(ref string) func() error {
-	return func() error { return api.NotFound(api.CodeBrokerNotFound, "runtime broker %q not found", ref) }
+	return func() error {
+		return api.NotFound(api.CodeBrokerNotFound, "runtime broker %s not found", api.Quote(ref))
+	}
 }
 
 func projectNotFound(ref string) func() error {
-	return func() error { return api.NotFound(api.CodeProjectNotFound, "project %q not found", ref) }
+	return func() error { return api.NotFound(api.CodeProjectNotFound, "project %s not found", api.Quote(ref)) }
 }
 
 func agentNotFound(ref string) func() error {
-	return func() error { return api.NotFound(api.CodeAgentNotFound, "agent %q not found", ref) }
+	return func() error { return api.NotFound(api.CodeAgentNotFound, "agent %s not found", api.Quote(ref)) }
 }
 
 // guardWriter refuses a success answer (2xx/3xx, or a hijack for a
