@@ -57,6 +57,11 @@ func GitRemoteTransport(remote string) (string, error) {
 			if u.Host == "" || u.Hostname() == "" {
 				return bad("it has no host")
 			}
+			if strings.HasPrefix(u.Host, "-") || strings.HasPrefix(u.User.Username(), "-") {
+				// ssh reads "-oProxyCommand=...@host" as an option, on a
+				// git too old to block it.
+				return bad("its user or host starts with a dash")
+			}
 			if strings.Trim(u.Path, "/") == "" {
 				return bad("it names no repository")
 			}

@@ -39,6 +39,11 @@ func TestGitRemoteTransport(t *testing.T) {
 		{"c:repo", ""},
 		{"git@host:", ""},
 		{"git@ho/st:repo", ""},
+		// A user or host that starts with a dash is an ssh option
+		// (-oProxyCommand=...) to a git that does not block it.
+		{"ssh://-oProxyCommand=x@host/repo", ""},
+		{"ssh://-host/repo", ""},
+		{"https://-host/repo", ""},
 	} {
 		got, err := GitRemoteTransport(tc.remote)
 		if got != tc.want || (tc.want == "") != (err != nil) {
