@@ -128,8 +128,8 @@ func (s *Server) resolveOutcome(ctx context.Context, c *Caller, rec *store.Idemp
 			"agent %q has a command on its way to its runtime broker; retry with the same %s", a.Slug, api.HeaderIdempotencyKey)
 	}
 	b, err := s.store.GetBroker(ctx, a.BrokerID)
-	if isNotFound(err) {
-		return 0, nil, false, api.Conflict(api.CodeConflict, "agent %q's runtime broker is gone", a.Slug)
+	if isNotFound(err) { // deregistered with force
+		return 0, nil, false, brokerMissing(a)
 	}
 	if err != nil {
 		return 0, nil, false, err
