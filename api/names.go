@@ -12,9 +12,12 @@ const MaxNameLen = 63
 // with a letter or digit. A name becomes a path segment on the broker
 // host, a container name and label, a Kubernetes object name (a DNS
 // label) and a table cell, so nothing else is safe in all of them: no
-// '.', '/', '_', upper case, spaces or control characters.
+// '.', '/', '_', upper case, spaces or control characters. Nor may a name
+// read as a UUID: records are looked up by ID, then by name, so a broker
+// named after the ID of one deregistered with force would receive what
+// that broker's stranded agents are sent.
 func ValidName(n string) bool {
-	if len(n) == 0 || len(n) > MaxNameLen {
+	if len(n) == 0 || len(n) > MaxNameLen || looksLikeID(n) {
 		return false
 	}
 	for i := 0; i < len(n); i++ {
@@ -29,6 +32,27 @@ func ValidName(n string) bool {
 	return true
 }
 
+// looksLikeID reports whether n is a UUID as the Hub reads references:
+// 8-4-4-4-12 hex digits, or 32 without the dashes.
+func looksLikeID(n string) bool {
+	hex := func(c byte) bool { return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F' }
+	switch len(n) {
+	case 32:
+	case 36:
+		if n[8] != '-' || n[13] != '-' || n[18] != '-' || n[23] != '-' {
+			return false
+		}
+	default:
+		return false
+	}
+	for i := 0; i < len(n); i++ {
+		if !hex(n[i]) && !(len(n) == 36 && (i == 8 || i == 13 || i == 18 || i == 23)) {
+			return false
+		}
+	}
+	return true
+}
+
 // CheckName refuses a name that breaks ValidName with a 400
 // invalid_request naming the kind ("agent", "project", ...). The name is
 // quoted and cut short in the message, so a hostile one is echoed neither
@@ -37,7 +61,7 @@ func CheckName(kind, n string) error {
 	if ValidName(n) {
 		return nil
 	}
-	return BadRequest("invalid %s name %s: use 1-%d lower-case letters, digits and '-', starting and ending with a letter or digit",
+	return BadRequest("invalid %s name %s: use 1-%d lower-case letters, digits and '-', starting and ending with a letter or digit, and not shaped like an ID",
 		kind, Quote(n), MaxNameLen)
 }
 

@@ -35,6 +35,12 @@ func TestValidName(t *testing.T) {
 		{"a\x1bb", false},
 		{"ünï", false}, // non-ASCII
 		{"web\u200b", false},
+		// An ID's shape: lookups by ID, then by name, would mix them up.
+		{"01936f0a-1b2c-7d3e-8f4a-5b6c7d8e9f00", false},
+		{"01936f0a1b2c7d3e8f4a5b6c7d8e9f00", false},
+		{"01936f0a-1b2c-7d3e-8f4a-5b6c7d8e9f0g", true},
+		{"01936f0a-1b2c-7d3e-8f4a-5b6c7d8e9f0", true},
+		{"deadbeef", true},
 	} {
 		if got := ValidName(tc.name); got != tc.ok {
 			t.Errorf("ValidName(%q) = %v, want %v", tc.name, got, tc.ok)
