@@ -2,6 +2,7 @@ package kubernetes_test
 
 import (
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 )
@@ -23,6 +24,11 @@ func (k *localKubelet) serveLogs(w http.ResponseWriter, r *http.Request) {
 	follow := r.URL.Query().Get("follow") == "true"
 	fl, _ := w.(http.Flusher)
 	off := 0
+	if n, err := strconv.Atoi(r.URL.Query().Get("tailLines")); err == nil && n >= 0 {
+		// As the kubelet does: start at the last n lines of what is there.
+		data, _, _ := p.out.snapshot()
+		off = tailOffset(data, n)
+	}
 	for {
 		data, changed, finished := p.out.snapshot()
 		w.Write(data[off:])
@@ -39,6 +45,26 @@ func (k *localKubelet) serveLogs(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+}
+
+// tailOffset is where the last n lines of data start (a final line without
+// a newline counts).
+func tailOffset(data []byte, n int) int {
+	if n == 0 {
+		return len(data)
+	}
+	end := len(data)
+	if end > 0 && data[end-1] == '\n' {
+		end--
+	}
+	for i := end - 1; i >= 0; i-- {
+		if data[i] == '\n' {
+			if n--; n == 0 {
+				return i + 1
+			}
+		}
+	}
+	return 0
 }
 
 // logBuffer is a process's output that readers can follow.

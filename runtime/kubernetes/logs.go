@@ -18,6 +18,13 @@ import (
 // a pod that has not started yet waits until it starts (or goes away, or
 // ctx ends).
 func (r *Runtime) Logs(ctx context.Context, agentID string, follow bool) (io.ReadCloser, error) {
+	return r.LogsTail(ctx, agentID, follow, 0)
+}
+
+// LogsTail is Logs starting at the log's last tail lines (0: the whole
+// log), cut by the kubelet (PodLogOptions.TailLines), so a followed log
+// starts at its tail too instead of being sent whole.
+func (r *Runtime) LogsTail(ctx context.Context, agentID string, follow bool, tail int) (io.ReadCloser, error) {
 	t, rec, err := r.findRecord(ctx, agentID)
 	if err != nil {
 		return nil, err
@@ -37,11 +44,22 @@ func (r *Runtime) Logs(ctx context.Context, agentID string, follow bool) (io.Rea
 	if pod == nil || !started(pod) {
 		return io.NopCloser(strings.NewReader("")), nil
 	}
-	rc, err := t.client.CoreV1().Pods(t.key.namespace).GetLogs(pod.Name, &corev1.PodLogOptions{Container: "agent", Follow: follow}).Stream(ctx)
+	rc, err := t.client.CoreV1().Pods(t.key.namespace).GetLogs(pod.Name, podLogOptions(follow, tail)).Stream(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes runtime: logs of %s: %w", agentID, err)
 	}
 	return rc, nil
+}
+
+// podLogOptions asks for the agent container's log, from its last tail
+// lines when tail > 0.
+func podLogOptions(follow bool, tail int) *corev1.PodLogOptions {
+	o := &corev1.PodLogOptions{Container: "agent", Follow: follow}
+	if tail > 0 {
+		n := int64(tail)
+		o.TailLines = &n
+	}
+	return o
 }
 
 // waitStarted watches a pending pod until its agent container has started

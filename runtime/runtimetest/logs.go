@@ -41,6 +41,29 @@ func (s *suite) testLogs(t *testing.T) {
 	if countLines(out, marker(spec.AgentID)) != 1 {
 		t.Fatalf("output after exit lost the marker: %s", quoteTail(out))
 	}
+
+	// A runtime that cuts the log's tail itself (scion logs --tail N)
+	// returns exactly the last lines.
+	if tl, ok := e.rt.(tailLogger); ok {
+		r, err := tl.LogsTail(e.ctx, spec.AgentID, false, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := io.ReadAll(r)
+		r.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := string(b), finishedLine(spec.AgentID)+"\n"; got != want {
+			t.Fatalf("LogsTail(1) = %q, want %q", got, want)
+		}
+	}
+}
+
+// tailLogger is the optional capability of starting a log at its last
+// lines (the broker's logs --tail uses it where a runtime has it).
+type tailLogger interface {
+	LogsTail(ctx context.Context, agentID string, follow bool, tail int) (io.ReadCloser, error)
 }
 
 func (s *suite) testLogsFollow(t *testing.T) {
