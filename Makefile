@@ -19,7 +19,7 @@ demo: build
 # it), and the Kubernetes runtime's real kube-apiserver (.ci/kube-apiserver.sh
 # installs etcd and builds the API server once; the tests start both).
 test: build
-	@eval "$$(.ci/postgres.sh)" && eval "$$(.ci/kube-apiserver.sh)" && SCION_BIN=$(CURDIR)/bin/scion $(GO) test -p 2 -count=1 -timeout 30m $(PKGS)
+	@eval "$$(.ci/postgres.sh)" && eval "$$(.ci/kube-apiserver.sh)" && SCION_BIN=$(CURDIR)/bin/scion $(GO) test -p 2 -count=1 -timeout 60m $(PKGS)
 
 test-short:
 	$(GO) test -short -count=1 $(PKGS)
