@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 
 	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/config"
 	"github.com/scion-go/scion/wire"
 )
 
@@ -32,29 +33,7 @@ func (b *Broker) writeAgentToken(ref wire.AgentRef) {
 		b.log.Warn("agent token not written", "agent", ref.AgentID, "err", err)
 		return
 	}
-	if err := writePrivateFile(filepath.Join(home, filepath.FromSlash(api.AgentTokenFile)), []byte(ref.AgentToken+"\n")); err != nil {
+	if err := config.WriteFileAtomic(filepath.Join(home, filepath.FromSlash(api.AgentTokenFile)), []byte(ref.AgentToken+"\n"), 0o600); err != nil {
 		b.log.Warn("agent token not written", "agent", ref.AgentID, "err", err)
 	}
-}
-
-// writePrivateFile writes data to path (0600, its directory 0700) through
-// a temporary file and a rename, so a reader sees the old or the new
-// content, never half of one.
-func writePrivateFile(path string, data []byte) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".agent-token-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
 }

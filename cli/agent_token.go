@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/config"
 )
 
 // agentTokenPath is where the agent's renewed token is kept: under HOME,
@@ -102,26 +103,6 @@ func renewAgentToken(t *hubTarget, now time.Time) {
 	}
 	t.Token = nt.Token
 	if t.agentTokenFile != "" {
-		_ = writePrivate(t.agentTokenFile, []byte(nt.Token+"\n"))
+		_ = config.WriteFileAtomic(t.agentTokenFile, []byte(nt.Token+"\n"), 0o600)
 	}
-}
-
-// writePrivate writes a 0600 file through a temporary file and a rename.
-func writePrivate(path string, data []byte) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".agent-token-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
 }

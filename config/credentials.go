@@ -54,7 +54,7 @@ func (c *BrokerCredentials) Save() error {
 	if err != nil {
 		return err
 	}
-	return writeFileAtomic(BrokerCredentialsPath(), b, 0o600)
+	return WriteFileAtomic(BrokerCredentialsPath(), b, 0o600)
 }
 
 func sameHub(a, b string) bool { return strings.TrimRight(a, "/") == strings.TrimRight(b, "/") }

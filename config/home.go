@@ -20,9 +20,11 @@ func Home() string {
 // Path joins elements under Home.
 func Path(elem ...string) string { return filepath.Join(append([]string{Home()}, elem...)...) }
 
-// writeFileAtomic writes data to path via a temp file and rename, so a
-// reader never sees a half-written file and a crash leaves the old one.
-func writeFileAtomic(path string, data []byte, perm os.FileMode) error {
+// WriteFileAtomic writes data to path (mode perm, its directory made 0700)
+// via a temp file and rename, so a reader never sees a half-written file
+// and a crash leaves the old one. The broker (an agent's token file) and
+// the CLI (its own renewed token) use it too.
+func WriteFileAtomic(path string, data []byte, perm os.FileMode) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return err
 	}

@@ -50,7 +50,7 @@ func (l *HubList) Save() error {
 	if err != nil {
 		return err
 	}
-	return writeFileAtomic(HubListPath(), b, 0o600)
+	return WriteFileAtomic(HubListPath(), b, 0o600)
 }
 
 // Names returns the hub nicknames, sorted.

@@ -109,5 +109,5 @@ func (s *Settings) Save() error {
 	if err != nil {
 		return err
 	}
-	return writeFileAtomic(SettingsPath(), b, 0o600)
+	return WriteFileAtomic(SettingsPath(), b, 0o600)
 }

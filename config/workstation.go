@@ -40,7 +40,7 @@ func (w *Workstation) Save() error {
 	if err != nil {
 		return err
 	}
-	return writeFileAtomic(WorkstationPath(), b, 0o600)
+	return WriteFileAtomic(WorkstationPath(), b, 0o600)
 }
 
 // RemoveWorkstation deletes the workstation file.
