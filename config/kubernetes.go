@@ -29,7 +29,8 @@ const RuntimeKubernetes = "kubernetes"
 //
 // Profile settings keys are those of runtime/kubernetes (context,
 // namespace, shared_dir_size, safe_to_evict, priority_class, gke_mode,
-// shared_dir_storage, home_storage, nfs_pv_name, ...); the runtime
+// shared_dir_storage, home_storage, nfs_pv_name, run_as_user,
+// run_as_group, fs_group, read_only_root_filesystem, ...); the runtime
 // validates them when the broker starts.
 type KubernetesSettings struct {
 	Kubeconfig  string            `yaml:"kubeconfig,omitempty"`

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"os"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -55,7 +56,8 @@ func (r *Runtime) Create(ctx context.Context, spec runtime.Spec) (runtime.Status
 	name := objectName(spec.BrokerID, spec.AgentID, spec.Slug)
 	pod, claims, err := buildPod(podInput{spec: spec, settings: settings, name: name, claimPrefix: name + "-" + nonce(),
 		stopGrace:  r.opts.StopGrace,
-		scionImage: r.opts.ScionImage, imageVolume: r.opts.ImageVolume})
+		scionImage: r.opts.ScionImage, imageVolume: r.opts.ImageVolume,
+		hostUID: os.Getuid(), hostGID: os.Getgid()})
 	if err != nil {
 		return runtime.Status{}, err
 	}

@@ -58,6 +58,12 @@
 // automountServiceAccountToken false: an agent holds no credentials for the
 // API server and cannot read the namespace's Secrets. The runtime itself
 // needs only RuntimeRules, namespace-scoped, with no access to Secrets.
+// Every pod meets the Pod Security Standards "restricted" profile as built
+// (podSecurity: a non-root user, all capabilities dropped, no privilege
+// escalation, RuntimeDefault seccomp, a read-only root with /tmp an
+// emptyDir); the run_as_user, run_as_group, fs_group and
+// read_only_root_filesystem settings, which only a profile or the
+// broker's defaults may set, change what a harness needs.
 //
 // # Settings
 //

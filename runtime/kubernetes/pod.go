@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"path"
 	"sort"
 	"strconv"
 	"strings"
@@ -28,6 +29,9 @@ type podInput struct {
 	stopGrace   time.Duration
 	scionImage  string // an image holding the static scion binary at scionBinPath
 	imageVolume bool   // mount scionImage as an image volume instead of copying
+	// hostUID and hostGID are the broker's own IDs: on an NFS share the
+	// files it made are theirs, so its agents default to them.
+	hostUID, hostGID int
 }
 
 // buildPod returns the agent's pod and the claims its volumes need. It is
@@ -62,7 +66,22 @@ func buildPod(in podInput) (*corev1.Pod, []*corev1.PersistentVolumeClaim, error)
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		env = append(env, corev1.EnvVar{Name: k, Value: spec.Env[k]})
+		v := spec.Env[k]
+		if k == "PATH" && in.scionImage != "" {
+			v = runtime.PathWith(v, path.Dir(scionBinPath))
+		}
+		env = append(env, corev1.EnvVar{Name: k, Value: v})
+	}
+	// No PATH unless the spec names one: the image's own applies (the
+	// broker does not know it), and the scion binary is mounted in
+	// /usr/local/bin, which is on the container runtime's default PATH
+	// and on that of every common base image.
+	sec := podSecurity(s, in.hostUID, in.hostGID)
+	if *sec.container.ReadOnlyRootFilesystem {
+		// A read-only root: the harness still needs a scratch directory
+		// (the home and workspace are volumes already).
+		st.volumes = append(st.volumes, corev1.Volume{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
+		st.mounts = append(st.mounts, corev1.VolumeMount{Name: "tmp", MountPath: "/tmp"})
 	}
 	no := false
 	agent := corev1.Container{
@@ -75,12 +94,9 @@ func buildPod(in podInput) (*corev1.Pod, []*corev1.PersistentVolumeClaim, error)
 		Resources:       res,
 		ImagePullPolicy: corev1.PullIfNotPresent,
 		// Kept open so that an attach can write to the agent, as on Docker.
-		Stdin: true,
-		TTY:   spec.Labels[LabelTTY] == "true",
-		SecurityContext: &corev1.SecurityContext{
-			AllowPrivilegeEscalation: &no,
-			SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
-		},
+		Stdin:           true,
+		TTY:             spec.Labels[LabelTTY] == "true",
+		SecurityContext: sec.container,
 	}
 	grace := int64(math.Ceil(cmp.Or(in.stopGrace, 10*time.Second).Seconds()))
 	pod := &corev1.Pod{
@@ -97,10 +113,11 @@ func buildPod(in podInput) (*corev1.Pod, []*corev1.PersistentVolumeClaim, error)
 			TerminationGracePeriodSeconds: &grace,
 			PriorityClassName:             s.PriorityClass,
 			Volumes:                       st.volumes,
+			SecurityContext:               sec.pod,
 		},
 	}
 	if in.scionImage != "" {
-		addScionBinary(pod, &agent, in.scionImage, in.imageVolume)
+		addScionBinary(pod, &agent, in.scionImage, in.imageVolume, sec.container)
 	}
 	pod.Spec.Containers = []corev1.Container{agent}
 	return pod, st.claims, nil
@@ -111,7 +128,7 @@ func buildPod(in podInput) (*corev1.Pod, []*corev1.PersistentVolumeClaim, error)
 // at the same path in the agent: from an image volume (Kubernetes 1.33+,
 // nothing copied), or copied by an init container into an emptyDir that
 // the agent mounts read-only.
-func addScionBinary(pod *corev1.Pod, agent *corev1.Container, image string, imageVolume bool) {
+func addScionBinary(pod *corev1.Pod, agent *corev1.Container, image string, imageVolume bool, sec *corev1.SecurityContext) {
 	const vol = "scion-bin"
 	mount := corev1.VolumeMount{Name: vol, MountPath: scionBinPath, SubPath: "scion", ReadOnly: true}
 	if imageVolume {
@@ -128,6 +145,9 @@ func addScionBinary(pod *corev1.Pod, agent *corev1.Container, image string, imag
 			// The scion binary copies itself: the image needs no shell.
 			Command:      []string{scionBinPath, "install-binary", "/opt/scion/scion"},
 			VolumeMounts: []corev1.VolumeMount{{Name: vol, MountPath: "/opt/scion"}},
+			// As confined as the agent, and as the same user, so that
+			// the copy is the agent's to run.
+			SecurityContext: sec.DeepCopy(),
 		})
 	}
 	agent.VolumeMounts = append(agent.VolumeMounts, mount)

@@ -2,6 +2,7 @@ package kubernetes
 
 import (
 	"fmt"
+	"math"
 	"sort"
 	"strconv"
 	"strings"
@@ -51,6 +52,16 @@ type Settings struct {
 	NFSClaimSize string
 	// ServiceAccount is the agents' sandbox ServiceAccount.
 	ServiceAccount string
+	// RunAsUser, RunAsGroup and FSGroup are the pod's user, group and
+	// volume group (decimal IDs; see podSecurity for the defaults).
+	// ReadOnlyRootFS is the containers' readOnlyRootFilesystem (default
+	// true). These are the Pod Security knobs a harness may truly need
+	// (a fixed UID, a writable image); everything else restricted
+	// demands is not configurable.
+	RunAsUser      string
+	RunAsGroup     string
+	FSGroup        string
+	ReadOnlyRootFS *bool
 }
 
 // Settings keys, as in a profile's settings map, a runtime_target, and
@@ -70,11 +81,22 @@ var settingKeys = map[string]func(*Settings) *string{
 	"nfs_mount_path":     func(s *Settings) *string { return &s.NFSMountPath },
 	"nfs_claim_size":     func(s *Settings) *string { return &s.NFSClaimSize },
 	"service_account":    func(s *Settings) *string { return &s.ServiceAccount },
+	"run_as_user":        func(s *Settings) *string { return &s.RunAsUser },
+	"run_as_group":       func(s *Settings) *string { return &s.RunAsGroup },
+	"fs_group":           func(s *Settings) *string { return &s.FSGroup },
 }
 
 var boolKeys = map[string]func(*Settings) **bool{
-	"safe_to_evict": func(s *Settings) **bool { return &s.SafeToEvict },
-	"gke_mode":      func(s *Settings) **bool { return &s.GKE },
+	"safe_to_evict":             func(s *Settings) **bool { return &s.SafeToEvict },
+	"gke_mode":                  func(s *Settings) **bool { return &s.GKE },
+	"read_only_root_filesystem": func(s *Settings) **bool { return &s.ReadOnlyRootFS },
+}
+
+// operatorKeys are the settings an agent's own layer may not set: they
+// decide how far the pod is confined, which is the operator's call (a
+// profile or the broker's defaults), not that of whoever creates agents.
+var operatorKeys = map[string]bool{
+	"run_as_user": true, "run_as_group": true, "fs_group": true, "read_only_root_filesystem": true,
 }
 
 // AgentSettingPrefix marks an agent's own Kubernetes settings in
@@ -121,6 +143,9 @@ func agentSettings(labels map[string]string) (Settings, error) {
 	m := map[string]string{}
 	for k, v := range labels {
 		if key, ok := strings.CutPrefix(k, AgentSettingPrefix); ok {
+			if operatorKeys[key] {
+				return Settings{}, fmt.Errorf("kubernetes setting %s is set in a profile or the broker's defaults, not by an agent", key)
+			}
 			m[key] = v
 		}
 	}
@@ -138,6 +163,14 @@ func (s Settings) validate() error {
 		}
 		if _, err := resource.ParseQuantity(v); err != nil {
 			return fmt.Errorf("kubernetes setting %s: %q is not a quantity like 10Gi", key, v)
+		}
+	}
+	for key, v := range map[string]string{"run_as_user": s.RunAsUser, "run_as_group": s.RunAsGroup, "fs_group": s.FSGroup} {
+		if v == "" {
+			continue
+		}
+		if n, err := strconv.ParseInt(v, 10, 64); err != nil || n < 0 || n > math.MaxInt32 {
+			return fmt.Errorf("kubernetes setting %s: %q is not a numeric ID such as 65532", key, v)
 		}
 	}
 	switch s.SharedDirStorage {
