@@ -123,6 +123,7 @@ func (b *Broker) createAgentOnce(ctx context.Context, spec wire.AgentSpec) (_ ru
 		Env:       b.agentEnv(spec),
 		WorkDir:   work,
 		HomeDir:   home,
+		SecretEnv: secretEnv(spec),
 	}
 	if rec, rerr := b.AgentWorkspace(spec.AgentID); rerr == nil && rec.GitCommonDir != "" {
 		// A worktree's .git file names the base clone's git directory by
@@ -240,7 +241,7 @@ func (b *Broker) startAgent(ctx context.Context, ref wire.AgentRef) (runtime.Sta
 	if err := b.acquirePorts(ctx, ref.AgentID); err != nil {
 		return runtime.Status{}, err
 	}
-	b.writeAgentToken(ref)
+	b.writeAgentToken(ctx, ref)
 	return b.rt.Start(ctx, ref.AgentID)
 }
 
@@ -257,7 +258,7 @@ func (b *Broker) restartAgent(ctx context.Context, ref wire.AgentRef) (runtime.S
 	if _, err := b.rt.Stop(ctx, ref.AgentID, b.stopGrace(ref)); err != nil {
 		return runtime.Status{}, err
 	}
-	b.writeAgentToken(ref)
+	b.writeAgentToken(ctx, ref)
 	return b.rt.Start(ctx, ref.AgentID)
 }
 
@@ -269,7 +270,7 @@ func (b *Broker) resumeAgent(ctx context.Context, ref wire.AgentRef) (runtime.St
 	if err := b.acquirePorts(ctx, ref.AgentID); err != nil {
 		return runtime.Status{}, err
 	}
-	b.writeAgentToken(ref)
+	b.writeAgentToken(ctx, ref)
 	return b.rt.Resume(ctx, ref.AgentID)
 }
 

@@ -69,6 +69,19 @@ type Spec struct {
 	// run agents on the host itself (process) need not do anything.
 	Mounts []Mount
 	Labels map[string]string
+	// SecretEnv names the Env entries that are secrets (Hub secrets named
+	// at create, the agent token). A runtime that can keep them out of
+	// what readers of its objects see does (Kubernetes: a Secret, not the
+	// pod spec); the others treat them as any Env entry.
+	SecretEnv []string
+}
+
+// AgentTokenSetter is a runtime that delivers the agent token itself,
+// with no broker-local home to write $HOME/.scion/agent-token into: the
+// broker hands it the fresh token of a start, restart or resume before
+// the start, and the agent that starts gets that token.
+type AgentTokenSetter interface {
+	SetAgentToken(ctx context.Context, agentID, token string) error
 }
 
 // Mount is one extra host directory for an agent.

@@ -66,6 +66,19 @@ func (r *Runtime) Create(ctx context.Context, spec runtime.Spec) (runtime.Status
 	if _, err := pods.Create(ctx, pod, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {
 		return runtime.Status{}, fmt.Errorf("kubernetes runtime: the API server refuses agent %s's pod: %w", spec.AgentID, err)
 	}
+	sec, err := agentSecret(spec, name)
+	if err != nil {
+		return runtime.Status{}, err
+	}
+	secrets := t.client.CoreV1().Secrets(t.key.namespace)
+	if sec != nil {
+		// Validated (and a Secret of that name, not this agent's, found)
+		// before anything is made.
+		sec.Namespace = t.key.namespace
+		if _, err := secrets.Create(ctx, sec, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {
+			return runtime.Status{}, fmt.Errorf("kubernetes runtime: the API server refuses agent %s's Secret: %w", spec.AgentID, err)
+		}
+	}
 	rec, err := newRecord(pod)
 	if err != nil {
 		return runtime.Status{}, err
@@ -76,6 +89,17 @@ func (r *Runtime) Create(ctx context.Context, spec runtime.Spec) (runtime.Status
 	}
 	if err != nil {
 		return runtime.Status{}, fmt.Errorf("kubernetes runtime: create record of %s: %w", spec.AgentID, err)
+	}
+	if sec != nil {
+		ownSecret(sec, rec)
+		if _, err := secrets.Create(ctx, sec, metav1.CreateOptions{}); err != nil {
+			// Only the record is made (a Secret that exists is not ours
+			// to delete).
+			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+			_ = t.client.CoreV1().ConfigMaps(t.key.namespace).Delete(dctx, rec.Name, metav1.DeleteOptions{})
+			cancel()
+			return runtime.Status{}, fmt.Errorf("kubernetes runtime: create Secret of %s: %w", spec.AgentID, err)
+		}
 	}
 	if err := r.createClaims(ctx, t, rec, spec, claims); err != nil {
 		// Leave nothing half made: a retried create starts clean.
@@ -157,7 +181,8 @@ func (r *Runtime) Delete(ctx context.Context, agentID string) error {
 	return nil
 }
 
-// deleteObjects removes an agent's pod, its own claims and its record;
+// deleteObjects removes an agent's pod, its own claims, its Secret and
+// its record;
 // what is already gone is not an error.
 func (r *Runtime) deleteObjects(ctx context.Context, t *target, agentID, name string) error {
 	zero := int64(0)
@@ -176,6 +201,11 @@ func (r *Runtime) deleteObjects(ctx context.Context, t *target, agentID, name st
 		if err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("kubernetes runtime: delete claim %s of %s: %w", c.Name, agentID, err)
 		}
+	}
+	// The Secret before the record: a record left by a failed delete
+	// still names what is left to delete.
+	if err := deleteSecret(ctx, t, agentID, name); err != nil {
+		return err
 	}
 	err = core.ConfigMaps(t.key.namespace).Delete(ctx, name, metav1.DeleteOptions{})
 	if err != nil && !apierrors.IsNotFound(err) {

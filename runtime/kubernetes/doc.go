@@ -56,8 +56,11 @@
 // Agents' pods run as the sandbox ServiceAccount (service_account,
 // DefaultServiceAccount), bound to nothing, with
 // automountServiceAccountToken false: an agent holds no credentials for the
-// API server and cannot read the namespace's Secrets. The runtime itself
-// needs only RuntimeRules, namespace-scoped, with no access to Secrets.
+// API server and cannot read the namespace's Secrets. An agent's Hub
+// secrets and token (Spec.SecretEnv) are in a Secret of its own, named in
+// the pod by secretKeyRef: reading pods or records shows no secret. The
+// runtime itself needs only RuntimeRules, namespace-scoped, which on
+// Secrets are create, patch and delete (no get, list or watch).
 // Every pod meets the Pod Security Standards "restricted" profile as built
 // (podSecurity: a non-root user, all capabilities dropped, no privilege
 // escalation, RuntimeDefault seccomp, a read-only root with /tmp an

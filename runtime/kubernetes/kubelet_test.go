@@ -3,6 +3,7 @@ package kubernetes_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -160,6 +161,28 @@ func (k *localKubelet) sync(pod *corev1.Pod) {
 	}
 }
 
+// envValue is a variable's value as a kubelet resolves it when it starts
+// the container: literal, or from a Secret of the pod's namespace (read
+// with the kubelet's own rights, here the fixture's admin).
+func (k *localKubelet) envValue(pod *corev1.Pod, e corev1.EnvVar) (string, error) {
+	if e.ValueFrom == nil {
+		return e.Value, nil
+	}
+	ref := e.ValueFrom.SecretKeyRef
+	if ref == nil {
+		return "", fmt.Errorf("variable %s: only secretKeyRef is supported", e.Name)
+	}
+	sec, err := k.n.c.Client.CoreV1().Secrets(pod.Namespace).Get(context.Background(), ref.Name, metav1.GetOptions{})
+	if err != nil {
+		return "", fmt.Errorf("variable %s: %w", e.Name, err)
+	}
+	v, ok := sec.Data[ref.Key]
+	if !ok {
+		return "", fmt.Errorf("variable %s: Secret %s has no key %s", e.Name, ref.Name, ref.Key)
+	}
+	return string(v), nil
+}
+
 // run starts the pod's agent container as a local process.
 func (k *localKubelet) run(pod *corev1.Pod) {
 	c := pod.Spec.Containers[0]
@@ -177,7 +200,13 @@ func (k *localKubelet) run(pod *corev1.Pod) {
 	cmd.Dir = dir
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
 	for _, e := range c.Env {
-		cmd.Env = append(cmd.Env, e.Name+"="+e.Value)
+		v, err := k.envValue(pod, e)
+		if err != nil {
+			// A kubelet leaves such a pod pending (CreateContainerConfigError).
+			k.t.Errorf("kubelet: pod %s: %v", pod.Name, err)
+			return
+		}
+		cmd.Env = append(cmd.Env, e.Name+"="+v)
 	}
 	p := &localProc{dir: dir, cmd: cmd, out: newLogBuffer(), done: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = p.out, p.out

@@ -65,12 +65,13 @@ func buildPod(in podInput) (*corev1.Pod, []*corev1.PersistentVolumeClaim, error)
 		}
 	}
 	sort.Strings(keys)
+	secret := secretEnv(spec) // from the agent's Secret: not in the spec (secret.go)
 	for _, k := range keys {
-		v := spec.Env[k]
-		if k == "PATH" && in.scionImage != "" {
-			v = runtime.PathWith(v, path.Dir(scionBinPath))
+		e := envVar(spec, secret, in.name, k)
+		if k == "PATH" && in.scionImage != "" && e.ValueFrom == nil {
+			e.Value = runtime.PathWith(e.Value, path.Dir(scionBinPath))
 		}
-		env = append(env, corev1.EnvVar{Name: k, Value: v})
+		env = append(env, e)
 	}
 	// No PATH unless the spec names one: the image's own applies (the
 	// broker does not know it), and the scion binary is mounted in

@@ -9,8 +9,13 @@ import (
 // RuntimeRules are the namespace-scoped permissions the runtime needs,
 // and no more: a Role with these rules, bound to the broker's identity in
 // each namespace its profiles name, lets every runtime operation work.
-// There is no Secret in it: the runtime never reads or writes one. Note
-// that pods/create is itself powerful (a pod can mount any Secret of its
+// Secrets: create, patch and delete only, for the agents' own Secrets
+// (their Hub secrets and tokens, out of the pod spec). RBAC cannot limit
+// create to names the runtime makes, nor patch and delete to names not
+// known in advance; a patch answers with the whole Secret, so the broker
+// can in effect read a Secret it can name (not list or watch them). Run
+// agents in a namespace that holds no other Secrets. Note that
+// pods/create is itself as powerful (a pod can mount any Secret of its
 // namespace), which is why the agents' pods run as a different account
 // (SandboxServiceAccount) that has no permissions at all.
 func RuntimeRules() []rbacv1.PolicyRule {
@@ -25,6 +30,11 @@ func RuntimeRules() []rbacv1.PolicyRule {
 		{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list", "create", "patch", "delete"}},
 		// Workspace, home and shared-directory claims.
 		{APIGroups: []string{""}, Resources: []string{"persistentvolumeclaims"}, Verbs: []string{"get", "list", "create", "delete"}},
+		// Agents' Secrets, named like their records: made at Create, the
+		// agent token replaced (a merge patch, nothing read) before each
+		// start, deleted at Delete. No get, list or watch: the runtime
+		// never reads one.
+		{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"create", "patch", "delete"}},
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -43,7 +44,7 @@ func allOperations(t *testing.T, n ns, cfg *rest.Config) {
 	const broker = "broker-rbac"
 	rt := n.runtimeAs(t, cfg, broker, nil)
 	c := ctx(t)
-	sp := spec(broker, "rbac-1")
+	sp := withSecrets(spec(broker, "rbac-1")) // the agent's Secret too
 	st, err := rt.Create(c, sp)
 	if err != nil || st.State != runtime.StateCreated {
 		t.Fatalf("Create = %+v, %v", st, err)
@@ -88,6 +89,9 @@ func allOperations(t *testing.T, n ns, cfg *rest.Config) {
 		t.Fatalf("Stop = %+v, %v", st, err)
 	}
 	waitEvent(t, rt, sp.AgentID, runtime.StateExited)
+	if err := rt.SetAgentToken(c, sp.AgentID, "sca_renewed"); err != nil {
+		t.Fatalf("SetAgentToken: %v", err)
+	}
 	if st, err := rt.Start(c, sp.AgentID); err != nil || st.State != runtime.StateRunning {
 		t.Fatalf("Start after Stop = %+v, %v", st, err)
 	}
@@ -141,9 +145,10 @@ func waitEvent(t *testing.T, rt runtime.Runtime, id, state string) runtime.Statu
 	}
 }
 
-// SubjectAccessReview: the agents' sandbox account may not get, list or
-// watch Secrets in its namespace (nor do anything else); neither may the
-// broker's own runtime identity read them.
+// SubjectAccessReview: the agents' sandbox account may not get, list,
+// watch or write Secrets in its namespace (nor do anything else); the
+// broker's own runtime identity may create, patch and delete them (the
+// agents' Secrets) but not get, list or watch them.
 func TestSandboxCannotReadSecrets(t *testing.T) {
 	n := newNS(t)
 	n.brokerIdentity(t, "scion-broker")
@@ -171,6 +176,17 @@ func TestSandboxCannotReadSecrets(t *testing.T) {
 			t.Errorf("the runtime's role lets it %s secrets", verb)
 		}
 	}
+	// The broker writes the agents' Secrets (create, patch, delete) and
+	// reads none; the sandbox does neither.
+	for _, verb := range []string{"create", "patch", "update", "delete"} {
+		if can(sandbox, verb, "secrets") {
+			t.Errorf("sandbox account may %s secrets", verb)
+		}
+		want := verb != "update"
+		if got := can(broker, verb, "secrets"); got != want {
+			t.Errorf("the runtime's role: %s secrets = %v, want %v", verb, got, want)
+		}
+	}
 	for _, verb := range []string{"create", "get", "list"} {
 		if can(sandbox, verb, "pods") {
 			t.Errorf("sandbox account may %s pods (and so mount any Secret)", verb)
@@ -179,5 +195,19 @@ func TestSandboxCannotReadSecrets(t *testing.T) {
 	// The review is not vacuous: the broker may do what the runtime needs.
 	if !can(broker, "create", "pods") || !can(broker, "watch", "pods") {
 		t.Fatal("SubjectAccessReview denies the broker's own role: the check above proves nothing")
+	}
+}
+
+// TestRuntimeRulesSecrets: the Role's only Secret rule is create, patch
+// and delete, with no get, list or watch (what the docs promise).
+func TestRuntimeRulesSecrets(t *testing.T) {
+	var got [][]string
+	for _, r := range k8srt.RuntimeRules() {
+		if slices.Contains(r.Resources, "secrets") || slices.Contains(r.Resources, "*") {
+			got = append(got, r.Verbs)
+		}
+	}
+	if len(got) != 1 || !slices.Equal(got[0], []string{"create", "patch", "delete"}) {
+		t.Fatalf("Secret verbs in RuntimeRules = %v, want [[create patch delete]]", got)
 	}
 }

@@ -18,7 +18,8 @@ import (
 // be stopped and started again, so Start makes a new one from it) and how
 // the last pod ended. It carries the identity labels, so that a restarted
 // broker finds its agents by label, created, running or stopped alike. It
-// holds no secret beyond what the pod itself shows (the environment).
+// holds no secret: the pod it holds takes the agent's secrets from the
+// agent's Secret (secret.go).
 
 const (
 	kindRecord = "agent-record"
