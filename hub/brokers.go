@@ -442,9 +442,11 @@ func (s *Server) brokerHasAgents(ctx context.Context, c *Caller, b *store.Broker
 }
 
 // forgetHubDefault clears the Hub's default_runtime_broker when it names
-// a deregistered broker: a broker registered later under the same name
-// must not become the default by accident. (Projects' defaults are
-// cleared by the store with the broker.)
+// a deregistered broker, so the settings stop showing it. It is a write
+// of its own after the store's transaction (projects' defaults are
+// cleared in that one); a default it leaves behind (a kill -9 in
+// between) does no harm: it holds the deleted broker's ID, which the
+// cascade and GET /admin/settings read as no default (liveBrokerRef).
 func (s *Server) forgetHubDefault(ctx context.Context, b *store.Broker) {
 	v, err := s.hubSettings(ctx)
 	if err == nil {

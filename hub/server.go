@@ -124,6 +124,9 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	if err := s.sealBrokerSecrets(ctx); err != nil {
 		return nil, err
 	}
+	if err := s.pinHubDefault(ctx); err != nil {
+		return nil, err
+	}
 	if err := s.markAllOffline(ctx); err != nil {
 		return nil, err
 	}

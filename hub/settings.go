@@ -62,7 +62,32 @@ func (s *Server) handleGetSettings(r *http.Request, c *Caller) (int, any, error)
 		return 0, nil, err
 	}
 	v, err := s.hubSettings(r.Context())
-	return http.StatusOK, v, err
+	if err != nil {
+		return 0, nil, err
+	}
+	if v.AgentDefaults.DefaultRuntimeBroker, err = s.liveBrokerRef(r.Context(), v.AgentDefaults.DefaultRuntimeBroker); err != nil {
+		return 0, nil, err
+	}
+	return http.StatusOK, v, nil
+}
+
+// liveBrokerRef is ref when it names a registered broker, else "". The
+// Hub's default_runtime_broker can name a deregistered broker: the
+// deregistration clears it in a write of its own, after the store's
+// transaction, which a Hub killed in between never makes, and a PUT of
+// the settings that checked the broker just before it went writes it
+// back. Such a default is none: it holds an ID (see handlePutSettings),
+// which no broker registered later has, so the cascade never finds it
+// either.
+func (s *Server) liveBrokerRef(ctx context.Context, ref string) (string, error) {
+	if ref == "" {
+		return "", nil
+	}
+	_, err := s.store.GetBroker(ctx, ref)
+	if isNotFound(err) {
+		return "", nil
+	}
+	return ref, err
 }
 
 func (s *Server) handlePutSettings(r *http.Request, c *Caller) (int, any, error) {
@@ -76,10 +101,18 @@ func (s *Server) handlePutSettings(r *http.Request, c *Caller) (int, any, error)
 	if err := checkAgentDefaults(v.AgentDefaults); err != nil {
 		return 0, nil, err
 	}
+	// The default is kept as the broker's ID, whether it was given by
+	// name or ID: a broker deregistered and another registered under its
+	// name must not become the default by that name.
 	if ref := v.AgentDefaults.DefaultRuntimeBroker; ref != "" {
-		if _, err := s.store.GetBroker(r.Context(), ref); err != nil {
+		b, err := s.store.GetBroker(r.Context(), ref)
+		if isNotFound(err) {
 			return 0, nil, api.NotFound(api.CodeBrokerNotFound, "default_runtime_broker: runtime broker %s not found", api.Quote(ref))
 		}
+		if err != nil {
+			return 0, nil, err
+		}
+		v.AgentDefaults.DefaultRuntimeBroker = b.ID
 	}
 	if err := s.saveSetting(r.Context(), settingHub, v, func() { s.settings = &v }); err != nil {
 		return 0, nil, err
@@ -160,4 +193,30 @@ func (s *Server) saveSetting(ctx context.Context, key string, v any, cache func(
 	}
 	cache()
 	return nil
+}
+
+// pinHubDefault, at start, turns a default_runtime_broker stored by name
+// (by a Hub older than IDs there) into its broker's ID, and clears one
+// that names no broker (a Hub killed between a deregistration and its
+// clearing the setting).
+func (s *Server) pinHubDefault(ctx context.Context) error {
+	v, err := s.hubSettings(ctx)
+	if err != nil || v.AgentDefaults.DefaultRuntimeBroker == "" {
+		return err
+	}
+	ref := v.AgentDefaults.DefaultRuntimeBroker
+	b, err := s.store.GetBroker(ctx, ref)
+	switch {
+	case isNotFound(err):
+		v.AgentDefaults.DefaultRuntimeBroker = ""
+		s.log.Info("cleared the Hub's default_runtime_broker: its broker is no longer registered", "default_runtime_broker", ref)
+	case err != nil:
+		return err
+	case b.ID == ref:
+		return nil
+	default:
+		v.AgentDefaults.DefaultRuntimeBroker = b.ID
+		s.log.Info("the Hub's default_runtime_broker now holds its broker's ID", "broker", b.Name, "broker_id", b.ID)
+	}
+	return s.saveSetting(ctx, settingHub, v, func() { s.settings = &v })
 }
