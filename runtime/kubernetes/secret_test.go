@@ -179,3 +179,40 @@ func TestSecretsReachTheAgent(t *testing.T) {
 		t.Fatalf("agent's output after SetAgentToken = %q, want %q", out, want)
 	}
 }
+
+// TestForeignSecretRefusesCreate: a Secret of the agent's name that is
+// not the agent's (someone else's, in the namespace) fails Create before
+// anything is made, and is left as it was.
+func TestForeignSecretRefusesCreate(t *testing.T) {
+	n := newNS(t)
+	const broker = "broker-secrets-foreign"
+	rt := n.runtimeAs(t, n.brokerIdentity(t, "scion-broker"), broker, nil)
+	c := ctx(t)
+	sp := withSecrets(spec(broker, "sec-3"))
+	if _, err := rt.Create(c, sp); err != nil {
+		t.Fatalf("Create: %v", err)
+	}
+	sel := runtime.LabelAgentID + "=" + sp.AgentID
+	cms, err := n.c.Client.CoreV1().ConfigMaps(n.name).List(c, metav1.ListOptions{LabelSelector: sel})
+	if err != nil || len(cms.Items) != 1 {
+		t.Fatalf("record: %d, %v", len(cms.Items), err)
+	}
+	name := cms.Items[0].Name
+	if err := rt.Delete(c, sp.AgentID); err != nil {
+		t.Fatal(err)
+	}
+	foreign := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name}, StringData: map[string]string{"k": "someone else's"}}
+	if _, err := n.c.Client.CoreV1().Secrets(n.name).Create(c, foreign, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rt.Create(c, sp); err == nil || !strings.Contains(err.Error(), "already exists") {
+		t.Fatalf("Create over a foreign Secret: %v, want already exists", err)
+	}
+	if cms, err := n.c.Client.CoreV1().ConfigMaps(n.name).List(c, metav1.ListOptions{LabelSelector: sel}); err != nil || len(cms.Items) != 0 {
+		t.Errorf("a refused Create left %d records (%v)", len(cms.Items), err)
+	}
+	got, err := n.c.Client.CoreV1().Secrets(n.name).Get(c, name, metav1.GetOptions{})
+	if err != nil || string(got.Data["k"]) != "someone else's" || len(got.Data) != 1 {
+		t.Errorf("the foreign Secret after the refused Create: %+v, %v", got.Data, err)
+	}
+}
