@@ -230,7 +230,12 @@ func (b *Broker) agentEnv(spec wire.AgentSpec) map[string]string {
 	env[api.EnvAgentToken] = spec.AgentToken
 	env[api.EnvAgentID] = spec.AgentID
 	env[api.EnvProject] = spec.ProjectName
-	if b.cfg.ScionBinary != "" {
+	// An agent on the broker's host (the process runtime) finds the scion
+	// binary next to the broker's; one in an image keeps its image's PATH,
+	// which its runtime completes with the directory the binary is
+	// mounted in: the broker's directory and host PATH mean nothing there
+	// and would only tell the agent about the host.
+	if b.cfg.ScionBinary != "" && !imageRuntimes[b.rt.Name()] {
 		path := cmp.Or(env["PATH"], os.Getenv("PATH"), defaultPath)
 		env["PATH"] = filepath.Dir(b.cfg.ScionBinary) + string(os.PathListSeparator) + path
 	}

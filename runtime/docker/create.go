@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -53,6 +54,9 @@ func (r *Runtime) Create(ctx context.Context, spec runtime.Spec) (runtime.Status
 			return runtime.Status{}, fmt.Errorf("docker runtime: Create %s: %w", spec.AgentID, err)
 		}
 	}
+	if err := r.setPath(ctx, &spec); err != nil {
+		return runtime.Status{}, wrapErr("Create", spec.AgentID, err)
+	}
 	labels := runtime.SpecLabels(spec)
 	cfg, host, err := r.containerConfig(spec, labels)
 	if err != nil {
@@ -96,6 +100,50 @@ func (r *Runtime) Create(ctx context.Context, spec runtime.Spec) (runtime.Status
 	// Built from what we sent rather than inspected: a created container
 	// has nothing more to tell, and Create is on the agent start path.
 	return runtime.Status{AgentID: spec.AgentID, RunID: spec.RunID, State: runtime.StateCreated, Labels: labels}, nil
+}
+
+// setPath gives an agent with the scion binary mounted the image's PATH
+// (or the spec's, if it names one) with the binary's directory added. A
+// container's Env replaces the image's variable of the same name, so
+// setting PATH at all means reading the image's first. Without the binary
+// PATH is left to the image. An image the engine lacks is Create's
+// ImageNotAvailableError a moment later, not this one's.
+func (r *Runtime) setPath(ctx context.Context, spec *runtime.Spec) error {
+	if r.opts.ScionBinary == "" {
+		return nil
+	}
+	p, ok := spec.Env["PATH"]
+	if !ok {
+		img, err := r.cli.ImageInspect(ctx, spec.Image)
+		if cerrdefs.IsNotFound(err) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		var env []string
+		if img.Config != nil {
+			env = img.Config.Env
+		}
+		p = imagePath(env)
+	}
+	spec.Env = maps.Clone(spec.Env)
+	if spec.Env == nil {
+		spec.Env = map[string]string{}
+	}
+	spec.Env["PATH"] = runtime.PathWith(p, path.Dir(ScionBinaryPath))
+	return nil
+}
+
+// imagePath is the PATH an image's configured environment gives its
+// containers: its own, or the engine's default when it sets none.
+func imagePath(env []string) string {
+	for _, e := range env {
+		if v, ok := strings.CutPrefix(e, "PATH="); ok {
+			return v
+		}
+	}
+	return runtime.DefaultPath
 }
 
 // imageMissing tells whether a 404 on create was about the image rather

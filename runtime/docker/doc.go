@@ -42,6 +42,10 @@
 //	/usr/local/bin/scion  Options.ScionBinary, bind-mounted read-only, so
 //	                      that an agent can run `scion start` itself
 //
+// With the binary mounted, PATH is the image's (read from its
+// configuration, the engine's default when it sets none) or Spec.Env's,
+// with /usr/local/bin appended when it is missing: never the broker's.
+//
 // Spec.Command replaces the image's entrypoint and command. The engine's
 // tiny init (docker-init) runs as PID 1 unless Options.DisableInit, so
 // that a stop request reaches the agent's command and zombies are reaped
