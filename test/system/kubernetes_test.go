@@ -35,6 +35,16 @@ func TestKubernetesBroker(t *testing.T) {
 	ns := c.Namespace(t)
 	user := kube.StaticUsers[0]
 	cl := c.Client
+	// The namespace enforces Pod Security "restricted", as a platform
+	// team's would: the broker's pods must pass it as built.
+	nsObj, err := cl.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nsObj.Labels["pod-security.kubernetes.io/enforce"] = "restricted"
+	if _, err := cl.CoreV1().Namespaces().Update(ctx, nsObj, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := cl.CoreV1().ServiceAccounts(ns).Create(ctx, k8srt.SandboxServiceAccount(ns, k8srt.DefaultServiceAccount), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -92,6 +102,13 @@ func TestKubernetesBroker(t *testing.T) {
 	}
 	if pod.Spec.ServiceAccountName != k8srt.DefaultServiceAccount || *pod.Spec.AutomountServiceAccountToken {
 		t.Errorf("pod runs as %s, automount %v", pod.Spec.ServiceAccountName, *pod.Spec.AutomountServiceAccountToken)
+	}
+	// No PATH from the broker: the image's applies (the broker's host
+	// PATH and directory used to be pushed into every agent).
+	for _, e := range pod.Spec.Containers[0].Env {
+		if e.Name == "PATH" || strings.Contains(e.Value, filepath.Dir(scionBin)) {
+			t.Errorf("pod env %s=%q: the broker's host path reaches the agent", e.Name, e.Value)
+		}
 	}
 
 	admin.mustScion(t, "stop", "kube1")
