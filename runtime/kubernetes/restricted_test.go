@@ -2,6 +2,7 @@ package kubernetes_test
 
 import (
 	"fmt"
+	"io"
 	"strings"
 	"testing"
 
@@ -89,4 +90,38 @@ func TestRestrictedNamespaceAdmitsAgents(t *testing.T) {
 			})
 		}
 	}
+}
+
+// TestRestrictedAgentRuns: an admitted agent in a restricted namespace
+// also runs, with the local kubelet (which checks no security context:
+// this shows the pod is complete, not that a real kubelet confines it),
+// and its output comes back through pods/log.
+func TestRestrictedAgentRuns(t *testing.T) {
+	n := restrictedNS(t)
+	agent := testAgent(t)
+	startLocalKubelet(t, n, "/")
+	const broker = "broker-pss-run"
+	rt := n.runtimeAs(t, n.c.Admin, broker, func(o *k8srt.Options) {
+		o.Defaults = k8srt.Settings{Namespace: n.name, NFSPVName: "share-" + n.name, NFSMountPath: "/"}
+	})
+	sp := spec(broker, "pss-run")
+	sp.WorkDir, sp.HomeDir = t.TempDir(), t.TempDir()
+	sp.Command = []string{agent, "serve", "restricted-marker", "-ctl", "ctl"}
+	c := ctx(t)
+	if _, err := rt.Create(c, sp); err != nil {
+		t.Fatalf("Create: %v", err)
+	}
+	t.Cleanup(func() { rt.Delete(ctx(t), sp.AgentID) })
+	if _, err := rt.Start(c, sp.AgentID); err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	eventually(t, "the agent's output", func() (bool, string) {
+		r, err := rt.Logs(c, sp.AgentID, false)
+		if err != nil {
+			return false, err.Error() // not running yet
+		}
+		defer r.Close()
+		out, _ := io.ReadAll(r)
+		return strings.Contains(string(out), "restricted-marker"), string(out)
+	})
 }
