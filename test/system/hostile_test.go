@@ -31,14 +31,31 @@ const (
 	hostileConns = 10000
 	// hostileAddrs source addresses (127.0.0.2 ...): on Linux all of
 	// 127.0.0.0/8 is loopback, so each is a distinct client to the Hub,
-	// and 100 connections each stay under the per-address cap (256): it
-	// is the global cap and the timeouts that have to hold.
+	// and at most 160 connections each stay under the per-address cap
+	// (256): it is the global cap and the timeouts that have to hold.
 	hostileAddrs = 100
 	// The signed-in client's p99 must stay under this.
 	goodP99 = 100 * time.Millisecond
-	// hubMaxConnsUnderTest is the Hub's --max-connections here (default
-	// 8192): below the ~6,000-7,000 connections the attack holds open.
+	// hubMaxConnsUnderTest is the Hub's --max-connections in the first
+	// phase (default 8192): below the ~6,000-7,000 connections the attack
+	// holds open.
 	hubMaxConnsUnderTest = 5000
+	// hubMaxConnsAboveAttack is the Hub's --max-connections in the second
+	// phase: above the 10,000 hostile connections it holds, so the Hub
+	// closes none of them to make room and all are open at once. With
+	// FDReserve it fits the descriptor limit of 20,000 the tests can count
+	// on.
+	hubMaxConnsAboveAttack = 12000
+	// holdExtra are the extra slots of the second phase's attacker, of
+	// the kinds the Hub keeps open until a timeout (slow headers, idle
+	// keep-alives): while the other slots wait out their backoff after a
+	// 429, these keep hostileConns connections open.
+	holdExtra = 6000
+	// holdMargin is how many more than the N of a holding attack may be
+	// open or dialing: connections the Hub closed that the attacker has
+	// not seen closed yet, and dials not yet accepted, count in the
+	// attacker's number but not in the Hub's.
+	holdMargin = 700
 )
 
 // hostileKinds are the four attacks, each run by a quarter of the
@@ -59,11 +76,18 @@ func (s *hostileStats) saw(kind string, status int) {
 // TestHubUnderHostileConnections: 10,000 hostile connections (slow
 // headers, slow bodies to the join route, idle keep-alives, bad join
 // tokens) for 60 s (10 s with -short, never under CI=true) against a team
-// Hub with its default limits but a global cap below what the attack
-// holds (hubMaxConnsUnderTest), while a signed-in client makes calls, over
+// Hub with its default limits, while a signed-in client makes calls, over
 // a kept-alive connection and over a new connection each time as a CLI
 // does. Both keep their p99 under 100 ms, and the Hub's open descriptors
-// stay under max_connections + FDReserve.
+// stay under max_connections + FDReserve. It runs in two phases, each on
+// a Hub of its own:
+//
+//   - cap-below-attack: the Hub's global cap (hubMaxConnsUnderTest) is
+//     below what the attack holds, so the Hub closes quiet connections to
+//     make room for the signed-in client;
+//   - all-open: the cap (hubMaxConnsAboveAttack) is above it, and the
+//     attacker keeps 10,000 connections open at once, which the Hub holds
+//     (its descriptors say so) while the client is measured.
 //
 // The attackers run in a child process (TestHostileAttacker) at nice 10,
 // the Hub and this process at nice -20: on one shared 2-core machine the
@@ -77,14 +101,27 @@ func TestHubUnderHostileConnections(t *testing.T) {
 	}
 	raiseNofile(t, 65536) // the Hub inherits it
 	renice(t, os.Getpid(), -20)
+	t.Run("cap-below-attack", func(t *testing.T) {
+		hostilePhase(t, duration, hubMaxConnsUnderTest, 0)
+	})
+	t.Run("all-open", func(t *testing.T) {
+		hostilePhase(t, duration, hubMaxConnsAboveAttack, hostileConns)
+	})
+}
 
-	// The default caps, except the global one, set below what the attack
-	// holds so that the Hub has to make room (close quiet connections) for
-	// the signed-in client; it is the cap that bounds the descriptors.
-	hp := startTeamHub(t, newHost(t, "hub"), "--max-connections", strconv.Itoa(hubMaxConnsUnderTest))
+// hostilePhase runs the attack for duration against a new Hub started
+// with --max-connections maxConns, measuring the signed-in client. hold 0
+// is the plain attack (hostileConns slots, each reconnecting 1-3 s after
+// the Hub closes it); hold N has the attacker keep N connections open at
+// once (see TestHostileAttacker), which the Hub must then hold.
+func hostilePhase(t *testing.T, duration time.Duration, maxConnsFlag, hold int) {
+	hp := startTeamHub(t, newHost(t, "hub"), "--max-connections", strconv.Itoa(maxConnsFlag))
 	renice(t, hp.proc.PID, -20)
 	token := hp.adminToken(t)
 	maxConns := hubMaxConns(t, hp.proc)
+	if maxConns != maxConnsFlag {
+		skipOrFail(t, "the Hub runs with max_connections %d, not %d (its descriptor limit is too low)", maxConns, maxConnsFlag)
+	}
 	fdCap := maxConns + hub.FDReserve // the documented descriptor cap
 	addr := hp.URL[len("http://"):]
 	t.Logf("hub pid %d: max_connections %d, so the descriptor cap is %d", hp.proc.PID, maxConns, fdCap)
@@ -100,25 +137,42 @@ func TestHubUnderHostileConnections(t *testing.T) {
 	t.Logf("MEASURED: baseline, no attack: kept-alive p50 %v p99 %v (%d calls); new connection p50 %v p99 %v (%d calls)",
 		pct(baseKeep, 50), pct(baseKeep, 99), len(baseKeep), pct(baseFresh, 50), pct(baseFresh, 99), len(baseFresh))
 
-	ctx, stop := context.WithTimeout(context.Background(), duration+60*time.Second)
+	baseFD := countFDs(hp.proc.PID) // the database, the listener, stdio
+
+	// The ramp-up: the flood builds before the client is measured (the
+	// holding attacker needs longer to open its 10,000).
+	rampUp := 5 * time.Second
+	if hold > 0 {
+		rampUp = 10 * time.Second
+	}
+	ctx, stop := context.WithTimeout(context.Background(), rampUp+duration+60*time.Second)
 	defer stop()
-	// The Hub's descriptors, sampled every 250 ms.
+	// The Hub's descriptors, sampled every 250 ms; those sampled while the
+	// client is measured are kept for their median.
 	var maxFD atomic.Int64
+	var measuring atomic.Bool
+	var fdMu sync.Mutex
+	var fdSamples []int64
 	fdDone := make(chan struct{})
 	go func() {
 		defer close(fdDone)
 		for ctx.Err() == nil {
-			if n := countFDs(hp.proc.PID); int64(n) > maxFD.Load() {
-				maxFD.Store(int64(n))
+			n := int64(countFDs(hp.proc.PID))
+			if n > maxFD.Load() {
+				maxFD.Store(n)
+			}
+			if measuring.Load() {
+				fdMu.Lock()
+				fdSamples = append(fdSamples, n)
+				fdMu.Unlock()
 			}
 			sleepCtx(ctx, 250*time.Millisecond)
 		}
 	}()
 
-	const rampUp = 5 * time.Second
 	att := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestHostileAttacker$", "-test.count=1")
 	att.Env = append(os.Environ(), "SCION_BIN="+scionBin, "SCION_HOSTILE_TARGET="+addr,
-		"SCION_HOSTILE_DURATION="+(rampUp+duration).String())
+		"SCION_HOSTILE_DURATION="+(rampUp+duration).String(), "SCION_HOSTILE_HOLD="+strconv.Itoa(hold))
 	var attOut, attErr strings.Builder
 	att.Stdout, att.Stderr = &attOut, &attErr
 	if err := att.Start(); err != nil {
@@ -129,6 +183,7 @@ func TestHubUnderHostileConnections(t *testing.T) {
 	sleepCtx(ctx, rampUp) // let the flood build before measuring
 	t.Logf("Hub descriptors after the ramp-up: %d", countFDs(hp.proc.PID))
 
+	measuring.Store(true)
 	measureEnd := time.Now().Add(duration)
 	var keep, fresh []time.Duration
 	var keepErrs, freshErrs []string
@@ -143,6 +198,7 @@ func TestHubUnderHostileConnections(t *testing.T) {
 		fresh, freshErrs = goodClient(token, hp.URL, true, 200*time.Millisecond, measureEnd)
 	}()
 	cw.Wait()
+	measuring.Store(false)
 	var st attackStats
 	select {
 	case err := <-attDone:
@@ -174,16 +230,18 @@ func TestHubUnderHostileConnections(t *testing.T) {
 	}
 	stop()
 	<-fdDone
+	slices.Sort(fdSamples)
+	medianFD := pct64(fdSamples, 50)
 
 	t.Logf("MEASURED: %v of hostile load, %d attacker slots from %d addresses: open hostile connections (attacker's view) median %d, max %d; %d dials (%d failed)",
-		duration, hostileConns, hostileAddrs, st.MedianOpen, st.MaxOpen, st.Dials, st.DialErrs)
+		duration, st.Slots, hostileAddrs, st.MedianOpen, st.MaxOpen, st.Dials, st.DialErrs)
 	t.Logf("MEASURED: answers the attackers got: %v", st.Answers)
 	t.Logf("MEASURED: signed-in client, kept-alive connection: %d calls, p50 %v, p99 %v, max %v, %d errors",
 		len(keep), pct(keep, 50), pct(keep, 99), pct(keep, 100), len(keepErrs))
 	t.Logf("MEASURED: signed-in client, new connection per call: %d calls, p50 %v, p99 %v, max %v, %d errors",
 		len(fresh), pct(fresh, 50), pct(fresh, 99), pct(fresh, 100), len(freshErrs))
-	t.Logf("MEASURED: Hub open descriptors: max %d during the flood (cap %d = max_connections %d + %d); %d, %v after it ended",
-		maxFD.Load(), fdCap, maxConns, hub.FDReserve, after, time.Since(recovered).Round(100*time.Millisecond))
+	t.Logf("MEASURED: Hub open descriptors: %d before the attack; median %d and max %d during the flood (cap %d = max_connections %d + %d); %d, %v after it ended",
+		baseFD, medianFD, maxFD.Load(), fdCap, maxConns, hub.FDReserve, after, time.Since(recovered).Round(100*time.Millisecond))
 
 	if len(keepErrs) > 0 || len(freshErrs) > 0 {
 		t.Errorf("the signed-in client's calls failed: kept-alive %v; new connections %v", first(keepErrs, 5), first(freshErrs, 5))
@@ -197,8 +255,19 @@ func TestHubUnderHostileConnections(t *testing.T) {
 	if m := maxFD.Load(); m >= int64(fdCap) {
 		t.Errorf("the Hub held %d descriptors, want fewer than %d", m, fdCap)
 	}
-	if st.MaxOpen < hubMaxConnsUnderTest {
+	if hold == 0 && st.MaxOpen < int64(maxConns) {
 		t.Errorf("the attack never held more than %d connections, under the Hub's cap: not the load this test is about", st.MaxOpen)
+	}
+	if hold > 0 {
+		// The attacker's count and the Hub's descriptors both say that
+		// the 10,000 were open at once while the client was measured.
+		if st.MedianOpen < int64(hold) {
+			t.Errorf("the attack held a median of %d connections open, want %d", st.MedianOpen, hold)
+		}
+		if medianFD-int64(baseFD) < int64(hold) {
+			t.Errorf("the Hub held a median of %d descriptors while the client was measured, %d before the attack: fewer than the %d hostile connections",
+				medianFD, baseFD, hold)
+		}
 	}
 	if st.Answers["bad-join-token 429"] == 0 || st.Answers["slow-body 429"] == 0 {
 		t.Errorf("the join route never answered 429 to the flood (%v)", st.Answers)
@@ -211,14 +280,20 @@ func TestHubUnderHostileConnections(t *testing.T) {
 // attackStats is what the attacker process reports, as one JSON line
 // after attackStatsPrefix on its stdout.
 type attackStats struct {
-	MaxOpen, MedianOpen, Dials, DialErrs int64
-	Answers                              map[string]int64 // "kind status" -> count
+	Slots, MaxOpen, MedianOpen, Dials, DialErrs int64
+	Answers                                     map[string]int64 // "kind status" -> count
 }
 
 const attackStatsPrefix = "HOSTILE-STATS "
 
 // TestHostileAttacker is the attackers of TestHubUnderHostileConnections,
 // run by it as a child process; on its own it skips.
+//
+// With SCION_HOSTILE_HOLD=N it keeps N connections open at once: it runs
+// holdExtra more slots of the kinds the Hub keeps open until a timeout,
+// and a slot dials only while fewer are open or
+// dialing (a semaphore) than N+holdMargin, so it never opens more than the
+// Hub's cap allows and none is closed to make room.
 func TestHostileAttacker(t *testing.T) {
 	target := os.Getenv("SCION_HOSTILE_TARGET")
 	if target == "" {
@@ -228,32 +303,45 @@ func TestHostileAttacker(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	hold, _ := strconv.Atoi(os.Getenv("SCION_HOSTILE_HOLD"))
 	renice(t, os.Getpid(), 10)
 	raiseNofile(t, 65536)
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
 	st := &hostileStats{}
+	slots := hostileConns
+	var sem chan struct{}
+	if hold > 0 {
+		slots += holdExtra
+		sem = make(chan struct{}, hold+holdMargin)
+	}
 	var wg sync.WaitGroup
-	for i := 0; i < hostileConns; i++ {
+	for i := 0; i < slots; i++ {
 		src := net.IPv4(127, 0, 0, byte(2+i%hostileAddrs))
 		kind := hostileKinds[i%len(hostileKinds)]
+		if i >= hostileConns { // the extra slots of a holding attack
+			kind = []string{"slow-headers", "idle-keepalive"}[i%2]
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			// Spread the first dials over 2 s, as a flood ramps up.
 			sleepCtx(ctx, time.Duration(rand.Int64N(int64(2*time.Second))))
-			hostile(ctx, st, kind, src, target)
+			hostile(ctx, st, kind, src, target, sem)
 		}()
 	}
 	var samples []int64
 	sleepCtx(ctx, 3*time.Second)
+	if hold > 0 {
+		sleepCtx(ctx, 5*time.Second) // the rest of its longer ramp-up
+	}
 	for ctx.Err() == nil {
 		samples = append(samples, st.open.Load())
 		sleepCtx(ctx, time.Second)
 	}
 	wg.Wait()
 	slices.Sort(samples)
-	rep := attackStats{MaxOpen: st.maxOpen.Load(), MedianOpen: pct64(samples, 50), Dials: st.dials.Load(), DialErrs: st.dialErrs.Load(),
+	rep := attackStats{Slots: int64(slots), MaxOpen: st.maxOpen.Load(), MedianOpen: pct64(samples, 50), Dials: st.dials.Load(), DialErrs: st.dialErrs.Load(),
 		Answers: map[string]int64{}}
 	st.status.Range(func(k, v any) bool {
 		rep.Answers[k.(string)] = v.(*atomic.Int64).Load()
@@ -283,12 +371,24 @@ func renice(t *testing.T, pid, prio int) {
 
 // hostile runs one attacker slot until ctx ends: connect from src, attack
 // until the Hub closes the connection, wait a little, connect again.
-func hostile(ctx context.Context, st *hostileStats, kind string, src net.IP, addr string) {
+// With sem not nil, a slot holds a place in it from before it dials until
+// its connection is closed.
+func hostile(ctx context.Context, st *hostileStats, kind string, src net.IP, addr string, sem chan struct{}) {
 	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: src}, Timeout: 5 * time.Second}
+	release := func() {}
 	for ctx.Err() == nil {
+		if sem != nil {
+			select {
+			case sem <- struct{}{}:
+				release = func() { <-sem }
+			case <-ctx.Done():
+				return
+			}
+		}
 		st.dials.Add(1)
 		c, err := d.DialContext(ctx, "tcp", addr)
 		if err != nil {
+			release()
 			st.dialErrs.Add(1)
 			sleepCtx(ctx, time.Second)
 			continue
@@ -299,6 +399,7 @@ func hostile(ctx context.Context, st *hostileStats, kind string, src net.IP, add
 		attackConn(ctx, st, kind, c)
 		c.Close()
 		st.open.Add(-1)
+		release()
 		sleepCtx(ctx, time.Second+time.Duration(rand.Int64N(int64(2*time.Second))))
 	}
 }
