@@ -12,6 +12,7 @@ import (
 var methods = map[string]bool{
 	"Create": true, "Start": true, "Stop": true, "Suspend": true, "Resume": true,
 	"Delete": true, "Inspect": true, "Logs": true, "Inventory": true,
+	"Exec": true, "Attach": true,
 }
 
 // hooks holds the error and latency injections of one Runtime.
