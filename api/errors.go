@@ -56,6 +56,11 @@ type Error struct {
 	Code    string         `json:"code"`
 	Message string         `json:"message"`
 	Details map[string]any `json:"details,omitempty"`
+	// FromPeer: the other end of a broker control channel sent it (set by
+	// package wire on receipt, never carried in JSON). Its message is the
+	// broker's or its runtime's words, which may name internal addresses
+	// whatever the status, so the Hub scrubs it before a caller sees it.
+	FromPeer bool `json:"-"`
 }
 
 // ErrorBody is the JSON envelope of an Error.

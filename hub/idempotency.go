@@ -178,7 +178,9 @@ func (s *Server) recordCreate(ctx context.Context, k *createKey, status int, bod
 		return
 	}
 	if err != nil {
-		e := api.AsError(err)
+		// What the caller was answered (publicError): a replay, read back
+		// from JSON, no longer knows that a broker wrote the message.
+		e := publicError(api.AsError(err))
 		status, body = e.Status, api.ErrorBody{Error: e}
 	}
 	b, merr := json.Marshal(body)

@@ -35,11 +35,14 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 
 // publicError is what a caller may see of e. Internal errors get a
 // generic message: their text may hold details a caller must not see.
-// Other failures (5xx) may carry a transport error's text: they have
-// internal addresses scrubbed (the log keeps them).
+// Other failures (5xx) may carry a transport error's text, and a broker's
+// answer of any status its runtime's (a registry or daemon address in a
+// 400, say): they have internal addresses scrubbed (the log keeps them).
+// The Hub's own refusals (4xx) are left as they are: what they quote is
+// the caller's input.
 func publicError(e *api.Error) *api.Error {
 	switch {
-	case e == nil || e.Status < 500:
+	case e == nil || (e.Status < 500 && !e.FromPeer):
 		return e
 	case e.Code == api.CodeInternal:
 		return api.Internal("internal error; see the Hub log")

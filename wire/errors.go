@@ -55,10 +55,12 @@ func ctxError(ctx context.Context, method string) error {
 	return ctx.Err()
 }
 
-// fromPeer fills in the HTTP status, which does not cross the wire.
+// fromPeer fills in the HTTP status, which does not cross the wire, and
+// marks the error as the peer's (api.Error.FromPeer).
 func fromPeer(e *api.Error) *api.Error {
 	c := *e
 	c.Status = api.StatusForCode(c.Code)
+	c.FromPeer = true
 	return &c
 }
 
