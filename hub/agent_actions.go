@@ -100,10 +100,12 @@ func (s *Server) handleAgentAction(r *http.Request, c *Caller) (int, any, error)
 		return 0, nil, err
 	}
 	var again *recreation
-	if r.PathValue("action") == "start" && noContainer(a) {
+	if act.running && noContainer(a) {
 		// Its create was refused or never reached the broker: starting it
 		// is creating it, if c may hand over its secrets (decided before
-		// a slot is taken).
+		// a slot is taken). A restart or a resume does the same: there is
+		// no container to restart or resume, and what the caller asks for
+		// is the agent running (the broker would answer agent_not_found).
 		if again, err = s.prepareRecreate(ctx, c, a); err != nil {
 			return 0, nil, err
 		}

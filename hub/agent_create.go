@@ -155,18 +155,18 @@ func (s *Server) prepareRecreate(ctx context.Context, c *Caller, a *store.Agent)
 	return &recreation{project: p, secrets: secrets}, nil
 }
 
-// recreate is a start of agent a, which its broker holds nothing of
-// (noContainer), holding its slot already: the create is sent again, with
-// start, under a key of this start's own (the broker remembers the
-// answer of the refused create under the create's key). done is false
-// when the broker turns out to have the agent after all: the start is
-// then dispatched as usual.
+// recreate is a start, restart or resume of agent a, which its broker
+// holds nothing of (noContainer), holding its slot already: the create is
+// sent again, with start, under a key of this action's own (the broker
+// remembers the answer of the refused create under the create's key).
+// done is false when the broker turns out to have the agent after all:
+// the action is then dispatched as usual.
 func (s *Server) recreate(ctx context.Context, a *store.Agent, b *store.Broker, key string, rc *recreation) (_ *store.Agent, done bool, _ error) {
 	a, err := s.reprovision(ctx, a, b, false)
 	if err != nil {
 		return nil, true, err
 	}
-	s.log.Info("start creates again an agent its broker holds nothing of", "agent_id", a.ID, "broker_id", b.ID)
+	s.log.Info("start, restart or resume creates again an agent its broker holds nothing of", "agent_id", a.ID, "broker_id", b.ID)
 	a, out, err := s.runCreate(ctx, a, b, s.createSpec(a, rc.project, rc.secrets, nil, true), "create:"+a.RunID+":"+key)
 	if out == outcomeExists && err == nil && a.Phase != api.PhaseRunning {
 		return a, false, nil
