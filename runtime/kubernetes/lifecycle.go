@@ -2,6 +2,7 @@ package kubernetes
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -44,15 +45,23 @@ func (r *Runtime) Start(ctx context.Context, agentID string) (runtime.Status, er
 			return runtime.Status{}, err
 		}
 	}
-	if rec, err = clearFinished(ctx, t, rec); err != nil {
-		return runtime.Status{}, err
-	}
 	want, err := podOf(rec)
 	if err != nil {
 		return runtime.Status{}, err
 	}
+	// The record says the agent was started before its pod exists, so
+	// that a pod deleted later behind the runtime's back (even while the
+	// broker is down) reads exited, not created.
+	if rec, err = markStarted(ctx, t, rec, time.Now()); err != nil {
+		return runtime.Status{}, err
+	}
 	pod, err = t.client.CoreV1().Pods(t.key.namespace).Create(ctx, want, metav1.CreateOptions{})
 	if err != nil {
+		// No pod was made: the agent is back to created, not "deleted
+		// outside scion". Best effort; the error is Start's answer.
+		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		_, _ = patchAnnotations(uctx, t, rec, map[string]any{annoStartedAt: nil})
+		cancel()
 		return runtime.Status{}, fmt.Errorf("kubernetes runtime: start %s: create pod: %w", agentID, err)
 	}
 	st := statusOf(rec, pod)
@@ -238,4 +247,25 @@ func (r *Runtime) Resume(ctx context.Context, agentID string) (runtime.Status, e
 		return runtime.Status{}, err
 	}
 	return runtime.Status{}, ErrUnsupported
+}
+
+// markStarted forgets the last pod's end and records when Start made a
+// new pod, in one patch.
+func markStarted(ctx context.Context, t *target, rec *corev1.ConfigMap, now time.Time) (*corev1.ConfigMap, error) {
+	return patchAnnotations(ctx, t, rec, map[string]any{annoFinishedAt: nil, annoExitCode: nil, annoMessage: nil,
+		annoStartedAt: now.UTC().Format(time.RFC3339Nano)})
+}
+
+// patchAnnotations merge-patches the record's annotations (a nil value
+// removes one).
+func patchAnnotations(ctx context.Context, t *target, rec *corev1.ConfigMap, ann map[string]any) (*corev1.ConfigMap, error) {
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": ann}})
+	if err != nil {
+		return nil, err
+	}
+	out, err := t.client.CoreV1().ConfigMaps(t.key.namespace).Patch(ctx, rec.Name, "application/merge-patch+json", patch, metav1.PatchOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes runtime: update record %s: %w", rec.Name, err)
+	}
+	return out, nil
 }

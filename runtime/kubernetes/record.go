@@ -139,16 +139,3 @@ func markFinished(ctx context.Context, t *target, rec *corev1.ConfigMap, ann map
 	}
 	return out, nil
 }
-
-// clearFinished forgets the last pod's end when a new pod starts.
-func clearFinished(ctx context.Context, t *target, rec *corev1.ConfigMap) (*corev1.ConfigMap, error) {
-	if _, ok := rec.Annotations[annoFinishedAt]; !ok {
-		return rec, nil
-	}
-	patch := []byte(`{"metadata":{"annotations":{"` + annoFinishedAt + `":null,"` + annoExitCode + `":null,"` + annoMessage + `":null}}}`)
-	out, err := t.client.CoreV1().ConfigMaps(t.key.namespace).Patch(ctx, rec.Name, "application/merge-patch+json", patch, metav1.PatchOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("kubernetes runtime: update record %s: %w", rec.Name, err)
-	}
-	return out, nil
-}

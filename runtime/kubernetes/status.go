@@ -18,13 +18,24 @@ const (
 	annoFinishedAt = "scion.dev/finished-at"
 	annoExitCode   = "scion.dev/exit-code"
 	annoMessage    = "scion.dev/message"
+	// annoStartedAt is when Start last made a pod: with no pod and no
+	// finished-at, the pod went without Stop (deleted outside scion, or
+	// evicted while the broker was away), and the agent has exited, not
+	// "created" as if it had never run.
+	annoStartedAt = "scion.dev/started-at"
 )
+
+// goneMessage is the status message of an agent whose pod was removed
+// behind the runtime's back.
+const goneMessage = "its pod was deleted outside scion"
 
 // statusOf is the agent's status from its record and its current pod (nil
 // when it has none). It is pure. The mapping:
 //
-//   - no pod, never stopped: created (Create makes the record, Start the pod)
+//   - no pod, never started: created (Create makes the record, Start the pod)
 //   - no pod after a Stop: exited, with the exit code the pod ended with
+//   - no pod after a Start with no Stop: exited, with goneMessage (the pod
+//     was deleted by someone else, perhaps while the broker was down)
 //   - Pending: running, with the reason in Message (unscheduled, pulling):
 //     Start has done its part and the agent is on its way; with no
 //     kubelet, as in this package's tests, a pod stays here
@@ -47,6 +58,10 @@ func statusOf(rec *corev1.ConfigMap, pod *corev1.Pod) runtime.Status {
 				st.ExitCode = &c
 			}
 			st.Message = meta[annoMessage]
+		} else if t, err := time.Parse(time.RFC3339Nano, meta[annoStartedAt]); err == nil {
+			st.State = runtime.StateExited
+			st.StartedAt = t
+			st.Message = goneMessage
 		}
 		st.AgentID, st.RunID = st.Labels[runtime.LabelAgentID], st.Labels[runtime.LabelRunID]
 		return st
