@@ -109,6 +109,15 @@ type Event struct {
 	Status Status
 }
 
+// ProjectCleaner is a runtime that keeps resources of a project's own,
+// shared by its agents and outliving each of them (the Kubernetes
+// runtime's project claims). CleanupProject removes them once the project
+// is deleted and names what it removed; what is already gone is not an
+// error. The caller makes sure the project has no agents left.
+type ProjectCleaner interface {
+	CleanupProject(ctx context.Context, projectID string) (removed []string, err error)
+}
+
 // Runtime runs agent containers on one broker.
 //
 // All methods are safe for concurrent use. Create must not start the
