@@ -59,4 +59,5 @@ func (r *Runtime) CleanupProject(ctx context.Context, projectID string) ([]strin
 	}
 	return removed, nil
 }
+
 var _ runtime.ProjectCleaner = (*Runtime)(nil)
