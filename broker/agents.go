@@ -224,7 +224,7 @@ func (b *Broker) agentEnv(spec wire.AgentSpec) map[string]string {
 		env = map[string]string{}
 	}
 	maps.Copy(env, spec.Secrets)
-	hub := cmp.Or(b.cfg.AgentHubEndpoint, spec.HubURL, b.cfg.HubEndpoint)
+	hub := b.AgentHubEndpoint()
 	env[api.EnvHubEndpoint] = hub
 	env[api.EnvHubURL] = hub
 	env[api.EnvAgentToken] = spec.AgentToken

@@ -2,12 +2,16 @@ package cli
 
 import (
 	"fmt"
+	"net"
+	"net/url"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/broker"
 	"github.com/scion-go/scion/config"
+	"github.com/scion-go/scion/runtime/docker"
 )
 
 // localReg is one of this machine's broker registrations.
@@ -134,6 +138,12 @@ no longer places the project's new agents on it.`
 type brokerStatus struct {
 	api.RuntimeBroker
 	LocalHubEndpoint string `json:"localHubEndpoint"`
+	// AgentHubEndpoint is the Hub address the local broker gives its
+	// agents, AgentHubSetting the setting that changes it, and
+	// AgentHubWarning why agents cannot reach it, if the broker can tell.
+	AgentHubEndpoint string `json:"agentHubEndpoint"`
+	AgentHubSetting  string `json:"agentHubSetting"`
+	AgentHubWarning  string `json:"agentHubWarning,omitempty"`
 	// KubernetesProfiles are the kubeconfig context and namespace of each
 	// Kubernetes profile.
 	KubernetesProfiles []config.KubernetesTarget `json:"kubernetesProfiles,omitempty"`
@@ -166,7 +176,12 @@ func newBrokerStatusCmd(a *app) *cobra.Command {
 				return err
 			}
 			st := brokerStatus{RuntimeBroker: *b, LocalHubEndpoint: settings.Server.Broker.HubEndpoint,
-				KubernetesProfiles: kubernetesTargets(b.Profiles, settings.Server.Broker)}
+				KubernetesProfiles: kubernetesTargets(b.Profiles, settings.Server.Broker),
+				AgentHubEndpoint:   firstNonEmpty(settings.Server.Broker.AgentHubEndpoint, settings.Server.Broker.HubEndpoint),
+				AgentHubSetting:    broker.AgentHubSetting}
+			if st.AgentHubEndpoint != "" {
+				st.AgentHubWarning = broker.AgentHubWarning(b.Runtime, st.AgentHubEndpoint)
+			}
 			if a.json() {
 				return writeJSON(cmd.OutOrStdout(), st)
 			}
@@ -195,7 +210,13 @@ func newBrokerStatusCmd(a *app) *cobra.Command {
 			}
 			kv = append(kv, "Hub", t.URL,
 				// The Hub the local broker process dials, which may differ.
-				"server.broker.hub_endpoint", firstNonEmpty(st.LocalHubEndpoint, "(unset)"))
+				"server.broker.hub_endpoint", firstNonEmpty(st.LocalHubEndpoint, "(unset)"),
+				// The Hub address agents get, and the setting that changes it.
+				"Agents reach the Hub at", agentHubText(b.Runtime, settings.Server.Broker.AgentHubEndpoint, st.AgentHubEndpoint),
+				broker.AgentHubSetting, firstNonEmpty(settings.Server.Broker.AgentHubEndpoint, "(unset: the broker's hub_endpoint)"))
+			if st.AgentHubWarning != "" {
+				kv = append(kv, "Warning", st.AgentHubWarning)
+			}
 			return keyValues(cmd.OutOrStdout(), kv...)
 		},
 	}
@@ -286,4 +307,22 @@ func registrationToDeregister(creds *config.BrokerCredentials, s *config.Setting
 			name, orDash(b.Name), b.BrokerID)
 	}
 	return fromSettings(s), nil
+}
+
+// agentHubText is the Hub address agents get, as status shows it: a
+// Docker broker forwards a loopback Hub from the agent network's gateway
+// unless the setting names an address.
+func agentHubText(runtimeKind, setting, endpoint string) string {
+	if endpoint == "" {
+		return "(unset)"
+	}
+	if setting == "" && runtimeKind == "docker" {
+		if u, err := url.Parse(endpoint); err == nil {
+			ip := net.ParseIP(u.Hostname())
+			if u.Hostname() == "localhost" || (ip != nil && ip.IsLoopback()) {
+				return endpoint + " (through a forwarder on the " + docker.AgentNetwork + " network's gateway)"
+			}
+		}
+	}
+	return endpoint
 }

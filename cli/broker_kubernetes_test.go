@@ -97,3 +97,59 @@ func TestInstallBinary(t *testing.T) {
 		t.Fatalf("installed %q mode %v, %v", b, fi.Mode(), err)
 	}
 }
+
+// TestStatusShowsTheAgentsHubAddress: for a Kubernetes broker whose
+// hub_endpoint is loopback, `runtime-broker status` shows the address its
+// agents get, the setting that changes it and a warning that pods cannot
+// reach it, in the table and in -o json; once the setting names a
+// reachable address, status shows that address and no warning.
+func TestStatusShowsTheAgentsHubAddress(t *testing.T) {
+	setHome(t)
+	h := newFakeHub(t, "")
+	useHub(t, "team", h, "tok")
+	mustRun(t, "runtime-broker", "register", "--name", "k8s")
+	h.mu.Lock()
+	h.brokers[len(h.brokers)-1].Runtime = "kubernetes"
+	h.mu.Unlock()
+
+	type status struct {
+		AgentHubEndpoint string `json:"agentHubEndpoint"`
+		AgentHubSetting  string `json:"agentHubSetting"`
+		AgentHubWarning  string `json:"agentHubWarning"`
+	}
+	read := func() (string, status) {
+		t.Helper()
+		table := mustRun(t, "runtime-broker", "status").out
+		var st status
+		if err := json.Unmarshal([]byte(mustRun(t, "runtime-broker", "status", "-o", "json").out), &st); err != nil {
+			t.Fatal(err)
+		}
+		return table, st
+	}
+	table, st := read()
+	for _, want := range []string{"Agents reach the Hub at:", h.URL, "server.broker.agent_hub_endpoint:", "Warning:", "loopback"} {
+		if !strings.Contains(table, want) {
+			t.Errorf("status lacks %q:\n%s", want, table)
+		}
+	}
+	if st.AgentHubEndpoint != h.URL || st.AgentHubSetting != "server.broker.agent_hub_endpoint" ||
+		!strings.Contains(st.AgentHubWarning, "loopback") || !strings.Contains(st.AgentHubWarning, st.AgentHubSetting) {
+		t.Errorf("status json = %+v, want the loopback address, the setting and a warning naming it", st)
+	}
+
+	s, err := config.LoadSettings()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Server.Broker.AgentHubEndpoint = "https://hub.cluster.example"
+	if err := s.Save(); err != nil {
+		t.Fatal(err)
+	}
+	table, st = read()
+	if !strings.Contains(table, "https://hub.cluster.example") || strings.Contains(table, "Warning:") {
+		t.Errorf("status with the setting:\n%s", table)
+	}
+	if st.AgentHubEndpoint != "https://hub.cluster.example" || st.AgentHubWarning != "" {
+		t.Errorf("status json with the setting = %+v", st)
+	}
+}

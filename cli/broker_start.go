@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"fmt"
 	"os"
 	"os/signal"
@@ -78,7 +79,9 @@ control channel open, reconnecting with backoff when it drops.`,
 			if err != nil {
 				return err
 			}
-			b, err := broker.New(broker.Config{Profiles: profiles, AgentHubEndpoint: agentHub, HubEndpoint: ep, BrokerID: conn.BrokerID, Name: conn.BrokerName,
+			// server.broker.agent_hub_endpoint, when set, wins over the
+			// runtime's own choice (the Docker forwarder's address).
+			b, err := broker.New(broker.Config{Profiles: profiles, AgentHubEndpoint: cmp.Or(s.Server.Broker.AgentHubEndpoint, agentHub), HubEndpoint: ep, BrokerID: conn.BrokerID, Name: conn.BrokerName,
 				Secret: []byte(conn.Secret), Runtime: rt, DataDir: dataDir, Version: Version, Logger: log,
 				HeartbeatInterval: heartbeat, Grace: grace, ScionBinary: self, PortRange: ports,
 				Capabilities:  passthroughCapabilities(s.Server.Broker.AllowPassthrough),

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -75,7 +76,7 @@ func startWorkstation(ctx context.Context, srv *hub.Server, url string, f *serve
 	if err != nil {
 		return nil, err
 	}
-	b, err := broker.New(broker.Config{Profiles: profiles, AgentHubEndpoint: agentHub, HubEndpoint: url, BrokerID: conn.BrokerID, Name: conn.BrokerName,
+	b, err := broker.New(broker.Config{Profiles: profiles, AgentHubEndpoint: cmp.Or(settings.Server.Broker.AgentHubEndpoint, agentHub), HubEndpoint: url, BrokerID: conn.BrokerID, Name: conn.BrokerName,
 		Secret: []byte(conn.Secret), Runtime: rt, DataDir: dataDir, Version: Version, Logger: log,
 		HeartbeatInterval: f.heartbeat, Grace: f.grace, ScionBinary: self,
 		Capabilities: passthroughCapabilities(settings.Server.Broker.AllowPassthrough),

@@ -29,6 +29,12 @@ type ServerSettings struct {
 type BrokerSettings struct {
 	// HubEndpoint is the Hub the broker process connects to.
 	HubEndpoint string `yaml:"hub_endpoint,omitempty"`
+	// AgentHubEndpoint is the Hub address given to agents
+	// (SCION_HUB_ENDPOINT) when the one the broker dials is not one they
+	// can reach: a loopback Hub seen from a Kubernetes pod. Default: the
+	// broker's hub_endpoint (on Docker, a loopback one through a forwarder
+	// on the agent network's gateway).
+	AgentHubEndpoint string `yaml:"agent_hub_endpoint,omitempty"`
 	// BrokerID is the broker's registration when it is kept in the global
 	// settings rather than in broker-credentials.yaml.
 	BrokerID string `yaml:"broker_id,omitempty"`
