@@ -65,6 +65,28 @@ type Project struct {
 	UpdatedAt       time.Time `json:"updatedAt"`
 }
 
+// ProjectDeleted is the answer of DELETE /projects/{project}: the project
+// is gone, and so is what its Runtime Brokers removed for it (the
+// Kubernetes runtime's project claims); Left says what could not be
+// removed and why, for an operator to remove by hand.
+type ProjectDeleted struct {
+	ID      string            `json:"id"`
+	Name    string            `json:"name"`
+	Removed []ProjectResource `json:"removed"`
+	Left    []ProjectResource `json:"left"`
+}
+
+// ProjectResource is something a Runtime Broker kept for a project.
+type ProjectResource struct {
+	Broker   string `json:"runtimeBroker"`   // the broker's name
+	BrokerID string `json:"runtimeBrokerId"` //
+	// Resource is the runtime's name for it ("namespace/claim"); empty in
+	// Left when the broker could not be asked.
+	Resource string `json:"resource,omitempty"`
+	// Reason says why it was left.
+	Reason string `json:"reason,omitempty"`
+}
+
 // CreateProjectRequest is the body of POST /projects.
 type CreateProjectRequest struct {
 	Name          string `json:"name"`

@@ -169,6 +169,12 @@ func New(cfg Config) (*Broker, error) {
 	if _, ok := cfg.Runtime.(runtime.Attacher); ok && !slices.Contains(cfg.Capabilities, wire.CapAttach) {
 		cfg.Capabilities = append(cfg.Capabilities, wire.CapAttach)
 	}
+	if w := AgentHubWarning(cfg.Runtime.Name(), cmp.Or(cfg.AgentHubEndpoint, cfg.HubEndpoint)); w != "" {
+		cfg.Logger.Warn(w, "agent_hub_endpoint", cmp.Or(cfg.AgentHubEndpoint, cfg.HubEndpoint), "setting", AgentHubSetting)
+	}
+	if _, ok := cfg.Runtime.(runtime.ProjectCleaner); ok && !slices.Contains(cfg.Capabilities, wire.CapProjectCleanup) {
+		cfg.Capabilities = append(cfg.Capabilities, wire.CapProjectCleanup)
+	}
 	l := layout{root: cfg.DataDir}
 	if cfg.Workspaces == nil {
 		cfg.GitWorkspaces.Logger = cmp.Or(cfg.GitWorkspaces.Logger, cfg.Logger)

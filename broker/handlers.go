@@ -32,6 +32,7 @@ func (b *Broker) register(c *wire.Conn) {
 	c.Handle(wire.MethodInventory, func(ctx context.Context, _ *wire.Request) (any, error) {
 		return b.inventory(ctx)
 	})
+	c.Handle(wire.MethodProjectCleanup, b.cleanupProject)
 	c.Handle(wire.MethodEcho, func(_ context.Context, req *wire.Request) (any, error) {
 		return req.Body, nil
 	})

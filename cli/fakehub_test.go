@@ -197,7 +197,10 @@ func (h *fakeHub) projectRoutes(a fakeRoute) {
 		return p, 200, nil
 	}, true)
 	a("DELETE /api/v1/projects/{project}", func(w http.ResponseWriter, r *http.Request) (any, int, *api.Error) {
-		return nil, 204, nil
+		// What a Hub with one Kubernetes broker online and one offline answers.
+		return api.ProjectDeleted{ID: "p-1", Name: r.PathValue("project"),
+			Removed: []api.ProjectResource{{Broker: "k8s", BrokerID: "b-1", Resource: "agents/scion-project-abc-workspace"}},
+			Left:    []api.ProjectResource{{Broker: "k8s-2", BrokerID: "b-2", Reason: "runtime broker \"k8s-2\" is offline"}}}, 200, nil
 	}, true)
 }
 

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -179,17 +180,27 @@ func newProjectDeleteCmd(a *app) *cobra.Command {
 	return &cobra.Command{
 		Use:   "delete <name>",
 		Short: "Delete a project (refused while it has agents)",
-		Args:  exactArgs("name"),
+		Long: `Delete a project. It is refused while the project has agents.
+
+The Runtime Brokers that provided for the project remove what their runtime
+kept for it beyond its agents (on Kubernetes, the project's shared workspace,
+base clone and shared-directory claims). The answer lists what was removed
+and what was left, with the reason (a broker offline, say) and how to remove
+it by hand.`,
+		Args: exactArgs("name"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			_, cl, err := a.connect()
 			if err != nil {
 				return err
 			}
-			if err := cl.DeleteProject(cmd.Context(), args[0]); err != nil {
+			res, err := cl.DeleteProject(cmd.Context(), args[0])
+			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "Deleted project %s.\n", args[0])
-			return nil
+			if a.json() {
+				return writeJSON(cmd.OutOrStdout(), res)
+			}
+			return printProjectDeleted(cmd.OutOrStdout(), args[0], res)
 		},
 	}
 }
@@ -207,4 +218,21 @@ func (a *app) printProject(cmd *cobra.Command, p *api.Project) error {
 		"Active profile", p.ActiveProfile,
 		"Providers", strings.Join(p.Providers, ", "),
 		"Created", age(p.CreatedAt)+" ago")
+}
+
+// printProjectDeleted says that the project is gone, what its brokers
+// removed for it and what was left (and why).
+func printProjectDeleted(w io.Writer, name string, res *api.ProjectDeleted) error {
+	fmt.Fprintf(w, "Deleted project %s.\n", name)
+	for _, r := range res.Removed {
+		fmt.Fprintf(w, "Removed on runtime broker %s: %s\n", orDash(r.Broker), r.Resource)
+	}
+	for _, r := range res.Left {
+		what := "project resources"
+		if r.Resource != "" {
+			what = r.Resource
+		}
+		fmt.Fprintf(w, "Left on runtime broker %s: %s: %s\n", orDash(firstNonEmpty(r.Broker, r.BrokerID)), what, r.Reason)
+	}
+	return nil
 }

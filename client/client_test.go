@@ -53,7 +53,7 @@ func TestRoutes(t *testing.T) {
 			_, err := c.UpdateProject(ctx, "p", api.UpdateProjectRequest{})
 			return err
 		}},
-		{"delete project", "DELETE", "/api/v1/projects/p", "", func(c *Client) error { return c.DeleteProject(ctx, "p") }},
+		{"delete project", "DELETE", "/api/v1/projects/p", "", func(c *Client) error { _, err := c.DeleteProject(ctx, "p"); return err }},
 		{"register broker", "POST", "/api/v1/runtime-brokers", "", func(c *Client) error {
 			_, err := c.RegisterBroker(ctx, api.RegisterBrokerRequest{Name: "b"})
 			return err

@@ -59,11 +59,16 @@ func (c *Client) UpdateProject(ctx context.Context, project string, req api.Upda
 	return &p, nil
 }
 
-// DeleteProject deletes a project by ID or name.
-func (c *Client) DeleteProject(ctx context.Context, project string) error {
+// DeleteProject deletes a project by ID or name and returns what its
+// Runtime Brokers removed for it and what was left.
+func (c *Client) DeleteProject(ctx context.Context, project string) (*api.ProjectDeleted, error) {
 	s, err := segment("project", project)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return c.do(ctx, request{method: http.MethodDelete, path: apiPath("projects", s)}, nil)
+	var out api.ProjectDeleted
+	if err := c.do(ctx, request{method: http.MethodDelete, path: apiPath("projects", s)}, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
 }

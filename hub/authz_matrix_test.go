@@ -53,7 +53,7 @@ var matrix = []matrixRow{
 	{"GET /api/v1/projects/{project} | another project", "200 200 200 404 404 404 404 404 404 404 404 404"},
 	{"PATCH /api/v1/projects/{project}", "200 200 403 403 403 200 403 403 403 403 403 403"},
 	{"PATCH /api/v1/projects/{project} | not the member's", "200 403 403 404 404 404 404 404 404 404 404 404"},
-	{"DELETE /api/v1/projects/{project}", "204 204 403 404 404 404 404 404 404 404 404 404"},
+	{"DELETE /api/v1/projects/{project}", "200 200 403 404 404 404 404 404 404 404 404 404"},
 
 	{"POST /api/v1/runtime-brokers", "201 201 403 403 403 403 403 403 403 403 403 403"},
 	{"POST /api/v1/runtime-brokers/join", "401 401 401 401 401 401 401 401 401 401 401 401"},

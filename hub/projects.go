@@ -193,13 +193,21 @@ func (s *Server) handleDeleteProject(r *http.Request, c *Caller) (int, any, erro
 	if err != nil {
 		return 0, nil, err
 	}
+	// The providers are read before the delete drops their links: they
+	// are the brokers that may hold resources of the project's.
+	providers, err := s.store.ProjectProviders(r.Context(), p.ID)
+	if err != nil {
+		return 0, nil, err
+	}
 	if err := s.store.DeleteProject(r.Context(), p.ID); err != nil {
 		if isConflict(err) {
 			err = api.Conflict(api.CodeConflict, "project %q still has agents; delete them first (a forced project delete comes later)", p.Name)
 		}
 		return 0, nil, err
 	}
-	return http.StatusNoContent, nil, nil
+	out := api.ProjectDeleted{ID: p.ID, Name: p.Name}
+	out.Removed, out.Left = s.cleanupProject(r.Context(), p.ID, providers)
+	return http.StatusOK, out, nil
 }
 
 // checkProjectInput checks the free-form fields of a project create or

@@ -19,6 +19,10 @@ const (
 	CapAgentMoveRecreate = "agentMoveRecreate"
 	CapExec              = "exec"
 	CapAttach            = "attach"
+	// CapProjectCleanup: the broker's runtime keeps resources of a
+	// project's own (Kubernetes project claims) and removes them on
+	// project.cleanup.
+	CapProjectCleanup = "project-cleanup"
 )
 
 // Methods, Hub to broker.
@@ -34,7 +38,21 @@ const (
 	MethodAgentLogs    = "agent.logs" // stream of LogChunk
 	MethodInventory    = "broker.inventory"
 	MethodEcho         = "echo" // diagnostics and benchmarks
+	// MethodProjectCleanup (ProjectRef -> ProjectCleanup) removes what the
+	// broker's runtime keeps for a project the Hub has deleted.
+	MethodProjectCleanup = "project.cleanup"
 )
+
+// ProjectRef names a project in project.cleanup.
+type ProjectRef struct {
+	ProjectID string `json:"projectId"`
+}
+
+// ProjectCleanup is project.cleanup's answer: what the broker removed
+// (runtime resource names, "namespace/claim" on Kubernetes).
+type ProjectCleanup struct {
+	Removed []string `json:"removed"`
+}
 
 // Methods, broker to Hub.
 const (

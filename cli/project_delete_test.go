@@ -1,0 +1,36 @@
+package cli
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/scion-go/scion/api"
+)
+
+// TestProjectDeletePrintsWhatWasLeft: `project delete` prints what the
+// brokers removed for the project and what was left and why, and -o json
+// is the Hub's answer.
+func TestProjectDeletePrintsWhatWasLeft(t *testing.T) {
+	setHome(t)
+	h := newFakeHub(t, "")
+	useHub(t, "team", h, "tok")
+	r := mustRun(t, "project", "delete", "web")
+	for _, want := range []string{
+		"Deleted project web.",
+		"Removed on runtime broker k8s: agents/scion-project-abc-workspace",
+		`Left on runtime broker k8s-2: project resources: runtime broker "k8s-2" is offline`,
+	} {
+		if !strings.Contains(r.out, want) {
+			t.Errorf("project delete output lacks %q:\n%s", want, r.out)
+		}
+	}
+	r = mustRun(t, "project", "delete", "web", "-o", "json")
+	var res api.ProjectDeleted
+	if err := json.Unmarshal([]byte(r.out), &res); err != nil {
+		t.Fatalf("%v: %s", err, r.out)
+	}
+	if len(res.Removed) != 1 || len(res.Left) != 1 || res.Left[0].BrokerID != "b-2" {
+		t.Errorf("project delete -o json = %+v", res)
+	}
+}
