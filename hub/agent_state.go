@@ -34,7 +34,7 @@ func (s *Server) afterDispatchFrom(ctx context.Context, agentID string, cur *sto
 		if !s.observed.fresh(a.ID, st.ObservedAt) {
 			return errStale // a newer report already told the state
 		}
-		a.StatusMessage = st.Message
+		a.StatusMessage = scrubAddresses(st.Message) // the runtime's words: a registry or daemon address
 		a.ContainerStatus = st.State
 		a.PortMappings = st.Ports
 		a.Phase = phaseFor(st.State, wantRunning)

@@ -104,7 +104,7 @@ func applyContainerState(a *store.Agent, st wire.AgentStatus) {
 				a.Phase = api.PhaseError
 				a.StatusMessage = fmt.Sprintf("agent exited with code %d", *st.ExitCode)
 				if st.Message != "" { // the runtime's account: last output lines, OOM, ...
-					a.StatusMessage += ": " + truncate(st.Message, 500)
+					a.StatusMessage += ": " + truncate(scrubAddresses(st.Message), 500)
 				}
 			}
 		}
