@@ -67,12 +67,14 @@ type Project struct {
 
 // ProjectDeleted is the answer of DELETE /projects/{project}: the project
 // is gone, and so is what its Runtime Brokers removed for it (the
-// Kubernetes runtime's project claims); Left says what could not be
-// removed and why, for an operator to remove by hand.
+// Kubernetes runtime's project claims); Queued names the offline brokers
+// whose cleanup is queued until they reconnect; Left says what could not
+// be removed and why, for an operator to remove by hand.
 type ProjectDeleted struct {
 	ID      string            `json:"id"`
 	Name    string            `json:"name"`
 	Removed []ProjectResource `json:"removed"`
+	Queued  []ProjectResource `json:"queued"`
 	Left    []ProjectResource `json:"left"`
 }
 
@@ -83,8 +85,10 @@ type ProjectResource struct {
 	// Resource is the runtime's name for it ("namespace/claim"); empty in
 	// Left when the broker could not be asked.
 	Resource string `json:"resource,omitempty"`
-	// Reason says why it was left.
+	// Reason says why it was left or queued.
 	Reason string `json:"reason,omitempty"`
+	// Dispatch is the queued cleanup's dispatch ID (Queued only).
+	Dispatch string `json:"dispatch,omitempty"`
 }
 
 // CreateProjectRequest is the body of POST /projects.

@@ -200,7 +200,8 @@ func (h *fakeHub) projectRoutes(a fakeRoute) {
 		// What a Hub with one Kubernetes broker online and one offline answers.
 		return api.ProjectDeleted{ID: "p-1", Name: r.PathValue("project"),
 			Removed: []api.ProjectResource{{Broker: "k8s", BrokerID: "b-1", Resource: "agents/scion-project-abc-workspace"}},
-			Left:    []api.ProjectResource{{Broker: "k8s-2", BrokerID: "b-2", Reason: "runtime broker \"k8s-2\" is offline"}}}, 200, nil
+			Queued:  []api.ProjectResource{{Broker: "k8s-2", BrokerID: "b-2", Reason: "runtime broker \"k8s-2\" is offline; the cleanup is queued"}},
+			Left:    []api.ProjectResource{{Broker: "k8s-3", BrokerID: "b-3", Reason: "project cleanup failed: forbidden"}}}, 200, nil
 	}, true)
 }
 

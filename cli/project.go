@@ -227,6 +227,9 @@ func printProjectDeleted(w io.Writer, name string, res *api.ProjectDeleted) erro
 	for _, r := range res.Removed {
 		fmt.Fprintf(w, "Removed on runtime broker %s: %s\n", orDash(r.Broker), r.Resource)
 	}
+	for _, r := range res.Queued {
+		fmt.Fprintf(w, "Queued on runtime broker %s: %s\n", orDash(firstNonEmpty(r.Broker, r.BrokerID)), r.Reason)
+	}
 	for _, r := range res.Left {
 		what := "project resources"
 		if r.Resource != "" {

@@ -9,7 +9,7 @@ import (
 )
 
 // TestProjectDeletePrintsWhatWasLeft: `project delete` prints what the
-// brokers removed for the project and what was left and why, and -o json
+// brokers removed for the project, what is queued and what was left and why, and -o json
 // is the Hub's answer.
 func TestProjectDeletePrintsWhatWasLeft(t *testing.T) {
 	setHome(t)
@@ -19,7 +19,8 @@ func TestProjectDeletePrintsWhatWasLeft(t *testing.T) {
 	for _, want := range []string{
 		"Deleted project web.",
 		"Removed on runtime broker k8s: agents/scion-project-abc-workspace",
-		`Left on runtime broker k8s-2: project resources: runtime broker "k8s-2" is offline`,
+		`Queued on runtime broker k8s-2: runtime broker "k8s-2" is offline; the cleanup is queued`,
+		"Left on runtime broker k8s-3: project resources: project cleanup failed: forbidden",
 	} {
 		if !strings.Contains(r.out, want) {
 			t.Errorf("project delete output lacks %q:\n%s", want, r.out)
@@ -30,7 +31,7 @@ func TestProjectDeletePrintsWhatWasLeft(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.out), &res); err != nil {
 		t.Fatalf("%v: %s", err, r.out)
 	}
-	if len(res.Removed) != 1 || len(res.Left) != 1 || res.Left[0].BrokerID != "b-2" {
+	if len(res.Removed) != 1 || len(res.Queued) != 1 || len(res.Left) != 1 || res.Left[0].BrokerID != "b-3" {
 		t.Errorf("project delete -o json = %+v", res)
 	}
 }

@@ -20,7 +20,10 @@ import (
 // (store.DispatchQueue) in the same transaction that shows the agent
 // stopped with container status stop_queued, and delivered when the broker
 // reconnects. Every other operation on an offline broker is refused at once
-// with 503 runtime_broker_offline.
+// with 503 runtime_broker_offline. A project delete also queues the
+// project's cleanup (project.cleanup) for an offline broker whose runtime
+// keeps project resources; such a dispatch carries the project ID in
+// AgentID (project_cleanup.go).
 //
 // Order: onHello reconciles the broker's inventory, makes the session
 // current but not ready, and starts drainQueue. Until drainQueue has
@@ -206,6 +209,9 @@ const (
 
 // deliverQueued sends one queued dispatch and records its outcome.
 func (s *Server) deliverQueued(ctx context.Context, sess *session, d *store.Dispatch) queuedOutcome {
+	if d.Method == wire.MethodProjectCleanup {
+		return s.deliverQueuedCleanup(ctx, sess, d)
+	}
 	log := s.log.With("broker_id", d.BrokerID, "agent_id", d.AgentID, "dispatch", d.ID, "method", d.Method)
 	a, err := s.store.GetAgent(ctx, d.AgentID)
 	switch {

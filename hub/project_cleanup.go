@@ -2,6 +2,7 @@ package hub
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -22,12 +23,12 @@ const cleanupProjectConcurrency = 8
 // removed and what was left. The project is already deleted: nothing here
 // can undo or refuse that, so each failure becomes an entry of left.
 //
-// An offline broker is not queued a cleanup: the dispatch queue holds
-// agent stops only (its entries are checked against an agent when they are
-// delivered). Its resources are reported as left, with the way to remove
-// them by hand.
-func (s *Server) cleanupProject(ctx context.Context, projectID string, providers []string) (removed, left []api.ProjectResource) {
-	removed, left = []api.ProjectResource{}, []api.ProjectResource{}
+// An offline broker is queued the cleanup (store.DispatchQueue, delivered
+// when it reconnects, before any other command; the dispatch's AgentID
+// holds the project ID); if even that fails, its resources are reported
+// as left, with the way to remove them by hand.
+func (s *Server) cleanupProject(ctx context.Context, c *Caller, projectID string, providers []string) (removed, queued, left []api.ProjectResource) {
+	removed, queued, left = []api.ProjectResource{}, []api.ProjectResource{}, []api.ProjectResource{}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, cleanupProjectConcurrency)
@@ -43,8 +44,14 @@ func (s *Server) cleanupProject(ctx context.Context, projectID string, providers
 		if !slices.Contains(b.Capabilities, wire.CapProjectCleanup) {
 			continue // its runtime keeps nothing of the project's beyond its agents
 		}
-		if !s.brokerOnline(b.ID) {
-			left = append(left, api.ProjectResource{Broker: b.Name, BrokerID: b.ID, Reason: offlineCleanupReason(b, projectID)})
+		if ok, d, err := s.queueProjectCleanup(ctx, c, b, projectID); ok {
+			if err != nil {
+				s.log.Error("queueing a project cleanup for an offline runtime broker", "broker", b.Name, "broker_id", b.ID, "project_id", projectID, "err", err)
+				left = append(left, api.ProjectResource{Broker: b.Name, BrokerID: b.ID, Reason: offlineCleanupReason(b, projectID)})
+			} else {
+				queued = append(queued, api.ProjectResource{Broker: b.Name, BrokerID: b.ID, Dispatch: d.ID,
+					Reason: fmt.Sprintf("runtime broker %q is offline; the cleanup is queued and runs when it reconnects", b.Name)})
+			}
 			continue
 		}
 		wg.Add(1)
@@ -68,13 +75,72 @@ func (s *Server) cleanupProject(ctx context.Context, projectID string, providers
 	}
 	wg.Wait()
 	sortResources(removed)
+	sortResources(queued)
 	sortResources(left)
-	return removed, left
+	return removed, queued, left
+}
+
+// queueProjectCleanup queues a project.cleanup for broker b if it is
+// offline; ok is false (and nothing is written) when it is online, so the
+// caller dispatches at once. Decided under the broker's queue lock, as a
+// queued stop is, so that a drain that has just finished cannot miss it.
+func (s *Server) queueProjectCleanup(ctx context.Context, c *Caller, b *store.Broker, projectID string) (ok bool, d *store.Dispatch, err error) {
+	mu := s.queueLock.get(b.ID)
+	mu.Lock()
+	defer mu.Unlock()
+	if s.brokerOnline(b.ID) {
+		return false, nil, nil
+	}
+	body, err := json.Marshal(wire.ProjectRef{ProjectID: projectID})
+	if err != nil {
+		return true, nil, err
+	}
+	d = &store.Dispatch{BrokerID: b.ID, AgentID: projectID, Method: wire.MethodProjectCleanup, Body: body, CreatedBy: c.Principal()}
+	if _, err := s.store.EnqueueDispatch(ctx, d, nil); err != nil {
+		return true, nil, err
+	}
+	s.metrics.queued.Inc()
+	s.log.Info("project cleanup queued for offline runtime broker", "broker", b.Name, "broker_id", b.ID, "project_id", projectID, "dispatch", d.ID)
+	return true, d, nil
+}
+
+// deliverQueuedCleanup sends one queued project.cleanup and records its
+// outcome. Unlike a stop it names no agent; a cleanup is idempotent (a
+// repeat finds nothing left), so a lost answer is simply sent again.
+func (s *Server) deliverQueuedCleanup(ctx context.Context, sess *session, d *store.Dispatch) queuedOutcome {
+	log := s.log.With("broker_id", d.BrokerID, "project_id", d.AgentID, "dispatch", d.ID, "method", d.Method)
+	for {
+		cctx, cancel := context.WithTimeout(ctx, s.opts.DispatchTimeout)
+		var res wire.ProjectCleanup
+		err := sess.conn.Call(cctx, d.Method, json.RawMessage(d.Body), &res, wire.WithKey(d.Key))
+		cancel()
+		switch {
+		case err == nil:
+			log.Info("queued project cleanup delivered", "removed", res.Removed)
+			return s.finishQueued(ctx, d, store.DispatchDelivered, "removed: "+strings.Join(res.Removed, ", "), queuedDone)
+		case api.IsCode(err, api.CodeBrokerUnavailable), api.IsCode(err, api.CodeBrokerTimeout):
+			n, nerr := s.store.NoteDispatchAttempt(ctx, d.ID, api.AsError(err).Error())
+			if nerr != nil {
+				log.Error("queued project cleanup: counting an attempt", "err", nerr)
+				return queuedRetry
+			}
+			if n >= maxQueuedAttempts {
+				log.Error("queued project cleanup failed: no answer after repeated attempts", "attempts", n, "err", err)
+				return s.finishQueued(ctx, d, store.DispatchFailed, api.AsError(err).Error(), queuedDone)
+			}
+			if sessionDone(sess) || ctx.Err() != nil {
+				return queuedChannelGone
+			}
+		default:
+			log.Warn("queued project cleanup failed on the runtime broker", "err", err)
+			return s.finishQueued(ctx, d, store.DispatchFailed, api.AsError(err).Error(), queuedDone)
+		}
+	}
 }
 
 // offlineCleanupReason says why an offline broker's project resources stay.
 func offlineCleanupReason(b *store.Broker, projectID string) string {
-	return fmt.Sprintf("runtime broker %q is offline, and a project cleanup is not queued for it; %s", b.Name, manualCleanup(projectID))
+	return fmt.Sprintf("runtime broker %q is offline and the cleanup could not be queued; %s", b.Name, manualCleanup(projectID))
 }
 
 // manualCleanup says how to remove a project's Kubernetes claims by hand.

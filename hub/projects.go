@@ -206,7 +206,7 @@ func (s *Server) handleDeleteProject(r *http.Request, c *Caller) (int, any, erro
 		return 0, nil, err
 	}
 	out := api.ProjectDeleted{ID: p.ID, Name: p.Name}
-	out.Removed, out.Left = s.cleanupProject(r.Context(), p.ID, providers)
+	out.Removed, out.Queued, out.Left = s.cleanupProject(r.Context(), c, p.ID, providers)
 	return http.StatusOK, out, nil
 }
 
