@@ -39,9 +39,34 @@ func (b *Broker) createAgent(ctx context.Context, spec wire.AgentSpec) (runtime.
 	}
 }
 
+// settingLabels are the spec labels that carry an agent's settings: its
+// profile's, the profile's name, the sharing mode, and its own Kubernetes
+// settings as scion.k8s.<key>.
+func (b *Broker) settingLabels(spec wire.AgentSpec) map[string]string {
+	labels := b.profileLabels(spec.Profile)
+	if spec.Profile != "" {
+		labels[runtime.LabelProfile] = spec.Profile
+	}
+	if spec.SharingMode != "" {
+		labels[runtime.LabelSharingMode] = spec.SharingMode
+	}
+	for k, v := range spec.Kubernetes {
+		labels[runtime.LabelKubernetesSetting+k] = v
+	}
+	return labels
+}
+
 func (b *Broker) createAgentOnce(ctx context.Context, spec wire.AgentSpec) (_ runtime.Status, err error) {
 	if err := validID("project ID", spec.ProjectID); err != nil {
 		return runtime.Status{}, err
+	}
+	// The runtime refuses settings it will not honour (an agent's own
+	// Kubernetes namespace, say) before any directory or clone is made.
+	if c, ok := b.rt.(runtime.SpecChecker); ok {
+		if err := c.CheckSpec(runtime.Spec{AgentID: spec.AgentID, RunID: spec.RunID, BrokerID: b.cfg.BrokerID,
+			ProjectID: spec.ProjectID, Labels: b.settingLabels(spec)}); err != nil {
+			return runtime.Status{}, err
+		}
 	}
 	image, command, err := resolveHarness(spec)
 	if err != nil {
@@ -130,16 +155,7 @@ func (b *Broker) createAgentOnce(ctx context.Context, spec wire.AgentSpec) (_ ru
 		// its host path: a container must see it at that same path.
 		rs.Mounts = append(rs.Mounts, runtime.Mount{Source: rec.GitCommonDir, Target: rec.GitCommonDir})
 	}
-	rs.Labels = b.profileLabels(spec.Profile)
-	if spec.Profile != "" {
-		rs.Labels[runtime.LabelProfile] = spec.Profile
-	}
-	if spec.SharingMode != "" {
-		rs.Labels[runtime.LabelSharingMode] = spec.SharingMode
-	}
-	for k, v := range spec.Kubernetes {
-		rs.Labels[runtime.LabelKubernetesSetting+k] = v
-	}
+	rs.Labels = b.settingLabels(spec)
 	if portsLabel != "" {
 		rs.Labels[labelPorts] = portsLabel
 	}

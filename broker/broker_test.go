@@ -504,6 +504,51 @@ func TestAgentKubernetesSettingsReachTheRuntime(t *testing.T) {
 	}
 }
 
+// checkingRuntime refuses, as the Kubernetes runtime does, an agent's
+// own namespace setting in CheckSpec.
+type checkingRuntime struct {
+	runtime.Runtime
+	mu   sync.Mutex
+	seen []map[string]string
+}
+
+func (c *checkingRuntime) CheckSpec(s runtime.Spec) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.seen = append(c.seen, s.Labels)
+	if v := s.Labels[runtime.LabelKubernetesSetting+"namespace"]; v != "" {
+		return api.BadRequest("kubernetes setting namespace %q is not one an agent may choose", v)
+	}
+	return nil
+}
+
+// TestRuntimeRefusesSettingsBeforeAnythingIsMade: a runtime that checks
+// specs (runtime.SpecChecker) sees the agent's settings labels first, and
+// its refusal reaches the Hub as it is (invalid_request) with no agent
+// directory, workspace or container made.
+func TestRuntimeRefusesSettingsBeforeAnythingIsMade(t *testing.T) {
+	hub := newTestHub(t)
+	rt := &checkingRuntime{Runtime: fake.New()}
+	b := startBroker(t, hub, rt, nil)
+	waitConnected(t, b)
+	s := spec("k2")
+	s.Kubernetes = map[string]string{"namespace": "kube-system"}
+	wantCode(t, hub.call(wire.MethodAgentCreate, s, nil), api.CodeInvalidRequest)
+	if _, err := os.Stat(filepath.Join(b.cfg.DataDir, "projects")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a refused create made %s: %v", filepath.Join(b.cfg.DataDir, "projects"), err)
+	}
+	if _, err := rt.Inspect(t.Context(), "k2"); !errors.Is(err, runtime.ErrNotFound) {
+		t.Errorf("a refused create made a container: %v", err)
+	}
+	s.Kubernetes = map[string]string{"safe_to_evict": "false"}
+	hub.status(wire.MethodAgentCreate, s)
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	if len(rt.seen) != 2 || rt.seen[1][runtime.LabelKubernetesSetting+"safe_to_evict"] != "false" {
+		t.Errorf("CheckSpec saw %v", rt.seen)
+	}
+}
+
 // silentRuntime is a runtime whose events never arrive.
 type silentRuntime struct{ runtime.Runtime }
 

@@ -46,7 +46,9 @@ func kubernetesOptions(b config.BrokerSettings, brokerID string) (kubernetes.Opt
 		return kubernetes.Options{}, fmt.Errorf("server.broker.kubernetes.defaults: %w", err)
 	}
 	opts := kubernetes.Options{BrokerID: brokerID, Kubeconfig: k.Kubeconfig, Defaults: defaults,
-		ScionImage: k.ScionImage, ImageVolume: k.ImageVolume, Profiles: map[string]kubernetes.Settings{}}
+		ScionImage: k.ScionImage, ImageVolume: k.ImageVolume, Profiles: map[string]kubernetes.Settings{},
+		AgentChoices: kubernetes.AgentChoices{Contexts: k.AgentContexts, Namespaces: k.AgentNamespaces,
+			ServiceAccounts: k.AgentServiceAccounts}}
 	profiles, err := brokerProfiles(b.Profiles)
 	if err != nil {
 		return kubernetes.Options{}, err

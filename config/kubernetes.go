@@ -22,6 +22,7 @@ const RuntimeKubernetes = "kubernetes"
 //	      kubeconfig: /etc/scion/kubeconfig   # default $KUBECONFIG, ~/.kube/config, in-cluster
 //	      scion_image: scion-demo:latest      # image with /usr/local/bin/scion, mounted into agents
 //	      defaults: {namespace: agents, service_account: scion-agent-sandbox}
+//	      agent_namespaces: [agents-gpu]      # an agent's own namespace setting may also be one of these
 //	    profiles:
 //	      - name: batch
 //	        runtime: kubernetes
@@ -37,6 +38,14 @@ type KubernetesSettings struct {
 	ScionImage  string            `yaml:"scion_image,omitempty"`
 	ImageVolume bool              `yaml:"image_volume,omitempty"`
 	Defaults    map[string]string `yaml:"defaults,omitempty"`
+	// AgentContexts, AgentNamespaces and AgentServiceAccounts list what
+	// an agent's own context, namespace and service_account settings may
+	// name besides its profile's values (which are always allowed); with
+	// none, an agent cannot move itself to another cluster, namespace or
+	// identity.
+	AgentContexts        []string `yaml:"agent_contexts,omitempty"`
+	AgentNamespaces      []string `yaml:"agent_namespaces,omitempty"`
+	AgentServiceAccounts []string `yaml:"agent_service_accounts,omitempty"`
 }
 
 // Kubernetes reads server.broker.kubernetes (kept among the broker

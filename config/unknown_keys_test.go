@@ -27,6 +27,9 @@ server:
       scion_image: i
       image_volume: true
       defaults: {namespace: agents, anything_goes: x}
+      agent_contexts: [gpu]
+      agent_namespaces: [agents-gpu]
+      agent_service_accounts: [scion-agent-gpu]
     profiles:
       - name: batch
         runtime: kubernetes

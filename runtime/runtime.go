@@ -84,6 +84,14 @@ type AgentTokenSetter interface {
 	SetAgentToken(ctx context.Context, agentID, token string) error
 }
 
+// SpecChecker is a runtime that can refuse a spec's settings (its
+// labels) before the broker makes anything for the agent: its
+// directories, its workspace (a clone). The broker calls it first; the
+// runtime's Create checks the same again.
+type SpecChecker interface {
+	CheckSpec(spec Spec) error
+}
+
 // Mount is one extra host directory for an agent.
 type Mount struct {
 	Source   string

@@ -33,6 +33,8 @@ func TestProfileSettingsOnAPIServer(t *testing.T) {
 	rt := n.runtimeAs(t, n.brokerIdentity(t, "scion-broker"), broker, func(o *k8srt.Options) {
 		o.Profiles = map[string]k8srt.Settings{"batch": settings}
 		o.DefaultProfile = "batch"
+		// Allowed here, so that the API server's admission is what refuses it.
+		o.AgentChoices.ServiceAccounts = []string{"no-such-account"}
 	})
 	sp := spec(broker, "set-1")
 	sp.Labels["scion.memory"] = "1g"
@@ -82,7 +84,7 @@ func TestProfileSettingsOnAPIServer(t *testing.T) {
 // TestProfilesPickContextAndNamespace runs two Kubernetes profiles, each a
 // kubeconfig context and namespace, in one runtime: an agent lands where
 // its profile says, or where its own namespace setting says (the agent
-// wins), and Inventory and lookups span them all.
+// wins, the broker listing that namespace in agent_namespaces), and Inventory and lookups span them all.
 func TestProfilesPickContextAndNamespace(t *testing.T) {
 	c := ctx(t)
 	a, b, own := newNS(t), newNS(t), newNS(t)
@@ -93,7 +95,8 @@ func TestProfilesPickContextAndNamespace(t *testing.T) {
 	kubeconfig := a.c.Kubeconfig(t, "default", map[string]string{"ctx-a": u.Token, "ctx-b": u.Token})
 	const broker = "broker-profiles"
 	rt, err := k8srt.New(k8srt.Options{BrokerID: broker, Kubeconfig: kubeconfig, DefaultProfile: "a",
-		Profiles: map[string]k8srt.Settings{"a": {Context: "ctx-a", Namespace: a.name}, "b": {Context: "ctx-b", Namespace: b.name}}})
+		Profiles:     map[string]k8srt.Settings{"a": {Context: "ctx-a", Namespace: a.name}, "b": {Context: "ctx-b", Namespace: b.name}},
+		AgentChoices: k8srt.AgentChoices{Namespaces: []string{own.name}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/scion-go/scion/api"
 	"github.com/scion-go/scion/internal/keylock"
 	"github.com/scion-go/scion/runtime"
 )
@@ -36,6 +37,10 @@ type Options struct {
 	// one with the scion.profile label; without it, DefaultProfile.
 	Profiles       map[string]Settings
 	DefaultProfile string
+	// AgentChoices are the contexts, namespaces and ServiceAccounts an
+	// agent's own settings may name besides its profile's (see
+	// checkAgentPlacement).
+	AgentChoices AgentChoices
 	// StopGrace is the grace period of a Stop called with grace 0, and
 	// every pod's terminationGracePeriodSeconds (10s).
 	StopGrace time.Duration
@@ -68,8 +73,9 @@ type Runtime struct {
 }
 
 var (
-	_ runtime.Runtime = (*Runtime)(nil)
-	_ runtime.Execer  = (*Runtime)(nil)
+	_ runtime.Runtime     = (*Runtime)(nil)
+	_ runtime.Execer      = (*Runtime)(nil)
+	_ runtime.SpecChecker = (*Runtime)(nil)
 )
 
 // ErrClosed is returned by the methods of a closed Runtime.
@@ -215,14 +221,27 @@ func (r *Runtime) allTargets() []*target {
 func (r *Runtime) settingsFor(spec runtime.Spec) (Settings, error) {
 	own, err := agentSettings(spec.Labels)
 	if err != nil {
-		return Settings{}, err
+		// The caller's own settings are wrong: a refusal, not a failure.
+		return Settings{}, api.BadRequest("%s", err.Error()).WithDetail("field", "kubernetes")
 	}
 	name := cmp.Or(spec.Labels[LabelProfile], r.opts.DefaultProfile)
 	profile, ok := r.opts.Profiles[name]
 	if !ok && name != "" && spec.Labels[LabelProfile] != "" && len(r.opts.Profiles) > 0 {
 		return Settings{}, fmt.Errorf("kubernetes runtime: no Kubernetes profile %q on this broker", name)
 	}
+	if err := checkAgentPlacement(own, Resolve(profile, r.opts.Defaults), r.opts.AgentChoices); err != nil {
+		return Settings{}, err
+	}
 	return Resolve(own, profile, r.opts.Defaults), nil
+}
+
+// CheckSpec implements runtime.SpecChecker: an agent's own settings that
+// do not parse, or that name a context, namespace, ServiceAccount or NFS
+// volume it may not choose, are refused before the broker prepares a
+// workspace for it.
+func (r *Runtime) CheckSpec(spec runtime.Spec) error {
+	_, err := r.settingsFor(spec)
+	return err
 }
 
 // Name implements runtime.Runtime.

@@ -1,14 +1,17 @@
 package kubernetes
 
 import (
+	"cmp"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	"github.com/scion-go/scion/api"
 	"github.com/scion-go/scion/runtime"
 )
 
@@ -97,6 +100,64 @@ var boolKeys = map[string]func(*Settings) **bool{
 // profile or the broker's defaults), not that of whoever creates agents.
 var operatorKeys = map[string]bool{
 	"run_as_user": true, "run_as_group": true, "fs_group": true, "read_only_root_filesystem": true,
+}
+
+// AgentChoices are the values, beyond what its profile (over the broker's
+// defaults) gives, that an agent's own settings may choose for the keys
+// that decide where it runs and as whom: server.broker.kubernetes's
+// agent_contexts, agent_namespaces and agent_service_accounts. Empty
+// lists allow nothing but the profile's values.
+type AgentChoices struct {
+	Contexts        []string
+	Namespaces      []string
+	ServiceAccounts []string
+}
+
+// placementKeys are the settings that name a cluster object outside the
+// agent's own: the kubeconfig context (another cluster, other
+// credentials of the broker's), the namespace, the ServiceAccount (an
+// identity with whatever it is bound to) and the NFS volume with the
+// path it maps (another project's files). Whoever may create an agent is
+// not thereby allowed to pick among the broker's clusters, identities or
+// volumes, so an agent's own value must be its profile's or one the
+// broker lists under allow (no list for the NFS pair: a profile chooses
+// the share). The other keys (sizes, classes, priority class, eviction,
+// storage backends over the profile's share) stay an agent's to set.
+var placementKeys = []struct {
+	key   string
+	allow string // the broker setting listing further values; "" for none
+	list  func(AgentChoices) []string
+	def   string // the built-in default when no layer sets the key
+}{
+	{"context", "agent_contexts", func(a AgentChoices) []string { return a.Contexts }, ""},
+	{"namespace", "agent_namespaces", func(a AgentChoices) []string { return a.Namespaces }, DefaultNamespace},
+	{"service_account", "agent_service_accounts", func(a AgentChoices) []string { return a.ServiceAccounts }, DefaultServiceAccount},
+	{"nfs_pv_name", "", nil, ""},
+	{"nfs_mount_path", "", nil, ""},
+}
+
+// checkAgentPlacement decides whether an agent's own settings (own) may
+// choose what they do, given base, what the agent gets without them (its
+// profile's layer resolved over the broker's defaults). A refusal is an
+// invalid_request naming the key and the broker setting that would allow
+// the value; it comes before anything is created.
+func checkAgentPlacement(own, base Settings, allow AgentChoices) error {
+	for _, p := range placementKeys {
+		v := *settingKeys[p.key](&own)
+		if v == "" || v == cmp.Or(*settingKeys[p.key](&base), p.def) {
+			continue
+		}
+		if p.list != nil && slices.Contains(p.list(allow), v) {
+			continue
+		}
+		if p.allow == "" {
+			return api.BadRequest("kubernetes setting %s %s is not this agent's profile's: only a profile or server.broker.kubernetes.defaults chooses it",
+				p.key, api.Quote(v)).WithDetail("field", "kubernetes."+p.key)
+		}
+		return api.BadRequest("kubernetes setting %s %s is not one an agent may choose on this broker: leave it to the profile, or list it in server.broker.kubernetes.%s",
+			p.key, api.Quote(v), p.allow).WithDetail("field", "kubernetes."+p.key).WithDetail("setting", "server.broker.kubernetes."+p.allow)
+	}
+	return nil
 }
 
 // AgentSettingPrefix marks an agent's own Kubernetes settings in
