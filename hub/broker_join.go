@@ -1,0 +1,164 @@
+// Registration of brokers: by a signed-in user, or by a join token that is
+// spent in the transaction that registers the broker.
+
+package hub
+
+import (
+	"cmp"
+	"context"
+	"encoding/hex"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/hub/authz"
+	"github.com/scion-go/scion/store"
+)
+
+// newBrokerRecord is a new, offline broker with a fresh signing secret,
+// and that secret: the record holds it sealed (see signing_keys.go), so
+// the broker's credentials are made from the plain one.
+func (s *Server) newBrokerRecord(name, createdBy string, autoProvide bool) (*store.Broker, string) {
+	now := time.Now().UTC()
+	id, secret := mustV7(), hex.EncodeToString(newSecret(32))
+	return &store.Broker{ID: id, Name: name, Status: api.BrokerOffline, Capabilities: []string{},
+		AutoProvide: autoProvide, Secret: s.storedKey(brokerKeyPurpose(id), []byte(secret)), CreatedBy: createdBy, CreatedAt: now, UpdatedAt: now}, secret
+}
+
+// issueBroker creates a broker record with a fresh signing secret and
+// returns its one-time credentials.
+func (s *Server) issueBroker(ctx context.Context, name, createdBy string, autoProvide bool) (api.BrokerCredentials, error) {
+	if err := validName("runtime broker", name); err != nil {
+		return api.BrokerCredentials{}, err
+	}
+	b, secret := s.newBrokerRecord(name, createdBy, autoProvide)
+	if err := s.store.CreateBroker(ctx, b); err != nil {
+		if isExists(err) {
+			return api.BrokerCredentials{}, brokerNameTaken(name, false)
+		}
+		return api.BrokerCredentials{}, err
+	}
+	return s.brokerIssued(b, secret), nil
+}
+
+func brokerNameTaken(name string, byToken bool) error {
+	if byToken {
+		return api.Conflict(api.CodeAlreadyExists,
+			"a runtime broker named %q is already registered; this join token is for that name, so deregister that broker first (the token stays valid)", name)
+	}
+	return api.Conflict(api.CodeAlreadyExists,
+		"a runtime broker named %q is already registered; deregister it first or choose another --name", name)
+}
+
+// brokerIssued logs a new registration and returns its credentials.
+func (s *Server) brokerIssued(b *store.Broker, secret string) api.BrokerCredentials {
+	s.log.Info("runtime broker registered", "broker", b.Name, "broker_id", b.ID, "by", b.CreatedBy)
+	return api.BrokerCredentials{BrokerID: b.ID, Name: b.Name, Secret: secret, HubURL: s.opts.PublicURL}
+}
+
+func (s *Server) handleRegisterBroker(r *http.Request, c *Caller) (int, any, error) {
+	if err := s.authorize(r.Context(), c, authz.BrokerRegister, authz.Resource{}, nil); err != nil {
+		return 0, nil, err
+	}
+	var req api.RegisterBrokerRequest
+	if err := decodeJSON(r, &req); err != nil {
+		return 0, nil, err
+	}
+	if req.JoinToken != "" {
+		return 0, nil, api.BadRequest("joinToken belongs to POST /api/v1/runtime-brokers/join")
+	}
+	creds, err := s.issueBroker(r.Context(), req.Name, c.ID, req.AutoProvide)
+	return http.StatusCreated, creds, err
+}
+
+// maxJoinBody bounds a join request's body.
+const maxJoinBody = 64 << 10
+
+// handleJoinBroker registers a broker with a one-time join token instead of
+// a user's credentials. It is a public route: the token is the credential.
+// A token made for a name registers that name (the request's name, the
+// broker's host name by default, is used only when the token names none).
+// The token is spent in the transaction that creates the broker, so a
+// refused join (a taken name) can be retried with it. A bad token counts
+// as a failed authentication of the client's address.
+func (s *Server) handleJoinBroker(w http.ResponseWriter, r *http.Request) {
+	ip := clientIP(r)
+	if blocked, wait := s.rl.authFail.blocked(ip, time.Now()); blocked {
+		s.refuseRateLimited(w, r, wait, "failed authentications")
+		return
+	}
+	// A join body is a name and a token: bound it well below the API's
+	// limit, since anyone may send one.
+	r.Body = http.MaxBytesReader(w, r.Body, maxJoinBody)
+	s.serveAPI(func(r *http.Request, _ *Caller) (int, any, error) {
+		var req api.RegisterBrokerRequest
+		if err := decodeJSON(r, &req); err != nil {
+			return 0, nil, err
+		}
+		if req.JoinToken == "" {
+			s.rl.authFail.fail(ip, time.Now())
+			return 0, nil, api.Unauthorized("a join token is required")
+		}
+		var name string // the name build chose: the token's, else the request's
+		var tokenNamed bool
+		var secret string
+		b, err := s.store.JoinBroker(r.Context(), hashToken(req.JoinToken), time.Now().UTC(), func(jt *store.JoinToken) (*store.Broker, error) {
+			name, tokenNamed = cmp.Or(jt.Name, req.Name), jt.Name != ""
+			if name == "" {
+				return nil, api.BadRequest("this join token names no runtime broker: give the broker a name (--name)")
+			}
+			if err := validName("runtime broker", name); err != nil {
+				return nil, err
+			}
+			var b *store.Broker
+			b, secret = s.newBrokerRecord(name, jt.CreatedBy, req.AutoProvide)
+			return b, nil
+		})
+		switch {
+		case isNotFound(err) || errors.Is(err, store.ErrTokenUsed):
+			s.rl.authFail.fail(ip, time.Now())
+			s.log.Warn("join token rejected", "broker", req.Name)
+			return 0, nil, api.Unauthorized("invalid, used or expired join token")
+		case isExists(err):
+			// The token holder was given the token's name with it.
+			s.log.Info("join refused: the name is taken; the join token stays valid", "broker", name)
+			return 0, nil, brokerNameTaken(name, tokenNamed)
+		case err != nil:
+			return 0, nil, err
+		}
+		return http.StatusCreated, s.brokerIssued(b, secret), nil
+	})(w, r, nil)
+}
+
+func (s *Server) handleCreateJoinToken(r *http.Request, c *Caller) (int, any, error) {
+	if err := s.authorize(r.Context(), c, authz.JoinTokenCreate, authz.Resource{}, nil); err != nil {
+		return 0, nil, err
+	}
+	var req api.CreateJoinTokenRequest
+	if err := decodeJSON(r, &req); err != nil {
+		return 0, nil, err
+	}
+	// The name is the one the join will register: refuse a bad one now,
+	// not when the broker tries to join.
+	if req.Name != "" {
+		if err := validName("runtime broker", req.Name); err != nil {
+			return 0, nil, err
+		}
+	}
+	ttl := time.Hour
+	if req.TTL != "" {
+		d, err := time.ParseDuration(req.TTL)
+		if err != nil || d <= 0 || d > 30*24*time.Hour {
+			return 0, nil, api.BadRequest("ttl must be a positive Go duration up to 720h")
+		}
+		ttl = d
+	}
+	tok := "scj_" + hex.EncodeToString(newSecret(24))
+	now := time.Now().UTC()
+	jt := &store.JoinToken{Hash: hashToken(tok), Name: req.Name, CreatedBy: c.ID, ExpiresAt: now.Add(ttl), CreatedAt: now}
+	if err := s.store.CreateJoinToken(r.Context(), jt); err != nil {
+		return 0, nil, err
+	}
+	return http.StatusCreated, api.JoinToken{Token: tok, Name: req.Name, ExpiresAt: jt.ExpiresAt}, nil
+}
