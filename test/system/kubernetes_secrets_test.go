@@ -18,7 +18,6 @@ import (
 	"github.com/scion-go/scion/client"
 	"github.com/scion-go/scion/internal/testenv/kube"
 	"github.com/scion-go/scion/runtime"
-	k8srt "github.com/scion-go/scion/runtime/kubernetes"
 )
 
 // TestKubernetesSecretsOutOfPods is issue 13's first finding, end to end:
@@ -37,25 +36,9 @@ func TestKubernetesSecretsOutOfPods(t *testing.T) {
 	ns := c.Namespace(t)
 	brokerUser, readerUser := kube.StaticUsers[0], kube.StaticUsers[1]
 	cl := c.Client
-	if _, err := cl.CoreV1().ServiceAccounts(ns).Create(ctx, k8srt.SandboxServiceAccount(ns, k8srt.DefaultServiceAccount), metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	reader := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "pod-reader"}, Rules: []rbacv1.PolicyRule{
-		{APIGroups: []string{""}, Resources: []string{"pods", "configmaps"}, Verbs: []string{"get", "list"}}}}
-	for _, role := range []*rbacv1.Role{k8srt.RuntimeRole(ns, "scion-runtime"), reader} {
-		if _, err := cl.RbacV1().Roles(ns).Create(ctx, role, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for role, user := range map[string]string{"scion-runtime": brokerUser.Name, "pod-reader": readerUser.Name} {
-		if _, err := cl.RbacV1().RoleBindings(ns).Create(ctx, &rbacv1.RoleBinding{
-			ObjectMeta: metav1.ObjectMeta{Name: role},
-			RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: role},
-			Subjects:   []rbacv1.Subject{{Kind: "User", APIGroup: "rbac.authorization.k8s.io", Name: user}},
-		}, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	prepareAgentNamespace(t, ctx, cl, ns, brokerUser.Name)
+	grantRole(t, ctx, cl, ns, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "pod-reader"}, Rules: []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"pods", "configmaps"}, Verbs: []string{"get", "list"}}}}, readerUser.Name)
 	rc, err := kubernetes.NewForConfig(c.ConfigFor(readerUser.Token))
 	if err != nil {
 		t.Fatal(err)
@@ -72,15 +55,8 @@ func TestKubernetesSecretsOutOfPods(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	b := &brokerHost{host: newHost(t, "k8s"), brokerName: "k8s"}
-	b.useHub(t, hub.URL, token)
-	var reg registration
-	b.mustScionJSON(t, &reg, "runtime-broker", "register", "--name", "k8s")
-	b.brokerID = reg.BrokerID
-	b.mustScion(t, "runtime-broker", "provide", "--project", "default")
-	writeKubernetesSettings(t, b.host, c.Kubeconfig(t, "default", map[string]string{"batch": brokerUser.Token}), ns)
-	b.proc = b.start(t, "broker-k8s", append([]string{"runtime-broker", "start", "--runtime", "kubernetes"}, hbFlags...)...)
-	eventually(t, offlineBudget, func() error { return admin.brokerStatuses(map[string]string{"k8s": api.BrokerOnline}) })
+	b := newKubeBroker(t, hub.URL, token, "default", c.Kubeconfig(t, "default", map[string]string{"batch": brokerUser.Token}), ns)
+	b.startKube(t, admin)
 
 	var a api.Agent
 	if err := admin.scionJSONCmd(&a, "start", "kube-sec", "--secret", "DB_PASSWORD", "--", "/agent", "serve"); err != nil {

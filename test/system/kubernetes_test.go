@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
-	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/scion-go/scion/api"
@@ -45,19 +44,7 @@ func TestKubernetesBroker(t *testing.T) {
 	if _, err := cl.CoreV1().Namespaces().Update(ctx, nsObj, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := cl.CoreV1().ServiceAccounts(ns).Create(ctx, k8srt.SandboxServiceAccount(ns, k8srt.DefaultServiceAccount), metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := cl.RbacV1().Roles(ns).Create(ctx, k8srt.RuntimeRole(ns, "scion-runtime"), metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := cl.RbacV1().RoleBindings(ns).Create(ctx, &rbacv1.RoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "scion-runtime"},
-		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "scion-runtime"},
-		Subjects:   []rbacv1.Subject{{Kind: "User", APIGroup: "rbac.authorization.k8s.io", Name: user.Name}},
-	}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	prepareAgentNamespace(t, ctx, cl, ns, user.Name)
 
 	hub := startTeamHub(t, newHost(t, "hub"), hbFlags...)
 	token := hub.adminToken(t)
@@ -66,16 +53,9 @@ func TestKubernetesBroker(t *testing.T) {
 	admin.mustScion(t, "project", "create", "default")
 	admin.mustScion(t, "hub", "settings", "set", "--default-image", "scion/test-agent:latest")
 
-	b := &brokerHost{host: newHost(t, "k8s"), brokerName: "k8s"}
-	b.useHub(t, hub.URL, token)
-	var reg registration
-	b.mustScionJSON(t, &reg, "runtime-broker", "register", "--name", "k8s")
-	b.brokerID = reg.BrokerID
-	b.mustScion(t, "runtime-broker", "provide", "--project", "default")
 	kubeconfig := c.Kubeconfig(t, "default", map[string]string{"batch": user.Token})
-	writeKubernetesSettings(t, b.host, kubeconfig, ns)
-	b.proc = b.start(t, "broker-k8s", append([]string{"runtime-broker", "start", "--runtime", "kubernetes"}, hbFlags...)...)
-	eventually(t, offlineBudget, func() error { return admin.brokerStatuses(map[string]string{"k8s": api.BrokerOnline}) })
+	b := newKubeBroker(t, hub.URL, token, "default", kubeconfig, ns)
+	b.startKube(t, admin)
 
 	status := b.mustScion(t, "runtime-broker", "status")
 	if want := "batch (context batch, namespace " + ns + ")"; !strings.Contains(status, want) {
