@@ -94,10 +94,7 @@ func (s *Server) handleAgentAction(r *http.Request, c *Caller) (int, any, error)
 		return 0, nil, err
 	}
 	if a, err = s.store.GetAgent(ctx, a.ID); err != nil {
-		if isNotFound(err) {
-			err = api.NotFound(api.CodeAgentNotFound, "agent not found")
-		}
-		return 0, nil, err
+		return 0, nil, storeErr(err, api.CodeAgentNotFound, "agent")
 	}
 	var again *recreation
 	if act.running && noContainer(a) {

@@ -100,10 +100,7 @@ func (s *Server) mutateAgentFrom(ctx context.Context, id string, cur *store.Agen
 			a, err = s.store.GetAgent(ctx, id)
 		}
 		if err != nil {
-			if isNotFound(err) {
-				return nil, api.NotFound(api.CodeAgentNotFound, "agent not found")
-			}
-			return nil, err
+			return nil, storeErr(err, api.CodeAgentNotFound, "agent")
 		}
 		if err := f(a); err != nil {
 			return nil, err
@@ -113,11 +110,8 @@ func (s *Server) mutateAgentFrom(ctx context.Context, id string, cur *store.Agen
 		if err == nil {
 			return a, nil
 		}
-		if isNotFound(err) { // deleted meanwhile
-			return nil, api.NotFound(api.CodeAgentNotFound, "agent not found")
-		}
-		if !isConflict(err) {
-			return nil, err
+		if !isConflict(err) { // not found: deleted meanwhile
+			return nil, storeErr(err, api.CodeAgentNotFound, "agent")
 		}
 	}
 	return nil, api.Conflict(api.CodeConflict, "agent is being changed concurrently; try again")

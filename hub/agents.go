@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"regexp"
 	"time"
@@ -204,13 +205,10 @@ func (s *Server) createAgent(r *http.Request, c *Caller, p *store.Project, req a
 	linked, err := s.insertAgent(ctx, c, p, a, opts)
 	*claimed = err == nil && key != nil
 	if err != nil {
-		switch {
-		case errors.Is(err, store.ErrQuota):
+		if errors.Is(err, store.ErrQuota) {
 			err = quotaError(b, limit)
-		case isExists(err):
-			err = api.Conflict(api.CodeAlreadyExists, "an agent named %q already exists in project %q", req.Name, p.Name)
 		}
-		return 0, nil, err
+		return 0, nil, storeErr(err, api.CodeAgentNotFound, fmt.Sprintf("an agent named %q in project %q", req.Name, p.Name))
 	}
 	if linked {
 		s.log.Info("runtime broker linked to the project by placement", "broker", b.Name, "project", p.Name, "by", c.Principal())
@@ -277,12 +275,11 @@ func (s *Server) loadAgent(ctx context.Context, c *Caller, r *http.Request, act 
 		}
 		a, err = s.store.GetAgentBySlug(ctx, p.ID, ref)
 	}
-	if isNotFound(err) {
-		markChecked(ctx)
-		return nil, agentNotFound(ref)()
-	}
 	if err != nil {
-		return nil, err
+		if isNotFound(err) {
+			markChecked(ctx)
+		}
+		return nil, storeErr(err, api.CodeAgentNotFound, "agent "+api.Quote(ref))
 	}
 	res := authz.Resource{Project: projectRes(p), Agent: agentRes(a)}
 	if err := s.authorize(ctx, c, authz.AgentRead, res, agentNotFound(ref)); err != nil {

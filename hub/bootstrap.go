@@ -17,7 +17,7 @@ const BootstrapAdminID = "admin"
 // workstation file, or a 0600 token file); it is never logged.
 func (s *Server) BootstrapAdmin(ctx context.Context) (string, error) {
 	if _, err := s.store.GetUser(ctx, BootstrapAdminID); err != nil {
-		if err != store.ErrNotFound && !isNotFound(err) {
+		if !isNotFound(err) {
 			return "", err
 		}
 		u := &store.User{ID: BootstrapAdminID, Name: "admin", Role: api.RoleAdmin, CreatedAt: time.Now().UTC()}

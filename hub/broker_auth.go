@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/scion-go/scion/api"
-	"github.com/scion-go/scion/store"
 	"github.com/scion-go/scion/wire"
 )
 
@@ -41,9 +40,9 @@ func (s *Server) verifyBroker(r *http.Request, brokerID string, secret []byte) e
 		return refuse(err.Error(), "invalid broker credentials")
 	}
 	switch err := s.store.UseNonce(r.Context(), brokerID, n.Value, now, n.ForgetAt); {
-	case errors.Is(err, store.ErrAlreadyExists):
+	case isExists(err):
 		return refuse(wire.ErrReplay.Error(), "invalid broker credentials")
-	case errors.Is(err, store.ErrNotFound): // deregistered meanwhile
+	case isNotFound(err): // deregistered meanwhile
 		return refuse("unknown broker", "invalid broker credentials")
 	case err != nil:
 		return err

@@ -53,12 +53,11 @@ func (s *Server) brokerView(ctx context.Context, c *Caller, b *store.Broker, cou
 // one: 404 runtime_broker_not_found.
 func (s *Server) loadBroker(ctx context.Context, c *Caller, ref string, a authz.Action) (*store.Broker, error) {
 	b, err := s.store.GetBroker(ctx, ref)
-	if isNotFound(err) {
-		markChecked(ctx)
-		return nil, brokerNotFound(ref)()
-	}
 	if err != nil {
-		return nil, err
+		if isNotFound(err) {
+			markChecked(ctx)
+		}
+		return nil, storeErr(err, api.CodeBrokerNotFound, "runtime broker "+api.Quote(ref))
 	}
 	if ok, err := s.brokerVisible(ctx, c, b, ""); err != nil || !ok {
 		if err == nil {
@@ -201,11 +200,8 @@ func (s *Server) providerLink(r *http.Request, c *Caller, link bool) (int, any, 
 	}
 	ref := r.PathValue("broker")
 	b, err := s.store.GetBroker(r.Context(), ref)
-	if isNotFound(err) {
-		return 0, nil, brokerNotFound(ref)()
-	}
 	if err != nil {
-		return 0, nil, err
+		return 0, nil, storeErr(err, api.CodeBrokerNotFound, "runtime broker "+api.Quote(ref))
 	}
 	projects, err := s.store.BrokerProjects(r.Context(), b.ID)
 	if err != nil {

@@ -78,11 +78,8 @@ func (s *Server) queueStop(ctx context.Context, c *Caller, a *store.Agent, b *st
 	}
 	for range 20 {
 		cur, err := s.store.GetAgent(ctx, a.ID)
-		if isNotFound(err) {
-			return false, view, api.NotFound(api.CodeAgentNotFound, "agent not found")
-		}
 		if err != nil {
-			return false, view, err
+			return false, view, storeErr(err, api.CodeAgentNotFound, "agent")
 		}
 		body, err := json.Marshal(wire.AgentRef{AgentID: cur.ID, RunID: cur.RunID})
 		if err != nil {

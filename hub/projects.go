@@ -2,6 +2,7 @@ package hub
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strconv"
 	"time"
@@ -30,12 +31,11 @@ func (s *Server) projectView(ctx context.Context, p *store.Project) (api.Project
 // on it; projects the caller cannot see get the same 404 as unknown ones.
 func (s *Server) loadProject(ctx context.Context, c *Caller, ref string, a authz.Action) (*store.Project, error) {
 	p, err := s.store.GetProject(ctx, ref)
-	if isNotFound(err) {
-		markChecked(ctx) // an unknown project is no answer about anything
-		return nil, projectNotFound(ref)()
-	}
 	if err != nil {
-		return nil, err
+		if isNotFound(err) {
+			markChecked(ctx) // an unknown project is no answer about anything
+		}
+		return nil, storeErr(err, api.CodeProjectNotFound, "project "+api.Quote(ref))
 	}
 	// Seeing the project comes first: a caller that cannot read it learns
 	// nothing more about it.
@@ -57,11 +57,8 @@ func (s *Server) resolveBrokerRef(ctx context.Context, c *Caller, ref, projectID
 		return "", nil
 	}
 	b, err := s.store.GetBroker(ctx, ref)
-	if isNotFound(err) {
-		return "", brokerNotFound(ref)()
-	}
 	if err != nil {
-		return "", err
+		return "", storeErr(err, api.CodeBrokerNotFound, "runtime broker "+api.Quote(ref))
 	}
 	if ok, err := s.brokerVisible(ctx, c, b, projectID); err != nil || !ok {
 		if err == nil {
@@ -103,10 +100,7 @@ func (s *Server) handleCreateProject(r *http.Request, c *Caller) (int, any, erro
 	p := &store.Project{ID: mustV7(), Name: req.Name, GitRemote: req.GitRemote, SharingMode: req.SharingMode,
 		DefaultBrokerID: def, ActiveProfile: req.ActiveProfile, CreatedBy: c.UserID, CreatedAt: now, UpdatedAt: now}
 	if err := s.store.CreateProject(r.Context(), p); err != nil {
-		if isExists(err) {
-			err = api.Conflict(api.CodeAlreadyExists, "project %q already exists", req.Name)
-		}
-		return 0, nil, err
+		return 0, nil, storeErr(err, api.CodeProjectNotFound, fmt.Sprintf("project %q", req.Name))
 	}
 	v, err := s.projectView(r.Context(), p)
 	return http.StatusCreated, v, err
@@ -200,10 +194,10 @@ func (s *Server) handleDeleteProject(r *http.Request, c *Caller) (int, any, erro
 		return 0, nil, err
 	}
 	if err := s.store.DeleteProject(r.Context(), p.ID); err != nil {
-		if isConflict(err) {
+		if isConflict(err) { // the store refuses the delete of a project that has agents
 			err = api.Conflict(api.CodeConflict, "project %q still has agents; delete them first (a forced project delete comes later)", p.Name)
 		}
-		return 0, nil, err
+		return 0, nil, storeErr(err, api.CodeProjectNotFound, fmt.Sprintf("project %q", p.Name))
 	}
 	out := api.ProjectDeleted{ID: p.ID, Name: p.Name}
 	out.Removed, out.Queued, out.Left = s.cleanupProject(r.Context(), c, p.ID, providers)

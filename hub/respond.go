@@ -21,6 +21,14 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 // writeError writes the standard error body (publicError's), logging an
 // internal error in full.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	// A store error no handler mapped is still an answer about the
+	// resource asked for, not an internal error; the log names the route
+	// that should have mapped it.
+	var ae *api.Error
+	if m := storeErr(err, api.CodeNotFound, "resource"); !errors.As(err, &ae) && errors.As(m, &ae) {
+		s.log.Warn("store error answered without a handler's mapping", "method", r.Method, "path", r.URL.Path, "err", err)
+		err = m
+	}
 	e := api.AsError(err)
 	if pub := publicError(e); pub != e {
 		if e.Code == api.CodeInternal {

@@ -5,6 +5,7 @@ package hub
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"regexp"
 	"slices"
@@ -93,10 +94,7 @@ func (s *Server) handleDeleteSecret(r *http.Request, c *Caller) (int, any, error
 	}
 	name := r.PathValue("name")
 	if err := s.store.DeleteSecret(r.Context(), projectID, name); err != nil {
-		if isNotFound(err) {
-			err = api.NotFound(api.CodeSecretNotFound, "secret %q not found", name)
-		}
-		return 0, nil, err
+		return 0, nil, storeErr(err, api.CodeSecretNotFound, fmt.Sprintf("secret %q", name))
 	}
 	s.log.Info("secret deleted", "secret", name, "project", projectID, "by", c.Principal())
 	return http.StatusNoContent, nil, nil

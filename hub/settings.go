@@ -3,12 +3,10 @@ package hub
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"net/http"
 
 	"github.com/scion-go/scion/api"
 	"github.com/scion-go/scion/hub/authz"
-	"github.com/scion-go/scion/store"
 )
 
 // Hub settings and limits are read on every create, so they are cached in
@@ -48,7 +46,7 @@ func (s *Server) hubLimits(ctx context.Context) (api.Limits, error) {
 
 func (s *Server) loadSetting(ctx context.Context, key string, v any) error {
 	b, err := s.store.GetSetting(ctx, key)
-	if errors.Is(err, store.ErrNotFound) {
+	if isNotFound(err) {
 		return nil
 	}
 	if err != nil {
@@ -106,11 +104,8 @@ func (s *Server) handlePutSettings(r *http.Request, c *Caller) (int, any, error)
 	// name must not become the default by that name.
 	if ref := v.AgentDefaults.DefaultRuntimeBroker; ref != "" {
 		b, err := s.store.GetBroker(r.Context(), ref)
-		if isNotFound(err) {
-			return 0, nil, api.NotFound(api.CodeBrokerNotFound, "default_runtime_broker: runtime broker %s not found", api.Quote(ref))
-		}
 		if err != nil {
-			return 0, nil, err
+			return 0, nil, storeErr(err, api.CodeBrokerNotFound, "default_runtime_broker: runtime broker "+api.Quote(ref))
 		}
 		v.AgentDefaults.DefaultRuntimeBroker = b.ID
 	}

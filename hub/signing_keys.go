@@ -74,7 +74,7 @@ func (s *Server) openStoredKey(purpose string, v []byte) ([]byte, error) {
 // or every agent would be locked out of its token refresh.
 func (s *Server) loadTokenKey(ctx context.Context) error {
 	v, err := s.store.GetSetting(ctx, settingTokenKey)
-	if errors.Is(err, store.ErrNotFound) {
+	if isNotFound(err) {
 		key := newSecret(32)
 		if err := s.store.PutSetting(ctx, settingTokenKey, s.storedKey(tokenKeyPurpose, key)); err != nil {
 			return fmt.Errorf("hub: token key: %w", err)

@@ -5,6 +5,7 @@ package hub
 
 import (
 	"encoding/base64"
+	"fmt"
 	"net/http"
 	"time"
 
@@ -93,11 +94,11 @@ func (s *Server) handleRevokeAccessToken(r *http.Request, c *Caller) (int, any, 
 	t, err := s.store.GetToken(ctx, id)
 	// Someone else's token is answered like an unknown one (admins may
 	// revoke any).
-	if isNotFound(err) || (err == nil && (t.ProjectID == "" || (t.UserID != c.UserID && c.Role != api.RoleAdmin))) {
-		return 0, nil, api.NotFound(api.CodeAccessTokenNotFound, "access token %q not found", id)
+	if err == nil && (t.ProjectID == "" || (t.UserID != c.UserID && c.Role != api.RoleAdmin)) {
+		err = store.ErrNotFound
 	}
 	if err != nil {
-		return 0, nil, err
+		return 0, nil, storeErr(err, api.CodeAccessTokenNotFound, fmt.Sprintf("access token %q", id))
 	}
 	if t.RevokedAt == nil {
 		if err := s.store.RevokeToken(ctx, t.ID, time.Now().UTC()); err != nil {

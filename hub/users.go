@@ -4,6 +4,7 @@
 package hub
 
 import (
+	"fmt"
 	"net/http"
 
 	"github.com/scion-go/scion/api"
@@ -41,11 +42,8 @@ func (s *Server) handleUpdateUser(r *http.Request, c *Caller) (int, any, error) 
 	}
 	id := r.PathValue("user")
 	u, err := s.store.GetUser(ctx, id)
-	if isNotFound(err) {
-		return 0, nil, api.NotFound(api.CodeUserNotFound, "user %q not found", id)
-	}
 	if err != nil {
-		return 0, nil, err
+		return 0, nil, storeErr(err, api.CodeUserNotFound, fmt.Sprintf("user %q", id))
 	}
 	if req.Role != nil {
 		switch *req.Role {
