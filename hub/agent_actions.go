@@ -1,9 +1,7 @@
 package hub
 
 import (
-	"cmp"
 	"context"
-	"errors"
 	"net/http"
 
 	"github.com/scion-go/scion/api"
@@ -12,71 +10,28 @@ import (
 	"github.com/scion-go/scion/wire"
 )
 
-// action describes one lifecycle verb: the broker method it dispatches and
-// whether the agent runs afterwards (and so must hold a capacity slot).
-type action struct {
-	method  string
-	running bool
-}
-
-var actions = map[string]action{
-	"start":   {wire.MethodAgentStart, true},
-	"restart": {wire.MethodAgentRestart, true},
-	"resume":  {wire.MethodAgentResume, true},
-	"stop":    {wire.MethodAgentStop, false},
-	"suspend": {wire.MethodAgentSuspend, false},
-}
-
+// handleAgentAction is POST /agents/{agent}/{action}: load, planAction,
+// load again once the broker's queue is delivered, planActionRun, the
+// writes, the command, and what its outcome says (plan_action.go).
 func (s *Server) handleAgentAction(r *http.Request, c *Caller) (int, any, error) {
 	ctx := r.Context()
-	act, ok := actions[r.PathValue("action")]
-	if !ok {
-		return 0, nil, api.NotFound(api.CodeNotFound, "unknown agent action %q: use start, stop, restart, suspend or resume", r.PathValue("action"))
+	verb := r.PathValue("action")
+	if _, err := actionFor(verb); err != nil {
+		return 0, nil, err
 	}
-	a, err := s.loadAgent(ctx, c, r, authz.AgentLifecycle)
+	in, err := s.loadAction(ctx, c, r, verb)
 	if err != nil {
 		return 0, nil, err
 	}
-	if len(r.Header.Get(api.HeaderIdempotencyKey)) > maxIdempotencyKey {
-		// Bounded: it is kept with a queued stop and on the broker.
-		return 0, nil, api.BadRequest("%s is longer than %d bytes", api.HeaderIdempotencyKey, maxIdempotencyKey)
-	}
-	if a.BrokerID == "" {
-		return 0, nil, api.Conflict(api.CodeConflict, "agent %q has no runtime broker", a.Slug)
-	}
-	if act.running {
-		if err := s.checkRerun(ctx, c, a); err != nil {
-			return 0, nil, err
-		}
-	}
-	b, err := s.store.GetBroker(ctx, a.BrokerID)
-	if isNotFound(err) {
-		err = brokerMissing(a)
-	}
+	plan, err := planAction(in)
 	if err != nil {
-		return 0, nil, err
+		return 0, nil, s.answer(c, err)
 	}
-	if act.running {
-		// Placing it again: the broker must still allow its passthrough
-		// identity (the broker may have stopped offering it).
-		if err := s.refusal(c, authz.BrokerDispatch, authz.PassthroughAllowed(a.Passthrough, b.Capabilities), nil); err != nil {
-			return 0, nil, err
-		}
-	}
-	// The dispatch key: the caller's Idempotency-Key (scoped to the caller,
-	// the action and the agent) when given, so a retried request is
-	// carried out once. The broker answers a key it has seen from its
-	// record: without the agent in it, the same key on another agent
-	// would get the first agent's state recorded as its own.
-	clientKey := ""
-	if k := r.Header.Get(api.HeaderIdempotencyKey); k != "" {
-		clientKey = r.PathValue("action") + ":" + a.ID + ":" + c.Principal() + ":" + k
-	}
-	key := cmp.Or(clientKey, r.PathValue("action")+":"+mustV7())
-	if act.method == wire.MethodAgentStop {
-		// The one action the spec queues for an offline broker: 202, and
-		// delivered when the broker reconnects (dispatch_queue.go).
-		queued, view, err := s.queueStop(ctx, c, a, b, clientKey)
+	a, b := in.Agent, in.Broker
+	if plan.QueueIfOffline {
+		// Queued when the broker is offline, decided under its queue lock
+		// (dispatch_queue.go).
+		queued, view, err := s.queueStop(ctx, c, a, b, plan.ClientKey)
 		if err != nil {
 			return 0, nil, err
 		}
@@ -85,50 +40,23 @@ func (s *Server) handleAgentAction(r *http.Request, c *Caller) (int, any, error)
 		}
 	}
 	if !s.brokerOnline(b.ID) {
-		return 0, nil, api.Errorf(http.StatusServiceUnavailable, api.CodeBrokerOffline,
-			"runtime broker %q is offline; try again when it reconnects", b.Name).WithDetail("broker", b.Name)
+		return 0, nil, plan.Offline
 	}
 	// A broker that just came back first receives what was queued for it;
 	// decide (reserve, mark stopping) on the agent as that left it.
-	if _, err := s.liveSession(ctx, b.ID); err != nil {
+	rin, again, err := s.loadActionRun(ctx, c, plan, a.ID, b)
+	if err != nil {
 		return 0, nil, err
 	}
-	if a, err = s.store.GetAgent(ctx, a.ID); err != nil {
-		return 0, nil, storeErr(err, api.CodeAgentNotFound, "agent")
+	run, err := planActionRun(rin)
+	if err != nil {
+		return 0, nil, err
 	}
-	var again *recreation
-	if act.running && noContainer(a) {
-		// Its create was refused or never reached the broker: starting it
-		// is creating it, if c may hand over its secrets (decided before
-		// a slot is taken). A restart or a resume does the same: there is
-		// no container to restart or resume, and what the caller asks for
-		// is the agent running (the broker would answer agent_not_found).
-		if again, err = s.prepareRecreate(ctx, c, a); err != nil {
-			return 0, nil, err
-		}
+	if a, err = s.commitAction(ctx, plan, run, rin.Agent); err != nil {
+		return 0, nil, err
 	}
-	if act.running {
-		// Checked again at start, resume and restart. A refused restart
-		// leaves the running container alone: nothing is dispatched.
-		limit, err := s.brokerLimit(ctx, b)
-		if err == nil {
-			if err = s.store.Reserve(ctx, b.ID, a.ID, limit); errors.Is(err, store.ErrQuota) {
-				err = quotaError(b, limit)
-			}
-		}
-		if err != nil {
-			return 0, nil, err
-		}
-	}
-	if act.method == wire.MethodAgentStop && a.Phase == api.PhaseRunning {
-		// Recorded first, so the exit the stop causes is not taken for a
-		// crash when the broker reports it.
-		if _, err := s.setPhaseIf(ctx, a.ID, api.PhaseRunning, api.PhaseStopping); err != nil {
-			return 0, nil, err
-		}
-	}
-	if again != nil {
-		got, done, err := s.recreate(ctx, a, b, key, again)
+	if run.Recreate {
+		got, done, err := s.recreate(ctx, a, b, run.Key, again)
 		if done {
 			if err != nil {
 				return 0, nil, err
@@ -137,53 +65,122 @@ func (s *Server) handleAgentAction(r *http.Request, c *Caller) (int, any, error)
 		}
 		a = got
 	}
+	return s.runAction(ctx, c, plan, run, a, b)
+}
+
+// loadAction reads what planAction decides on: the agent (which c may
+// act on) and its broker.
+func (s *Server) loadAction(ctx context.Context, c *Caller, r *http.Request, verb string) (actionInput, error) {
+	a, err := s.loadAgent(ctx, c, r, authz.AgentLifecycle)
+	if err != nil {
+		return actionInput{}, err
+	}
+	in := actionInput{Verb: verb, Caller: *c, Agent: a, KeyHeader: r.Header.Get(api.HeaderIdempotencyKey), FreshKey: mustV7()}
+	if a.BrokerID == "" || len(in.KeyHeader) > maxIdempotencyKey {
+		return in, nil // refused before a broker is needed
+	}
+	in.Broker, err = s.store.GetBroker(ctx, a.BrokerID)
+	if isNotFound(err) {
+		in.BrokerMissing, err = true, nil
+	}
+	return in, err
+}
+
+// loadActionRun reads what planActionRun decides on, once the broker's
+// session is ready: the agent again, the broker's limit for an action that
+// runs it, and for an agent the broker holds nothing of, whether c may
+// create it again (again: what that needs).
+func (s *Server) loadActionRun(ctx context.Context, c *Caller, plan actionPlan, agentID string, b *store.Broker) (runInput, *recreation, error) {
+	if _, err := s.liveSession(ctx, b.ID); err != nil {
+		return runInput{}, nil, err
+	}
+	a, err := s.store.GetAgent(ctx, agentID)
+	if err != nil {
+		return runInput{}, nil, storeErr(err, api.CodeAgentNotFound, "agent")
+	}
+	in := runInput{Plan: plan, Agent: a, Broker: b}
+	var again *recreation
+	if needsRecreate(plan.Action, a) {
+		// Its secrets are handed over again: decided before a slot is
+		// taken.
+		if again, in.RecreateErr = s.prepareRecreate(ctx, c, a); in.RecreateErr != nil {
+			return in, nil, nil
+		}
+	}
+	if plan.Action.running {
+		if in.Limit, err = s.brokerLimit(ctx, b); err != nil {
+			return runInput{}, nil, err
+		}
+	}
+	return in, again, nil
+}
+
+// commitAction makes the action's writes, after every check: the
+// delegator, the slot, phase stopping. It returns the agent as written.
+func (s *Server) commitAction(ctx context.Context, plan actionPlan, run runPlan, a *store.Agent) (*store.Agent, error) {
+	if plan.Redelegate && a.Delegator != plan.Delegator {
+		var err error
+		if a, err = s.mutateAgentFrom(ctx, a.ID, a, func(x *store.Agent) error { x.Delegator = plan.Delegator; return nil }); err != nil {
+			return nil, err
+		}
+	}
+	if run.Reserve {
+		if err := s.store.Reserve(ctx, a.BrokerID, a.ID, run.Limit); err != nil {
+			return nil, run.reserveErr(err)
+		}
+	}
+	if run.MarkStopping {
+		if _, err := s.setPhaseIf(ctx, a.ID, api.PhaseRunning, api.PhaseStopping); err != nil {
+			return nil, err
+		}
+	}
+	return a, nil
+}
+
+// runAction sends the action's command and records and answers what its
+// outcome says (planOutcome).
+func (s *Server) runAction(ctx context.Context, c *Caller, plan actionPlan, run runPlan, a *store.Agent, b *store.Broker) (int, any, error) {
 	var st wire.AgentStatus
 	s.inflight.add(a.ID)
 	ref := wire.AgentRef{AgentID: a.ID, RunID: a.RunID}
-	if act.running { // start, restart, resume: the agent runs again, with a fresh token
+	if run.MintToken { // the agent runs again, with a fresh token
 		ref.AgentToken = s.mintAgentToken(a)
 	}
-	derr := s.dispatch(ctx, b.ID, act.method, ref, &st, key)
-	offline := wentOffline(derr)
+	derr := s.dispatch(ctx, b.ID, run.Method, ref, &st, run.Key)
+	out := planOutcome(plan.Action, derr)
 	defer func() {
-		if s.inflight.done(a.ID) && offline {
+		if s.inflight.done(a.ID) && out.Unknown {
 			s.settleLater(a.ID, b.ID) // its reconnect's inventory passed the agent by
 		}
 	}()
-	if derr != nil && !act.running {
+	wctx := context.WithoutCancel(ctx)
+	if out.Failed {
 		// A failed stop or suspend leaves the agent as it was.
-		if act.method == wire.MethodAgentStop {
-			_, _ = s.setPhaseIf(context.WithoutCancel(ctx), a.ID, api.PhaseStopping, api.PhaseRunning)
-			if lostReply(derr) || api.IsCode(derr, api.CodeBrokerOffline) {
-				// The broker went away with the stop unanswered and did
-				// not come back in time: queue it under the same key, so
-				// that it is delivered, and carried out once, when the
-				// broker is back.
-				queued, view, qerr := s.queueStop(context.WithoutCancel(ctx), c, a, b, key)
-				if qerr == nil && queued {
-					return http.StatusAccepted, view, nil
-				}
-				if qerr == nil && wentOffline(derr) {
-					// Not queued because the broker is back already: send
-					// it on the new session under the same key, as its
-					// queue would have (answered from the broker's record
-					// if it had acted).
-					derr = s.resendStop(ctx, a, b, key, &st)
-					offline = wentOffline(derr)
-				}
-			}
+		if run.Method == wire.MethodAgentStop {
+			_, _ = s.setPhaseIf(wctx, a.ID, api.PhaseStopping, api.PhaseRunning)
 		}
-		if derr != nil {
+		if !out.Requeue {
 			return 0, nil, derr
 		}
-	}
-	if offline {
-		// Whether the broker acted is unknown until it is back: the record
-		// stays as the command found it (with the slot just taken), and
-		// the broker's inventory at its reconnect settles phase and slot.
+		queued, view, qerr := s.queueStop(wctx, c, a, b, run.Key)
+		if qerr == nil && queued {
+			return http.StatusAccepted, view, nil
+		}
+		if qerr != nil || !wentOffline(derr) {
+			return 0, nil, derr
+		}
+		// Not queued because the broker is back already: send it on the
+		// new session under the same key, as its queue would have
+		// (answered from the broker's record if it had acted).
+		if derr = s.resendStop(ctx, a, b, run.Key, &st); derr != nil {
+			out.Unknown = wentOffline(derr)
+			return 0, nil, derr
+		}
+		out.Unknown = false
+	} else if out.Unknown {
 		return 0, nil, derr
 	}
-	a, err = s.afterDispatch(context.WithoutCancel(ctx), a.ID, st, derr, act.running)
+	a, err := s.afterDispatch(wctx, a.ID, st, derr, plan.Action.running)
 	if err == nil {
 		err = derr
 	}
@@ -204,6 +201,8 @@ func (s *Server) setPhaseIf(ctx context.Context, id, from, to string) (*store.Ag
 	})
 }
 
+// handleDeleteAgent is DELETE /agents/{agent}: load, planDelete, the
+// broker's delete, the record.
 func (s *Server) handleDeleteAgent(r *http.Request, c *Caller) (int, any, error) {
 	ctx := r.Context()
 	a, err := s.loadAgent(ctx, c, r, authz.AgentLifecycle)
@@ -214,19 +213,23 @@ func (s *Server) handleDeleteAgent(r *http.Request, c *Caller) (int, any, error)
 	if err != nil {
 		return 0, nil, err
 	}
-	if a.BrokerID != "" && !s.brokerOnline(a.BrokerID) {
-		// Removing the record without reaching the broker could leave a
-		// workload running with its capacity released: only for a broker
-		// that is gone for good, and only when forced.
-		err := s.orBrokerMissing(ctx, a, api.Errorf(http.StatusServiceUnavailable, api.CodeBrokerOffline,
-			"the agent's runtime broker is offline; delete it when the broker reconnects"))
-		if !force || !api.IsCode(err, api.CodeBrokerMissing) {
-			return 0, nil, err
-		}
+	in := deleteInput{Caller: *c, Agent: a, Force: force, Online: a.BrokerID != "" && s.brokerOnline(a.BrokerID)}
+	if a.BrokerID != "" && !in.Online {
+		// Read only for a broker with no session; a failed read leaves it
+		// offline, not missing.
+		_, gerr := s.store.GetBroker(ctx, a.BrokerID)
+		in.BrokerMissing = isNotFound(gerr)
+	}
+	plan, err := planDelete(in)
+	if err != nil {
+		return 0, nil, err
+	}
+	if plan.Forced {
 		s.log.Warn("agent record deleted with force without reaching its runtime broker, which is no longer registered: its workload may still run on that machine",
 			"agent", a.Slug, "agent_id", a.ID, "project_id", a.ProjectID, "broker_id", a.BrokerID, "by", c.Principal())
-	} else if a.BrokerID != "" {
-		err := s.dispatch(ctx, a.BrokerID, wire.MethodAgentDelete, wire.AgentRef{AgentID: a.ID, RunID: a.RunID}, nil, "delete:"+a.ID)
+	}
+	if plan.Dispatch {
+		err := s.dispatch(ctx, a.BrokerID, wire.MethodAgentDelete, wire.AgentRef{AgentID: a.ID, RunID: a.RunID}, nil, plan.Key)
 		if err != nil && !api.IsCode(err, api.CodeAgentNotFound) {
 			return 0, nil, err
 		}

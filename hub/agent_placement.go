@@ -15,28 +15,14 @@ import (
 	"github.com/scion-go/scion/store"
 )
 
-// placementInput gathers what the cascade needs about every broker.
-func (s *Server) placementInput(ctx context.Context, c *Caller, p *store.Project, explicit string) (placement.Input, map[string]*store.Broker, error) {
-	settings, err := s.hubSettings(ctx)
-	if err != nil {
-		return placement.Input{}, nil, err
-	}
-	isProvider := map[string]bool{}
-	in := placement.Input{Project: p.Name, Explicit: explicit, ProjectDefault: p.DefaultBrokerID,
-		HubDefault:       settings.AgentDefaults.DefaultRuntimeBroker,
-		CanUpdateProject: authz.CanLink(*c, *projectRes(p)) == nil}
-	byID := map[string]*store.Broker{}
-	// The cascade weighs only the brokers the caller can see (the others
-	// are answered like unknown ones), each with whether the caller may
-	// dispatch to it.
+// loadCandidates reads the brokers a create's placement weighs (see
+// placementInputOf), with which provide for the project and which have a
+// session.
+func (s *Server) loadCandidates(ctx context.Context, c *Caller, p *store.Project, explicit string) (brokerCandidates, error) {
+	bs := brokerCandidates{Provider: map[string]bool{}, Online: map[string]bool{}}
 	add := func(b *store.Broker) {
-		res := authz.BrokerRes{ID: b.ID, Owner: b.CreatedBy, AutoProvide: b.AutoProvide, ServesProject: isProvider[b.ID]}
-		if !authz.Visible(*c, res) {
-			return
-		}
-		byID[b.ID] = b
-		in.Brokers = append(in.Brokers, placement.Broker{ID: b.ID, Name: b.Name, Online: s.brokerOnline(b.ID),
-			Provider: isProvider[b.ID], Dispatchable: authz.Dispatchable(*c, res) == nil})
+		bs.List = append(bs.List, b)
+		bs.Online[b.ID] = s.brokerOnline(b.ID)
 	}
 	// The cascade decides on one broker when --broker or the project's
 	// default names one that exists: load just that one, with whether it
@@ -48,35 +34,35 @@ func (s *Server) placementInput(ctx context.Context, c *Caller, p *store.Project
 		b, provides, err := s.store.GetBrokerForProject(ctx, ref, p.ID)
 		switch {
 		case err == nil:
-			isProvider[b.ID] = provides
-			add(b)
-			if explicit != "" || byID[b.ID] != nil {
-				return in, byID, nil
+			if explicit != "" || authz.Visible(*c, candidateRes(b, provides)) {
+				bs.Provider[b.ID] = provides
+				add(b)
+				return bs, nil
 			}
 		case !isNotFound(err):
-			return in, nil, err
+			return bs, err
 		case explicit != "":
-			return in, byID, nil // Select answers runtime_broker_not_found
+			return bs, nil // Select answers runtime_broker_not_found
 		}
 	}
 	providers, err := s.store.ProjectProviders(ctx, p.ID)
 	if err != nil {
-		return placement.Input{}, nil, err
+		return bs, err
 	}
 	for _, id := range providers {
-		isProvider[id] = true
+		bs.Provider[id] = true
 	}
 	page := store.Page{Limit: 1000}
 	for {
-		bs, next, _, err := s.store.ListBrokers(ctx, page)
+		list, next, _, err := s.store.ListBrokers(ctx, page)
 		if err != nil {
-			return in, nil, err
+			return bs, err
 		}
-		for _, b := range bs {
+		for _, b := range list {
 			add(b)
 		}
 		if next == "" {
-			return in, byID, nil
+			return bs, nil
 		}
 		page.Cursor = next
 	}

@@ -3,8 +3,6 @@ package hub
 import (
 	"cmp"
 	"context"
-	"errors"
-	"fmt"
 	"net/http"
 	"regexp"
 	"time"
@@ -13,7 +11,6 @@ import (
 
 	"github.com/scion-go/scion/api"
 	"github.com/scion-go/scion/hub/authz"
-	"github.com/scion-go/scion/hub/placement"
 	"github.com/scion-go/scion/store"
 )
 
@@ -131,95 +128,79 @@ func (s *Server) handleCreateAgent(r *http.Request, c *Caller) (int, any, error)
 	return status, body, err
 }
 
-// createAgent is POST /agents after the Idempotency-Key check. With a key
-// the agent is created together with the key's record, and *claimed says
-// so: only then is there an answer to record (a create refused earlier
-// created nothing).
+// createAgent is POST /agents after the Idempotency-Key check: load,
+// planCreate, one transaction, the broker's create (plan_create.go). With
+// a key the agent is created together with the key's record, and
+// *claimed says so: only then is there an answer to record (a create
+// refused earlier created nothing).
 func (s *Server) createAgent(r *http.Request, c *Caller, p *store.Project, req api.CreateAgentRequest, key *createKey, claimed *bool) (int, any, error) {
 	ctx := r.Context()
-	settings, err := s.hubSettings(ctx)
+	in, secrets, err := s.loadCreate(ctx, c, p, req, key)
 	if err != nil {
 		return 0, nil, err
 	}
-	// Agent Defaults fill what the request leaves out.
-	req.Harness = cmp.Or(req.Harness, settings.AgentDefaults.DefaultHarness)
-	req.Image = cmp.Or(req.Image, settings.AgentDefaults.DefaultImage)
-	if err := validateCreate(&req); err != nil {
-		return 0, nil, err
-	}
-	id, err := s.newAgentIdentity(ctx, c, &req)
+	plan, err := planCreate(in)
 	if err != nil {
-		return 0, nil, err
+		return 0, nil, s.answer(c, err)
 	}
-	secrets, err := s.agentSecrets(ctx, c, p, req.Secrets, id.holder)
-	if err != nil {
-		return 0, nil, err
-	}
-	in, brokers, err := s.placementInput(ctx, c, p, req.Broker)
-	if err != nil {
-		return 0, nil, err
-	}
-	d, perr := placement.Select(in)
-	if perr != nil {
-		return 0, nil, perr
-	}
-	b := brokers[d.BrokerID]
-	if err := s.checkPlacement(c, in, d, b, req.Passthrough); err != nil {
-		return 0, nil, err
-	}
-	profile := resolveProfile(req.Profile, p, b)
-	if err := checkProfile(b, profile); err != nil {
-		return 0, nil, err
-	}
-	limit, err := s.brokerLimit(ctx, b)
-	if err != nil {
-		return 0, nil, err
-	}
-	now := time.Now().UTC()
-	a := &store.Agent{ID: mustV7(), Slug: req.Name, ProjectID: p.ID, BrokerID: b.ID,
-		Profile: profile, Harness: req.Harness, Image: req.Image, Command: req.Command,
-		Env: req.Env, Ports: req.Ports, Phase: api.PhaseProvisioning, RunID: mustV7(), Generation: 1, Role: id.role,
-		CreatedBy: c.Principal(), Delegator: id.delegation.Delegator, DelegationChain: id.delegation.Chain,
-		Scopes: id.scopes, Passthrough: req.Passthrough, ParentAgentID: id.parent, SecretNames: req.Secrets,
-		Payload: req.Payload, CreatedAt: now, UpdatedAt: now}
-	a.Generations = []api.Generation{{Number: 1, BrokerID: b.ID, RunID: a.RunID, StartedAt: now, Reason: "created"}}
-	// Everything the create writes goes in one transaction, after every
-	// check: the agent, the cascade's auto-link, the capacity slot (only
-	// running agents hold one) and the Idempotency-Key's record. A create
-	// refused at any step, the quota's included, writes nothing.
-	opts := store.CreateAgentOptions{LinkProvider: d.AutoLink}
-	if req.Start {
-		opts.ReserveLimit = &limit
-	} else if limit > 0 {
+	b := plan.Broker
+	if plan.CheckRoom {
 		n, err := s.store.CountReservations(ctx, b.ID)
-		if err == nil && n >= limit {
-			err = quotaError(b, limit)
+		if err == nil {
+			err = plan.room(n)
 		}
 		if err != nil {
 			return 0, nil, err
 		}
 	}
-	if key != nil {
-		opts.Key = key.record(now)
-	}
-	linked, err := s.insertAgent(ctx, c, p, a, opts)
+	a := plan.Agent
+	linked, err := s.insertAgent(ctx, c, p, a, plan.Opts)
 	*claimed = err == nil && key != nil
 	if err != nil {
-		if errors.Is(err, store.ErrQuota) {
-			err = quotaError(b, limit)
-		}
-		return 0, nil, storeErr(err, api.CodeAgentNotFound, fmt.Sprintf("an agent named %q in project %q", req.Name, p.Name))
+		return 0, nil, plan.insertErr(err)
 	}
 	if linked {
 		s.log.Info("runtime broker linked to the project by placement", "broker", b.Name, "project", p.Name, "by", c.Principal())
 	}
 	s.metrics.created.Inc()
-	spec := s.createSpec(a, p, secrets, req.Kubernetes, req.Start)
+	spec := s.createSpec(a, p, secrets, in.Req.Kubernetes, in.Req.Start)
 	a, _, err = s.runCreate(ctx, a, b, spec, "create:"+a.RunID)
 	if err != nil {
 		return 0, nil, err
 	}
 	return http.StatusCreated, s.agentView(ctx, a, map[string]string{b.ID: b.Name}), nil
+}
+
+// loadCreate reads what planCreate decides on, after planRequest: the
+// Hub's settings and limits (cached), the creating agent's record, the
+// secrets the request names (their values for the broker, and their authz
+// decision), and the placement candidates.
+func (s *Server) loadCreate(ctx context.Context, c *Caller, p *store.Project, req api.CreateAgentRequest, key *createKey) (createInput, map[string]string, error) {
+	markChecked(ctx)
+	settings, err := s.hubSettings(ctx)
+	if err != nil {
+		return createInput{}, nil, err
+	}
+	if req, err = planRequest(req, settings); err != nil {
+		return createInput{}, nil, err
+	}
+	lim, err := s.hubLimits(ctx)
+	if err != nil {
+		return createInput{}, nil, err
+	}
+	in := createInput{Caller: *c, Project: p, Req: req, Settings: settings, Limits: lim, Key: key,
+		AgentID: mustV7(), RunID: mustV7(), Now: time.Now().UTC()}
+	if c.Kind == CallerAgent {
+		in.Parent, in.ParentErr = s.store.GetAgent(ctx, c.ID)
+	}
+	var secrets map[string]string
+	if in.ParentErr == nil {
+		secrets, in.SecretsErr = s.agentSecrets(ctx, c, p, req.Secrets, in.Parent)
+	}
+	if in.Brokers, err = s.loadCandidates(ctx, c, p, req.Broker); err != nil {
+		return createInput{}, nil, err
+	}
+	return in, secrets, nil
 }
 
 // insertAgent writes c's new agent a in project p with opts. A name held
@@ -235,10 +216,7 @@ func (s *Server) insertAgent(ctx context.Context, c *Caller, p *store.Project, a
 		return linked, err
 	}
 	old, gerr := s.store.GetAgentBySlug(ctx, a.ProjectID, a.Slug)
-	if gerr != nil || !noContainer(old) || s.inflight.has(old.ID) {
-		return false, err
-	}
-	if authz.Can(*c, authz.AgentLifecycle, authz.Resource{Project: projectRes(p), Agent: agentRes(old)}) != nil {
+	if gerr != nil || !replaceable(*c, p, old, s.inflight.has(old.ID)) {
 		return false, err
 	}
 	opts.Replace = old

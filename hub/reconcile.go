@@ -154,75 +154,72 @@ func (f *inflight) skip(id string) bool {
 // and is the repair point for capacity after any crash: every agent on the
 // broker ends up holding a slot exactly when its phase says it runs.
 // Containers the Hub has no record of are flagged in the log, never
-// deleted.
+// deleted. It loads, plans (planReconcile), then applies each agent's
+// status and sets its slot by what was recorded (slotChange).
 func (s *Server) reconcileInventory(ctx context.Context, brokerID string, inv []wire.AgentStatus) error {
-	byID := make(map[string]wire.AgentStatus, len(inv))
-	for _, st := range inv {
-		byID[st.AgentID] = st
-	}
-	// Reservations are read before agents: an agent is committed together
-	// with its reservation, so every reservation seen here has its agent
-	// in the listing below.
-	ids, err := s.store.ReservedAgents(ctx, brokerID)
+	in, err := s.loadReconcile(ctx, brokerID, inv)
 	if err != nil {
 		return err
 	}
-	reserved := make(map[string]bool, len(ids))
-	for _, id := range ids {
-		reserved[id] = true
+	plan := planReconcile(in)
+	for _, step := range plan.Apply {
+		got, err := s.applyStatus(ctx, brokerID, step.Status)
+		if err != nil {
+			return err
+		}
+		switch reserve, release := slotChange(got, step.Held); {
+		case reserve:
+			err = s.store.Reserve(ctx, brokerID, got.ID, 0)
+		case release:
+			err = s.store.Release(ctx, got.ID)
+		}
+		if err != nil && !isNotFound(err) {
+			return err
+		}
+	}
+	for _, id := range plan.Release {
+		if err := s.store.Release(ctx, id); err != nil && !isNotFound(err) {
+			return err
+		}
+	}
+	for _, id := range plan.Unknown {
+		s.log.Warn("runtime broker reports a container the hub has no agent for; leaving it alone", "broker_id", brokerID, "agent_id", id)
+	}
+	return nil
+}
+
+// loadReconcile reads what planReconcile decides on. Reservations are
+// read before agents: an agent is committed together with its
+// reservation, so every reservation seen here has its agent in the
+// listing below. The agents in flight are noted as skipped by this
+// reconciliation (see inflight).
+func (s *Server) loadReconcile(ctx context.Context, brokerID string, inv []wire.AgentStatus) (reconcileInput, error) {
+	in := reconcileInput{BrokerID: brokerID, Inventory: inv, InFlight: map[string]bool{}}
+	var err error
+	if in.Reserved, err = s.store.ReservedAgents(ctx, brokerID); err != nil {
+		return in, err
 	}
 	page := store.Page{Limit: 1000}
 	for {
 		agents, next, _, err := s.store.ListAgents(ctx, store.AgentFilter{BrokerID: brokerID}, page)
 		if err != nil {
-			return err
+			return in, err
 		}
-		for _, a := range agents {
-			st, ok := byID[a.ID]
-			delete(byID, a.ID)
-			held := reserved[a.ID]
-			delete(reserved, a.ID)
-			if s.inflight.skip(a.ID) {
-				continue
-			}
-			if !ok {
-				st = wire.AgentStatus{AgentID: a.ID, RunID: a.RunID, State: api.ContainerMissing}
-			}
-			got, err := s.applyStatus(ctx, brokerID, st)
-			if err != nil {
-				return err
-			}
-			if got == nil || got.ContainerStatus == api.ContainerStopQueued {
-				// A stop_queued agent keeps the slot it had (none, if it
-				// was suspended) until its container is seen stopped.
-				continue
-			}
-			switch holding := holdsSlot(got.Phase); {
-			case holding && !held:
-				// A running container holds a slot even if the Hub lost
-				// track of it (limit 0: re-adopting never fails on quota).
-				err = s.store.Reserve(ctx, brokerID, got.ID, 0)
-			case !holding && held:
-				err = s.store.Release(ctx, got.ID)
-			}
-			if err != nil && !isNotFound(err) {
-				return err
-			}
-		}
+		in.Agents = append(in.Agents, agents...)
 		if next == "" {
 			break
 		}
 		page.Cursor = next
 	}
-	for id := range reserved { // slots of agents no longer on this broker
-		if !s.inflight.has(id) {
-			if err := s.store.Release(ctx, id); err != nil && !isNotFound(err) {
-				return err
-			}
+	for _, a := range in.Agents {
+		if s.inflight.skip(a.ID) {
+			in.InFlight[a.ID] = true
 		}
 	}
-	for id := range byID {
-		s.log.Warn("runtime broker reports a container the hub has no agent for; leaving it alone", "broker_id", brokerID, "agent_id", id)
+	for _, id := range in.Reserved {
+		if _, seen := in.InFlight[id]; !seen && s.inflight.has(id) {
+			in.InFlight[id] = true
+		}
 	}
-	return nil
+	return in, nil
 }

@@ -1,0 +1,83 @@
+// The shape of the large handlers: load, plan, commit, dispatch, answer.
+//
+// A create (POST /agents), a lifecycle action (POST
+// /agents/{agent}/{action}), a delete and the reconciliation of a broker's
+// inventory are each written in five steps:
+//
+//  1. load: every read the decision needs, and nothing else: records from
+//     the store, the cached Hub settings and limits, which brokers have a
+//     session, the authz decisions that need the store (secrets). The load
+//     decides nothing, except how far to read (the placement input reads
+//     one broker when --broker or the project's default decides).
+//  2. plan: a pure function (planCreate, planAction, planActionRun,
+//     planDelete, planReconcile) over plain values: records, settings, the
+//     request, the caller (authz.Caller is a plain value; the plans call
+//     the pure hub/authz and hub/placement functions). No *Server, no
+//     store, no context, no clock, no I/O: IDs and the time are inputs.
+//     It decides the refusal (code and status, or an authz refusal the
+//     executor logs and answers, see refusalErr), the placement, the
+//     records, slots and keys to write, the dispatch to send, and the
+//     answer. Its table tests need neither a server nor a database
+//     (plan_*_test.go).
+//  3. commit: the plan's writes. A create is one transaction
+//     (store.CreateAgentWith: the agent, the auto-link, the slot, the
+//     Idempotency-Key's record). An action writes the agent record and its
+//     slot (store.Reserve), after every check.
+//  4. dispatch: the command the plan names, to the broker it names.
+//  5. answer: what the plan (or, for what only the broker can tell, the
+//     outcome functions classifyCreate and actionOutcome) says.
+//
+// Where the coming work slots in:
+//
+//   - Flat brokers' placement consistency (multi-broker spec, "Inconsistent
+//     agent placement"): every operation that reaches a broker for an
+//     existing agent runs reachCheck first, in planAction and planDelete.
+//     Its first rules are today's (no broker: 409 conflict; a broker no
+//     longer registered: 409 runtime_broker_missing). The pin rules
+//     (runtime_target_pin_stale, runtime_target_mismatch, a pin naming a
+//     deregistered broker) are more rules there, over more fields of
+//     reachInput (the agent's pin, the broker's runtime target), which
+//     the load fills from the records it reads already. The other
+//     operations that reach a broker (logs, exec, attach, messages, queued
+//     dispatches) call the same reachCheck on the same input.
+//   - Moves: a move is one more plan over the same inputs (the agent, the
+//     source and target brokers, the project, the caller), planMove,
+//     returning the ordered checks (hub/move) and the saga's steps; its
+//     steps reuse the commit and dispatch executors here (reserve on the
+//     target, release on the source, the agent's new broker ID written with
+//     its generation), each persisted before it runs.
+
+package hub
+
+import (
+	"errors"
+
+	"github.com/scion-go/scion/hub/authz"
+)
+
+// refusalErr is a plan's authz refusal: the executor turns it into the
+// API's answer (403, or notFound's answer for a hidden resource) and logs
+// it, through Server.refusal. Plans cannot log.
+type refusalErr struct {
+	act authz.Action
+	ref *authz.Refusal
+}
+
+func (e *refusalErr) Error() string { return string(e.act) + ": " + e.ref.Reason }
+
+// refused is ref as a plan's error (nil when there is no refusal).
+func refused(act authz.Action, ref *authz.Refusal) error {
+	if ref == nil {
+		return nil
+	}
+	return &refusalErr{act: act, ref: ref}
+}
+
+// answer turns a plan's error into the one the handler returns.
+func (s *Server) answer(c *Caller, err error) error {
+	var r *refusalErr
+	if errors.As(err, &r) {
+		return s.refusal(c, r.act, r.ref, nil)
+	}
+	return err
+}

@@ -1,0 +1,327 @@
+// The plans of POST /agents/{agent}/{action} and DELETE /agents/{agent}:
+// what a lifecycle action or a delete decides, as pure functions of what
+// its load read (see plan.go).
+//
+// An action is planned in two steps, because a broker that has just come
+// back first receives what was queued for it while it was offline, and
+// the action must decide its writes (the slot, phase stopping) on the
+// agent as that left it:
+//
+//   - planAction, on the agent as loaded: the refusals (the caller's
+//     Idempotency-Key, no broker, the authority to run it again,
+//     reachCheck, the broker's passthrough), the dispatch key, and what an
+//     offline broker gets (a stop is queued, the rest refused).
+//   - planActionRun, on the agent read again once the broker's session is
+//     ready: the writes (the delegator, the slot, phase stopping), whether
+//     the agent is created again (its broker holds nothing of it), and the
+//     command.
+//
+// What happens after the command is what the broker answered:
+// actionOutcome decides what is recorded and answered.
+
+package hub
+
+import (
+	"cmp"
+	"errors"
+	"net/http"
+
+	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/hub/authz"
+	"github.com/scion-go/scion/store"
+	"github.com/scion-go/scion/wire"
+)
+
+// action describes one lifecycle verb: the broker method it dispatches and
+// whether the agent runs afterwards (and so must hold a capacity slot).
+type action struct {
+	method  string
+	running bool
+}
+
+var actions = map[string]action{
+	"start":   {wire.MethodAgentStart, true},
+	"restart": {wire.MethodAgentRestart, true},
+	"resume":  {wire.MethodAgentResume, true},
+	"stop":    {wire.MethodAgentStop, false},
+	"suspend": {wire.MethodAgentSuspend, false},
+}
+
+// actionFor is the action a verb names.
+func actionFor(verb string) (action, error) {
+	act, ok := actions[verb]
+	if !ok {
+		return act, api.NotFound(api.CodeNotFound, "unknown agent action %q: use start, stop, restart, suspend or resume", verb)
+	}
+	return act, nil
+}
+
+// reachInput is what reachCheck knows about the placement of an agent an
+// operation is about to reach its broker for. The flat brokers' checks
+// add the agent's pin and the broker's runtime target here.
+type reachInput struct {
+	Agent *store.Agent
+	// BrokerMissing: the agent's broker is no longer registered.
+	BrokerMissing bool
+}
+
+// reachCheck is the check every operation that reaches a broker for an
+// existing agent runs before anything is sent: nothing is sent, and no
+// other broker is looked for, when the agent's saved placement cannot be
+// reached. Its rules, in order:
+//
+//  1. the broker is no longer registered: 409 runtime_broker_missing.
+//
+// The flat brokers' placement consistency rules (409
+// runtime_target_pin_stale, runtime_target_mismatch, runtime_broker_missing
+// for a pin naming a deregistered broker) come next, over the pin and
+// target fields reachInput will carry.
+func reachCheck(in reachInput) error {
+	if in.BrokerMissing {
+		return brokerMissing(in.Agent)
+	}
+	return nil
+}
+
+// actionInput is what a lifecycle action decides on, as its first load
+// read it.
+type actionInput struct {
+	Verb   string
+	Caller authz.Caller
+	// Agent is the agent as loaded (the caller may act on it).
+	Agent *store.Agent
+	// Broker is the agent's broker (nil: none, or no longer registered,
+	// which BrokerMissing says).
+	Broker        *store.Broker
+	BrokerMissing bool
+	// KeyHeader is the caller's Idempotency-Key; FreshKey a new unique
+	// key suffix for a command without one.
+	KeyHeader, FreshKey string
+}
+
+// actionPlan is an action decided on the agent as first loaded.
+type actionPlan struct {
+	Verb   string
+	Action action
+	// Key is the dispatch key: the caller's Idempotency-Key (ClientKey:
+	// scoped to the caller, the action and the agent) when given, so a
+	// retried request is carried out once; else a fresh one.
+	Key, ClientKey string
+	// Delegator, when Redelegate is set, is the agent's delegator to
+	// record: a user running again an agent with no recorded provenance
+	// becomes it.
+	Redelegate bool
+	Delegator  string
+	// QueueIfOffline: a stop, the one action the spec queues for an
+	// offline broker (202, delivered when the broker reconnects); the
+	// executor decides under the broker's queue lock whether it is.
+	QueueIfOffline bool
+	// Offline is the answer when the broker has no session.
+	Offline error
+}
+
+// planAction decides an action on the agent as first loaded, refusing in
+// this order: an unknown verb, an Idempotency-Key too long, an agent with
+// no broker, the authority to run it again (start, restart, resume),
+// reachCheck, the broker's passthrough.
+func planAction(in actionInput) (actionPlan, error) {
+	act, err := actionFor(in.Verb)
+	if err != nil {
+		return actionPlan{}, err
+	}
+	a, c := in.Agent, in.Caller
+	if len(in.KeyHeader) > maxIdempotencyKey {
+		// Bounded: it is kept with a queued stop and on the broker.
+		return actionPlan{}, api.BadRequest("%s is longer than %d bytes", api.HeaderIdempotencyKey, maxIdempotencyKey)
+	}
+	if a.BrokerID == "" {
+		return actionPlan{}, api.Conflict(api.CodeConflict, "agent %q has no runtime broker", a.Slug)
+	}
+	p := actionPlan{Verb: in.Verb, Action: act}
+	if act.running {
+		// Acting on another agent runs it again under its role, so the
+		// caller must be able to delegate that role.
+		if !(c.Kind == CallerAgent && c.ID == a.ID) {
+			if err := refused(authz.AgentLifecycle, authz.CanDelegate(c, a.Role)); err != nil {
+				return actionPlan{}, err
+			}
+		}
+		if d := authz.Redelegate(c, a.Delegator, false); d != a.Delegator {
+			p.Redelegate, p.Delegator = true, d
+		}
+	}
+	if err := reachCheck(reachInput{Agent: a, BrokerMissing: in.BrokerMissing}); err != nil {
+		return actionPlan{}, err
+	}
+	b := in.Broker
+	if act.running {
+		// Placing it again: the broker must still allow its passthrough
+		// identity (the broker may have stopped offering it).
+		if err := refused(authz.BrokerDispatch, authz.PassthroughAllowed(a.Passthrough, b.Capabilities)); err != nil {
+			return actionPlan{}, err
+		}
+	}
+	// The broker answers a key it has seen from its record: without the
+	// agent in it, the same key on another agent would get the first
+	// agent's state recorded as its own.
+	if in.KeyHeader != "" {
+		p.ClientKey = in.Verb + ":" + a.ID + ":" + c.Principal() + ":" + in.KeyHeader
+	}
+	p.Key = cmp.Or(p.ClientKey, in.Verb+":"+in.FreshKey)
+	p.QueueIfOffline = act.method == wire.MethodAgentStop
+	p.Offline = api.Errorf(http.StatusServiceUnavailable, api.CodeBrokerOffline,
+		"runtime broker %q is offline; try again when it reconnects", b.Name).WithDetail("broker", b.Name)
+	return p, nil
+}
+
+// runInput is what the second step of an action decides on: the agent as
+// the broker's queue left it.
+type runInput struct {
+	Plan   actionPlan
+	Agent  *store.Agent
+	Broker *store.Broker
+	// Limit is the broker's running-agent cap (read for running actions).
+	Limit int
+	// RecreateErr is the refusal of creating again an agent its broker
+	// holds nothing of (needsRecreate): the caller may not hand over its
+	// secrets (prepareRecreate decides it in the load).
+	RecreateErr error
+}
+
+// runPlan is the second step of an action decided: its writes, then its
+// command.
+type runPlan struct {
+	// Reserve: take the agent's slot on the broker, under Limit.
+	Reserve bool
+	Limit   int
+	// MarkStopping: phase stopping before a stop is sent, so the exit the
+	// stop causes is not taken for a crash when the broker reports it.
+	MarkStopping bool
+	// Recreate: the broker holds nothing of the agent; its create is sent
+	// again (with start) instead of the action.
+	Recreate bool
+	// Method and Ref are the command; MintToken: it carries a fresh agent
+	// token (the agent runs again).
+	Method    string
+	Ref       wire.AgentRef
+	MintToken bool
+	Key       string
+	broker    *store.Broker
+}
+
+// needsRecreate reports whether running action act on agent a is creating
+// it again: its create was refused or never reached the broker, so there
+// is no container to start, restart or resume, and what the caller asks
+// for is the agent running (the broker would answer agent_not_found).
+func needsRecreate(act action, a *store.Agent) bool {
+	return act.running && noContainer(a)
+}
+
+// planActionRun decides the writes and the command of an action planned
+// by planAction, on the agent as read again.
+func planActionRun(in runInput) (runPlan, error) {
+	act, a := in.Plan.Action, in.Agent
+	if needsRecreate(act, a) && in.RecreateErr != nil {
+		// Decided before a slot is taken: a refused one takes none.
+		return runPlan{}, in.RecreateErr
+	}
+	return runPlan{
+		// Checked again at start, resume and restart. A refused restart
+		// leaves the running container alone: nothing is dispatched.
+		Reserve:      act.running,
+		Limit:        in.Limit,
+		MarkStopping: act.method == wire.MethodAgentStop && a.Phase == api.PhaseRunning,
+		Recreate:     needsRecreate(act, a),
+		Method:       act.method,
+		Ref:          wire.AgentRef{AgentID: a.ID, RunID: a.RunID},
+		MintToken:    act.running,
+		Key:          in.Plan.Key,
+		broker:       in.Broker,
+	}, nil
+}
+
+// reserveErr is the answer to a slot the store refused with err.
+func (p runPlan) reserveErr(err error) error {
+	if errors.Is(err, store.ErrQuota) {
+		return quotaError(p.broker, p.Limit)
+	}
+	return err
+}
+
+// actionOutcome is what an action's command left, as its error says.
+type actionOutcome struct {
+	// Unknown: the broker went offline with the command unanswered;
+	// whether it acted is unknown until it is back: the record stays as
+	// the command found it (with the slot just taken), and the broker's
+	// inventory at its reconnect settles phase and slot (settleLater when
+	// the reconnect passed the agent by).
+	Unknown bool
+	// Failed: a stop or a suspend the broker did not carry out: the agent
+	// is left as it was (a stop's phase stopping set back to running) and
+	// the error answered.
+	Failed bool
+	// Requeue: a stop that went unanswered because its broker went away:
+	// queued under the same key (202), so that it is delivered, and
+	// carried out once, when the broker is back; sent again on the new
+	// session when the broker is back already.
+	Requeue bool
+	// Record: the broker's answer (its status, or its refusal: then phase
+	// error) is recorded and answered.
+	Record bool
+}
+
+// planOutcome decides what action act's command answered with derr leaves.
+func planOutcome(act action, derr error) actionOutcome {
+	o := actionOutcome{Unknown: wentOffline(derr)}
+	switch {
+	case derr != nil && !act.running:
+		o.Failed = true
+		o.Requeue = act.method == wire.MethodAgentStop && (lostReply(derr) || api.IsCode(derr, api.CodeBrokerOffline))
+	case !o.Unknown:
+		o.Record = true
+	}
+	return o
+}
+
+// deleteInput is what a delete decides on.
+type deleteInput struct {
+	Caller authz.Caller
+	Agent  *store.Agent
+	Force  bool
+	// Online: the agent's broker has a session. BrokerMissing (read only
+	// when it has none): the broker is no longer registered.
+	Online        bool
+	BrokerMissing bool
+}
+
+// deletePlan is a delete decided: the broker's delete first (Dispatch,
+// under Key; agent_not_found is fine), then the record.
+type deletePlan struct {
+	Dispatch bool
+	Key      string
+	// Forced: the record goes without reaching the broker, which is gone
+	// for good (logged: its workload may still run).
+	Forced bool
+}
+
+// planDelete decides a delete. Removing the record without reaching the
+// broker could leave a workload running with its capacity released: only
+// for a broker that is gone for good (reachCheck), and only when forced.
+func planDelete(in deleteInput) (deletePlan, error) {
+	a := in.Agent
+	if a.BrokerID == "" {
+		return deletePlan{}, nil
+	}
+	if in.Online {
+		return deletePlan{Dispatch: true, Key: "delete:" + a.ID}, nil
+	}
+	err := reachCheck(reachInput{Agent: a, BrokerMissing: in.BrokerMissing})
+	if err == nil {
+		err = api.Errorf(http.StatusServiceUnavailable, api.CodeBrokerOffline,
+			"the agent's runtime broker is offline; delete it when the broker reconnects")
+	}
+	if !in.Force || !api.IsCode(err, api.CodeBrokerMissing) {
+		return deletePlan{}, err
+	}
+	return deletePlan{Forced: true}, nil
+}

@@ -1,0 +1,241 @@
+package hub
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/hub/authz"
+	"github.com/scion-go/scion/store"
+	"github.com/scion-go/scion/wire"
+)
+
+var tVerbs = []string{"start", "stop", "restart", "suspend", "resume"}
+
+// tAgentOn is an agent of the owner's on broker b1, in phase, with the
+// container status that phase usually has.
+func tAgentOn(phase string) *store.Agent {
+	cs := map[string]string{api.PhaseRunning: api.ContainerRunning, api.PhaseStopping: api.ContainerRunning,
+		api.PhaseStopped: api.ContainerExited, api.PhaseSuspended: api.ContainerPaused, api.PhaseCreated: api.ContainerCreated}[phase]
+	return &store.Agent{ID: "a1", Slug: "a", ProjectID: "p1", BrokerID: "b1", RunID: "run-1", Role: authz.AgentRoleWorker,
+		CreatedBy: "user:u-owner", Delegator: "user:u-owner", Phase: phase, ContainerStatus: cs}
+}
+
+// tAction is verb on a running agent by its owner, with broker b1.
+func tAction(verb string, mod ...func(*actionInput)) actionInput {
+	in := actionInput{Verb: verb, Caller: tOwner, Agent: tAgentOn(api.PhaseRunning), Broker: tBroker("b1"), FreshKey: "fresh"}
+	for _, m := range mod {
+		m(&in)
+	}
+	return in
+}
+
+func TestPlanActionRefusals(t *testing.T) {
+	missing := func(in *actionInput) { in.Broker, in.BrokerMissing = nil, true }
+	coordinator := func(in *actionInput) { in.Agent.Role = authz.AgentRoleCoordinator }
+	gcp := func(in *actionInput) { in.Agent.Passthrough = "gcp" }
+	type row struct {
+		name   string
+		in     actionInput
+		code   string
+		status int
+	}
+	cases := []row{
+		{"unknown verb", tAction("explode"), api.CodeNotFound, 404},
+		{"Idempotency-Key too long", tAction("stop", func(in *actionInput) { in.KeyHeader = strings.Repeat("k", maxIdempotencyKey+1) }), api.CodeInvalidRequest, 400},
+		{"no broker", tAction("start", func(in *actionInput) { in.Agent.BrokerID, in.Broker = "", nil }), api.CodeConflict, 409},
+		// Running a coordinator again needs its role's delegation.
+		{"member restarts a coordinator", tAction("restart", coordinator), "refused", 0},
+		{"admin restarts a coordinator", tAction("restart", coordinator, func(in *actionInput) { in.Caller = tAdmin }), "", 0},
+		{"a coordinator restarts itself", tAction("restart", coordinator, func(in *actionInput) {
+			in.Caller = authz.Caller{Kind: authz.Agent, ID: "a1", ProjectID: "p1", Role: authz.AgentRoleCoordinator}
+		}), "", 0},
+		{"stopping a coordinator needs no delegation", tAction("stop", coordinator), "", 0},
+		// The authority check comes before reachCheck.
+		{"member restarts a coordinator on a missing broker", tAction("restart", coordinator, missing), "refused", 0},
+		{"passthrough the broker no longer allows", tAction("start", gcp), "refused", 0},
+		{"stopping it needs no passthrough", tAction("stop", gcp), "", 0},
+	}
+	// reachCheck: a broker no longer registered is reached by no action.
+	for _, v := range tVerbs {
+		cases = append(cases, row{v + " on a missing broker", tAction(v, missing), api.CodeBrokerMissing, 409})
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := planAction(tc.in)
+			wantErr(t, err, tc.code, tc.status)
+		})
+	}
+}
+
+func TestPlanActionRoute(t *testing.T) {
+	for _, v := range tVerbs {
+		p, err := planAction(tAction(v))
+		if err != nil {
+			t.Fatal(v, err)
+		}
+		// Only a stop is queued for an offline broker; every action gets
+		// 503 for a broker offline when it is not queued.
+		if p.QueueIfOffline != (v == "stop") {
+			t.Errorf("%s: QueueIfOffline %v", v, p.QueueIfOffline)
+		}
+		wantErr(t, p.Offline, api.CodeBrokerOffline, http.StatusServiceUnavailable)
+		if d := api.AsError(p.Offline).Details["broker"]; d != "name-b1" {
+			t.Errorf("%s: the offline answer names broker %v", v, d)
+		}
+		if p.Key != v+":fresh" || p.ClientKey != "" {
+			t.Errorf("%s: keys %q %q", v, p.Key, p.ClientKey)
+		}
+	}
+	// The caller's key, scoped to the action, the agent and the caller:
+	// both the dispatch's and a queued stop's.
+	p, _ := planAction(tAction("stop", func(in *actionInput) { in.KeyHeader = "k1" }))
+	if want := "stop:a1:user:u-owner:k1"; p.Key != want || p.ClientKey != want {
+		t.Fatalf("keys %q %q, want %q", p.Key, p.ClientKey, want)
+	}
+	// A user running again an agent with no recorded provenance becomes
+	// its delegator; an agent doing it does not.
+	noProvenance := func(in *actionInput) { in.Agent.Delegator = "" }
+	p, _ = planAction(tAction("start", noProvenance))
+	if !p.Redelegate || p.Delegator != "user:u-owner" {
+		t.Fatalf("user: %+v", p)
+	}
+	p, _ = planAction(tAction("stop", noProvenance))
+	if p.Redelegate {
+		t.Fatal("a stop records no delegator")
+	}
+	p, _ = planAction(tAction("start", noProvenance, func(in *actionInput) {
+		in.Caller = authz.Caller{Kind: authz.Agent, ID: "a1", ProjectID: "p1", Role: authz.AgentRoleWorker}
+	}))
+	if p.Redelegate {
+		t.Fatal("an agent starting itself records no delegator")
+	}
+}
+
+// TestPlanActionRun is each action on each phase, on a broker whose
+// session is ready.
+func TestPlanActionRun(t *testing.T) {
+	type want struct{ reserve, stopping, recreate bool }
+	failed := func() *store.Agent { a := tAgentOn(api.PhaseError); return a } // its create refused: nothing on the broker
+	crashed := func() *store.Agent { a := tAgentOn(api.PhaseError); a.ContainerStatus = api.ContainerExited; return a }
+	phases := map[string]func() *store.Agent{
+		api.PhaseCreated:       func() *store.Agent { return tAgentOn(api.PhaseCreated) },
+		api.PhaseProvisioning:  func() *store.Agent { return tAgentOn(api.PhaseProvisioning) },
+		api.PhaseRunning:       func() *store.Agent { return tAgentOn(api.PhaseRunning) },
+		api.PhaseStopping:      func() *store.Agent { return tAgentOn(api.PhaseStopping) },
+		api.PhaseStopped:       func() *store.Agent { return tAgentOn(api.PhaseStopped) },
+		api.PhaseSuspended:     func() *store.Agent { return tAgentOn(api.PhaseSuspended) },
+		"error (no container)": failed,
+		"error (exited)":       crashed,
+	}
+	for _, v := range tVerbs {
+		for name, agent := range phases {
+			a := agent()
+			running := v == "start" || v == "restart" || v == "resume"
+			w := want{
+				reserve:  running,
+				stopping: v == "stop" && a.Phase == api.PhaseRunning,
+				recreate: running && name == "error (no container)",
+			}
+			t.Run(v+" "+name, func(t *testing.T) {
+				plan, err := planAction(tAction(v))
+				if err != nil {
+					t.Fatal(err)
+				}
+				run, err := planActionRun(runInput{Plan: plan, Agent: a, Broker: tBroker("b1"), Limit: 7})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if run.Reserve != w.reserve || run.MarkStopping != w.stopping || run.Recreate != w.recreate {
+					t.Fatalf("reserve %v stopping %v recreate %v, want %+v", run.Reserve, run.MarkStopping, run.Recreate, w)
+				}
+				if run.Method != actions[v].method || run.MintToken != running || run.Key != v+":fresh" ||
+					run.Ref != (wire.AgentRef{AgentID: "a1", RunID: "run-1"}) || (running && run.Limit != 7) {
+					t.Fatalf("command %+v", run)
+				}
+			})
+		}
+	}
+	// Creating it again is refused before a slot is taken when the caller
+	// may not hand over its secrets; the refusal matters only then.
+	refusal := api.Forbidden("you may not use secret X")
+	for _, tc := range []struct {
+		verb  string
+		agent *store.Agent
+		err   bool
+	}{
+		{"start", failed(), true},
+		{"resume", failed(), true},
+		{"start", crashed(), false},
+		{"stop", failed(), false},
+	} {
+		plan, _ := planAction(tAction(tc.verb))
+		_, err := planActionRun(runInput{Plan: plan, Agent: tc.agent, Broker: tBroker("b1"), RecreateErr: refusal})
+		if (err != nil) != tc.err {
+			t.Errorf("%s on %s/%q: %v", tc.verb, tc.agent.Phase, tc.agent.ContainerStatus, err)
+		}
+	}
+	plan, _ := planAction(tAction("start"))
+	run, _ := planActionRun(runInput{Plan: plan, Agent: tAgentOn(api.PhaseStopped), Broker: tBroker("b1"), Limit: 2})
+	wantErr(t, run.reserveErr(fmt.Errorf("reserve: %w", store.ErrQuota)), api.CodeQuotaExceeded, http.StatusTooManyRequests)
+	if err := errors.New("db"); run.reserveErr(err) != err {
+		t.Fatal("other errors pass through")
+	}
+}
+
+func TestPlanOutcome(t *testing.T) {
+	lost := &offlineLost{api.Errorf(http.StatusServiceUnavailable, api.CodeBrokerOffline, "went offline")}
+	unavailable := api.Errorf(http.StatusServiceUnavailable, api.CodeBrokerUnavailable, "channel lost")
+	offline := api.Errorf(http.StatusServiceUnavailable, api.CodeBrokerOffline, "offline")
+	refused := api.Errorf(http.StatusConflict, api.CodeRuntimeError, "runtime says no")
+	for _, tc := range []struct {
+		verb string
+		derr error
+		want actionOutcome
+	}{
+		{"start", nil, actionOutcome{Record: true}},
+		{"stop", nil, actionOutcome{Record: true}},
+		{"start", refused, actionOutcome{Record: true}}, // phase error, slot released
+		{"start", lost, actionOutcome{Unknown: true}},   // the reconnect's inventory settles it
+		{"restart", unavailable, actionOutcome{Record: true}},
+		{"stop", lost, actionOutcome{Failed: true, Requeue: true, Unknown: true}},
+		{"stop", unavailable, actionOutcome{Failed: true, Requeue: true}},
+		{"stop", offline, actionOutcome{Failed: true, Requeue: true}},
+		{"stop", refused, actionOutcome{Failed: true}},
+		{"suspend", lost, actionOutcome{Failed: true, Unknown: true}},
+		{"suspend", refused, actionOutcome{Failed: true}},
+	} {
+		if got := planOutcome(actions[tc.verb], tc.derr); got != tc.want {
+			t.Errorf("%s after %v: %+v, want %+v", tc.verb, tc.derr, got, tc.want)
+		}
+	}
+}
+
+func TestPlanDelete(t *testing.T) {
+	a := tAgentOn(api.PhaseRunning)
+	for _, tc := range []struct {
+		name   string
+		in     deleteInput
+		want   deletePlan
+		code   string
+		status int
+	}{
+		{"no broker: the record only", deleteInput{Agent: &store.Agent{ID: "a1"}}, deletePlan{}, "", 0},
+		{"online: the broker's delete first", deleteInput{Agent: a, Online: true}, deletePlan{Dispatch: true, Key: "delete:a1"}, "", 0},
+		{"offline: refused", deleteInput{Agent: a}, deletePlan{}, api.CodeBrokerOffline, 503},
+		{"offline, forced: still refused", deleteInput{Agent: a, Force: true}, deletePlan{}, api.CodeBrokerOffline, 503},
+		{"missing broker", deleteInput{Agent: a, BrokerMissing: true}, deletePlan{}, api.CodeBrokerMissing, 409},
+		{"missing broker, forced: the record goes", deleteInput{Agent: a, BrokerMissing: true, Force: true}, deletePlan{Forced: true}, "", 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := planDelete(tc.in)
+			wantErr(t, err, tc.code, tc.status)
+			if got != tc.want {
+				t.Fatalf("%+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}

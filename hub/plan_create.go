@@ -1,0 +1,241 @@
+// The plan of POST /agents: what a create decides, as a pure function of
+// what its load read (see plan.go).
+
+package hub
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/hub/authz"
+	"github.com/scion-go/scion/hub/placement"
+	"github.com/scion-go/scion/store"
+)
+
+// createInput is everything a create decides on.
+type createInput struct {
+	Caller  authz.Caller
+	Project *store.Project
+	// Req is the request as planRequest left it (defaults filled in,
+	// validated).
+	Req      api.CreateAgentRequest
+	Settings api.HubSettings
+	Limits   api.Limits
+	// Parent is the creating agent's record when the caller is an agent
+	// (ParentErr: reading it failed).
+	Parent    *store.Agent
+	ParentErr error
+	// SecretsErr is the refusal of the secrets the request names (their
+	// authz decision needs the store: agentSecrets decides it in the load).
+	SecretsErr error
+	// Brokers are the placement candidates the load read.
+	Brokers brokerCandidates
+	// Key is the create's Idempotency-Key, if any.
+	Key *createKey
+	// AgentID and RunID are the new agent's IDs; Now is the time of the
+	// create.
+	AgentID, RunID string
+	Now            time.Time
+}
+
+// brokerCandidates are the brokers a create's load read, in the store's
+// order, with which provide for the project and which have a session.
+// The plan weighs those the caller can see.
+type brokerCandidates struct {
+	List     []*store.Broker
+	Provider map[string]bool
+	Online   map[string]bool
+}
+
+// createPlan is a create decided.
+type createPlan struct {
+	// Agent is the record to insert, with the options written in the same
+	// transaction (the slot when it starts, the auto-link, the key).
+	Agent *store.Agent
+	Opts  store.CreateAgentOptions
+	// Broker is where it runs; Limit the broker's running-agent cap.
+	Project   *store.Project
+	Broker    *store.Broker
+	Limit     int
+	Placement placement.Decision
+	// CheckRoom: the agent does not start (so takes no slot), but a full
+	// broker refuses it all the same: the executor counts the broker's
+	// slots and asks room (the one read that depends on the decision).
+	CheckRoom bool
+}
+
+// planRequest fills in what Agent Defaults supply and validates the
+// request. It runs before anything is read: a request refused on its face
+// costs no query.
+func planRequest(req api.CreateAgentRequest, settings api.HubSettings) (api.CreateAgentRequest, error) {
+	req.Harness = cmp.Or(req.Harness, settings.AgentDefaults.DefaultHarness)
+	req.Image = cmp.Or(req.Image, settings.AgentDefaults.DefaultImage)
+	if err := validateCreate(&req); err != nil {
+		return req, err
+	}
+	return req, nil
+}
+
+// planCreate decides a create, refusing in this order: the new agent's
+// identity (role, scopes, passthrough), its secrets, the placement cascade,
+// dispatch to the chosen broker and its passthrough, the profile.
+func planCreate(in createInput) (createPlan, error) {
+	req, p := in.Req, in.Project
+	id, err := planIdentity(in.Caller, req, in.Parent, in.ParentErr)
+	if err != nil {
+		return createPlan{}, err
+	}
+	if in.SecretsErr != nil {
+		return createPlan{}, in.SecretsErr
+	}
+	pin := placementInputOf(in.Caller, p, in.Settings, req.Broker, in.Brokers)
+	d, perr := placement.Select(pin)
+	if perr != nil {
+		return createPlan{}, perr
+	}
+	var b *store.Broker
+	for _, x := range in.Brokers.List {
+		if x.ID == d.BrokerID {
+			b = x
+			break
+		}
+	}
+	if err := placementRefusal(in.Caller, pin, d, b, req.Passthrough); err != nil {
+		return createPlan{}, err
+	}
+	profile := resolveProfile(req.Profile, p, b)
+	if err := checkProfile(b, profile); err != nil {
+		return createPlan{}, err
+	}
+	limit := placement.EffectiveLimit(b.Settings.MaxAgents, in.Limits.MaxAgentsPerBroker)
+	now := in.Now
+	a := &store.Agent{ID: in.AgentID, Slug: req.Name, ProjectID: p.ID, BrokerID: b.ID,
+		Profile: profile, Harness: req.Harness, Image: req.Image, Command: req.Command,
+		Env: req.Env, Ports: req.Ports, Phase: api.PhaseProvisioning, RunID: in.RunID, Generation: 1, Role: id.role,
+		CreatedBy: in.Caller.Principal(), Delegator: id.delegation.Delegator, DelegationChain: id.delegation.Chain,
+		Scopes: id.scopes, Passthrough: req.Passthrough, ParentAgentID: id.parent, SecretNames: req.Secrets,
+		Payload: req.Payload, CreatedAt: now, UpdatedAt: now}
+	a.Generations = []api.Generation{{Number: 1, BrokerID: b.ID, RunID: a.RunID, StartedAt: now, Reason: "created"}}
+	// Everything the create writes goes in one transaction, after every
+	// check: the agent, the cascade's auto-link, the capacity slot (only
+	// running agents hold one) and the Idempotency-Key's record. A create
+	// refused at any step, the quota's included, writes nothing.
+	plan := createPlan{Agent: a, Project: p, Broker: b, Limit: limit, Placement: d,
+		Opts: store.CreateAgentOptions{LinkProvider: d.AutoLink}}
+	if req.Start {
+		plan.Opts.ReserveLimit = &limit
+	} else {
+		plan.CheckRoom = limit > 0
+	}
+	if in.Key != nil {
+		plan.Opts.Key = in.Key.record(now)
+	}
+	return plan, nil
+}
+
+// room refuses a create that takes no slot on a broker already holding
+// n slots of its limit.
+func (p createPlan) room(n int) error {
+	if n >= p.Limit {
+		return quotaError(p.Broker, p.Limit)
+	}
+	return nil
+}
+
+// insertErr is the answer to a create whose transaction failed with err.
+func (p createPlan) insertErr(err error) error {
+	if errors.Is(err, store.ErrQuota) {
+		return quotaError(p.Broker, p.Limit)
+	}
+	return storeErr(err, api.CodeAgentNotFound, fmt.Sprintf("an agent named %q in project %q", p.Agent.Slug, p.Project.Name))
+}
+
+// planIdentity decides the identity of the agent c asks to create: the
+// role must be one c can delegate, the scopes ones c holds, and a
+// passthrough identity only a signed-in user can lend. parent is the
+// creating agent's record when c is an agent.
+func planIdentity(c authz.Caller, req api.CreateAgentRequest, parent *store.Agent, parentErr error) (agentIdentity, error) {
+	if !authz.ValidAgentRole(req.Role) {
+		return agentIdentity{}, api.BadRequest("invalid role %q: use worker or coordinator", req.Role)
+	}
+	id := agentIdentity{role: cmp.Or(req.Role, authz.AgentRoleWorker)}
+	if err := refused(authz.AgentCreate, authz.CanDelegate(c, id.role)); err != nil {
+		return id, err
+	}
+	var requested []string
+	if req.Scopes != nil {
+		requested = append([]string{}, *req.Scopes...)
+	}
+	scopes, ref := authz.AgentScopes(c, requested)
+	if err := refused(authz.AgentCreate, ref); err != nil {
+		return id, err
+	}
+	id.scopes = scopes
+	if req.Passthrough != "" {
+		if req.Passthrough != "gcp" {
+			return id, api.BadRequest("invalid passthrough %q: the passthrough identity kinds are: gcp", req.Passthrough)
+		}
+		if err := refused(authz.AgentCreate, authz.CanUsePassthrough(c)); err != nil {
+			return id, err
+		}
+	}
+	var parentDelegator string
+	var parentChain []string
+	if c.Kind == CallerAgent {
+		if parentErr != nil {
+			return id, parentErr
+		}
+		parentDelegator, parentChain, id.parent = parent.Delegator, parent.DelegationChain, parent.ID
+		id.holder = parent
+	}
+	id.delegation = authz.NewDelegation(c, parentDelegator, parentChain)
+	return id, nil
+}
+
+// candidateRes is broker b as the caller's authz sees it from the project.
+func candidateRes(b *store.Broker, provider bool) authz.BrokerRes {
+	return authz.BrokerRes{ID: b.ID, Owner: b.CreatedBy, AutoProvide: b.AutoProvide, ServesProject: provider}
+}
+
+// placementInputOf is the cascade's question: the brokers among bs the
+// caller can see (the others are answered like unknown ones), each with
+// whether the caller may dispatch to it.
+func placementInputOf(c authz.Caller, p *store.Project, settings api.HubSettings, explicit string, bs brokerCandidates) placement.Input {
+	in := placement.Input{Project: p.Name, Explicit: explicit, ProjectDefault: p.DefaultBrokerID,
+		HubDefault:       settings.AgentDefaults.DefaultRuntimeBroker,
+		CanUpdateProject: authz.CanLink(c, *projectRes(p)) == nil}
+	for _, b := range bs.List {
+		res := candidateRes(b, bs.Provider[b.ID])
+		if !authz.Visible(c, res) {
+			continue
+		}
+		in.Brokers = append(in.Brokers, placement.Broker{ID: b.ID, Name: b.Name, Online: bs.Online[b.ID],
+			Provider: bs.Provider[b.ID], Dispatchable: authz.Dispatchable(c, res) == nil})
+	}
+	return in
+}
+
+// placementRefusal refuses a decided broker the caller may not dispatch
+// to, or one that does not allow the agent's passthrough identity.
+func placementRefusal(c authz.Caller, in placement.Input, d placement.Decision, b *store.Broker, passthrough string) error {
+	for _, pb := range in.Brokers {
+		if pb.ID == d.BrokerID && !pb.Dispatchable {
+			return refused(authz.BrokerDispatch, authz.Dispatchable(c, candidateRes(b, pb.Provider)))
+		}
+	}
+	return refused(authz.BrokerDispatch, authz.PassthroughAllowed(passthrough, b.Capabilities))
+}
+
+// replaceable reports whether c's create may take over the name of old,
+// the agent that holds it: only one the broker holds nothing of
+// (noContainer), with no command in flight, and only for a caller who may
+// delete it (replacing is deleting its record).
+func replaceable(c authz.Caller, p *store.Project, old *store.Agent, inFlight bool) bool {
+	if !noContainer(old) || inFlight {
+		return false
+	}
+	return authz.Can(c, authz.AgentLifecycle, authz.Resource{Project: projectRes(p), Agent: agentRes(old)}) == nil
+}

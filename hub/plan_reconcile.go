@@ -1,0 +1,103 @@
+// The plan of a broker's inventory reconciliation (see reconcileInventory
+// and plan.go).
+
+package hub
+
+import (
+	"slices"
+
+	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/store"
+	"github.com/scion-go/scion/wire"
+)
+
+// reconcileInput is what a reconciliation decides on: the containers a
+// broker reports, and the Hub's records of the broker's agents and slots.
+type reconcileInput struct {
+	BrokerID  string
+	Inventory []wire.AgentStatus
+	// Agents are the agents assigned to the broker; Reserved the agents
+	// holding a slot on it (read first: an agent is committed with its
+	// slot, so every slot read has its agent among Agents, unless it has
+	// left the broker).
+	Agents   []*store.Agent
+	Reserved []string
+	// InFlight are the agents with a create or lifecycle command on its
+	// way in this Hub: left to their command's outcome.
+	InFlight map[string]bool
+}
+
+// reconcileStep is one agent's status to apply, and whether it held a
+// slot when read.
+type reconcileStep struct {
+	Agent  *store.Agent
+	Status wire.AgentStatus
+	Held   bool
+}
+
+// reconcilePlan is a reconciliation decided.
+type reconcilePlan struct {
+	// Apply: the reported state of each agent, or missing for one the
+	// broker no longer has; its slot is then set by slotChange.
+	Apply []reconcileStep
+	// Skipped: agents in flight.
+	Skipped []string
+	// Release: slots of agents no longer on the broker, not in flight.
+	Release []string
+	// Unknown: containers the Hub has no agent for, flagged in the log,
+	// never deleted.
+	Unknown []string
+}
+
+// planReconcile aligns the records with the inventory: every agent on the
+// broker ends up holding a slot exactly when its phase says it runs.
+func planReconcile(in reconcileInput) reconcilePlan {
+	reported := make(map[string]wire.AgentStatus, len(in.Inventory))
+	for _, st := range in.Inventory {
+		reported[st.AgentID] = st
+	}
+	held := make(map[string]bool, len(in.Reserved))
+	for _, id := range in.Reserved {
+		held[id] = true
+	}
+	var p reconcilePlan
+	for _, a := range in.Agents {
+		st, ok := reported[a.ID]
+		delete(reported, a.ID)
+		h := held[a.ID]
+		delete(held, a.ID)
+		if in.InFlight[a.ID] {
+			p.Skipped = append(p.Skipped, a.ID)
+			continue
+		}
+		if !ok {
+			st = wire.AgentStatus{AgentID: a.ID, RunID: a.RunID, State: api.ContainerMissing}
+		}
+		p.Apply = append(p.Apply, reconcileStep{Agent: a, Status: st, Held: h})
+	}
+	for id := range held {
+		if !in.InFlight[id] {
+			p.Release = append(p.Release, id)
+		}
+	}
+	for id := range reported {
+		p.Unknown = append(p.Unknown, id)
+	}
+	slices.Sort(p.Release)
+	slices.Sort(p.Unknown)
+	return p
+}
+
+// slotChange is what an agent's slot needs once its status is applied
+// (got: the agent as recorded, nil if it is gone) for the slot to follow
+// its phase. A stop_queued agent keeps the slot it had (none, if it was
+// suspended) until its container is seen stopped. A running container
+// holds a slot even if the Hub lost track of it: it is taken again with
+// no limit (re-adopting never fails on quota).
+func slotChange(got *store.Agent, held bool) (reserve, release bool) {
+	if got == nil || got.ContainerStatus == api.ContainerStopQueued {
+		return false, false
+	}
+	holding := holdsSlot(got.Phase)
+	return holding && !held, !holding && held
+}
