@@ -24,6 +24,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/scion-go/scion/config"
 	"github.com/scion-go/scion/runtime"
 	"github.com/scion-go/scion/wire"
 )
@@ -169,8 +170,8 @@ func New(cfg Config) (*Broker, error) {
 	if _, ok := cfg.Runtime.(runtime.Attacher); ok && !slices.Contains(cfg.Capabilities, wire.CapAttach) {
 		cfg.Capabilities = append(cfg.Capabilities, wire.CapAttach)
 	}
-	if w := AgentHubWarning(cfg.Runtime.Name(), cmp.Or(cfg.AgentHubEndpoint, cfg.HubEndpoint)); w != "" {
-		cfg.Logger.Warn(w, "agent_hub_endpoint", cmp.Or(cfg.AgentHubEndpoint, cfg.HubEndpoint), "setting", AgentHubSetting)
+	if w := config.AgentHubWarning(cfg.Runtime.Name(), cmp.Or(cfg.AgentHubEndpoint, cfg.HubEndpoint)); w != "" {
+		cfg.Logger.Warn(w, "agent_hub_endpoint", cmp.Or(cfg.AgentHubEndpoint, cfg.HubEndpoint), "setting", config.AgentHubSetting)
 	}
 	if _, ok := cfg.Runtime.(runtime.ProjectCleaner); ok && !slices.Contains(cfg.Capabilities, wire.CapProjectCleanup) {
 		cfg.Capabilities = append(cfg.Capabilities, wire.CapProjectCleanup)

@@ -41,7 +41,7 @@ func newAgentDemoCmd() *cobra.Command {
 				fmt.Fprintf(out, "working... step %d\n", i)
 			}
 			if child != "" {
-				root := NewRoot()
+				root := NewRoot(Daemons{}) // only `scion start`: no daemon
 				// No --hub and no --image: the Hub endpoint and token come
 				// from this agent's environment, the image from the Hub's
 				// agent defaults.

@@ -12,7 +12,7 @@ import (
 	"github.com/scion-go/scion/config"
 )
 
-func newBrokerCmd(a *app) *cobra.Command {
+func newBrokerCmd(a *app, d Daemons) *cobra.Command {
 	c := groupCmd(&cobra.Command{
 		Use:   "runtime-broker",
 		Short: "Run and administer this machine's Runtime Broker",
@@ -28,7 +28,7 @@ broker-credentials.yaml.`,
   scion runtime-broker start
   scion runtime-broker provide --project web`,
 	})
-	c.AddCommand(newBrokerStartCmd(), newBrokerRegisterCmd(a), newBrokerJoinCmd(a),
+	c.AddCommand(newBrokerStartCmd(d), newBrokerRegisterCmd(a), newBrokerJoinCmd(a),
 		newBrokerProvideCmd(a, true), newBrokerProvideCmd(a, false), newBrokerStatusCmd(a),
 		newBrokerDeregisterCmd(a))
 	return c

@@ -9,9 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/scion-go/scion/api"
-	"github.com/scion-go/scion/broker"
 	"github.com/scion-go/scion/config"
-	"github.com/scion-go/scion/runtime/docker"
 )
 
 // localReg is one of this machine's broker registrations.
@@ -178,9 +176,9 @@ func newBrokerStatusCmd(a *app) *cobra.Command {
 			st := brokerStatus{RuntimeBroker: *b, LocalHubEndpoint: settings.Server.Broker.HubEndpoint,
 				KubernetesProfiles: kubernetesTargets(b.Profiles, settings.Server.Broker),
 				AgentHubEndpoint:   firstNonEmpty(settings.Server.Broker.AgentHubEndpoint, settings.Server.Broker.HubEndpoint),
-				AgentHubSetting:    broker.AgentHubSetting}
+				AgentHubSetting:    config.AgentHubSetting}
 			if st.AgentHubEndpoint != "" {
-				st.AgentHubWarning = broker.AgentHubWarning(b.Runtime, st.AgentHubEndpoint)
+				st.AgentHubWarning = config.AgentHubWarning(b.Runtime, st.AgentHubEndpoint)
 			}
 			if a.json() {
 				return writeJSON(cmd.OutOrStdout(), st)
@@ -213,7 +211,7 @@ func newBrokerStatusCmd(a *app) *cobra.Command {
 				"server.broker.hub_endpoint", firstNonEmpty(st.LocalHubEndpoint, "(unset)"),
 				// The Hub address agents get, and the setting that changes it.
 				"Agents reach the Hub at", agentHubText(b.Runtime, settings.Server.Broker.AgentHubEndpoint, st.AgentHubEndpoint),
-				broker.AgentHubSetting, firstNonEmpty(settings.Server.Broker.AgentHubEndpoint, "(unset: the broker's hub_endpoint)"))
+				config.AgentHubSetting, firstNonEmpty(settings.Server.Broker.AgentHubEndpoint, "(unset: the broker's hub_endpoint)"))
 			if st.AgentHubWarning != "" {
 				kv = append(kv, "Warning", st.AgentHubWarning)
 			}
@@ -320,7 +318,7 @@ func agentHubText(runtimeKind, setting, endpoint string) string {
 		if u, err := url.Parse(endpoint); err == nil {
 			ip := net.ParseIP(u.Hostname())
 			if u.Hostname() == "localhost" || (ip != nil && ip.IsLoopback()) {
-				return endpoint + " (through a forwarder on the " + docker.AgentNetwork + " network's gateway)"
+				return endpoint + " (through a forwarder on the " + config.DockerAgentNetwork + " network's gateway)"
 			}
 		}
 	}

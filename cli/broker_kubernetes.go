@@ -5,7 +5,6 @@ import (
 
 	"github.com/scion-go/scion/api"
 	"github.com/scion-go/scion/config"
-	"github.com/scion-go/scion/runtime/kubernetes"
 )
 
 // kubernetesTargets lists the broker's Kubernetes profiles with their
@@ -30,7 +29,7 @@ func kubernetesTargetsText(ts []config.KubernetesTarget) string {
 	parts := make([]string, len(ts))
 	for i, t := range ts {
 		parts[i] = t.Profile + " (context " + firstNonEmpty(t.Context, "(current)") +
-			", namespace " + firstNonEmpty(t.Namespace, kubernetes.DefaultNamespace) + ")"
+			", namespace " + firstNonEmpty(t.Namespace, config.DefaultKubernetesNamespace) + ")"
 	}
 	return strings.Join(parts, "; ")
 }

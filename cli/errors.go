@@ -48,6 +48,11 @@ func isUsage(err error) bool {
 	if errors.As(err, &ue) {
 		return true
 	}
+	// A daemon's usage error (see Daemons).
+	var du interface{ Usage() bool }
+	if errors.As(err, &du) && du.Usage() {
+		return true
+	}
 	for _, p := range cobraUsagePrefixes {
 		if strings.HasPrefix(err.Error(), p) {
 			return true

@@ -32,7 +32,7 @@ type result struct {
 // runCLI runs the scion command tree in process, as Execute would.
 func runCLI(t *testing.T, stdin string, args ...string) result {
 	t.Helper()
-	root := NewRoot()
+	root := NewRoot(Daemons{})
 	var out, errb bytes.Buffer
 	root.SetArgs(args)
 	root.SetOut(&out)

@@ -4,11 +4,9 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
-
-	"github.com/scion-go/scion/runtime/docker"
 )
 
-func newImageCmd() *cobra.Command {
+func newImageCmd(d Daemons) *cobra.Command {
 	c := &cobra.Command{Use: "image", Short: "Build agent images locally (there is no registry)"}
 	c.AddCommand(&cobra.Command{
 		Use:   "build-demo",
@@ -20,18 +18,12 @@ home directories. Agents run it with a command such as
 socket works too).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			self, err := scionBinary()
+			if d.BuildDemoImage == nil {
+				return errNoDaemon
+			}
+			tag, self, err := d.BuildDemoImage(cmd.Context())
 			if err != nil {
 				return err
-			}
-			cl, err := docker.NewClient("")
-			if err != nil {
-				return err
-			}
-			defer cl.Close()
-			tag, err := docker.BuildDemoImage(cmd.Context(), cl, self)
-			if err != nil {
-				return fmt.Errorf("build the demo image: %w", err)
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "Built %s from %s.\n", tag, self)
 			return nil

@@ -55,3 +55,12 @@ func installBinary(src, dst string) error {
 	}
 	return os.Rename(tmp.Name(), dst)
 }
+
+// scionBinary is this executable's path, symlinks resolved.
+func scionBinary() (string, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return "", err
+	}
+	return filepath.EvalSymlinks(self)
+}

@@ -32,8 +32,8 @@ type app struct {
 	target *hubTarget
 }
 
-// NewRoot builds the scion command tree.
-func NewRoot() *cobra.Command {
+// NewRoot builds the scion command tree; d runs its daemons (see Daemons).
+func NewRoot(d Daemons) *cobra.Command {
 	a := &app{}
 	root := &cobra.Command{
 		Use:   "scion",
@@ -66,12 +66,12 @@ entry uses its own token or none, never another entry's.`,
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageErr(err) })
 
 	root.AddCommand(
-		newServerCmd(),
+		newServerCmd(d),
 		newHubCmd(a),
 		newProjectCmd(a),
-		newBrokerCmd(a),
+		newBrokerCmd(a, d),
 		newAgentDemoCmd(),
-		newImageCmd(),
+		newImageCmd(d),
 		newInstallBinaryCmd(),
 	)
 	root.AddCommand(newAgentCmds(a)...)
@@ -119,12 +119,13 @@ func hubLabel(t *hubTarget) string {
 	return t.URL
 }
 
-// Execute runs the scion command line on os.Args and returns the process
-// exit code: 0 on success, 1 on an error, 2 on a usage error.
-func Execute() int {
+// Execute runs the scion command line on os.Args, its daemons being d, and
+// returns the process exit code: 0 on success, 1 on an error, 2 on a
+// usage error.
+func Execute(d Daemons) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	return run(ctx, NewRoot())
+	return run(ctx, NewRoot(d))
 }
 
 // run executes root (with whatever args were set on it) and turns the

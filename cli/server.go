@@ -1,55 +1,30 @@
 package cli
 
 import (
-	"context"
-	"fmt"
-	"log/slog"
-	"net"
-	"os"
-	"os/signal"
-	"path/filepath"
-	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/scion-go/scion/api"
-	"github.com/scion-go/scion/broker"
 	"github.com/scion-go/scion/config"
-	"github.com/scion-go/scion/hub"
-	"github.com/scion-go/scion/store"
-	"github.com/scion-go/scion/store/postgres"
-	"github.com/scion-go/scion/store/sqlite"
 )
 
 // Version is the build's version, set by the linker.
 var Version = "dev"
 
 // newServerCmd is `scion server` (start).
-func newServerCmd() *cobra.Command {
+func newServerCmd(d Daemons) *cobra.Command {
 	cmd := &cobra.Command{Use: "server", Short: "Run a Scion Hub (and, with --workstation, a local broker)"}
-	cmd.AddCommand(newServerStartCmd())
+	cmd.AddCommand(newServerStartCmd(d))
 	return cmd
 }
 
-type serverFlags struct {
-	workstation bool
-	enableHub   bool
-	listen      string
-	db          string
-	runtime     string
-	heartbeat   time.Duration
-	grace       time.Duration
-	logLevel    string
-	oidc        oidcFlags
-	secretsKey  string
-	agentTTL    time.Duration
-	serve       hub.ServeLimits
-}
-
-func newServerStartCmd() *cobra.Command {
-	f := &serverFlags{}
+// newServerStartCmd parses the flags into config.ServerOptions and runs
+// d.Server with them.
+func newServerStartCmd(d Daemons) *cobra.Command {
+	f := &config.ServerOptions{Limits: config.DefaultServeLimits()}
+	var enableHub bool
 	cmd := &cobra.Command{
 		Use:   "start",
 		Short: "Start a Hub: --workstation (Hub + local broker, loopback, SQLite) or --enable-hub (Hub alone)",
@@ -67,171 +42,47 @@ token is written to ~/.scion/hub-admin-token (0600), never to the log.`,
   scion server start --enable-hub --listen 0.0.0.0:8780 --db postgres://scion@db/scion`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if f.workstation == f.enableHub {
+			if f.Workstation == enableHub {
 				return usageErrorf("choose exactly one of --workstation and --enable-hub")
 			}
-			if f.agentTTL < time.Minute || f.agentTTL > 30*24*time.Hour {
+			if f.AgentTokenTTL < time.Minute || f.AgentTokenTTL > 30*24*time.Hour {
 				return usageErrorf("--agent-token-ttl must be between 1m and 720h")
 			}
-			return runServer(cmd.Context(), f)
+			if d.Server == nil {
+				return errNoDaemon
+			}
+			f.Version = Version
+			return d.Server(cmd.Context(), *f)
 		},
 	}
 	fl := cmd.Flags()
-	fl.BoolVar(&f.workstation, "workstation", false, "run a Hub and a local Runtime Broker on loopback with embedded SQLite")
-	fl.BoolVar(&f.enableHub, "enable-hub", false, "run a Hub alone")
-	fl.StringVar(&f.listen, "listen", "", "address to listen on (default: server.hub.listen, else "+defaultHubListen+"; --workstation always stays on loopback)")
-	fl.StringVar(&f.db, "db", "", "database: a postgres:// URL or a SQLite file (default: server.hub.db, else <scion home>/hub.db)")
-	fl.StringVar(&f.runtime, "runtime", "", "workstation broker runtime: docker, process or fake (default: docker when an engine answers, else process)")
-	fl.DurationVar(&f.heartbeat, "heartbeat-interval", 5*time.Second, "control-channel heartbeat interval")
-	fl.DurationVar(&f.grace, "heartbeat-grace", 10*time.Second, "silence past a heartbeat before a broker is marked offline")
-	fl.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
-	f.oidc.add(fl)
-	fl.DurationVar(&f.serve.ReadHeaderTimeout, "read-header-timeout", hub.DefaultReadHeaderTimeout, "longest a client may take to send a request's headers")
-	fl.DurationVar(&f.serve.ReadTimeout, "read-timeout", hub.DefaultReadTimeout, "longest a client may take to send a whole request, body included")
-	fl.DurationVar(&f.serve.WriteTimeout, "write-timeout", hub.DefaultWriteTimeout, "longest from a request's headers to the end of its answer (streams: logs -f, exec, attach and broker channels are not cut)")
-	fl.DurationVar(&f.serve.IdleTimeout, "idle-timeout", hub.DefaultIdleTimeout, "close a keep-alive connection idle this long")
-	fl.IntVar(&f.serve.MaxConnsPerAddr, "max-connections-per-address", hub.DefaultMaxConnsPerAddr, "connections one client address (IPv4, or IPv6 /64) may hold open; 0 for no cap (behind a proxy every client has its address)")
-	fl.IntVar(&f.serve.MaxConns, "max-connections", hub.DefaultMaxConns, "connections the Hub holds open in all (lowered to fit the file descriptor limit)")
-	fl.StringVar(&f.secretsKey, "secrets-key-file", "", "file with the 32-byte key (64 hex digits) that seals Hub secrets and signing keys (default <scion home>/hub-secrets.key, made on first start; must be 0600 or 0400)")
-	fl.DurationVar(&f.agentTTL, "agent-token-ttl", api.DefaultAgentTokenTTL, "lifetime of an agent token; the scion CLI inside an agent renews it when half of it is left")
+	fl.BoolVar(&f.Workstation, "workstation", false, "run a Hub and a local Runtime Broker on loopback with embedded SQLite")
+	fl.BoolVar(&enableHub, "enable-hub", false, "run a Hub alone")
+	fl.StringVar(&f.Listen, "listen", "", "address to listen on (default: server.hub.listen, else "+config.DefaultHubListen+"; --workstation always stays on loopback)")
+	fl.StringVar(&f.DB, "db", "", "database: a postgres:// URL or a SQLite file (default: server.hub.db, else <scion home>/hub.db)")
+	fl.StringVar(&f.Runtime, "runtime", "", "workstation broker runtime: docker, process or fake (default: docker when an engine answers, else process)")
+	fl.DurationVar(&f.HeartbeatInterval, "heartbeat-interval", 5*time.Second, "control-channel heartbeat interval")
+	fl.DurationVar(&f.HeartbeatGrace, "heartbeat-grace", 10*time.Second, "silence past a heartbeat before a broker is marked offline")
+	fl.StringVar(&f.LogLevel, "log-level", "info", "debug, info, warn or error")
+	addOIDCFlags(fl, &f.OIDC)
+	fl.DurationVar(&f.Limits.ReadHeaderTimeout, "read-header-timeout", f.Limits.ReadHeaderTimeout, "longest a client may take to send a request's headers")
+	fl.DurationVar(&f.Limits.ReadTimeout, "read-timeout", f.Limits.ReadTimeout, "longest a client may take to send a whole request, body included")
+	fl.DurationVar(&f.Limits.WriteTimeout, "write-timeout", f.Limits.WriteTimeout, "longest from a request's headers to the end of its answer (streams: logs -f, exec, attach and broker channels are not cut)")
+	fl.DurationVar(&f.Limits.IdleTimeout, "idle-timeout", f.Limits.IdleTimeout, "close a keep-alive connection idle this long")
+	fl.IntVar(&f.Limits.MaxConnsPerAddr, "max-connections-per-address", f.Limits.MaxConnsPerAddr, "connections one client address (IPv4, or IPv6 /64) may hold open; 0 for no cap (behind a proxy every client has its address)")
+	fl.IntVar(&f.Limits.MaxConns, "max-connections", f.Limits.MaxConns, "connections the Hub holds open in all (lowered to fit the file descriptor limit)")
+	fl.StringVar(&f.SecretsKeyFile, "secrets-key-file", "", "file with the 32-byte key (64 hex digits) that seals Hub secrets and signing keys (default <scion home>/hub-secrets.key, made on first start; must be 0600 or 0400)")
+	fl.DurationVar(&f.AgentTokenTTL, "agent-token-ttl", api.DefaultAgentTokenTTL, "lifetime of an agent token; the scion CLI inside an agent renews it when half of it is left")
 	return cmd
 }
 
-func newLogger(level string) *slog.Logger {
-	var l slog.Level
-	_ = l.UnmarshalText([]byte(level))
-	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: l}))
-}
-
-// openStore opens PostgreSQL for a postgres:// URL, else a SQLite file.
-func openStore(ctx context.Context, dsn string) (store.Store, error) {
-	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
-		return postgres.Open(ctx, dsn)
-	}
-	if err := os.MkdirAll(filepath.Dir(dsn), 0o700); err != nil {
-		return nil, err
-	}
-	return sqlite.Open(ctx, dsn)
-}
-
-func runServer(parent context.Context, f *serverFlags) error {
-	ctx, stop := signal.NotifyContext(parent, os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	log := newLogger(f.logLevel)
-	settings, err := config.LoadSettings()
-	if err != nil {
-		return err
-	}
-	warnSettings(log, settings)
-	f.listen, f.db = hubListenAndDB(f.listen, f.db, settings.Server.Hub)
-	if f.workstation {
-		host, _, err := net.SplitHostPort(f.listen)
-		if err != nil || !net.ParseIP(host).IsLoopback() {
-			return usageErrorf("--workstation listens on loopback only; --listen (or server.hub.listen) must be 127.0.0.1:PORT")
-		}
-	}
-	oidcCfg, err := f.oidc.config()
-	if err != nil {
-		return err
-	}
-	dsn := f.db
-	st, err := openStore(ctx, dsn)
-	if err != nil {
-		return fmt.Errorf("open database: %w", err)
-	}
-	defer st.Close()
-	secretsKey, err := loadSecretsKey(f.secretsKey)
-	if err != nil {
-		return err
-	}
-	srv, err := hub.New(ctx, hub.Options{Store: st, Logger: log, Version: Version, HeartbeatInterval: f.heartbeat, Grace: f.grace, OIDC: oidcCfg,
-		SecretsKey: secretsKey, AgentTokenTTL: f.agentTTL})
-	if err != nil {
-		return err
-	}
-	ln, err := net.Listen("tcp", f.listen)
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w (is another Hub running? stop it or pass --listen)", f.listen, err)
-	}
-	url := "http://" + ln.Addr().String()
-	srv.SetPublicURL(url)
-	// Everything a client needs (the workstation file with its token, the
-	// first admin token) is in place before the Hub answers /readyz.
-	var b *broker.Broker
-	if f.workstation {
-		b, err = startWorkstation(ctx, srv, url, f, log)
-		if err != nil {
-			_ = ln.Close()
-			srv.Close()
-			return err
-		}
-		defer config.RemoveWorkstation()
-	} else if err := writeAdminTokenOnce(ctx, srv, st); err != nil {
-		_ = ln.Close()
-		return err
-	}
-	limits, err := serveLimits(f.serve)
-	if err != nil {
-		_ = ln.Close()
-		srv.Close()
-		return err
-	}
-	hs, limited := hub.NewHTTPServer(srv.Handler(), ln, limits, log)
-	srv.WatchConnections(limited)
-	serveErr := make(chan error, 1)
-	go func() { serveErr <- hs.Serve(limited) }()
-	brokerDone := make(chan struct{})
-	if b != nil {
-		go func() { defer close(brokerDone); _ = b.Run(ctx) }()
-	} else {
-		close(brokerDone)
-	}
-	log.Info("hub listening", "url", url, "database", redactDSN(dsn), "workstation", f.workstation,
-		"max_connections", limits.MaxConns, "max_connections_per_address", limits.MaxConnsPerAddr)
-	if oidcCfg != nil {
-		log.Info("oidc sign-in on", "issuer", oidcCfg.IssuerURL, "clientId", oidcCfg.ClientID, "defaultRole", orDash(oidcCfg.DefaultRole))
-	}
-	fmt.Fprintf(os.Stderr, "Scion Hub ready at %s\n", url)
-
-	select {
-	case <-ctx.Done():
-	case err := <-serveErr:
-		return err
-	}
-	log.Info("shutting down")
-	shutCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	srv.Close() // ends broker channels so Shutdown does not wait on them
-	_ = hs.Shutdown(shutCtx)
-	<-brokerDone
-	return nil
-}
-
-// writeAdminTokenOnce gives a fresh team Hub its first admin: the token
-// goes to a 0600 file, never to the log.
-func writeAdminTokenOnce(ctx context.Context, srv *hub.Server, st store.Store) error {
-	users, err := st.ListUsers(ctx)
-	if err != nil || len(users) > 0 {
-		return err
-	}
-	tok, err := srv.BootstrapAdmin(ctx)
-	if err != nil {
-		return err
-	}
-	p := config.Path("hub-admin-token")
-	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
-		return err
-	}
-	if err := os.WriteFile(p, []byte(tok+"\n"), 0o600); err != nil {
-		return err
-	}
-	fmt.Fprintf(os.Stderr, "bootstrap admin token written to %s\n", p)
-	return nil
-}
-
-func redactDSN(dsn string) string {
-	if i := strings.Index(dsn, "@"); i > 0 && strings.Contains(dsn, "://") {
-		return dsn[:strings.Index(dsn, "://")+3] + "***" + dsn[i:]
-	}
-	return dsn
+// addOIDCFlags adds the --oidc-* flags. Each overrides its
+// server.hub.oidc.* key in settings.yaml. There is no flag for the client
+// secret itself: a command line is visible to every user of the host.
+func addOIDCFlags(fl *pflag.FlagSet, f *config.OIDCSettings) {
+	fl.StringVar(&f.Issuer, "oidc-issuer", "", "OIDC issuer URL; turns on user sign-in (scion hub auth login) through that provider (settings: server.hub.oidc.issuer)")
+	fl.StringVar(&f.ClientID, "oidc-client-id", "", "the Hub's client ID at the OIDC provider (settings: server.hub.oidc.client_id)")
+	fl.StringVar(&f.ClientSecretFile, "oidc-client-secret-file", "", "file holding the Hub's OIDC client secret, if it has one (settings: server.hub.oidc.client_secret_file)")
+	fl.StringVar(&f.DefaultRole, "oidc-default-role", "", "Hub role of a user's first sign-in: viewer, member or admin (default viewer; settings: server.hub.oidc.default_role)")
+	fl.StringArrayVar(&f.AdminEmails, "oidc-admin-email", nil, "verified email that gets the admin role at its first sign-in; repeatable (settings: server.hub.oidc.admin_emails)")
 }

@@ -9,8 +9,8 @@ import (
 )
 
 // ServeLimits bound what one client can hold of the Hub's HTTP server. A
-// zero value is no limit; DefaultServeLimits are the Hub's defaults (see
-// docs/security.md, "Timeouts, connection caps and rate limits").
+// zero value is no limit; config.DefaultServeLimits are the defaults of
+// scion server start (see docs/security.md, "Timeouts, connection caps and rate limits").
 type ServeLimits struct {
 	// ReadHeaderTimeout bounds the request line and headers (slow headers).
 	ReadHeaderTimeout time.Duration
@@ -33,33 +33,11 @@ type ServeLimits struct {
 	MaxConns int
 }
 
-// Defaults of ServeLimits.
-const (
-	DefaultReadHeaderTimeout = 10 * time.Second
-	DefaultReadTimeout       = 30 * time.Second
-	DefaultWriteTimeout      = 90 * time.Second
-	DefaultIdleTimeout       = 60 * time.Second
-	DefaultMaxConnsPerAddr   = 256
-	DefaultMaxConns          = 8192
-	// FDReserve is what the Hub keeps of its descriptor limit for
-	// everything but client connections: the database files and pool,
-	// the listener, stdio, the OIDC provider, the runtime. The Hub's open
-	// descriptors stay under MaxConns + FDReserve.
-	FDReserve = 128
-)
-
-// DefaultServeLimits are the limits for a process whose descriptor limit
-// is nofile (0: unknown).
-func DefaultServeLimits(nofile uint64) ServeLimits {
-	return ServeLimits{
-		ReadHeaderTimeout: DefaultReadHeaderTimeout,
-		ReadTimeout:       DefaultReadTimeout,
-		WriteTimeout:      DefaultWriteTimeout,
-		IdleTimeout:       DefaultIdleTimeout,
-		MaxConnsPerAddr:   DefaultMaxConnsPerAddr,
-		MaxConns:          MaxConnsForFDLimit(DefaultMaxConns, nofile),
-	}
-}
+// FDReserve is what the Hub keeps of its descriptor limit for everything
+// but client connections: the database files and pool, the listener,
+// stdio, the OIDC provider, the runtime. The Hub's open descriptors stay
+// under MaxConns + FDReserve.
+const FDReserve = 128
 
 // MaxConnsForFDLimit lowers want so that want connections and FDReserve
 // fit under the descriptor limit nofile (0: unknown, want stands). It is

@@ -6,6 +6,9 @@ import (
 	"os"
 
 	"github.com/scion-go/scion/cli"
+	"github.com/scion-go/scion/launch"
 )
 
-func main() { os.Exit(cli.Execute()) }
+func main() {
+	os.Exit(cli.Execute(cli.Daemons{Server: launch.Server, Broker: launch.Broker, BuildDemoImage: launch.BuildDemoImage}))
+}

@@ -445,7 +445,7 @@ func TestDockerPublishedPortAnswers(t *testing.T) {
 		if len(cs) == 1 {
 			network = string(inspect(t, cl, cs[0].ID).HostConfig.NetworkMode)
 		}
-		t.Errorf("BUG (cli/runtime_select.go dockerNetwork with the port pool): Agent.Ports says container port %d is published on host port %d, but nothing answers there (%v); "+
+		t.Errorf("BUG (launch/runtime_select.go agentNetwork with the port pool): Agent.Ports says container port %d is published on host port %d, but nothing answers there (%v); "+
 			"the agent's server answers on the host's port %d instead (err %v). The container's network is %q: a broker next to a loopback Hub (the workstation, "+
 			"or any broker whose hub_endpoint is 127.0.0.1/localhost) runs agents on the host network, where the engine discards port bindings, "+
 			"so every published port the Hub shows is false and two agents asking for the same container port collide on the host",

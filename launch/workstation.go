@@ -1,4 +1,4 @@
-package cli
+package launch
 
 import (
 	"cmp"
@@ -18,7 +18,7 @@ const workstationBrokerName = "local"
 // The broker keeps its identity across restarts (its connection is stored
 // in broker-credentials.yaml under the workstation URL), so agents are
 // never orphaned by a new broker ID.
-func startWorkstation(ctx context.Context, srv *hub.Server, url string, f *serverFlags, log *slog.Logger) (*broker.Broker, error) {
+func startWorkstation(ctx context.Context, srv *hub.Server, url string, f *config.ServerOptions, log *slog.Logger) (*broker.Broker, error) {
 	token, err := srv.BootstrapAdmin(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("bootstrap admin: %w", err)
@@ -52,7 +52,7 @@ func startWorkstation(ctx context.Context, srv *hub.Server, url string, f *serve
 		return nil, fmt.Errorf("default project: %w", err)
 	}
 	dataDir := config.Path("broker")
-	rt, agentHub, err := newRuntime(ctx, runtimeChoice{Kind: f.runtime, BrokerID: conn.BrokerID, DataDir: dataDir, HubEndpoint: url}, log)
+	rt, agentHub, err := newRuntime(ctx, runtimeChoice{Kind: f.Runtime, BrokerID: conn.BrokerID, DataDir: dataDir, HubEndpoint: url}, log)
 	if err != nil {
 		return nil, err
 	}
@@ -77,8 +77,8 @@ func startWorkstation(ctx context.Context, srv *hub.Server, url string, f *serve
 		return nil, err
 	}
 	b, err := broker.New(broker.Config{Profiles: profiles, AgentHubEndpoint: cmp.Or(settings.Server.Broker.AgentHubEndpoint, agentHub), HubEndpoint: url, BrokerID: conn.BrokerID, Name: conn.BrokerName,
-		Secret: []byte(conn.Secret), Runtime: rt, DataDir: dataDir, Version: Version, Logger: log,
-		HeartbeatInterval: f.heartbeat, Grace: f.grace, ScionBinary: self,
+		Secret: []byte(conn.Secret), Runtime: rt, DataDir: dataDir, Version: f.Version, Logger: log,
+		HeartbeatInterval: f.HeartbeatInterval, Grace: f.HeartbeatGrace, ScionBinary: self,
 		Capabilities: passthroughCapabilities(settings.Server.Broker.AllowPassthrough),
 		// A workstation serves the host's own user, who may read the
 		// host's repositories anyway: local remotes are its common case.

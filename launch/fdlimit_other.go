@@ -1,6 +1,6 @@
 //go:build !unix
 
-package cli
+package launch
 
 // fdLimit is unknown off Unix.
 func fdLimit() uint64 { return 0 }

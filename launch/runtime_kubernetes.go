@@ -1,6 +1,7 @@
-package cli
+package launch
 
 import (
+	"cmp"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -26,8 +27,8 @@ func newKubernetesRuntime(brokerID string, log *slog.Logger) (*kubernetes.Runtim
 		return nil, err
 	}
 	for _, t := range config.KubernetesTargets(s.Server.Broker.Profiles, opts.Defaults.Map()) {
-		log.Info("kubernetes profile", "profile", t.Profile, "context", firstNonEmpty(t.Context, "(current)"),
-			"namespace", firstNonEmpty(t.Namespace, kubernetes.DefaultNamespace))
+		log.Info("kubernetes profile", "profile", t.Profile, "context", cmp.Or(t.Context, "(current)"),
+			"namespace", cmp.Or(t.Namespace, kubernetes.DefaultNamespace))
 	}
 	log.Info("using the kubernetes runtime: agents run as pods", "profiles", len(opts.Profiles))
 	return rt, nil

@@ -1,4 +1,4 @@
-package cli
+package launch
 
 import (
 	"cmp"
@@ -7,16 +7,12 @@ import (
 	"github.com/scion-go/scion/config"
 )
 
-// defaultHubListen is where a Hub listens when neither --listen nor
-// server.hub.listen says otherwise.
-const defaultHubListen = "127.0.0.1:8780"
-
 // hubListenAndDB picks the Hub's listen address and database: the flag
 // when given, else server.hub.listen / server.hub.db of settings.yaml,
-// else loopback port 8780 and <scion home>/hub.db. A "~/" at the start
+// else config.DefaultHubListen and <scion home>/hub.db. A "~/" at the start
 // of a database path is the user's home.
 func hubListenAndDB(flagListen, flagDB string, s config.HubSettings) (listen, dsn string) {
-	listen = cmp.Or(flagListen, s.Listen, defaultHubListen)
+	listen = cmp.Or(flagListen, s.Listen, config.DefaultHubListen)
 	dsn = cmp.Or(flagDB, expandHome(s.DB), config.Path("hub.db"))
 	return listen, dsn
 }

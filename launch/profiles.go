@@ -1,8 +1,10 @@
-package cli
+package launch
 
 import (
+	"errors"
 	"fmt"
 
+	"github.com/scion-go/scion/api"
 	"github.com/scion-go/scion/config"
 	"github.com/scion-go/scion/wire"
 )
@@ -15,8 +17,8 @@ func brokerProfiles(ps []config.ProfileSettings) ([]wire.Profile, error) {
 	seen := map[string]bool{}
 	defaults := 0
 	for _, p := range ps {
-		if err := validateName("profile", p.Name); err != nil {
-			return nil, fmt.Errorf("server.broker.profiles: %w", err)
+		if err := api.CheckName("profile", p.Name); err != nil {
+			return nil, fmt.Errorf("server.broker.profiles: %w", usageErr(errors.New(api.AsError(err).Message)))
 		}
 		if seen[p.Name] {
 			return nil, fmt.Errorf("server.broker.profiles: profile %q is listed twice", p.Name)

@@ -1,13 +1,16 @@
-package cli
+package launch
 
 import (
+	"github.com/scion-go/scion/config"
 	"github.com/scion-go/scion/hub"
 )
 
 // serveLimits checks the server's connection flags and fits the global
 // connection cap under the process's file descriptor limit (Go raises the
 // soft limit to the hard one at start; fdLimit reads what it got).
-func serveLimits(l hub.ServeLimits) (hub.ServeLimits, error) {
+func serveLimits(c config.ServeLimits) (hub.ServeLimits, error) {
+	l := hub.ServeLimits{ReadHeaderTimeout: c.ReadHeaderTimeout, ReadTimeout: c.ReadTimeout, WriteTimeout: c.WriteTimeout,
+		IdleTimeout: c.IdleTimeout, MaxConnsPerAddr: c.MaxConnsPerAddr, MaxConns: c.MaxConns}
 	for _, d := range []struct {
 		name string
 		v    int64

@@ -1,4 +1,4 @@
-package cli
+package launch
 
 import (
 	"bytes"
@@ -46,8 +46,9 @@ func TestWarnSettingsLogsEachUnknownKey(t *testing.T) {
 	}
 }
 
-// scion server start --enable-hub with no --listen and --db listens on
-// server.hub.listen and opens server.hub.db of settings.yaml.
+// A Hub started with no --listen and --db (scion server start
+// --enable-hub) listens on server.hub.listen and opens server.hub.db of
+// settings.yaml.
 func TestServerStartReadsHubListenAndDB(t *testing.T) {
 	home := setHome(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -62,13 +63,9 @@ func TestServerStartReadsHubListenAndDB(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan int, 1)
+	done := make(chan error, 1)
 	go func() {
-		root := NewRoot()
-		root.SetArgs([]string{"server", "start", "--enable-hub", "--log-level", "error"})
-		root.SetOut(new(bytes.Buffer))
-		root.SetErr(new(bytes.Buffer))
-		done <- run(ctx, root)
+		done <- Server(ctx, config.ServerOptions{LogLevel: "error", Limits: config.DefaultServeLimits(), AgentTokenTTL: time.Hour})
 	}()
 	defer func() {
 		cancel()
@@ -88,8 +85,8 @@ func TestServerStartReadsHubListenAndDB(t *testing.T) {
 			}
 		}
 		select {
-		case code := <-done:
-			t.Fatalf("scion server start exited %d before answering on %s", code, addr)
+		case err := <-done:
+			t.Fatalf("the Hub ended (%v) before answering on %s", err, addr)
 		default:
 		}
 		if time.Now().After(deadline) {

@@ -1,4 +1,4 @@
-package cli
+package launch
 
 import (
 	"context"
@@ -163,4 +163,24 @@ func ensureDemoImage(ctx context.Context, log *slog.Logger) (string, error) {
 	}
 	log.Info("building the demo agent image", "image", docker.DemoImage)
 	return docker.BuildDemoImage(ctx, cl, self)
+}
+
+// BuildDemoImage builds the demo agent image from this (static) binary
+// through the Docker Engine API (`scion image build-demo`) and returns its
+// tag and the binary's path.
+func BuildDemoImage(ctx context.Context) (tag, binary string, err error) {
+	self, err := scionBinary()
+	if err != nil {
+		return "", "", err
+	}
+	cl, err := docker.NewClient("")
+	if err != nil {
+		return "", "", err
+	}
+	defer cl.Close()
+	tag, err = docker.BuildDemoImage(ctx, cl, self)
+	if err != nil {
+		return "", "", fmt.Errorf("build the demo image: %w", err)
+	}
+	return tag, self, nil
 }

@@ -1,4 +1,4 @@
-package cli
+package launch
 
 import (
 	"os"
@@ -11,10 +11,10 @@ import (
 
 func TestServerOIDCConfig(t *testing.T) {
 	home := setHome(t)
-	if c, err := (&oidcFlags{}).config(); c != nil || err != nil {
+	if c, err := oidcConfig(config.OIDCSettings{}); c != nil || err != nil {
 		t.Fatalf("no OIDC settings: %+v %v", c, err)
 	}
-	if _, err := (&oidcFlags{clientID: "x"}).config(); !isUsage(err) {
+	if _, err := oidcConfig(config.OIDCSettings{ClientID: "x"}); !isUsage(err) {
 		t.Fatalf("a client ID without an issuer: %v", err)
 	}
 
@@ -28,31 +28,21 @@ func TestServerOIDCConfig(t *testing.T) {
 	if err := st.Save(); err != nil {
 		t.Fatal(err)
 	}
-	c, err := (&oidcFlags{}).config()
+	c, err := oidcConfig(config.OIDCSettings{})
 	if err != nil || c.IssuerURL != "https://id.example.com" || c.ClientID != "scion-hub" || c.ClientSecret != "s3cret" ||
 		c.DefaultRole != "member" || !slices.Equal(c.AdminEmails, []string{"a@example.com"}) {
 		t.Fatalf("from settings: %+v %v", c, err)
 	}
 	// Flags win over settings.
-	c, err = (&oidcFlags{issuer: "https://other.example.com", defaultRole: "viewer", adminEmails: []string{"b@example.com", "c@example.com"}}).config()
+	c, err = oidcConfig(config.OIDCSettings{Issuer: "https://other.example.com", DefaultRole: "viewer", AdminEmails: []string{"b@example.com", "c@example.com"}})
 	if err != nil || c.IssuerURL != "https://other.example.com" || c.ClientID != "scion-hub" || c.DefaultRole != "viewer" ||
 		!slices.Equal(c.AdminEmails, []string{"b@example.com", "c@example.com"}) {
 		t.Fatalf("flags over settings: %+v %v", c, err)
 	}
-	if _, err := (&oidcFlags{defaultRole: "owner"}).config(); !isUsage(err) {
+	if _, err := oidcConfig(config.OIDCSettings{DefaultRole: "owner"}); !isUsage(err) {
 		t.Fatalf("bad role: %v", err)
 	}
-	if _, err := (&oidcFlags{secretFile: filepath.Join(home, "nope")}).config(); err == nil {
+	if _, err := oidcConfig(config.OIDCSettings{ClientSecretFile: filepath.Join(home, "nope")}); err == nil {
 		t.Fatal("a missing secret file was accepted")
-	}
-	// The flags exist on scion server start, and no flag takes the secret itself.
-	start := newServerStartCmd()
-	for _, name := range []string{"oidc-issuer", "oidc-client-id", "oidc-client-secret-file", "oidc-default-role", "oidc-admin-email"} {
-		if start.Flags().Lookup(name) == nil {
-			t.Errorf("no --%s", name)
-		}
-	}
-	if start.Flags().Lookup("oidc-client-secret") != nil {
-		t.Error("a flag takes the client secret on the command line")
 	}
 }

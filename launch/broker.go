@@ -1,0 +1,78 @@
+package launch
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/scion-go/scion/broker"
+	"github.com/scion-go/scion/config"
+)
+
+// Broker runs `scion runtime-broker start` until ctx ends or SIGINT or
+// SIGTERM arrives: the broker takes its Hub from
+// server.broker.hub_endpoint and its credentials from the stored
+// connection for that Hub, builds its runtime and keeps the control
+// channel open.
+func Broker(parent context.Context, o config.BrokerOptions) error {
+	ctx, stop := signal.NotifyContext(parent, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	log := newLogger(o.LogLevel)
+	s, err := config.LoadSettings()
+	if err != nil {
+		return err
+	}
+	warnSettings(log, s)
+	ep := s.Server.Broker.HubEndpoint
+	if ep == "" {
+		return fmt.Errorf("server.broker.hub_endpoint is not set: run `scion runtime-broker register` (or join) first")
+	}
+	creds, err := config.LoadBrokerCredentials()
+	if err != nil {
+		return err
+	}
+	conn := creds.ForHub(ep)
+	if conn == nil {
+		return fmt.Errorf("no stored broker credentials for %s: run `scion runtime-broker register` against that Hub", ep)
+	}
+	rtKind := cmp.Or(o.Runtime, s.Server.Broker.Runtime)
+	dataDir := s.Server.Broker.DataDir
+	if dataDir == "" {
+		dataDir = config.Path("broker")
+	}
+	rt, agentHub, err := newRuntime(parent, runtimeChoice{Kind: rtKind, BrokerID: conn.BrokerID, DataDir: dataDir, HubEndpoint: ep}, log)
+	if err != nil {
+		return err
+	}
+	defer rt.Close()
+	var defaultImage string
+	if rt.Name() == "docker" {
+		// Like the workstation: no registry, so the demo image is
+		// built locally (once) and runs agents that name no image,
+		// and a team's first `scion start` works out of the box.
+		if defaultImage, err = ensureDemoImage(parent, log); err != nil {
+			log.Warn("the demo image could not be built; agents without an image are refused until the Hub has a default image (scion hub settings set --default-image)", "err", err)
+		}
+	}
+	self, _ := os.Executable()
+	profiles, err := brokerProfiles(s.Server.Broker.Profiles)
+	if err != nil {
+		return err
+	}
+	// server.broker.agent_hub_endpoint, when set, wins over the
+	// runtime's own choice (the Docker forwarder's address).
+	b, err := broker.New(broker.Config{Profiles: profiles, AgentHubEndpoint: cmp.Or(s.Server.Broker.AgentHubEndpoint, agentHub), HubEndpoint: ep, BrokerID: conn.BrokerID, Name: conn.BrokerName,
+		Secret: []byte(conn.Secret), Runtime: rt, DataDir: dataDir, Version: o.Version, Logger: log,
+		HeartbeatInterval: o.HeartbeatInterval, Grace: o.HeartbeatGrace, ScionBinary: self, PortRange: o.PortRange,
+		Capabilities:  passthroughCapabilities(s.Server.Broker.AllowPassthrough),
+		GitWorkspaces: broker.GitWorkspacesConfig{AllowLocalRemotes: s.Server.Broker.AllowLocalGitRemotes},
+		DefaultImage:  defaultImage})
+	if err != nil {
+		return err
+	}
+	log.Info("runtime broker starting", "name", conn.BrokerName, "broker_id", conn.BrokerID, "hub", ep, "runtime", rt.Name())
+	return b.Run(ctx)
+}

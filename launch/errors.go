@@ -1,0 +1,36 @@
+package launch
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+)
+
+// usageError is a mistake in the command line or settings that the CLI
+// reports as a usage error (exit 2): it has the Usage method cli.Daemons
+// looks for.
+type usageError struct{ err error }
+
+func (e *usageError) Error() string { return e.err.Error() }
+func (e *usageError) Unwrap() error { return e.err }
+
+// Usage reports that e is a usage error.
+func (e *usageError) Usage() bool { return true }
+
+func usageErr(err error) error { return &usageError{err} }
+
+func usageErrorf(format string, args ...any) error { return usageErr(fmt.Errorf(format, args...)) }
+
+func newLogger(level string) *slog.Logger {
+	var l slog.Level
+	_ = l.UnmarshalText([]byte(level))
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: l}))
+}
+
+// orDash is s, or "-" when s is empty.
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

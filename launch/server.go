@@ -1,0 +1,159 @@
+package launch
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/scion-go/scion/broker"
+	"github.com/scion-go/scion/config"
+	"github.com/scion-go/scion/hub"
+	"github.com/scion-go/scion/store"
+	"github.com/scion-go/scion/store/postgres"
+	"github.com/scion-go/scion/store/sqlite"
+)
+
+// openStore opens PostgreSQL for a postgres:// URL, else a SQLite file.
+func openStore(ctx context.Context, dsn string) (store.Store, error) {
+	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
+		return postgres.Open(ctx, dsn)
+	}
+	if err := os.MkdirAll(filepath.Dir(dsn), 0o700); err != nil {
+		return nil, err
+	}
+	return sqlite.Open(ctx, dsn)
+}
+
+// Server runs a Hub from the flags of `scion server start` until ctx ends
+// or SIGINT or SIGTERM arrives: it opens the store, loads the secrets key,
+// listens, and with o.Workstation registers and runs the local broker and
+// writes workstation.json (removed at the end); a team Hub writes its first
+// admin token to a 0600 file instead.
+func Server(parent context.Context, o config.ServerOptions) error {
+	f := &o
+	ctx, stop := signal.NotifyContext(parent, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	log := newLogger(f.LogLevel)
+	settings, err := config.LoadSettings()
+	if err != nil {
+		return err
+	}
+	warnSettings(log, settings)
+	f.Listen, f.DB = hubListenAndDB(f.Listen, f.DB, settings.Server.Hub)
+	if f.Workstation {
+		host, _, err := net.SplitHostPort(f.Listen)
+		if err != nil || !net.ParseIP(host).IsLoopback() {
+			return usageErrorf("--workstation listens on loopback only; --listen (or server.hub.listen) must be 127.0.0.1:PORT")
+		}
+	}
+	oidcCfg, err := oidcConfig(f.OIDC)
+	if err != nil {
+		return err
+	}
+	dsn := f.DB
+	st, err := openStore(ctx, dsn)
+	if err != nil {
+		return fmt.Errorf("open database: %w", err)
+	}
+	defer st.Close()
+	secretsKey, err := loadSecretsKey(f.SecretsKeyFile)
+	if err != nil {
+		return err
+	}
+	srv, err := hub.New(ctx, hub.Options{Store: st, Logger: log, Version: f.Version, HeartbeatInterval: f.HeartbeatInterval, Grace: f.HeartbeatGrace, OIDC: oidcCfg,
+		SecretsKey: secretsKey, AgentTokenTTL: f.AgentTokenTTL})
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", f.Listen)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w (is another Hub running? stop it or pass --listen)", f.Listen, err)
+	}
+	url := "http://" + ln.Addr().String()
+	srv.SetPublicURL(url)
+	// Everything a client needs (the workstation file with its token, the
+	// first admin token) is in place before the Hub answers /readyz.
+	var b *broker.Broker
+	if f.Workstation {
+		b, err = startWorkstation(ctx, srv, url, f, log)
+		if err != nil {
+			_ = ln.Close()
+			srv.Close()
+			return err
+		}
+		defer config.RemoveWorkstation()
+	} else if err := writeAdminTokenOnce(ctx, srv, st); err != nil {
+		_ = ln.Close()
+		return err
+	}
+	limits, err := serveLimits(f.Limits)
+	if err != nil {
+		_ = ln.Close()
+		srv.Close()
+		return err
+	}
+	hs, limited := hub.NewHTTPServer(srv.Handler(), ln, limits, log)
+	srv.WatchConnections(limited)
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- hs.Serve(limited) }()
+	brokerDone := make(chan struct{})
+	if b != nil {
+		go func() { defer close(brokerDone); _ = b.Run(ctx) }()
+	} else {
+		close(brokerDone)
+	}
+	log.Info("hub listening", "url", url, "database", redactDSN(dsn), "workstation", f.Workstation,
+		"max_connections", limits.MaxConns, "max_connections_per_address", limits.MaxConnsPerAddr)
+	if oidcCfg != nil {
+		log.Info("oidc sign-in on", "issuer", oidcCfg.IssuerURL, "clientId", oidcCfg.ClientID, "defaultRole", orDash(oidcCfg.DefaultRole))
+	}
+	fmt.Fprintf(os.Stderr, "Scion Hub ready at %s\n", url)
+
+	select {
+	case <-ctx.Done():
+	case err := <-serveErr:
+		return err
+	}
+	log.Info("shutting down")
+	shutCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	srv.Close() // ends broker channels so Shutdown does not wait on them
+	_ = hs.Shutdown(shutCtx)
+	<-brokerDone
+	return nil
+}
+
+// writeAdminTokenOnce gives a fresh team Hub its first admin: the token
+// goes to a 0600 file, never to the log.
+func writeAdminTokenOnce(ctx context.Context, srv *hub.Server, st store.Store) error {
+	users, err := st.ListUsers(ctx)
+	if err != nil || len(users) > 0 {
+		return err
+	}
+	tok, err := srv.BootstrapAdmin(ctx)
+	if err != nil {
+		return err
+	}
+	p := config.Path("hub-admin-token")
+	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+		return err
+	}
+	if err := os.WriteFile(p, []byte(tok+"\n"), 0o600); err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "bootstrap admin token written to %s\n", p)
+	return nil
+}
+
+func redactDSN(dsn string) string {
+	if i := strings.Index(dsn, "@"); i > 0 && strings.Contains(dsn, "://") {
+		return dsn[:strings.Index(dsn, "://")+3] + "***" + dsn[i:]
+	}
+	return dsn
+}

@@ -1,0 +1,48 @@
+package launch
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/scion-go/scion/config"
+	"github.com/scion-go/scion/hub"
+)
+
+// TestServeLimitsFlags: the server's timeout and cap flags are checked,
+// and the global cap is fitted under the descriptor limit.
+func TestServeLimitsFlags(t *testing.T) {
+	ok := config.DefaultServeLimits()
+	for _, tc := range []struct {
+		name string
+		edit func(*config.ServeLimits)
+		err  string
+	}{
+		{"defaults", func(*config.ServeLimits) {}, ""},
+		{"no per-address cap", func(l *config.ServeLimits) { l.MaxConnsPerAddr = 0 }, ""},
+		{"zero read timeout", func(l *config.ServeLimits) { l.ReadTimeout = 0 }, "--read-timeout"},
+		{"negative write timeout", func(l *config.ServeLimits) { l.WriteTimeout = -time.Second }, "--write-timeout"},
+		{"zero idle timeout", func(l *config.ServeLimits) { l.IdleTimeout = 0 }, "--idle-timeout"},
+		{"zero header timeout", func(l *config.ServeLimits) { l.ReadHeaderTimeout = 0 }, "--read-header-timeout"},
+		{"negative per-address cap", func(l *config.ServeLimits) { l.MaxConnsPerAddr = -1 }, "--max-connections-per-address"},
+		{"zero global cap", func(l *config.ServeLimits) { l.MaxConns = 0 }, "--max-connections"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := ok
+			tc.edit(&l)
+			got, err := serveLimits(l)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("err %v, want one naming %s", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := fdLimit(); n > 0 && uint64(got.MaxConns)+hub.FDReserve > n {
+				t.Fatalf("MaxConns %d + reserve %d over the descriptor limit %d", got.MaxConns, hub.FDReserve, n)
+			}
+		})
+	}
+}
