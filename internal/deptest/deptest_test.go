@@ -1,0 +1,155 @@
+package deptest
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestImportRules: this module keeps every rule of Rules.
+func TestImportRules(t *testing.T) {
+	module, pkgs, err := Load("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if module != "github.com/scion-go/scion" || len(pkgs) < 20 {
+		t.Fatalf("go list found module %q with %d packages", module, len(pkgs))
+	}
+	for _, v := range Check(module, pkgs, Rules) {
+		t.Error(v)
+	}
+}
+
+const mod = "example.com/m"
+
+// pkg is a package of the synthetic module mod with the given dependencies
+// (of mod when relative, else standard).
+func pkg(rel string, deps ...string) Package {
+	p := Package{ImportPath: mod + "/" + rel}
+	for _, d := range deps {
+		if !strings.Contains(d, ".") && d != "os" && d != "fmt" && d != "net" {
+			d = mod + "/" + d
+		}
+		p.Deps = append(p.Deps, d)
+		p.Imports = append(p.Imports, d)
+	}
+	return p
+}
+
+// clean is a module that keeps every rule.
+func clean() []Package {
+	return []Package{
+		pkg("api", "fmt"), pkg("client", "api"), pkg("config", "os"), pkg("cli", "api", "client", "config", "os"),
+		pkg("store", "api"), pkg("store/sqlite", "store", "api"), pkg("wire", "api"), pkg("runtime"),
+		pkg("runtime/docker", "runtime"), pkg("hub/placement", "api", "fmt"), pkg("hub/authz", "fmt"),
+		pkg("hub", "api", "store", "wire", "hub/placement", "hub/authz", "net"),
+		pkg("broker", "api", "config", "runtime", "wire"),
+		pkg("launch", "hub", "broker", "store", "store/sqlite", "runtime", "config"),
+		pkg("cmd/scion", "cli", "launch"),
+	}
+}
+
+// TestCheckCatchesViolations: the rules of the table fail on a module
+// that breaks them: one dependency added to a clean module per case.
+func TestCheckCatchesViolations(t *testing.T) {
+	if v := Check(mod, clean(), Rules); len(v) != 0 {
+		t.Fatalf("the clean module breaks rules: %q", v)
+	}
+	for _, tc := range []struct {
+		name      string
+		pkg, dep  string
+		violation string
+	}{
+		{"cli imports hub", "cli", "hub", "cli imports hub (directly or not); of ours it may import only api, client, config"},
+		{"cli imports store", "cli", "store", "cli imports store "},
+		{"cli imports store/sqlite", "cli", "store/sqlite", "cli imports store/sqlite "},
+		{"cli imports launch", "cli", "launch", "cli imports launch "},
+		{"api imports config", "api", "config", "api imports config (directly or not); of ours it may import nothing"},
+		{"api imports client", "api", "client", "api imports client "},
+		{"client imports hub", "client", "hub", "client imports hub "},
+		{"client imports a module", "client", "github.com/spf13/cobra", "client imports github.com/spf13/cobra (directly or not); of other modules it may import only github.com/coder/websocket"},
+		{"config imports api", "config", "api", "config imports api "},
+		{"store imports runtime", "store/sqlite", "runtime", "store/sqlite imports runtime (directly or not), which it must not"},
+		{"store imports hub", "store", "hub", "store imports hub "},
+		{"wire imports store", "wire", "store", "wire imports store "},
+		{"runtime imports broker", "runtime/docker", "broker", "runtime/docker imports broker "},
+		{"broker imports launch", "broker", "launch", "broker imports launch "},
+		{"placement imports store", "hub/placement", "store", "hub/placement imports store "},
+		{"authz imports os", "hub/authz", "os", "hub/authz imports os; a pure package does no I/O"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pkgs := clean()
+			for i := range pkgs {
+				if pkgs[i].ImportPath == mod+"/"+tc.pkg {
+					extra := pkg(tc.pkg, tc.dep)
+					pkgs[i].Deps = append(pkgs[i].Deps, extra.Deps...)
+					pkgs[i].Imports = append(pkgs[i].Imports, extra.Imports...)
+				}
+			}
+			v := Check(mod, pkgs, Rules)
+			if len(v) == 0 || !strings.Contains(strings.Join(v, "\n"), tc.violation) {
+				t.Fatalf("violations %q, want one saying %q", v, tc.violation)
+			}
+		})
+	}
+	if v := Check(mod, clean(), []Rule{{Name: "renamed", Pkgs: []string{"gone/..."}, Only: []string{}}}); len(v) != 1 || !strings.Contains(v[0], "no package matches gone/...") {
+		t.Fatalf("a rule that matches no package: %q", v)
+	}
+}
+
+// TestLoadAndCheckAModule: Load and Check on a real (temporary) module
+// whose api imports its config (so client, which may import api, reaches
+// config through it), whose cli imports its hub through another package
+// (and in a test file, which is allowed), and whose pure placement package
+// runs an HTTP server but may use http.StatusConflict.
+func TestLoadAndCheckAModule(t *testing.T) {
+	dir := t.TempDir()
+	files := map[string]string{
+		"go.mod":                 "module example.com/m\n\ngo 1.22\n",
+		"config/config.go":       "package config\n\nconst X = 1\n",
+		"api/api.go":             "package api\n\nimport \"example.com/m/config\"\n\nconst Y = config.X\n",
+		"client/client.go":       "package client\n\nimport _ \"example.com/m/api\"\n",
+		"hub/hub.go":             "package hub\n\nconst Z = 3\n",
+		"hub/handlers/h.go":      "package handlers\n\nimport \"example.com/m/hub\"\n\nconst W = hub.Z\n",
+		"cli/cli.go":             "package cli\n\nimport \"example.com/m/hub/handlers\"\n\nconst V = handlers.W\n",
+		"cli/cli_test.go":        "package cli\n\nimport _ \"example.com/m/hub\"\n", // tests are outside the rules
+		"hub/placement/place.go": "package placement\n\nimport \"net/http\"\n\nvar Code = http.StatusConflict\n\nfunc Serve() error { return http.ListenAndServe(\":0\", nil) }\n",
+	}
+	for name, text := range files {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	module, pkgs, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rules []Rule
+	for _, r := range Rules {
+		if strings.HasPrefix(r.Name, "api ") || strings.HasPrefix(r.Name, "cli ") || strings.HasPrefix(r.Name, "client ") || strings.Contains(r.Name, "pure") {
+			rules = append(rules, r)
+		}
+	}
+	got := strings.Join(Check(module, pkgs, rules), "\n")
+	for _, want := range []string{
+		"api imports config (directly or not)",
+		"cli imports hub/handlers (directly or not)",
+		"cli imports hub (directly or not)",
+		"hub/placement uses net/http.ListenAndServe at ",
+		"client imports config (directly or not)", // through api
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("violations lack %q:\n%s", want, got)
+		}
+	}
+	for _, unwanted := range []string{"client imports api", "StatusConflict"} {
+		if strings.Contains(got, unwanted) {
+			t.Errorf("violations name %q:\n%s", unwanted, got)
+		}
+	}
+}

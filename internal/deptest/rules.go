@@ -1,0 +1,56 @@
+package deptest
+
+// Rules are the module's package boundaries (docs: ../shared/DESIGN.md,
+// "Layout"). They hold for non-test files; tests may import harnesses.
+var Rules = []Rule{
+	{
+		// The wire types and error codes every side shares.
+		Name: "api imports nothing of ours",
+		Pkgs: []string{"api"}, Only: []string{},
+	},
+	{
+		// The typed client is what a program of another module imports
+		// to talk to a Hub: it drags in nothing but api, the standard
+		// library and the attach transport.
+		Name: "client imports only api",
+		Pkgs: []string{"client/..."}, Only: []string{"api"}, Modules: []string{"github.com/coder/websocket"},
+	},
+	{
+		// The settings files and the daemons' options: shared by the
+		// CLI and the daemons, so it stays a leaf.
+		Name: "config imports nothing of ours",
+		Pkgs: []string{"config"}, Only: []string{},
+	},
+	{
+		// Commands parse flags, call the Hub through client and render;
+		// the daemons come in through cli.Daemons (cmd/scion fills them
+		// from launch), never as imports.
+		Name: "cli imports only api, client and config",
+		Pkgs: []string{"cli/..."}, Only: []string{"api", "client", "config"},
+	},
+	{
+		// launch wires everything together; only the binary's main may
+		// depend on it, so no library grows a dependency on all of it.
+		Name: "only cmd/scion imports launch",
+		Pkgs: []string{"..."}, Except: []string{"cmd/scion", "launch/..."}, Deny: []string{"launch/..."},
+	},
+	{
+		Name: "store knows no server, broker, CLI or runtime",
+		Pkgs: []string{"store/..."}, Deny: []string{"hub/...", "broker/...", "cli/...", "runtime/...", "launch/..."},
+	},
+	{
+		Name: "wire knows no server, broker, store or CLI",
+		Pkgs: []string{"wire/..."}, Deny: []string{"hub/...", "broker/...", "store/...", "cli/...", "runtime/...", "launch/..."},
+	},
+	{
+		Name: "runtime knows no server, broker, store or CLI",
+		Pkgs: []string{"runtime/..."}, Deny: []string{"hub/...", "broker/...", "store/...", "cli/...", "launch/..."},
+	},
+	{
+		// Decisions over plain values, table-tested without a server: of
+		// ours only api (for the error codes), no files, sockets or
+		// processes, and net/http for its status constants only.
+		Name: "hub/placement and hub/authz are pure",
+		Pkgs: []string{"hub/placement/...", "hub/authz/..."}, Only: []string{"api"}, Pure: true,
+	},
+}
