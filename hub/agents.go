@@ -164,7 +164,7 @@ func (s *Server) createAgent(r *http.Request, c *Caller, p *store.Project, req a
 	}
 	s.metrics.created.Inc()
 	spec := s.createSpec(a, p, secrets, in.Req.Kubernetes, in.Req.Start)
-	a, _, err = s.runCreate(ctx, a, b, spec, "create:"+a.RunID)
+	a, _, err = s.runCreate(ctx, a, b, spec, plan.Key)
 	if err != nil {
 		return 0, nil, err
 	}

@@ -152,14 +152,16 @@ func brokerMissing(a *store.Agent) error {
 }
 
 // orBrokerMissing turns the offline answer for a's broker into
-// brokerMissing when that broker is no longer registered. It reads the
-// store only when the broker has no session.
+// reachCheck's (brokerMissing) when that broker is no longer registered.
+// It reads the store only when the broker has no session. (The streams
+// that use it, logs, exec and attach, are where the flat brokers'
+// placement checks call reachCheck before reaching the broker.)
 func (s *Server) orBrokerMissing(ctx context.Context, a *store.Agent, err error) error {
 	if a.BrokerID == "" || !api.IsCode(err, api.CodeBrokerOffline) {
 		return err
 	}
 	if _, gerr := s.store.GetBroker(ctx, a.BrokerID); isNotFound(gerr) {
-		return brokerMissing(a)
+		return reachCheck(reachInput{Agent: a, BrokerMissing: true})
 	}
 	return err
 }

@@ -239,3 +239,112 @@ func TestPlanDelete(t *testing.T) {
 		})
 	}
 }
+
+// TestPlanActionMatrix is every action on every phase and broker state:
+// a missing broker refuses all (runtime_broker_missing), an offline one
+// queues a stop (202) and refuses the rest (503); an online one gets the
+// writes and the command of the table.
+func TestPlanActionMatrix(t *testing.T) {
+	phases := []string{api.PhaseCreated, api.PhaseProvisioning, api.PhaseRunning, api.PhaseStopping,
+		api.PhaseStopped, api.PhaseSuspended, "error, no container", "error, exited"}
+	agentIn := func(phase string) *store.Agent {
+		switch phase {
+		case "error, no container":
+			return tAgentOn(api.PhaseError)
+		case "error, exited":
+			a := tAgentOn(api.PhaseError)
+			a.ContainerStatus = api.ContainerExited
+			return a
+		}
+		return tAgentOn(phase)
+	}
+	// What an online broker gets, per phase in the order above: the
+	// writes (reserve: the slot; stopping: phase stopping first) and the
+	// command (recreate: the create, sent again with start).
+	online := map[string][]string{
+		"start":   {"reserve start", "reserve start", "reserve start", "reserve start", "reserve start", "reserve start", "reserve recreate", "reserve start"},
+		"restart": {"reserve restart", "reserve restart", "reserve restart", "reserve restart", "reserve restart", "reserve restart", "reserve recreate", "reserve restart"},
+		"resume":  {"reserve resume", "reserve resume", "reserve resume", "reserve resume", "reserve resume", "reserve resume", "reserve recreate", "reserve resume"},
+		"stop":    {"stop", "stop", "stopping stop", "stop", "stop", "stop", "stop", "stop"},
+		"suspend": {"suspend", "suspend", "suspend", "suspend", "suspend", "suspend", "suspend", "suspend"},
+	}
+	for _, v := range tVerbs {
+		for i, ph := range phases {
+			for _, state := range []string{"online", "offline", "missing"} {
+				t.Run(v+"/"+ph+"/"+state, func(t *testing.T) {
+					in := tAction(v, func(in *actionInput) { in.Agent = agentIn(ph) })
+					if state == "missing" {
+						in.Broker, in.BrokerMissing = nil, true
+					}
+					plan, err := planAction(in)
+					switch state {
+					case "missing":
+						wantErr(t, err, api.CodeBrokerMissing, http.StatusConflict)
+						return
+					case "offline":
+						if err != nil {
+							t.Fatal(err)
+						}
+						if v == "stop" {
+							if !plan.QueueIfOffline {
+								t.Fatal("a stop for an offline broker is queued")
+							}
+							return
+						}
+						if plan.QueueIfOffline {
+							t.Fatal("only a stop is queued")
+						}
+						wantErr(t, plan.Offline, api.CodeBrokerOffline, http.StatusServiceUnavailable)
+						return
+					}
+					run, err := planActionRun(runInput{Plan: plan, Agent: agentIn(ph), Broker: in.Broker, Limit: 5})
+					if err != nil {
+						t.Fatal(err)
+					}
+					var got []string
+					if run.Reserve {
+						got = append(got, "reserve")
+					}
+					if run.MarkStopping {
+						got = append(got, "stopping")
+					}
+					if run.Recreate {
+						got = append(got, "recreate")
+					} else {
+						got = append(got, v)
+					}
+					if g := strings.Join(got, " "); g != online[v][i] {
+						t.Fatalf("%q, want %q", g, online[v][i])
+					}
+				})
+			}
+		}
+	}
+}
+
+// TestPlanDeleteMatrix: a delete does not depend on the agent's phase,
+// only on its broker's state and --force.
+func TestPlanDeleteMatrix(t *testing.T) {
+	for _, ph := range []string{api.PhaseCreated, api.PhaseProvisioning, api.PhaseRunning, api.PhaseStopping,
+		api.PhaseStopped, api.PhaseSuspended, api.PhaseError} {
+		for _, tc := range []struct {
+			state string
+			force bool
+			want  string
+		}{
+			{"online", false, "dispatch"}, {"online", true, "dispatch"},
+			{"offline", false, api.CodeBrokerOffline}, {"offline", true, api.CodeBrokerOffline},
+			{"missing", false, api.CodeBrokerMissing}, {"missing", true, "forced"},
+		} {
+			in := deleteInput{Agent: tAgentOn(ph), Force: tc.force, Online: tc.state == "online", BrokerMissing: tc.state == "missing"}
+			p, err := planDelete(in)
+			got := map[bool]string{true: "dispatch", false: "forced"}[p.Dispatch]
+			if err != nil {
+				got = api.AsError(err).Code
+			}
+			if got != tc.want {
+				t.Errorf("delete %s, broker %s, force %v: %s, want %s", ph, tc.state, tc.force, got, tc.want)
+			}
+		}
+	}
+}

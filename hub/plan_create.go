@@ -61,6 +61,8 @@ type createPlan struct {
 	Broker    *store.Broker
 	Limit     int
 	Placement placement.Decision
+	// Key is the broker's key of the create command.
+	Key string
 	// CheckRoom: the agent does not start (so takes no slot), but a full
 	// broker refuses it all the same: the executor counts the broker's
 	// slots and asks room (the one read that depends on the decision).
@@ -123,7 +125,7 @@ func planCreate(in createInput) (createPlan, error) {
 	// check: the agent, the cascade's auto-link, the capacity slot (only
 	// running agents hold one) and the Idempotency-Key's record. A create
 	// refused at any step, the quota's included, writes nothing.
-	plan := createPlan{Agent: a, Project: p, Broker: b, Limit: limit, Placement: d,
+	plan := createPlan{Agent: a, Project: p, Broker: b, Limit: limit, Placement: d, Key: "create:" + a.RunID,
 		Opts: store.CreateAgentOptions{LinkProvider: d.AutoLink}}
 	if req.Start {
 		plan.Opts.ReserveLimit = &limit

@@ -245,6 +245,9 @@ func TestPlanCreateRecord(t *testing.T) {
 		a.Profile != "dev" || !a.CreatedAt.Equal(tNow) || len(a.SecretNames) != 1 {
 		t.Fatalf("record: %+v", a)
 	}
+	if p.Key != "create:run-1" {
+		t.Fatalf("the broker's key of the create: %q", p.Key)
+	}
 	if p.Opts.Key == nil || p.Opts.Key.Key != "k1" || !p.Opts.Key.ExpiresAt.Equal(tNow.Add(idempotencyTTL)) {
 		t.Fatalf("the key's record is written with the agent: %+v", p.Opts.Key)
 	}

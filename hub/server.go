@@ -1,8 +1,15 @@
 // Package hub is the Scion Hub: the REST API under /api/v1, the control
 // channel endpoint that Runtime Brokers dial, and the dispatch of agent
 // lifecycle commands to them. Handlers load state from the store, decide
-// with pure functions (hub/placement), persist in one transaction, then
-// dispatch. One file per resource.
+// with pure functions (hub/placement, hub/authz), persist in one
+// transaction, then dispatch. One file per resource.
+//
+// The large handlers (create, the lifecycle actions, delete, the
+// reconciliation of a broker's inventory) keep the decision in a pure plan
+// function of their own, table-tested without a server: plan.go describes
+// the shape (load, plan, commit, dispatch, answer) and where the flat
+// brokers' placement checks (reachCheck) and the move saga (one more plan)
+// go.
 package hub
 
 import (
