@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"runtime/pprof"
 	"sort"
@@ -41,40 +42,169 @@ func main() {
 	n := flag.Int("n", 2000, "creates per concurrency level")
 	levels := flag.String("c", "1,8,32", "concurrency levels")
 	engines := flag.String("engines", "sqlite,postgres", "stores to measure")
-	fleet := flag.Bool("fleet", false, "instead: 50 brokers with 5,000 agents placed vs an empty Hub, at -c's last level")
-	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the whole run here")
+	shapes := flag.String("shape", "process,inproc", "process: Hub and broker as separate scion processes (SCION_BIN, else built), this one the HTTP client; inproc: all three in this process; both: side by side, alternated per level")
+	runs := flag.Int("runs", 1, "measure every level and shape this many times (alternated) and print the medians")
+	profileDir := flag.String("profile", "", "process shape: write a CPU profile of the Hub and of the broker process at the last level into this directory (hub-ENGINE.pprof, broker-ENGINE.pprof)")
+	fleet := flag.Bool("fleet", false, "instead: 50 brokers with 5,000 agents placed vs an empty Hub, at -c's last level (in process)")
+	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of this process's whole run here")
 	flag.StringVar(&fleetShapes, "shapes", "empty,fleet,fleet,empty", "with -fleet: the Hubs to measure, in order; a shape measured twice is averaged")
 	flag.Parse()
+	os.Exit(benchMain(*n, *levels, *engines, *shapes, *runs, *profileDir, *fleet, *cpuprofile))
+}
+
+// benchMain runs the bench and returns the exit code; whatever it started
+// (daemon processes, directories) is gone when it returns, and when the
+// bench is interrupted.
+func benchMain(n int, levels, engines, shapes string, runs int, profileDir string, fleet bool, cpuprofile string) int {
 	defer removeAll()
-	if *cpuprofile != "" {
-		f, err := os.Create(*cpuprofile)
+	defer killDaemons()
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	go func() {
+		s := <-sigs
+		fmt.Fprintf(os.Stderr, "%v: stopping the daemons and removing the bench's data\n", s)
+		killDaemons()
+		removeAll()
+		os.Exit(1)
+	}()
+	if cpuprofile != "" {
+		f, err := os.Create(cpuprofile)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
-			os.Exit(1)
+			return 1
 		}
 		_ = pprof.StartCPUProfile(f)
 		defer pprof.StopCPUProfile()
 	}
+	if profileDir != "" {
+		abs, err := filepath.Abs(profileDir)
+		if err == nil {
+			err = os.MkdirAll(abs, 0o755)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		profileDir = abs
+	}
 	fsBaseline("before")
 	defer fsBaseline("after")
-	if *fleet {
-		runFleet(*engines, *levels, *n)
-		return
+	if fleet {
+		runFleet(engines, levels, n)
+		return 0
 	}
-	fmt.Printf("agent create through the Hub API (fake runtime, 1 broker), %d creates per level\n", *n)
-	fmt.Printf("%-9s %5s %10s %9s %9s %9s\n", "engine", "conc", "creates/s", "p50", "p99", "max")
-	for _, eng := range strings.Split(*engines, ",") {
-		for _, cs := range strings.Split(*levels, ",") {
-			c, _ := strconv.Atoi(cs)
-			if _, err := run(eng, c, *n, 1, 0); err != nil {
-				fmt.Fprintf(os.Stderr, "%s c=%d: %v\n", eng, c, err)
-				if eng == "postgres" && os.Getenv("SCION_TEST_POSTGRES_URL") == "" {
-					break
+	if strings.Contains(shapes, "process") {
+		if _, err := scionBinary(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+	}
+	fmt.Printf("agent create through the Hub API (fake runtime, 1 broker), %d creates per level, %d run(s)\n", n, runs)
+	fmt.Printf("process: Hub and broker are scion processes (%s), this process the HTTP client; inproc: all in this process\n", scionBinPath)
+	fmt.Printf("cpu/create: process: the Hub's and the broker's utime+stime over the measured creates; inproc: this whole process's\n")
+	fmt.Printf("%-9s %-8s %5s %10s %9s %9s %9s %10s %10s  %s\n", "engine", "shape", "conc", "creates/s", "p50", "p99", "max", "hub cpu", "broker cpu", "loadavg")
+	ls := strings.Split(levels, ",")
+	all := map[string][]result{} // engine/shape/conc
+	for _, eng := range strings.Split(engines, ",") {
+	runs:
+		for r := range runs {
+			for li, cs := range ls {
+				c, _ := strconv.Atoi(cs)
+				shs := strings.Split(shapes, ",")
+				if r%2 == 1 { // alternate which shape goes first
+					for i, j := 0, len(shs)-1; i < j; i, j = i+1, j-1 {
+						shs[i], shs[j] = shs[j], shs[i]
+					}
 				}
-				removeAll()
-				os.Exit(1)
+				for _, sh := range shs {
+					var res result
+					var err error
+					switch sh {
+					case "process":
+						prof := ""
+						if li == len(ls)-1 && r == 0 {
+							prof = profileDir
+						}
+						res, err = runProcess(eng, c, n, prof)
+					case "inproc":
+						res, err = run(eng, c, n, 1, 0)
+					default:
+						err = fmt.Errorf("unknown shape %q (use process and inproc)", sh)
+					}
+					if err != nil {
+						fmt.Fprintf(os.Stderr, "%s %s c=%d: %v\n", eng, sh, c, err)
+						if eng == "postgres" && os.Getenv("SCION_TEST_POSTGRES_URL") == "" {
+							break runs
+						}
+						return 1
+					}
+					printRow(eng, sh, c, res)
+					k := eng + "/" + sh + "/" + cs
+					all[k] = append(all[k], res)
+				}
 			}
 		}
+	}
+	if runs > 1 {
+		fmt.Printf("\nmedians over %d runs\n", runs)
+		fmt.Printf("%-9s %-8s %5s %10s %9s %9s %9s %10s %10s\n", "engine", "shape", "conc", "creates/s", "p50", "p99", "max", "hub cpu", "broker cpu")
+		for _, eng := range strings.Split(engines, ",") {
+			for _, cs := range ls {
+				c, _ := strconv.Atoi(cs)
+				for _, sh := range strings.Split(shapes, ",") {
+					if rs := all[eng+"/"+sh+"/"+cs]; len(rs) > 0 {
+						printRow(eng, sh, c, medianResult(rs))
+					}
+				}
+			}
+		}
+	}
+	return 0
+}
+
+func printRow(eng, shape string, c int, res result) {
+	cpu := func(d time.Duration) string {
+		if d == 0 {
+			return "-"
+		}
+		return d.Round(time.Microsecond).String()
+	}
+	load := ""
+	if res.load != "" {
+		load = res.load
+	}
+	hub, br := cpu(res.hubCPU), cpu(res.brokerCPU)
+	if shape == "inproc" {
+		hub, br = cpu(res.selfCPU)+" (all)", ""
+	}
+	fmt.Printf("%-9s %-8s %5d %10.0f %9s %9s %9s %10s %10s  %s\n", eng, shape, c, res.rate,
+		res.p50.Round(time.Microsecond), res.p99.Round(time.Microsecond), res.max.Round(time.Microsecond), hub, br, load)
+}
+
+// medianResult is the median of each figure over rs (each on its own).
+func medianResult(rs []result) result {
+	med := func(f func(result) float64) float64 {
+		xs := make([]float64, len(rs))
+		for i, r := range rs {
+			xs[i] = f(r)
+		}
+		sort.Float64s(xs)
+		if len(xs)%2 == 1 {
+			return xs[len(xs)/2]
+		}
+		return (xs[len(xs)/2-1] + xs[len(xs)/2]) / 2
+	}
+	d := func(f func(result) time.Duration) time.Duration {
+		return time.Duration(med(func(r result) float64 { return float64(f(r)) }))
+	}
+	return result{
+		rate:      med(func(r result) float64 { return r.rate }),
+		p50:       d(func(r result) time.Duration { return r.p50 }),
+		p99:       d(func(r result) time.Duration { return r.p99 }),
+		max:       d(func(r result) time.Duration { return r.max }),
+		hubCPU:    d(func(r result) time.Duration { return r.hubCPU }),
+		brokerCPU: d(func(r result) time.Duration { return r.brokerCPU }),
+		selfCPU:   d(func(r result) time.Duration { return r.selfCPU }),
 	}
 }
 
@@ -127,6 +257,10 @@ func replaceDB(url, db string) string {
 type result struct {
 	rate          float64
 	p50, p99, max time.Duration
+	// CPU time per create: the Hub's and the broker's process (process
+	// shape), this whole process (in process).
+	hubCPU, brokerCPU, selfCPU time.Duration
+	load                       string // /proc/loadavg's first three fields when the level ended
 }
 
 // run measures n creates at concurrency conc on a Hub with brokers online
@@ -207,6 +341,19 @@ func run(eng string, conc, n, brokers, preload int) (result, error) {
 		_, err := cl.CreateAgent(ctx, api.CreateAgentRequest{Name: name, Project: "default", Broker: names[i%brokers], Start: true, Command: []string{"x"}})
 		return err
 	}
+	var self0 time.Duration
+	res, err = drive(conc, n, create, func() { self0 = procCPU(os.Getpid()) })
+	if err != nil {
+		return res, err
+	}
+	res.selfCPU = (procCPU(os.Getpid()) - self0) / time.Duration(n)
+	return res, nil
+}
+
+// drive warms up conc connections, calls started, then runs n creates
+// with conc concurrent callers and measures them.
+func drive(conc, n int, create func(name string, i int) error, started func()) (result, error) {
+	var res result
 	// Warm up connections and caches.
 	for i := range conc {
 		if err := create(fmt.Sprintf("warm-%d", i), i); err != nil {
@@ -216,6 +363,7 @@ func run(eng string, conc, n, brokers, preload int) (result, error) {
 	// Flush what the set-up and the previous run left to write back, so
 	// that it is not charged to this run's creates.
 	syscall.Sync()
+	started()
 	lat := make([]time.Duration, n)
 	var next atomic.Int64
 	var firstErr error
@@ -248,10 +396,21 @@ func run(eng string, conc, n, brokers, preload int) (result, error) {
 	}
 	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
 	pct := func(p float64) time.Duration { return lat[int(p*float64(len(lat)-1))] }
-	res = result{rate: float64(n) / el.Seconds(), p50: pct(.5), p99: pct(.99), max: lat[len(lat)-1]}
-	fmt.Printf("%-9s %5d %10.0f %9s %9s %9s\n", eng, conc, res.rate,
-		res.p50.Round(time.Microsecond), res.p99.Round(time.Microsecond), res.max.Round(time.Microsecond))
+	res = result{rate: float64(n) / el.Seconds(), p50: pct(.5), p99: pct(.99), max: lat[len(lat)-1], load: loadAvg()}
 	return res, nil
+}
+
+// loadAvg is the first three fields of /proc/loadavg.
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return ""
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return ""
+	}
+	return strings.Join(f[:3], " ")
 }
 
 // fleetShapes are the Hubs runFleet measures (-shapes).
@@ -285,6 +444,8 @@ func runFleet(engines, levels string, n int) {
 				fmt.Fprintf(os.Stderr, "%s %s: %v\n", eng, shape, err)
 				break
 			}
+			fmt.Printf("%-9s %5d %10.0f %9s %9s %9s\n", eng, conc, r.rate,
+				r.p50.Round(time.Microsecond), r.p99.Round(time.Microsecond), r.max.Round(time.Microsecond))
 			rates[shape] = append(rates[shape], r.rate)
 		}
 		if err != nil || len(rates["empty"]) == 0 || len(rates["fleet"]) == 0 {
