@@ -150,10 +150,14 @@ func (b *Broker) createAgentOnce(ctx context.Context, spec wire.AgentSpec) (_ ru
 		HomeDir:   home,
 		SecretEnv: secretEnv(spec),
 	}
-	if rec, rerr := b.AgentWorkspace(spec.AgentID); rerr == nil && rec.GitCommonDir != "" {
-		// A worktree's .git file names the base clone's git directory by
-		// its host path: a container must see it at that same path.
-		rs.Mounts = append(rs.Mounts, runtime.Mount{Source: rec.GitCommonDir, Target: rec.GitCommonDir})
+	// Only a worktree's record names a git directory: other modes skip
+	// reading back the record Prepare just wrote.
+	if spec.SharingMode == api.SharingWorktreePerAgent {
+		if rec, rerr := b.AgentWorkspace(spec.AgentID); rerr == nil && rec.GitCommonDir != "" {
+			// A worktree's .git file names the base clone's git directory
+			// by its host path: a container must see it at that same path.
+			rs.Mounts = append(rs.Mounts, runtime.Mount{Source: rec.GitCommonDir, Target: rec.GitCommonDir})
+		}
 	}
 	rs.Labels = b.settingLabels(spec)
 	if portsLabel != "" {

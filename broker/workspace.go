@@ -97,14 +97,71 @@ func (l layout) within(path string) bool {
 // not catch a projects/<id> that is a symlink to somewhere else, and
 // creating or removing through it would act outside the data directory.
 func (l layout) safeDir(path string) error {
-	path = filepath.Clean(path)
-	if !l.within(path) {
-		return api.BadRequest("workspace path %s is outside the runtime broker's data directory %s", path, l.root)
+	return l.safeDirs(path)
+}
+
+// safeDirs is safeDir of each path. The common case, no symlink and no
+// file among the existing parts of a path below the root, is settled with
+// one lstat per existing element below the (resolved, cached) root, each
+// element shared by several paths looked at once: then the path resolves
+// to the real root joined with the same elements, inside it. Anything else
+// (a symlink, a file, an error) takes safeDir's full resolution. A create
+// checks three paths of one project this way in about 6 system calls
+// instead of about 60 (EvalSymlinks walks every element from /, again for
+// each ancestor of a path that does not exist yet).
+func (l layout) safeDirs(paths ...string) error {
+	var plain map[string]bool // elements seen to be plain directories
+	for _, path := range paths {
+		path = filepath.Clean(path)
+		if !l.within(path) {
+			return api.BadRequest("workspace path %s is outside the runtime broker's data directory %s", path, l.root)
+		}
+		realRoot, err := resolvedRoot(l.root)
+		if err != nil {
+			return fmt.Errorf("data directory: %w", err)
+		}
+		if plain == nil {
+			plain = map[string]bool{}
+		}
+		if l.plainBelowRoot(path, plain) {
+			continue
+		}
+		if err := l.resolveDir(path, realRoot); err != nil {
+			return err
+		}
 	}
-	realRoot, err := resolvedRoot(l.root)
+	return nil
+}
+
+// plainBelowRoot reports whether every existing element of path below the
+// root is a directory that is not a symlink (what does not exist yet will
+// be made by us as plain directories). path is inside the root.
+func (l layout) plainBelowRoot(path string, plain map[string]bool) bool {
+	rel, err := filepath.Rel(l.root, path)
 	if err != nil {
-		return fmt.Errorf("data directory: %w", err)
+		return false
 	}
+	cur := l.root
+	for _, elem := range strings.Split(rel, string(filepath.Separator)) {
+		cur = filepath.Join(cur, elem)
+		if plain[cur] {
+			continue
+		}
+		fi, err := os.Lstat(cur)
+		if errors.Is(err, fs.ErrNotExist) {
+			return true
+		}
+		if err != nil || !fi.IsDir() { // a symlink is not IsDir
+			return false
+		}
+		plain[cur] = true
+	}
+	return true
+}
+
+// resolveDir is safeDir's full check of a path inside the root: resolve
+// the deepest existing ancestor and refuse what leads outside realRoot.
+func (l layout) resolveDir(path, realRoot string) error {
 	// Resolve the deepest existing ancestor; what is below it does not exist
 	// yet and will be made by us as plain directories.
 	existing, rest, retries := path, "", 0

@@ -141,27 +141,36 @@ func (w *GitWorkspaces) Prepare(ctx context.Context, spec wire.AgentSpec) (strin
 		}
 	}
 	agentDir := w.layout.agentDir(spec.ProjectID, spec.AgentID)
-	for _, p := range []string{agentDir, w.layout.baseDir(spec.ProjectID), w.layout.sharedDir(spec.ProjectID)} {
-		if err := w.layout.safeDir(p); err != nil {
-			return "", err
-		}
-	}
-	_, statErr := os.Stat(agentDir)
-	madeDir := errors.Is(statErr, fs.ErrNotExist)
-	// A create means a fresh workspace: clear what an earlier create of
-	// this agent left (a crash mid-create, a container removed by hand).
-	// The agent's directory may exist without one (a harness's home files
-	// are written first), so look for a workspace or a record rather than
-	// the directory: a new agent has neither, and there is nothing to clear.
-	if !madeDir && w.hasWorkspace(agentDir) {
-		if err := w.removeIn(ctx, spec.ProjectID, agentDir); err != nil {
-			return "", w.describe(spec, mode, err)
-		}
+	if err := w.layout.safeDirs(agentDir, w.layout.baseDir(spec.ProjectID), w.layout.sharedDir(spec.ProjectID)); err != nil {
+		return "", err
 	}
 	// The agent's directory is private to the broker's user: the home
 	// in it holds the agent's credentials, and the workspace its code.
-	if err := os.MkdirAll(agentDir, 0o700); err != nil {
-		return "", w.describe(spec, mode, err)
+	// A new agent's is made here, in one mkdir (its project's first agent:
+	// with its parents).
+	mkErr := os.Mkdir(agentDir, 0o700)
+	if errors.Is(mkErr, fs.ErrNotExist) {
+		mkErr = os.MkdirAll(agentDir, 0o700)
+	}
+	madeDir := mkErr == nil
+	if !madeDir {
+		if !errors.Is(mkErr, fs.ErrExist) {
+			return "", w.describe(spec, mode, mkErr)
+		}
+		// A create means a fresh workspace: clear what an earlier create
+		// of this agent left (a crash mid-create, a container removed by
+		// hand). The agent's directory may exist without one (a harness's
+		// home files are written first), so look for a workspace or a
+		// record rather than the directory: a new agent has neither, and
+		// there is nothing to clear.
+		if w.hasWorkspace(agentDir) {
+			if err := w.removeIn(ctx, spec.ProjectID, agentDir); err != nil {
+				return "", w.describe(spec, mode, err)
+			}
+		}
+		if err := os.MkdirAll(agentDir, 0o700); err != nil {
+			return "", w.describe(spec, mode, err)
+		}
 	}
 
 	rec := WorkspaceRecord{AgentID: spec.AgentID, ProjectID: spec.ProjectID, Mode: mode,
@@ -170,7 +179,9 @@ func (w *GitWorkspaces) Prepare(ctx context.Context, spec wire.AgentSpec) (strin
 	switch mode {
 	case api.SharingEmptyPerAgent:
 		rec.Path = filepath.Join(agentDir, "workspace")
-		err = os.MkdirAll(rec.Path, 0o755)
+		if err = os.Mkdir(rec.Path, 0o755); err != nil {
+			err = os.MkdirAll(rec.Path, 0o755) // there already, or an error to report
+		}
 	case api.SharingClonePerAgent:
 		err = w.prepareClone(ctx, spec, agentDir, &rec)
 	case api.SharingSharedWorkspace:
