@@ -205,7 +205,14 @@ func (w *GitWorkspaces) Prepare(ctx context.Context, spec wire.AgentSpec) (strin
 		}
 		return "", w.describe(spec, mode, err)
 	}
-	w.log.Info("workspace ready", "agent", spec.AgentID, "project", spec.ProjectID, "mode", mode, "path", rec.Path, "branch", rec.Branch)
+	// An empty workspace is two directories and a file: at Debug, so that
+	// a busy broker does not write a log line per create. The git modes,
+	// which clone or check out, say so at Info.
+	level := slog.LevelInfo
+	if mode == api.SharingEmptyPerAgent {
+		level = slog.LevelDebug
+	}
+	w.log.Log(ctx, level, "workspace ready", "agent", spec.AgentID, "project", spec.ProjectID, "mode", mode, "path", rec.Path, "branch", rec.Branch)
 	return rec.Path, nil
 }
 

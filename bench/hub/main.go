@@ -101,8 +101,8 @@ func benchMain(n int, levels, engines, shapes string, runs int, profileDir strin
 	}
 	fmt.Printf("agent create through the Hub API (fake runtime, 1 broker), %d creates per level, %d run(s)\n", n, runs)
 	fmt.Printf("process: Hub and broker are scion processes (%s), this process the HTTP client; inproc: all in this process\n", scionBinPath)
-	fmt.Printf("cpu/create: process: the Hub's and the broker's utime+stime over the measured creates; inproc: this whole process's\n")
-	fmt.Printf("%-9s %-8s %5s %10s %9s %9s %9s %10s %10s  %s\n", "engine", "shape", "conc", "creates/s", "p50", "p99", "max", "hub cpu", "broker cpu", "loadavg")
+	fmt.Printf("cpu: utime+stime per measured create of the Hub process, the broker process and this process (the client; inproc: all three)\n")
+	fmt.Printf("%-9s %-8s %5s %10s %9s %9s %9s %9s %10s %10s  %s\n", "engine", "shape", "conc", "creates/s", "p50", "p99", "max", "hub cpu", "broker cpu", "client cpu", "loadavg")
 	ls := strings.Split(levels, ",")
 	all := map[string][]result{} // engine/shape/conc
 	for _, eng := range strings.Split(engines, ",") {
@@ -147,7 +147,7 @@ func benchMain(n int, levels, engines, shapes string, runs int, profileDir strin
 	}
 	if runs > 1 {
 		fmt.Printf("\nmedians over %d runs\n", runs)
-		fmt.Printf("%-9s %-8s %5s %10s %9s %9s %9s %10s %10s\n", "engine", "shape", "conc", "creates/s", "p50", "p99", "max", "hub cpu", "broker cpu")
+		fmt.Printf("%-9s %-8s %5s %10s %9s %9s %9s %9s %10s %10s\n", "engine", "shape", "conc", "creates/s", "p50", "p99", "max", "hub cpu", "broker cpu", "client cpu")
 		for _, eng := range strings.Split(engines, ",") {
 			for _, cs := range ls {
 				c, _ := strconv.Atoi(cs)
@@ -173,12 +173,12 @@ func printRow(eng, shape string, c int, res result) {
 	if res.load != "" {
 		load = res.load
 	}
-	hub, br := cpu(res.hubCPU), cpu(res.brokerCPU)
+	hub, br, cl := cpu(res.hubCPU), cpu(res.brokerCPU), cpu(res.selfCPU)
 	if shape == "inproc" {
-		hub, br = cpu(res.selfCPU)+" (all)", ""
+		hub, br, cl = "", "", cl+" (all)"
 	}
-	fmt.Printf("%-9s %-8s %5d %10.0f %9s %9s %9s %10s %10s  %s\n", eng, shape, c, res.rate,
-		res.p50.Round(time.Microsecond), res.p99.Round(time.Microsecond), res.max.Round(time.Microsecond), hub, br, load)
+	fmt.Printf("%-9s %-8s %5d %10.0f %9s %9s %9s %9s %10s %10s  %s\n", eng, shape, c, res.rate,
+		res.p50.Round(time.Microsecond), res.p99.Round(time.Microsecond), res.max.Round(time.Microsecond), hub, br, cl, load)
 }
 
 // medianResult is the median of each figure over rs (each on its own).

@@ -412,14 +412,15 @@ func runProcess(eng string, conc, n int, profileDir string) (result, error) {
 		_, err := ps.cl.CreateAgent(ctx, api.CreateAgentRequest{Name: name, Project: "default", Broker: ps.brokerName, Start: true, Command: []string{"x"}})
 		return err
 	}
-	hub0, br0 := ps.hub.cpu(), ps.broker.cpu()
+	var hub0, br0, self0 time.Duration
 	res, err := drive(conc, n, create, func() {
-		hub0, br0 = ps.hub.cpu(), ps.broker.cpu()
+		hub0, br0, self0 = ps.hub.cpu(), ps.broker.cpu(), procCPU(os.Getpid())
 	})
 	if err != nil {
 		return res, err
 	}
 	res.hubCPU = (ps.hub.cpu() - hub0) / time.Duration(n)
 	res.brokerCPU = (ps.broker.cpu() - br0) / time.Duration(n)
+	res.selfCPU = (procCPU(os.Getpid()) - self0) / time.Duration(n)
 	return res, nil
 }
