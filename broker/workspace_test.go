@@ -71,3 +71,39 @@ func TestSafeDirRefusesSymlinkEscapes(t *testing.T) {
 		}
 	}
 }
+
+// TestSafeDirsFastPathKeepsTheChecks: safeDirs settles plain directories
+// with lstats below the root and shares elements between its paths; a
+// root reached through a symlink, an escape in a later path of the same
+// call and a file where a directory belongs still get the full check.
+func TestSafeDirsFastPathKeepsTheChecks(t *testing.T) {
+	real, outside := t.TempDir(), t.TempDir()
+	root := filepath.Join(t.TempDir(), "data")
+	if err := os.Symlink(real, root); err != nil { // the data directory itself a symlink
+		t.Fatal(err)
+	}
+	l := layout{root: root}
+	if err := os.MkdirAll(filepath.Join(root, "projects", "p", "agents"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(root, "projects", "p", "base")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "projects", "p", "shared"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.safeDirs(l.agentDir("p", "a"), l.agentDir("p", "b"), l.projectDir("q")); err != nil {
+		t.Errorf("plain paths under a symlinked root: %v", err)
+	}
+	if err := l.safeDirs(l.agentDir("p", "a"), l.baseDir("p")); !api.IsCode(err, api.CodeInvalidRequest) {
+		t.Errorf("a later path through a symlink out of the root: %v, want invalid_request", err)
+	}
+	// A file where a directory belongs resolves inside the root: allowed
+	// by the check (making a directory there then fails), as before.
+	if err := l.safeDirs(l.sharedDir("p")); err != nil {
+		t.Errorf("a file inside the root: %v", err)
+	}
+	if err := l.safeDirs(filepath.Join(l.sharedDir("p"), "x")); err == nil || api.IsCode(err, api.CodeInvalidRequest) {
+		t.Errorf("a path below a file: %v, want the resolution's error", err)
+	}
+}
