@@ -3,6 +3,7 @@ package hub
 import (
 	"bufio"
 	"context"
+	"errors"
 	"net"
 	"net/http"
 	"slices"
@@ -57,6 +58,16 @@ func (s *Server) refusal(c *Caller, a authz.Action, ref *authz.Refusal, notFound
 		return notFound()
 	}
 	return api.Forbidden("%s", ref.Reason)
+}
+
+// answer turns a plan's error into the one the handler returns: its
+// authz refusal (refusalErr) answered and logged as refusal does.
+func (s *Server) answer(c *Caller, err error) error {
+	var r *refusalErr
+	if errors.As(err, &r) {
+		return s.refusal(c, r.act, r.ref, nil)
+	}
+	return err
 }
 
 func projectRes(p *store.Project) *authz.Project {

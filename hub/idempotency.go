@@ -129,7 +129,7 @@ func (s *Server) resolveOutcome(ctx context.Context, c *Caller, rec *store.Idemp
 	}
 	b, err := s.store.GetBroker(ctx, a.BrokerID)
 	if isNotFound(err) { // deregistered with force
-		return 0, nil, false, brokerMissing(a)
+		return 0, nil, false, reachCheck(reachInput{Agent: a, BrokerMissing: true})
 	}
 	if err != nil {
 		return 0, nil, false, err

@@ -49,11 +49,7 @@
 
 package hub
 
-import (
-	"errors"
-
-	"github.com/scion-go/scion/hub/authz"
-)
+import "github.com/scion-go/scion/hub/authz"
 
 // refusalErr is a plan's authz refusal: the executor turns it into the
 // API's answer (403, or notFound's answer for a hidden resource) and logs
@@ -71,13 +67,4 @@ func refused(act authz.Action, ref *authz.Refusal) error {
 		return nil
 	}
 	return &refusalErr{act: act, ref: ref}
-}
-
-// answer turns a plan's error into the one the handler returns.
-func (s *Server) answer(c *Caller, err error) error {
-	var r *refusalErr
-	if errors.As(err, &r) {
-		return s.refusal(c, r.act, r.ref, nil)
-	}
-	return err
 }
