@@ -24,9 +24,11 @@ test: build
 test-short:
 	$(GO) test -short -count=1 $(PKGS)
 
+# gofmt, go vet and staticcheck (pinned and cached by .ci/staticcheck.sh).
 lint:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); echo 'gofmt needed'; exit 1)
 	$(GO) vet ./...
+	"$$(.ci/staticcheck.sh)" ./...
 
 bench: build
 	@eval "$$(.ci/postgres.sh)" && $(GO) run ./bench/wire && $(GO) run ./bench/hub

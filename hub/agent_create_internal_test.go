@@ -82,9 +82,9 @@ func TestFinalAnswer(t *testing.T) {
 	}
 }
 
-// realDialError is the error a dial to a closed loopback port gives: it
-// names the address.
-func realDialError(t *testing.T) (error, string) {
+// realDialError is the error a dial to a closed loopback port gives, and
+// that port's address, which the error names.
+func realDialError(t *testing.T) (string, error) {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -97,7 +97,7 @@ func realDialError(t *testing.T) (error, string) {
 	if err == nil || !strings.Contains(err.Error(), addr) {
 		t.Fatalf("a dial to a closed loopback port gave no error naming %s: %v", addr, err)
 	}
-	return err, addr
+	return addr, err
 }
 
 // TestTransportErrorReachesTheAPIWithoutAddress: a transport error's text
@@ -106,7 +106,7 @@ func realDialError(t *testing.T) (error, string) {
 func TestTransportErrorReachesTheAPIWithoutAddress(t *testing.T) {
 	ctx := context.Background()
 	s, st := newInternalServer(t)
-	dialErr, addr := realDialError(t)
+	addr, dialErr := realDialError(t)
 	for _, code := range []string{api.CodeBrokerUnavailable, api.CodeBrokerOffline, api.CodeRuntimeError} {
 		e := api.Errorf(api.StatusForCode(code), code, "control channel closed: %v", dialErr)
 		rec := httptest.NewRecorder()

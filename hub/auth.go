@@ -16,13 +16,6 @@ import (
 	"github.com/scion-go/scion/store"
 )
 
-type callerKey struct{}
-
-func callerFrom(ctx context.Context) *Caller {
-	c, _ := ctx.Value(callerKey{}).(*Caller)
-	return c
-}
-
 const (
 	userTokenPrefix  = "scu_"
 	agentTokenPrefix = "sca_"
@@ -206,7 +199,7 @@ func (s *Server) requireAuth(h func(http.ResponseWriter, *http.Request, *Caller)
 			return
 		}
 		mark := &checkMark{}
-		ctx := context.WithValue(context.WithValue(r.Context(), callerKey{}, c), checkKey{}, mark)
+		ctx := context.WithValue(r.Context(), checkKey{}, mark)
 		r = r.WithContext(ctx)
 		h(&guardWriter{ResponseWriter: w, s: s, r: r, mark: mark}, r, c)
 	}

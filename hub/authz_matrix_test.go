@@ -237,7 +237,6 @@ func newMatrixEnv(t *testing.T) *matrixEnv {
 type cell struct {
 	method, path string
 	body         any
-	header       http.Header
 }
 
 // prepare builds the request of one cell, with fresh targets. For the

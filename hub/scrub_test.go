@@ -40,7 +40,7 @@ func TestScrubAddresses(t *testing.T) {
 // TestTransportErrorsNameNoAddress: the error a real dial gives names
 // host:port; scrubbed, it names none.
 func TestTransportErrorsNameNoAddress(t *testing.T) {
-	dialErr, _ := realDialError(t)
+	_, dialErr := realDialError(t)
 	for _, msg := range []string{dialErr.Error(), "control channel closed: " + dialErr.Error()} {
 		if got := scrubAddresses(msg); addrLike.MatchString(got) {
 			t.Errorf("scrubbed %q still names an address: %q", msg, got)

@@ -10,7 +10,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/docker/docker/client"
+	cerrdefs "github.com/containerd/errdefs"
 
 	"github.com/scion-go/scion/runtime"
 	"github.com/scion-go/scion/runtime/docker"
@@ -154,7 +154,7 @@ func ensureDemoImage(ctx context.Context, log *slog.Logger) (string, error) {
 	defer cl.Close()
 	if _, err := cl.ImageInspect(ctx, docker.DemoImage); err == nil {
 		return docker.DemoImage, nil
-	} else if !client.IsErrNotFound(err) {
+	} else if !cerrdefs.IsNotFound(err) {
 		return "", err
 	}
 	self, err := scionBinary()

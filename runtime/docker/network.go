@@ -35,7 +35,7 @@ func EnsureNetwork(ctx context.Context, cli client.NetworkAPIClient, name string
 	if err == nil {
 		return gw, nil
 	}
-	if !client.IsErrNotFound(err) {
+	if !cerrdefs.IsNotFound(err) {
 		return "", fmt.Errorf("docker runtime: inspect network %s: %w", name, err)
 	}
 	_, err = cli.NetworkCreate(ctx, name, network.CreateOptions{Driver: "bridge", Labels: map[string]string{"scion.managed": "true"}})

@@ -192,7 +192,6 @@ func testListAgentsFilter(t *testing.T, s store.Store) {
 	ctx := t.Context()
 	p1, p2 := newProject(t, s, "p1"), newProject(t, s, "p2")
 	b1, b2 := newBroker(t, s, "b1"), newBroker(t, s, "b2")
-	type key struct{ project, broker, phase string }
 	var all []*store.Agent
 	i := 0
 	for _, pid := range []string{p1.ID, p2.ID} {
