@@ -97,8 +97,3 @@ func saveCreds(t *testing.T, conns ...*config.BrokerConnection) {
 		t.Fatal(err)
 	}
 }
-
-func fileExists(path string) bool {
-	_, err := os.Stat(path)
-	return err == nil
-}
