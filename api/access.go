@@ -61,11 +61,5 @@ type Secret struct {
 	UpdatedAt time.Time `json:"updatedAt"`
 }
 
-// Error codes of secrets.
-const (
-	CodeSecretNotFound       = "secret_not_found"
-	CodeSecretsNotConfigured = "secrets_not_configured"
-	CodeAccessTokenNotFound  = "access_token_not_found"
-	CodeUserNotFound         = "user_not_found"
-	MaxSecretValue           = 64 << 10
-)
+// MaxSecretValue is the largest secret value, in bytes.
+const MaxSecretValue = 64 << 10

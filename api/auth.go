@@ -12,18 +12,9 @@ package api
 // the flow is over. Both routes answer 501 oidc_not_configured on a Hub
 // without OIDC, and 429 rate_limited when one client address asks too often.
 
-// Error codes of the sign-in routes (the first four are RFC 8628's).
-const (
-	CodeAuthorizationPending = "authorization_pending"
-	CodeSlowDown             = "slow_down"
-	CodeExpiredToken         = "expired_token"
-	CodeAccessDenied         = "access_denied"
-	// CodeOIDCNotConfigured: the Hub has no OIDC provider (501).
-	CodeOIDCNotConfigured = "oidc_not_configured"
-	// CodeOIDCProviderError: the provider could not be reached or gave an
-	// answer the Hub cannot use (502); the Hub log says more.
-	CodeOIDCProviderError = "oidc_provider_error"
-)
+// The sign-in routes' own codes (CodeAuthorizationPending, CodeSlowDown,
+// CodeExpiredToken, CodeAccessDenied, CodeOIDCNotConfigured,
+// CodeOIDCProviderError) are in codes.go with every other code.
 
 // DeviceAuthorization starts a device sign-in: the user opens
 // VerificationURIComplete (or VerificationURI and types UserCode) while

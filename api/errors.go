@@ -3,55 +3,14 @@ package api
 import (
 	"errors"
 	"fmt"
-	"net/http"
-)
-
-// Error codes. Names follow ../shared/spec exactly where the spec gives one.
-const (
-	CodeInvalidRequest        = "invalid_request"
-	CodeUnauthorized          = "unauthorized"
-	CodeForbidden             = "forbidden"
-	CodeNotFound              = "not_found"
-	CodeAgentNotFound         = "agent_not_found"
-	CodeProjectNotFound       = "project_not_found"
-	CodeBrokerNotFound        = "runtime_broker_not_found"
-	CodeAlreadyExists         = "already_exists"
-	CodeConflict              = "conflict"
-	CodeRequestTooLarge       = "request_too_large"
-	CodeQuotaExceeded         = "quota_exceeded"
-	CodeBrokerOffline         = "runtime_broker_offline"
-	CodeBrokerUnavailable     = "runtime_broker_unavailable"
-	CodeBrokerTimeout         = "runtime_broker_timeout"
-	CodeNoBroker              = "no_runtime_broker"
-	CodeBrokerNotProvider     = "runtime_broker_not_provider"
-	CodeMultipleBrokers       = "runtime_broker_selection_required"
-	CodeDefaultBrokerOffline  = "default_runtime_broker_offline"
-	CodeInvalidPhase          = "invalid_phase"
-	CodeRuntimeError          = "runtime_error"
-	CodeRateLimited           = "rate_limited"
-	CodeInternal              = "internal"
-	CodeUnsupportedMediaType  = "unsupported_media_type"
-	CodeMethodNotAllowed      = "method_not_allowed"
-	CodeGlobalProjectDisabled = "global_project_disabled"
-	CodeProfileNotAvailable   = "profile_not_available"
-	// CodePortPoolExhausted: the broker has too few free host ports left
-	// in its port pool for the ports an agent asks to expose.
-	CodePortPoolExhausted = "port_pool_exhausted"
-	// CodeIdempotencyKeyReused: an Idempotency-Key came back with a
-	// different request than the one it was first used for.
-	CodeIdempotencyKeyReused = "idempotency_key_reused"
-	// CodeBrokerMissing: the agent's runtime broker is no longer
-	// registered (it was deregistered with force), so nothing can reach
-	// the agent's workload (409, the spec's code).
-	CodeBrokerMissing = "runtime_broker_missing"
-	// CodeBrokerHasAgents: a deregistration without force of a broker that
-	// still has agents (409; details.agents lists them).
-	CodeBrokerHasAgents = "runtime_broker_has_agents"
 )
 
 // Error is the single error type of the Hub API. On the wire it is wrapped as
 // {"error":{"code":...,"message":...,"details":{...}}}.
 type Error struct {
+	// Status is the HTTP status: the code's (StatusForCode) for every
+	// Error built here, a response's or a control-channel peer's as
+	// received.
 	Status  int            `json:"-"`
 	Code    string         `json:"code"`
 	Message string         `json:"message"`
@@ -81,29 +40,35 @@ func (e *Error) WithDetail(k string, v any) *Error {
 	return &c
 }
 
-// Errorf builds an Error.
-func Errorf(status int, code, format string, args ...any) *Error {
-	return &Error{Status: status, Code: code, Message: fmt.Sprintf(format, args...)}
+// Errorf builds the Error of code, with the code's status from the table
+// (StatusForCode). No caller chooses a status: a code that needs another
+// status is another code.
+func Errorf(code, format string, args ...any) *Error {
+	return &Error{Status: StatusForCode(code), Code: code, Message: fmt.Sprintf(format, args...)}
 }
 
-// Convenience constructors for the common cases.
+// Shorthands for the common codes; each is Errorf of its code.
 func BadRequest(format string, args ...any) *Error {
-	return Errorf(http.StatusBadRequest, CodeInvalidRequest, format, args...)
+	return Errorf(CodeInvalidRequest, format, args...)
 }
 func Unauthorized(msg string) *Error {
-	return Errorf(http.StatusUnauthorized, CodeUnauthorized, "%s", msg)
+	return Errorf(CodeUnauthorized, "%s", msg)
 }
 func Forbidden(format string, args ...any) *Error {
-	return Errorf(http.StatusForbidden, CodeForbidden, format, args...)
-}
-func NotFound(code, format string, args ...any) *Error {
-	return Errorf(http.StatusNotFound, code, format, args...)
-}
-func Conflict(code, format string, args ...any) *Error {
-	return Errorf(http.StatusConflict, code, format, args...)
+	return Errorf(CodeForbidden, format, args...)
 }
 func Internal(format string, args ...any) *Error {
-	return Errorf(http.StatusInternalServerError, CodeInternal, format, args...)
+	return Errorf(CodeInternal, format, args...)
+}
+
+// NotFound is Errorf for a resource's not-found code (agent_not_found, ...).
+func NotFound(code, format string, args ...any) *Error {
+	return Errorf(code, format, args...)
+}
+
+// Conflict is Errorf for a 409 code (conflict, already_exists, ...).
+func Conflict(code, format string, args ...any) *Error {
+	return Errorf(code, format, args...)
 }
 
 // AsError extracts an *Error from err, or wraps err as an internal error.
@@ -128,36 +93,4 @@ func AsError(err error) *Error {
 func IsCode(err error, code string) bool {
 	var e *Error
 	return errors.As(err, &e) && e.Code == code
-}
-
-// StatusForCode gives the HTTP status conventionally used with a code, for
-// errors that crossed a boundary (the control channel) without their status.
-func StatusForCode(code string) int {
-	switch code {
-	case CodeInvalidRequest:
-		return http.StatusBadRequest
-	case CodeUnauthorized:
-		return http.StatusUnauthorized
-	case CodeForbidden, CodeBrokerNotProvider:
-		return http.StatusForbidden
-	case CodeNotFound, CodeAgentNotFound, CodeProjectNotFound, CodeBrokerNotFound:
-		return http.StatusNotFound
-	case CodeAlreadyExists, CodeConflict, CodeIdempotencyKeyReused, CodeInvalidPhase, CodeProfileNotAvailable, CodeGlobalProjectDisabled, CodeMultipleBrokers, CodeNoBroker:
-		return http.StatusConflict
-	case CodeRequestTooLarge:
-		return http.StatusRequestEntityTooLarge
-	case CodeQuotaExceeded, CodeRateLimited:
-		return http.StatusTooManyRequests
-	case CodeBrokerOffline, CodeBrokerUnavailable, CodeDefaultBrokerOffline, CodePortPoolExhausted:
-		return http.StatusServiceUnavailable
-	case CodeBrokerTimeout:
-		return http.StatusGatewayTimeout
-	case CodeRuntimeError:
-		return http.StatusBadGateway
-	case CodeUnsupportedMediaType:
-		return http.StatusUnsupportedMediaType
-	case CodeMethodNotAllowed:
-		return http.StatusMethodNotAllowed
-	}
-	return http.StatusInternalServerError
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"net/http"
 	"sync"
 
 	"github.com/scion-go/scion/api"
@@ -39,7 +38,7 @@ func (w streamWriter) Write(p []byte) (int, error) {
 }
 
 func unsupported(what string, rt runtime.Runtime) error {
-	return api.Errorf(http.StatusNotImplemented, api.CodeRuntimeError, "%s is not supported by the %s runtime", what, rt.Name())
+	return api.Errorf(api.CodeUnsupportedOperation, "%s is not supported by the %s runtime", what, rt.Name())
 }
 
 // handleExec runs a command in an agent and streams its output, then its
@@ -173,7 +172,7 @@ func (b *Broker) handleAttachInput(ctx context.Context, req *wire.Request) (any,
 	}
 	if len(in.Data) > 0 {
 		if _, err := a.Write(in.Data); err != nil {
-			return nil, api.Errorf(http.StatusGone, api.CodeConflict, "the attachment is closed: %v", err)
+			return nil, api.Errorf(api.CodeAttachClosed, "the attachment is closed: %v", err)
 		}
 	}
 	if in.Rows > 0 && in.Cols > 0 {

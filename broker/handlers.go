@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"net/http"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -53,7 +52,7 @@ func (b *Broker) keyed(c *wire.Conn, h wire.Handler) wire.Handler {
 			// acknowledgement is lost with the connection.
 			b.log.Warn("fault injection: dropping the reply and the channel", "method", req.Method, "key", req.Key)
 			_ = c.Close("fault injection: reply dropped")
-			return nil, api.Errorf(http.StatusServiceUnavailable, api.CodeBrokerUnavailable, "reply dropped")
+			return nil, api.Errorf(api.CodeBrokerUnavailable, "reply dropped")
 		}
 		return v, err
 	}
@@ -226,8 +225,9 @@ func agentStatus(s runtime.Status) wire.AgentStatus {
 
 // opError turns an error of an agent operation into the API error sent to
 // the Hub: API errors pass as they are, a missing container is
-// agent_not_found, an expired request a timeout, anything else a
-// runtime_error that names the runtime, the operation and the cause.
+// agent_not_found, an operation the runtime cannot do (errors.ErrUnsupported)
+// unsupported_operation (501), an expired request a timeout, anything else
+// a runtime_error that names the runtime, the operation and the cause.
 func (b *Broker) opError(op, agentID string, err error) error {
 	var ae *api.Error
 	switch {
@@ -235,17 +235,19 @@ func (b *Broker) opError(op, agentID string, err error) error {
 		return ae
 	case errors.Is(err, runtime.ErrNotFound):
 		return api.NotFound(api.CodeAgentNotFound, "agent %s not found on runtime broker %s", agentID, b.cfg.BrokerID)
+	case errors.Is(err, errors.ErrUnsupported): // suspend on Kubernetes, say
+		return api.Errorf(api.CodeUnsupportedOperation, "%s runtime: %s: %v", b.rt.Name(), strings.TrimSpace(op+" "+agentID), err).WithDetail("runtime", b.rt.Name())
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		return ctxError(err)
 	}
-	e := api.Errorf(http.StatusBadGateway, api.CodeRuntimeError, "%s runtime: %s: %v", b.rt.Name(), strings.TrimSpace(op+" "+agentID), err)
+	e := api.Errorf(api.CodeRuntimeError, "%s runtime: %s: %v", b.rt.Name(), strings.TrimSpace(op+" "+agentID), err)
 	return e.WithDetail("runtime", b.rt.Name())
 }
 
 // ctxError maps the error of an ended context to an API error.
 func ctxError(err error) *api.Error {
 	if errors.Is(err, context.DeadlineExceeded) {
-		return api.Errorf(http.StatusGatewayTimeout, api.CodeBrokerTimeout, "request deadline expired on the runtime broker")
+		return api.Errorf(api.CodeBrokerTimeout, "request deadline expired on the runtime broker")
 	}
-	return api.Errorf(http.StatusServiceUnavailable, api.CodeBrokerUnavailable, "request cancelled")
+	return api.Errorf(api.CodeBrokerUnavailable, "request cancelled")
 }

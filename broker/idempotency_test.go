@@ -74,7 +74,7 @@ func TestDedupRemembersOnlyFinalErrors(t *testing.T) {
 	}{
 		{api.BadRequest("no"), false, api.CodeInvalidRequest},
 		{api.NotFound(api.CodeAgentNotFound, "gone"), false, api.CodeAgentNotFound},
-		{api.Errorf(502, api.CodeRuntimeError, "boom"), true, api.CodeRuntimeError},
+		{api.Errorf(api.CodeRuntimeError, "boom"), true, api.CodeRuntimeError},
 		{errors.New("plain"), true, api.CodeInternal},
 	} {
 		key := fmt.Sprint(tc.err)

@@ -3,7 +3,6 @@ package broker
 import (
 	"fmt"
 	"net"
-	"net/http"
 	"slices"
 	"strconv"
 	"sync"
@@ -82,7 +81,7 @@ func (p *PortPool) Allocate(agentID string, n int) ([]int, error) {
 		return nil, nil
 	}
 	if free := p.freeLocked(); free < n {
-		return nil, api.Errorf(http.StatusServiceUnavailable, api.CodePortPoolExhausted,
+		return nil, api.Errorf(api.CodePortPoolExhausted,
 			"port pool exhausted on runtime broker %s: %d of %d host ports (%d-%d) free, the agent needs %d; "+
 				"stop or delete agents that publish ports, or widen the broker's port range",
 			p.name, free, p.Size(), p.lo, p.hi, n).
@@ -102,7 +101,7 @@ func (p *PortPool) Allocate(agentID string, n int) ([]int, error) {
 		}
 	}
 	if len(ports) < n {
-		return nil, api.Errorf(http.StatusServiceUnavailable, api.CodePortPoolExhausted,
+		return nil, api.Errorf(api.CodePortPoolExhausted,
 			"port pool exhausted on runtime broker %s: the free ports of %d-%d are in use by other programs on the host; "+
 				"widen or move the broker's port range", p.name, p.lo, p.hi).
 			WithDetail("requested", n).WithDetail("range", fmt.Sprintf("%d-%d", p.lo, p.hi))

@@ -2,7 +2,6 @@ package broker
 
 import (
 	"context"
-	"net/http"
 
 	"github.com/scion-go/scion/api"
 	"github.com/scion-go/scion/runtime"
@@ -34,7 +33,7 @@ func (b *Broker) cleanupProject(ctx context.Context, req *wire.Request) (any, er
 		if ctx.Err() != nil {
 			return nil, ctxError(ctx.Err())
 		}
-		e := api.Errorf(http.StatusBadGateway, api.CodeRuntimeError, "%s runtime: project cleanup: %v", b.rt.Name(), err)
+		e := api.Errorf(api.CodeRuntimeError, "%s runtime: project cleanup: %v", b.rt.Name(), err)
 		return nil, e.WithDetail("runtime", b.rt.Name()).WithDetail("removed", removed)
 	}
 	b.log.Info("project cleanup", "project_id", ref.ProjectID, "removed", removed)

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
-	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -300,7 +299,7 @@ func (w *GitWorkspaces) describe(spec wire.AgentSpec, mode string, err error) er
 	if errors.As(err, &ae) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return err
 	}
-	return api.Errorf(http.StatusBadGateway, api.CodeRuntimeError, "%s workspace for agent %s: %s",
+	return api.Errorf(api.CodeRuntimeError, "%s workspace for agent %s: %s",
 		mode, spec.AgentID, redactURLs(err.Error())).WithDetail("sharingMode", mode)
 }
 

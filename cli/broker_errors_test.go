@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"net/http"
 	"strings"
 	"testing"
 
@@ -14,7 +13,7 @@ func TestSelectionRequiredPrintsChoices(t *testing.T) {
 	setHome(t)
 	h := newFakeHub(t, "tok")
 	useHub(t, "team", h, "tok")
-	h.createErr = api.Errorf(http.StatusConflict, api.CodeMultipleBrokers,
+	h.createErr = api.Errorf(api.CodeMultipleBrokers,
 		"project %q has several runtime brokers; choose one with --broker, or set the project's default broker", "web").
 		WithDetail("brokers", []string{"alpha", "zeta"})
 	r := runCLI(t, "", "create", "fixer", "--project", "web")

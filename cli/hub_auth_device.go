@@ -70,7 +70,7 @@ func deviceSignIn(ctx context.Context, w io.Writer, c *client.Client) (string, e
 		}
 		if time.Now().Add(wait).After(deadline) {
 			done()
-			return "", api.Errorf(0, api.CodeExpiredToken, "the sign-in code expired before it was approved; run 'scion hub auth login' again")
+			return "", api.Errorf(api.CodeExpiredToken, "the sign-in code expired before it was approved; run 'scion hub auth login' again")
 		}
 		t.Reset(wait)
 	}

@@ -104,7 +104,7 @@ func (c *Client) send(ctx context.Context, r request) (*http.Response, error) {
 		}
 		// The Hub refuses bigger bodies anyway; failing here saves the upload.
 		if len(b) > api.MaxRequestBody {
-			return nil, api.Errorf(http.StatusRequestEntityTooLarge, api.CodeRequestTooLarge,
+			return nil, api.Errorf(api.CodeRequestTooLarge,
 				"request body is %d bytes, more than the Hub accepts (%d)", len(b), api.MaxRequestBody)
 		}
 		body = bytes.NewReader(b)

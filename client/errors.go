@@ -13,8 +13,8 @@ import (
 
 // decodeError turns a non-2xx response into *api.Error. A Hub always sends
 // {"error":{...}}; anything else (a proxy page, a plain-text 502) still
-// becomes an *api.Error so callers need only one error type, with a code
-// chosen so that api.StatusForCode(code) agrees with the status where it can.
+// becomes an *api.Error so callers need only one error type, with the
+// general code of its status from the API's code table (api.CodeForStatus).
 func decodeError(resp *http.Response) *api.Error {
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
 	var env api.ErrorBody
@@ -22,7 +22,7 @@ func decodeError(resp *http.Response) *api.Error {
 		e := env.Error
 		e.Status = resp.StatusCode
 		if e.Code == "" {
-			e.Code = CodeForStatus(resp.StatusCode)
+			e.Code = api.CodeForStatus(resp.StatusCode)
 		}
 		if e.Message == "" {
 			e.Message = statusLine(resp.StatusCode)
@@ -33,42 +33,7 @@ func decodeError(resp *http.Response) *api.Error {
 	if s := snippet(b); s != "" {
 		msg += ": " + s
 	}
-	return &api.Error{Status: resp.StatusCode, Code: CodeForStatus(resp.StatusCode), Message: msg}
-}
-
-// CodeForStatus is the inverse of api.StatusForCode for responses that carry
-// no error code: the code whose conventional status is status.
-func CodeForStatus(status int) string {
-	switch status {
-	case http.StatusBadRequest:
-		return api.CodeInvalidRequest
-	case http.StatusUnauthorized:
-		return api.CodeUnauthorized
-	case http.StatusForbidden:
-		return api.CodeForbidden
-	case http.StatusNotFound:
-		return api.CodeNotFound
-	case http.StatusMethodNotAllowed:
-		return api.CodeMethodNotAllowed
-	case http.StatusConflict:
-		return api.CodeConflict
-	case http.StatusRequestEntityTooLarge:
-		return api.CodeRequestTooLarge
-	case http.StatusUnsupportedMediaType:
-		return api.CodeUnsupportedMediaType
-	case http.StatusTooManyRequests:
-		return api.CodeRateLimited
-	case http.StatusBadGateway:
-		return api.CodeRuntimeError
-	case http.StatusServiceUnavailable:
-		return api.CodeBrokerUnavailable
-	case http.StatusGatewayTimeout:
-		return api.CodeBrokerTimeout
-	}
-	if status >= 400 && status < 500 {
-		return api.CodeInvalidRequest
-	}
-	return api.CodeInternal
+	return &api.Error{Status: resp.StatusCode, Code: api.CodeForStatus(resp.StatusCode), Message: msg}
 }
 
 func statusLine(status int) string {

@@ -8,7 +8,6 @@ package hub
 import (
 	"context"
 	"errors"
-	"net/http"
 
 	"github.com/scion-go/scion/api"
 	"github.com/scion-go/scion/store"
@@ -123,11 +122,11 @@ func (s *Server) runCreate(ctx context.Context, a *store.Agent, b *store.Broker,
 // the deadline passed). Its message is the Hub's own, not the
 // transport's: it names no address.
 func unresolvedError(b *store.Broker, derr error) error {
-	e := api.AsError(derr)
-	if e.Code == api.CodeInternal { // the request's own context ended
-		e = &api.Error{Status: http.StatusServiceUnavailable, Code: api.CodeBrokerUnavailable}
+	code := api.AsError(derr).Code
+	if code == api.CodeInternal { // the request's own context ended
+		code = api.CodeBrokerUnavailable
 	}
-	return api.Errorf(e.Status, e.Code,
+	return api.Errorf(code,
 		"runtime broker %q did not answer the create; the agent's outcome is known when the broker reports it: retry with the same %s to learn it",
 		b.Name, api.HeaderIdempotencyKey).WithDetail("broker", b.Name)
 }

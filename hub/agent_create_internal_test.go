@@ -24,12 +24,12 @@ func TestClassifyCreate(t *testing.T) {
 	}{
 		{"answered", nil, outcomeCreated},
 		{"refused by the broker", api.BadRequest("harness generic needs a command"), outcomeRefused},
-		{"failed on the broker", api.Errorf(http.StatusBadGateway, api.CodeRuntimeError, "disk full"), outcomeRefused},
-		{"port pool exhausted", api.Errorf(http.StatusServiceUnavailable, api.CodePortPoolExhausted, "no ports"), outcomeRefused},
+		{"failed on the broker", api.Errorf(api.CodeRuntimeError, "disk full"), outcomeRefused},
+		{"port pool exhausted", api.Errorf(api.CodePortPoolExhausted, "no ports"), outcomeRefused},
 		{"already there", api.Conflict(api.CodeAlreadyExists, "exists"), outcomeExists},
-		{"channel lost", api.Errorf(http.StatusServiceUnavailable, api.CodeBrokerUnavailable, "control channel closed"), outcomeUnknown},
-		{"broker offline", api.Errorf(http.StatusServiceUnavailable, api.CodeBrokerOffline, "offline"), outcomeUnknown},
-		{"deadline", api.Errorf(http.StatusGatewayTimeout, api.CodeBrokerTimeout, "deadline exceeded"), outcomeUnknown},
+		{"channel lost", api.Errorf(api.CodeBrokerUnavailable, "control channel closed"), outcomeUnknown},
+		{"broker offline", api.Errorf(api.CodeBrokerOffline, "offline"), outcomeUnknown},
+		{"deadline", api.Errorf(api.CodeBrokerTimeout, "deadline exceeded"), outcomeUnknown},
 		{"request canceled", context.Canceled, outcomeUnknown},
 	}
 	for _, tt := range tests {
@@ -72,8 +72,8 @@ func TestFinalAnswer(t *testing.T) {
 		{nil, true},
 		{api.BadRequest("no command"), true},
 		{api.Conflict(api.CodeAlreadyExists, "taken"), true},
-		{api.Errorf(http.StatusBadGateway, api.CodeRuntimeError, "disk full"), false},
-		{api.Errorf(http.StatusServiceUnavailable, api.CodeBrokerUnavailable, "lost"), false},
+		{api.Errorf(api.CodeRuntimeError, "disk full"), false},
+		{api.Errorf(api.CodeBrokerUnavailable, "lost"), false},
 		{errors.New("database is locked"), false},
 	} {
 		if got := finalAnswer(tt.err); got != tt.want {
@@ -108,7 +108,7 @@ func TestTransportErrorReachesTheAPIWithoutAddress(t *testing.T) {
 	s, st := newInternalServer(t)
 	addr, dialErr := realDialError(t)
 	for _, code := range []string{api.CodeBrokerUnavailable, api.CodeBrokerOffline, api.CodeRuntimeError} {
-		e := api.Errorf(api.StatusForCode(code), code, "control channel closed: %v", dialErr)
+		e := api.Errorf(code, "control channel closed: %v", dialErr)
 		rec := httptest.NewRecorder()
 		s.writeError(rec, httptest.NewRequest(http.MethodPost, "/api/v1/agents", nil), e)
 		var eb api.ErrorBody
@@ -129,7 +129,7 @@ func TestTransportErrorReachesTheAPIWithoutAddress(t *testing.T) {
 	if err := st.CreateAgent(ctx, a, nil); err != nil {
 		t.Fatal(err)
 	}
-	derr := api.Errorf(http.StatusServiceUnavailable, api.CodeBrokerUnavailable, "control channel closed: %v", dialErr)
+	derr := api.Errorf(api.CodeBrokerUnavailable, "control channel closed: %v", dialErr)
 	got, err := s.afterDispatch(ctx, a.ID, wire.AgentStatus{}, derr, true)
 	if err != nil {
 		t.Fatal(err)

@@ -6,7 +6,6 @@ package hub
 import (
 	"cmp"
 	"context"
-	"net/http"
 	"strings"
 
 	"github.com/scion-go/scion/api"
@@ -112,7 +111,7 @@ func (s *Server) brokerLimit(ctx context.Context, b *store.Broker) (int, error) 
 }
 
 func quotaError(b *store.Broker, limit int) error {
-	return api.Errorf(http.StatusTooManyRequests, api.CodeQuotaExceeded,
+	return api.Errorf(api.CodeQuotaExceeded,
 		"runtime broker %q is at its limit of %d running agents; stop an agent there or choose another broker", b.Name, limit).
 		WithDetail("broker", b.Name).WithDetail("limit", limit)
 }

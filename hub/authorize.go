@@ -121,9 +121,8 @@ func (g *guardWriter) WriteHeader(code int) {
 	g.wrote = true
 	if code < 400 && g.unchecked() {
 		g.s.log.Error("route answered without an authorization check", "route", g.r.Pattern)
-		g.ResponseWriter.Header().Set("Content-Type", "application/json")
-		g.ResponseWriter.WriteHeader(http.StatusInternalServerError)
-		_, _ = g.ResponseWriter.Write([]byte(`{"error":{"code":"internal","message":"this route has no authorization check"}}` + "\n"))
+		e := api.Internal("this route has no authorization check")
+		writeJSON(g.ResponseWriter, e.Status, api.ErrorBody{Error: e})
 		g.refused = true // the handler's own body is dropped
 		return
 	}

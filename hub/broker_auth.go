@@ -62,7 +62,7 @@ func readSignedBody(r *http.Request) ([]byte, error) {
 		return nil, api.BadRequest("reading the request body: %v", err)
 	}
 	if len(body) > api.MaxRequestBody {
-		return nil, api.Errorf(http.StatusRequestEntityTooLarge, api.CodeRequestTooLarge, "request body exceeds %d bytes", api.MaxRequestBody)
+		return nil, api.Errorf(api.CodeRequestTooLarge, "request body exceeds %d bytes", api.MaxRequestBody)
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	return body, nil

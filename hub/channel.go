@@ -155,7 +155,7 @@ func (s *Server) onHello(ctx context.Context, sess *session, req *wire.Request) 
 func (s *Server) dispatch(ctx context.Context, brokerID, method string, req, resp any, key string) error {
 	sess := s.sessions.get(brokerID)
 	if sess == nil {
-		return api.Errorf(http.StatusServiceUnavailable, api.CodeBrokerOffline, "the agent's runtime broker is offline; try again when it reconnects")
+		return api.Errorf(api.CodeBrokerOffline, "the agent's runtime broker is offline; try again when it reconnects")
 	}
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
@@ -208,7 +208,7 @@ func waitReady(ctx context.Context, sess *session) error {
 	case <-sess.ready:
 	case <-sess.conn.Done():
 	case <-ctx.Done():
-		return api.Errorf(http.StatusServiceUnavailable, api.CodeBrokerUnavailable,
+		return api.Errorf(api.CodeBrokerUnavailable,
 			"the runtime broker is still receiving the commands queued while it was offline; try again")
 	}
 	return nil
@@ -246,7 +246,7 @@ func (s *Server) channelErr(ctx context.Context, sess *session, err error) error
 	if err == nil || !api.IsCode(err, api.CodeBrokerUnavailable) || !sess.endedOffline(ctx) {
 		return err
 	}
-	return &offlineLost{api.Errorf(http.StatusServiceUnavailable, api.CodeBrokerOffline,
+	return &offlineLost{api.Errorf(api.CodeBrokerOffline,
 		"the runtime broker went offline before answering; whether it acted is settled when it reconnects")}
 }
 
@@ -285,7 +285,7 @@ func (s *Server) nextSession(ctx context.Context, old *session) *session {
 func (s *Server) liveSession(ctx context.Context, brokerID string) (*session, error) {
 	sess := s.sessions.get(brokerID)
 	if sess == nil {
-		return nil, api.Errorf(http.StatusServiceUnavailable, api.CodeBrokerOffline, "the agent's runtime broker is offline")
+		return nil, api.Errorf(api.CodeBrokerOffline, "the agent's runtime broker is offline")
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.opts.DispatchTimeout)
 	defer cancel()

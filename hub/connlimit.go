@@ -2,6 +2,7 @@ package hub
 
 import (
 	"container/list"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net"
@@ -11,6 +12,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/scion-go/scion/api"
 )
 
 // ConnLimiter is the Hub's listener: it caps the connections open from
@@ -139,9 +142,10 @@ func (l *ConnLimiter) takeQuietLocked(now time.Time) *limitedConn {
 // rawRefusal is the answer written on a refused connection before it is
 // closed: the standard error body, so a client sees why.
 func rawRefusal(msg string) []byte {
-	body := fmt.Sprintf(`{"error":{"code":"rate_limited","message":%q}}`+"\n", msg+"; retry later")
-	return []byte(fmt.Sprintf("HTTP/1.1 429 Too Many Requests\r\nContent-Type: application/json\r\nRetry-After: 1\r\n"+
-		"Connection: close\r\nContent-Length: %d\r\n\r\n%s", len(body), body))
+	e := api.Errorf(api.CodeRateLimited, "%s; retry later", msg)
+	body, _ := json.Marshal(api.ErrorBody{Error: e})
+	return []byte(fmt.Sprintf("HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nRetry-After: 1\r\n"+
+		"Connection: close\r\nContent-Length: %d\r\n\r\n%s\n", e.Status, http.StatusText(e.Status), len(body)+1, body))
 }
 
 var (

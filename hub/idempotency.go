@@ -124,7 +124,7 @@ func (s *Server) resolveOutcome(ctx context.Context, c *Caller, rec *store.Idemp
 		return http.StatusCreated, s.agentView(ctx, a, nil), true, nil
 	}
 	if s.inflight.has(a.ID) {
-		return 0, nil, false, api.Errorf(http.StatusServiceUnavailable, api.CodeBrokerUnavailable,
+		return 0, nil, false, api.Errorf(api.CodeBrokerUnavailable,
 			"agent %q has a command on its way to its runtime broker; retry with the same %s", a.Slug, api.HeaderIdempotencyKey)
 	}
 	b, err := s.store.GetBroker(ctx, a.BrokerID)
@@ -135,7 +135,7 @@ func (s *Server) resolveOutcome(ctx context.Context, c *Caller, rec *store.Idemp
 		return 0, nil, false, err
 	}
 	if !s.brokerOnline(b.ID) {
-		return 0, nil, false, api.Errorf(http.StatusServiceUnavailable, api.CodeBrokerOffline,
+		return 0, nil, false, api.Errorf(api.CodeBrokerOffline,
 			"runtime broker %q is offline: the outcome of this create is known when it reconnects; retry with the same %s then",
 			b.Name, api.HeaderIdempotencyKey).WithDetail("broker", b.Name)
 	}
@@ -225,7 +225,7 @@ func (kc *keyedCreates) acquire(ctx context.Context, k *createKey) (release func
 		select {
 		case <-busy:
 		case <-ctx.Done():
-			return nil, api.Errorf(http.StatusServiceUnavailable, api.CodeBrokerUnavailable,
+			return nil, api.Errorf(api.CodeBrokerUnavailable,
 				"the request first sent with this %s is still running; try again", api.HeaderIdempotencyKey)
 		}
 	}

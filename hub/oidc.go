@@ -105,7 +105,7 @@ func (o *oidcSignIn) route(h func(r *http.Request) (int, any, error)) http.Handl
 	s := o.s
 	return func(w http.ResponseWriter, r *http.Request) {
 		if o.cfg == nil {
-			s.writeError(w, r, api.Errorf(http.StatusNotImplemented, api.CodeOIDCNotConfigured,
+			s.writeError(w, r, api.Errorf(api.CodeOIDCNotConfigured,
 				"this Hub has no OIDC provider configured; sign in with a token (scion hub auth login --token)"))
 			return
 		}

@@ -46,7 +46,7 @@ const (
 // providerErr is the answer when the provider cannot be used; the Hub log
 // has the details.
 func providerErr(format string, args ...any) *api.Error {
-	return api.Errorf(http.StatusBadGateway, api.CodeOIDCProviderError, format+"; the Hub log has the details", args...)
+	return api.Errorf(api.CodeOIDCProviderError, format+"; the Hub log has the details", args...)
 }
 
 // discover fetches the provider's discovery document the first time it
@@ -259,7 +259,7 @@ func (o *oidcSignIn) deviceToken(ctx context.Context, p *providerInfo, deviceCod
 		return t.IDToken, nil
 	}
 	code := oauthErrorCode(body)
-	bad := func(c, msg string) error { return api.Errorf(http.StatusBadRequest, c, "%s", msg) }
+	bad := func(c, msg string) error { return api.Errorf(c, "%s", msg) }
 	switch code {
 	case "authorization_pending":
 		return "", bad(api.CodeAuthorizationPending, "waiting for the user to approve the sign-in at the provider")

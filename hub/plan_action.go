@@ -24,7 +24,6 @@ package hub
 import (
 	"cmp"
 	"errors"
-	"net/http"
 
 	"github.com/scion-go/scion/api"
 	"github.com/scion-go/scion/hub/authz"
@@ -169,7 +168,7 @@ func planAction(in actionInput) (actionPlan, error) {
 	}
 	p.Key = cmp.Or(p.ClientKey, in.Verb+":"+in.FreshKey)
 	p.QueueIfOffline = act.method == wire.MethodAgentStop
-	p.Offline = api.Errorf(http.StatusServiceUnavailable, api.CodeBrokerOffline,
+	p.Offline = api.Errorf(api.CodeBrokerOffline,
 		"runtime broker %q is offline; try again when it reconnects", b.Name).WithDetail("broker", b.Name)
 	return p, nil
 }
@@ -317,7 +316,7 @@ func planDelete(in deleteInput) (deletePlan, error) {
 	}
 	err := reachCheck(reachInput{Agent: a, BrokerMissing: in.BrokerMissing})
 	if err == nil {
-		err = api.Errorf(http.StatusServiceUnavailable, api.CodeBrokerOffline,
+		err = api.Errorf(api.CodeBrokerOffline,
 			"the agent's runtime broker is offline; delete it when the broker reconnects")
 	}
 	if !in.Force || !api.IsCode(err, api.CodeBrokerMissing) {

@@ -187,10 +187,10 @@ func TestPlanActionRun(t *testing.T) {
 }
 
 func TestPlanOutcome(t *testing.T) {
-	lost := &offlineLost{api.Errorf(http.StatusServiceUnavailable, api.CodeBrokerOffline, "went offline")}
-	unavailable := api.Errorf(http.StatusServiceUnavailable, api.CodeBrokerUnavailable, "channel lost")
-	offline := api.Errorf(http.StatusServiceUnavailable, api.CodeBrokerOffline, "offline")
-	refused := api.Errorf(http.StatusConflict, api.CodeRuntimeError, "runtime says no")
+	lost := &offlineLost{api.Errorf(api.CodeBrokerOffline, "went offline")}
+	unavailable := api.Errorf(api.CodeBrokerUnavailable, "channel lost")
+	offline := api.Errorf(api.CodeBrokerOffline, "offline")
+	refused := api.Errorf(api.CodeRuntimeError, "runtime says no")
 	for _, tc := range []struct {
 		verb string
 		derr error

@@ -165,7 +165,7 @@ func (s *Server) refuseRateLimited(w http.ResponseWriter, r *http.Request, wait 
 		// client; a past read deadline makes it fail at once.
 		_ = http.NewResponseController(w).SetReadDeadline(time.Now())
 	}
-	s.writeError(w, r, api.Errorf(http.StatusTooManyRequests, api.CodeRateLimited,
+	s.writeError(w, r, api.Errorf(api.CodeRateLimited,
 		"too many %s from this address; retry in %d s", what, secs).WithDetail("retryAfter", secs))
 }
 

@@ -69,7 +69,7 @@ func decodeJSON(r *http.Request, v any) error {
 	if ct := r.Header.Get("Content-Type"); ct != "" {
 		mt, _, err := mime.ParseMediaType(ct)
 		if err != nil || mt != "application/json" {
-			return api.Errorf(http.StatusUnsupportedMediaType, api.CodeUnsupportedMediaType, "Content-Type must be application/json")
+			return api.Errorf(api.CodeUnsupportedMediaType, "Content-Type must be application/json")
 		}
 	}
 	// The body is already bounded by serveAPI (or the caller).
@@ -90,7 +90,7 @@ func decodeError(err error) error {
 	var te *json.UnmarshalTypeError
 	switch {
 	case errors.As(err, &mbe):
-		return api.Errorf(http.StatusRequestEntityTooLarge, api.CodeRequestTooLarge, "request body exceeds %d bytes", mbe.Limit)
+		return api.Errorf(api.CodeRequestTooLarge, "request body exceeds %d bytes", mbe.Limit)
 	case errors.Is(err, io.EOF):
 		return api.BadRequest("request body is empty")
 	case errors.As(err, &se):

@@ -24,7 +24,7 @@ func secretView(x *store.Secret) api.Secret {
 }
 
 func errNoSecretsKey() error {
-	return api.Errorf(http.StatusNotImplemented, api.CodeSecretsNotConfigured, "this Hub has no secrets key; start it with --secrets-key-file")
+	return api.Errorf(api.CodeSecretsNotConfigured, "this Hub has no secrets key; start it with --secrets-key-file")
 }
 
 // secretScope resolves ?project= (empty: hub-wide) and checks c may do a
@@ -176,7 +176,7 @@ func (s *Server) openSecret(x *store.Secret) (string, error) {
 	v, err := s.secrets.open(x.ProjectID, x.Name, x.Ciphertext)
 	if err != nil {
 		s.log.Error("secret does not open with this Hub's secrets key", "secret", x.Name, "project", x.ProjectID)
-		return "", api.Errorf(http.StatusInternalServerError, api.CodeInternal, "secret %q cannot be decrypted with this Hub's key", x.Name)
+		return "", api.Errorf(api.CodeInternal, "secret %q cannot be decrypted with this Hub's key", x.Name)
 	}
 	return string(v), nil
 }

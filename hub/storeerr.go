@@ -2,7 +2,6 @@ package hub
 
 import (
 	"errors"
-	"net/http"
 
 	"github.com/scion-go/scion/api"
 	"github.com/scion-go/scion/store"
@@ -34,7 +33,7 @@ func storeErr(err error, notFound, what string) error {
 	case errors.Is(err, store.ErrConflict):
 		return api.Conflict(api.CodeConflict, "%s was changed concurrently or is in a state that forbids this; try again", what)
 	case errors.Is(err, store.ErrQuota):
-		return api.Errorf(http.StatusTooManyRequests, api.CodeQuotaExceeded, "%s: the runtime broker is at its limit of running agents", what)
+		return api.Errorf(api.CodeQuotaExceeded, "%s: the runtime broker is at its limit of running agents", what)
 	case errors.Is(err, store.ErrTokenUsed):
 		return api.Unauthorized("invalid, used or expired token")
 	case errors.Is(err, store.ErrKeyInUse):

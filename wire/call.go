@@ -204,7 +204,7 @@ func (c *Conn) deliver(f *Frame) {
 	default:
 	}
 	c.unregister(f.ID)
-	p.fail(api.Errorf(502, api.CodeInternal, "stream %d: peer sent past its credit", f.ID))
+	p.fail(api.Errorf(api.CodeInternal, "stream %d: peer sent past its credit", f.ID))
 	c.sendAsync(&Frame{Kind: KindCancel, ID: f.ID})
 }
 

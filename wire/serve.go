@@ -3,7 +3,6 @@ package wire
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -341,7 +340,7 @@ func unknownMethod(method string, stream bool) *api.Error {
 	if stream {
 		kind = "stream method"
 	}
-	return api.Errorf(http.StatusMethodNotAllowed, api.CodeMethodNotAllowed, "unknown %s %q", kind, method)
+	return api.Errorf(api.CodeMethodNotAllowed, "unknown %s %q", kind, method)
 }
 
 // serveCall runs the handler; it returns its result or the error to send.
@@ -372,7 +371,7 @@ func (c *Conn) acquire(ctx context.Context, method string) *api.Error {
 	}
 	if int(c.queued.Add(1)) > c.opts.MaxQueued {
 		c.queued.Add(-1)
-		return api.Errorf(http.StatusTooManyRequests, api.CodeRateLimited,
+		return api.Errorf(api.CodeRateLimited,
 			"%s: %d requests running and %d waiting", method, c.opts.MaxConcurrent, c.opts.MaxQueued)
 	}
 	defer c.queued.Add(-1)
@@ -408,7 +407,7 @@ func (c *Conn) serveStream(s *serving) *Frame {
 	id, method := s.req.ID, s.req.Method
 	if int(c.streams.Add(1)) > c.opts.MaxStreams {
 		c.streams.Add(-1)
-		return errFrame(KindEnd, id, api.Errorf(http.StatusTooManyRequests, api.CodeRateLimited,
+		return errFrame(KindEnd, id, api.Errorf(api.CodeRateLimited,
 			"%s: %d streams running", method, c.opts.MaxStreams))
 	}
 	defer c.streams.Add(-1)

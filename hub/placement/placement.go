@@ -6,7 +6,6 @@
 package placement
 
 import (
-	"net/http"
 	"sort"
 
 	"github.com/scion-go/scion/api"
@@ -151,7 +150,7 @@ func Select(in Input) (Decision, *api.Error) {
 	}
 	// 5. Errors.
 	if len(providers) == 0 {
-		e := api.Errorf(http.StatusConflict, api.CodeNoBroker,
+		e := api.Errorf(api.CodeNoBroker,
 			"project %q has no runtime broker; run `scion runtime-broker provide --project %s` on a broker, or pass --broker", in.Project, in.Project)
 		if hubDefaultWhy != "" {
 			e = e.WithDetail("hubDefault", hubDefaultWhy)
@@ -159,12 +158,12 @@ func Select(in Input) (Decision, *api.Error) {
 		return Decision{}, e
 	}
 	if len(online) == 0 {
-		return Decision{}, api.Errorf(http.StatusServiceUnavailable, api.CodeBrokerOffline,
+		return Decision{}, api.Errorf(api.CodeBrokerOffline,
 			"every runtime broker of project %q is offline", in.Project).WithDetail("brokers", sortedNames(providers))
 	}
 	// The choices are the brokers a --broker could succeed on: an offline
 	// one would only be refused as offline.
-	e := api.Errorf(http.StatusConflict, api.CodeMultipleBrokers,
+	e := api.Errorf(api.CodeMultipleBrokers,
 		"project %q has several runtime brokers; choose one with --broker, or set the project's default broker", in.Project).
 		WithDetail("brokers", sortedNames(online))
 	if hubDefaultWhy != "" {
@@ -185,13 +184,13 @@ func sortedNames(bs []Broker) []string {
 // notProvider refuses a broker that does not provide for the project to
 // a caller who may not link it (403 at levels 1 and 2 alike).
 func notProvider(b *Broker, project, which string) *api.Error {
-	return api.Errorf(http.StatusForbidden, api.CodeBrokerNotProvider,
+	return api.Errorf(api.CodeBrokerNotProvider,
 		"%sruntime broker %q does not provide for project %q, and linking it needs update access to the project; ask a project owner to run `scion runtime-broker provide --project %s` on it", which, b.Name, project, project).
 		WithDetail("broker", b.Name)
 }
 
 func offline(b *Broker, what string) *api.Error {
-	return api.Errorf(http.StatusServiceUnavailable, api.CodeBrokerOffline,
+	return api.Errorf(api.CodeBrokerOffline,
 		"%s %q is offline; start it (`scion runtime-broker start`) or choose another with --broker", what, b.Name).
 		WithDetail("broker", b.Name)
 }
