@@ -61,8 +61,10 @@ func isUsage(err error) bool {
 	return false
 }
 
-// reportError prints err as `error: <code>: <message>` for a Hub error or
-// `error: <message>` for a local one, and returns the exit code.
+// reportError prints err as `error: <code>: <message>` for a Hub error
+// (with its HTTP status after it for a 5xx: the Hub's side failed, and the
+// status says whether a retry may help) or `error: <message>` for a local
+// one, and returns the exit code.
 func reportError(w io.Writer, cmd *cobra.Command, err error) int {
 	var ce *exitCodeError
 	if errors.As(err, &ce) { // a remote command's own exit code: no message
@@ -76,7 +78,7 @@ func reportError(w io.Writer, cmd *cobra.Command, err error) int {
 	var ue *url.Error
 	switch {
 	case errors.As(err, &ae):
-		fmt.Fprintf(w, "error: %s: %s\n", ae.Code, ae.Message)
+		fmt.Fprintf(w, "error: %s: %s%s\n", ae.Code, ae.Message, statusNote(ae))
 		printErrorDetails(w, ae)
 	case errors.Is(err, context.Canceled):
 		fmt.Fprintln(w, "error: interrupted")
@@ -91,6 +93,15 @@ func reportError(w io.Writer, cmd *cobra.Command, err error) int {
 		fmt.Fprintf(w, "error: %s\n", err)
 	}
 	return exitError
+}
+
+// statusNote is " (HTTP 501)" for a Hub error of a 5xx status, empty for
+// any other: a 4xx is the request's fault and its code says all.
+func statusNote(ae *api.Error) string {
+	if ae.Status < 500 {
+		return ""
+	}
+	return fmt.Sprintf(" (HTTP %d)", ae.Status)
 }
 
 // printErrorDetails prints the lists a Hub error carries in its details

@@ -8,8 +8,6 @@ import (
 	"fmt"
 	"math/bits"
 	"strconv"
-
-	"github.com/scion-go/scion/api"
 )
 
 // decodeFrame parses one frame. It is a hand-written, single-pass parser:
@@ -230,8 +228,10 @@ func (d *decoder) field(f *Frame, key string) error {
 	case "err":
 		start := d.i
 		if err = d.skip(0); err == nil {
-			f.Error = new(api.Error)
-			err = json.Unmarshal(d.b[start:d.i], f.Error)
+			var pe peerError
+			if err = json.Unmarshal(d.b[start:d.i], &pe); err == nil {
+				f.Error = pe.apiError()
+			}
 		}
 	case "of":
 		f.Of, err = d.kind()

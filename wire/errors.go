@@ -3,8 +3,6 @@ package wire
 import (
 	"context"
 	"errors"
-	"fmt"
-	"net/http"
 
 	"github.com/scion-go/scion/api"
 )
@@ -22,27 +20,15 @@ var (
 
 // unavailable is what pending and new calls get once the connection ended.
 func unavailable(reason error) *api.Error {
-	return &api.Error{
-		Status:  http.StatusServiceUnavailable,
-		Code:    api.CodeBrokerUnavailable,
-		Message: "control channel closed: " + reason.Error(),
-	}
+	return api.Errorf(api.CodeBrokerUnavailable, "control channel closed: %s", reason.Error())
 }
 
 func timeoutError(method string) *api.Error {
-	return &api.Error{
-		Status:  http.StatusGatewayTimeout,
-		Code:    api.CodeBrokerTimeout,
-		Message: fmt.Sprintf("%s: deadline exceeded", method),
-	}
+	return api.Errorf(api.CodeBrokerTimeout, "%s: deadline exceeded", method)
 }
 
 func tooLarge(what string, n, limit int64) *api.Error {
-	return &api.Error{
-		Status:  http.StatusRequestEntityTooLarge,
-		Code:    api.CodeRequestTooLarge,
-		Message: fmt.Sprintf("%s of %d bytes exceeds the %d byte limit", what, n, limit),
-	}
+	return api.Errorf(api.CodeRequestTooLarge, "%s of %d bytes exceeds the %d byte limit", what, n, limit)
 }
 
 // ctxError is what a caller gets when its ctx ended first: a timeout error
@@ -55,11 +41,33 @@ func ctxError(ctx context.Context, method string) error {
 	return ctx.Err()
 }
 
-// fromPeer fills in the HTTP status, which does not cross the wire, and
-// marks the error as the peer's (api.Error.FromPeer).
+// peerError is an api.Error as a frame carries it: with its HTTP status,
+// which the API's JSON leaves to the response line. A peer that predates
+// the status sends none.
+type peerError struct {
+	Code    string         `json:"code"`
+	Message string         `json:"message"`
+	Details map[string]any `json:"details,omitempty"`
+	Status  int            `json:"status,omitempty"`
+}
+
+func toPeer(e *api.Error) peerError {
+	return peerError{Code: e.Code, Message: e.Message, Details: e.Details, Status: e.Status}
+}
+
+func (p *peerError) apiError() *api.Error {
+	return &api.Error{Status: p.Status, Code: p.Code, Message: p.Message, Details: p.Details}
+}
+
+// fromPeer marks the error as the peer's (api.Error.FromPeer) and keeps
+// the status it sent, so that a broker's 501 or 410 reaches the caller as
+// such. A status that is none (an older peer) or not an error status is
+// the code's from this side's table.
 func fromPeer(e *api.Error) *api.Error {
 	c := *e
-	c.Status = api.StatusForCode(c.Code)
+	if c.Status < 400 || c.Status > 599 {
+		c.Status = api.StatusForCode(c.Code)
+	}
 	c.FromPeer = true
 	return &c
 }

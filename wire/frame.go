@@ -40,8 +40,10 @@ type Frame struct {
 	Stream   bool   `json:"st,omitempty"`
 	// Credit is, on a stream request, the caller's window (items it buffers)
 	// and, on a credit frame, how many more items may be sent.
-	Credit int64      `json:"cr,omitempty"`
-	Error  *api.Error `json:"err,omitempty"`
+	Credit int64 `json:"cr,omitempty"`
+	// Error is a failed response or stream; on the wire it is a
+	// peerError, the API's error with its HTTP status.
+	Error *api.Error `json:"err,omitempty"`
 	// Chunk fields: the frame being carried (Of, OfID), its encoded size,
 	// this piece's offset in it, whether more pieces follow, the piece.
 	Of    Kind   `json:"of,omitempty"`
@@ -114,7 +116,7 @@ func appendHead(b []byte, f *Frame) ([]byte, error) {
 		b = strconv.AppendInt(b, f.Credit, 10)
 	}
 	if f.Error != nil {
-		e, err := json.Marshal(f.Error)
+		e, err := json.Marshal(toPeer(f.Error))
 		if err != nil {
 			return b, fmt.Errorf("wire: encode error: %w", err)
 		}
