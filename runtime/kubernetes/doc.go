@@ -73,9 +73,10 @@
 // Settings come in layers merged by Resolve: the agent's own (Spec.Labels
 // "scion.k8s.<key>"), its profile's (Options.Profiles, chosen by the
 // scion.profile label, else Options.DefaultProfile), the broker's
-// (Options.Defaults). The keys are listed by SettingKeys. An agent's own
-// layer may not set the pod security keys, and its context, namespace,
-// service_account and NFS volume must be its profile's or listed in
-// Options.AgentChoices (checkAgentPlacement); Create and CheckSpec refuse
-// anything else with invalid_request before anything is made.
+// (Options.Defaults). ParseSettings knows the keys (docs/kubernetes.md
+// lists them). An agent's own layer may not set the pod security keys,
+// and its context, namespace, service_account and NFS volume must be its
+// profile's or listed in Options.AgentChoices (checkAgentPlacement);
+// Create and CheckSpec refuse anything else with invalid_request before
+// anything is made.
 package kubernetes

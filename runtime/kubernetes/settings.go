@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -163,20 +162,6 @@ func checkAgentPlacement(own, base Settings, allow AgentChoices) error {
 // AgentSettingPrefix marks an agent's own Kubernetes settings in
 // Spec.Labels: "scion.k8s.namespace" is the agent's namespace setting.
 const AgentSettingPrefix = runtime.LabelKubernetesSetting
-
-// SettingKeys lists every settings key, sorted, for documentation and
-// error messages.
-func SettingKeys() []string {
-	keys := make([]string, 0, len(settingKeys)+len(boolKeys))
-	for k := range settingKeys {
-		keys = append(keys, k)
-	}
-	for k := range boolKeys {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
 
 // ParseSettings reads the Kubernetes keys of m (a profile's settings map);
 // other keys (memory, cpus, ...) belong to others and are ignored. A bad
