@@ -24,6 +24,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/scion-go/scion/broker/idempotency"
 	"github.com/scion-go/scion/config"
 	"github.com/scion-go/scion/runtime"
 	"github.com/scion-go/scion/wire"
@@ -66,9 +67,9 @@ type Config struct {
 	GitWorkspaces GitWorkspacesConfig
 	// Idempotency remembers completed keyed commands (default: a
 	// FileStore under DataDir/idempotency, so that a replay after a broker
-	// restart is still answered from the record; NewMemoryStore is for
+	// restart is still answered from the record; idempotency.NewMemory is for
 	// tests).
-	Idempotency IdempotencyStore
+	Idempotency idempotency.Store
 	// DropReply is fault injection for tests: when it returns true for a
 	// keyed command that has completed (and been recorded), the broker
 	// closes the control channel instead of answering, the way a network
@@ -107,7 +108,7 @@ type Broker struct {
 	url     string // the control channel's WebSocket URL
 	layout  layout
 	ws      Workspaces
-	dedup   *dedup
+	dedup   *idempotency.Dedup
 	ownIdem io.Closer // the default idempotency store, closed when Run ends
 	locks   agentLocks
 	attach  attachSessions
@@ -185,7 +186,7 @@ func New(cfg Config) (*Broker, error) {
 	}
 	var ownIdem io.Closer
 	if cfg.Idempotency == nil {
-		fs, err := NewFileStore(filepath.Join(cfg.DataDir, "idempotency"), FileStoreOptions{Logger: cfg.Logger})
+		fs, err := idempotency.NewFileStore(filepath.Join(cfg.DataDir, "idempotency"), idempotency.FileOptions{Logger: cfg.Logger})
 		if err != nil {
 			return nil, fmt.Errorf("broker: %w", err)
 		}
@@ -211,7 +212,7 @@ func New(cfg Config) (*Broker, error) {
 		url:     u,
 		layout:  l,
 		ws:      cfg.Workspaces,
-		dedup:   newDedup(cfg.Idempotency),
+		dedup:   idempotency.NewDedup(cfg.Idempotency),
 		ownIdem: ownIdem,
 		status:  Status{HubEndpoint: cfg.HubEndpoint},
 		changed: make(chan struct{}),

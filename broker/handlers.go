@@ -46,7 +46,10 @@ func (b *Broker) keyed(c *wire.Conn, h wire.Handler) wire.Handler {
 			return h(ctx, req)
 		}
 		ctx = context.WithValue(ctx, keyedCtx{}, true)
-		v, err := b.dedup.do(ctx, req.Method+"\x00"+req.Key, func() (any, error) { return h(ctx, req) })
+		v, err := b.dedup.Do(ctx, req.Method+"\x00"+req.Key, func() (any, error) { return h(ctx, req) })
+		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+			err = ctxError(err) // a duplicate gave up waiting on the first
+		}
 		if b.cfg.DropReply != nil && b.cfg.DropReply(req.Method, req.Key) {
 			// Fault injection: the effect happened and is recorded, the
 			// acknowledgement is lost with the connection.

@@ -44,7 +44,7 @@ func clean() []Package {
 		pkg("store", "api"), pkg("store/sqlite", "store", "api"), pkg("wire", "api"), pkg("runtime"),
 		pkg("runtime/docker", "runtime"), pkg("hub/placement", "api", "fmt"), pkg("hub/authz", "fmt"),
 		pkg("hub", "api", "store", "wire", "hub/placement", "hub/authz", "net"),
-		pkg("broker", "api", "config", "runtime", "wire"),
+		pkg("broker", "api", "config", "runtime", "wire", "broker/idempotency"), pkg("broker/idempotency", "api", "os"),
 		pkg("launch", "hub", "broker", "store", "store/sqlite", "runtime", "config"),
 		pkg("cmd/scion", "cli", "launch"),
 	}
@@ -75,6 +75,7 @@ func TestCheckCatchesViolations(t *testing.T) {
 		{"wire imports store", "wire", "store", "wire imports store "},
 		{"runtime imports broker", "runtime/docker", "broker", "runtime/docker imports broker "},
 		{"broker imports launch", "broker", "launch", "broker imports launch "},
+		{"idempotency imports broker", "broker/idempotency", "broker", "broker/idempotency imports broker "},
 		{"placement imports store", "hub/placement", "store", "hub/placement imports store "},
 		{"authz imports os", "hub/authz", "os", "hub/authz imports os; a pure package does no I/O"},
 	} {

@@ -47,6 +47,12 @@ var Rules = []Rule{
 		Pkgs: []string{"runtime/..."}, Deny: []string{"hub/...", "broker/...", "store/...", "cli/...", "launch/..."},
 	},
 	{
+		// The broker's record of keyed commands: a store and the
+		// coalescing of duplicates, nothing of the broker itself.
+		Name: "broker/idempotency imports only api",
+		Pkgs: []string{"broker/idempotency"}, Only: []string{"api"},
+	},
+	{
 		// Decisions over plain values, table-tested without a server: of
 		// ours only api (for the error codes), no files, sockets or
 		// processes, and net/http for its status constants only.

@@ -1,4 +1,10 @@
-package broker
+// Package idempotency runs the broker's keyed commands at most once: a
+// Store remembers the results of finished ones (NewMemory, or the
+// FileStore that survives a restart), and a Dedup answers a repeated key
+// from the store and makes a duplicate that arrives while the first is
+// running wait for it. Only final results are kept (successes and
+// refusals), so the Hub's retry of a failed command gets another try.
+package idempotency
 
 import (
 	"container/list"
@@ -17,18 +23,18 @@ type Result struct {
 	Err  *api.Error      `json:"error,omitempty"`
 }
 
-// IdempotencyStore remembers the results of completed keyed requests. The
-// broker only asks it about finished work; coalescing of requests still in
-// flight is done in memory by the broker itself, so a file-backed store only
-// has to implement these two methods.
-type IdempotencyStore interface {
+// Store remembers the results of completed keyed requests. It is asked
+// only about finished work; coalescing of requests still in flight is done
+// in memory by Dedup, so a file-backed store only has to implement these
+// two methods.
+type Store interface {
 	Get(key string) (Result, bool)
 	Put(key string, r Result)
 }
 
-// NewMemoryStore returns an in-memory IdempotencyStore that keeps the most
-// recent capacity results (least recently used ones are forgotten first).
-func NewMemoryStore(capacity int) IdempotencyStore {
+// NewMemory returns an in-memory Store that keeps the most recent
+// capacity results (least recently used ones are forgotten first).
+func NewMemory(capacity int) Store {
 	if capacity <= 0 {
 		capacity = 4096
 	}
@@ -74,11 +80,11 @@ func (s *memoryStore) Put(key string, r Result) {
 	}
 }
 
-// dedup runs keyed requests at most once: a key whose result is stored is
+// Dedup runs keyed requests at most once: a key whose result is stored is
 // answered from the store, and concurrent requests with the same key wait
 // for the one already running instead of redoing its effect.
-type dedup struct {
-	store IdempotencyStore
+type Dedup struct {
+	store Store
 
 	mu       sync.Mutex
 	inflight map[string]*flight
@@ -89,12 +95,15 @@ type flight struct {
 	res  Result
 }
 
-func newDedup(store IdempotencyStore) *dedup {
-	return &dedup{store: store, inflight: map[string]*flight{}}
+// NewDedup returns a Dedup over store.
+func NewDedup(store Store) *Dedup {
+	return &Dedup{store: store, inflight: map[string]*flight{}}
 }
 
-// do runs fn once per key. An empty key runs fn unconditionally.
-func (d *dedup) do(ctx context.Context, key string, fn func() (any, error)) (any, error) {
+// Do runs fn once per key and returns its answer (an error as an
+// *api.Error). An empty key runs fn unconditionally. A duplicate waiting on
+// a running key returns ctx.Err() when ctx ends first.
+func (d *Dedup) Do(ctx context.Context, key string, fn func() (any, error)) (any, error) {
 	if key == "" {
 		return fn()
 	}
@@ -127,13 +136,13 @@ func (d *dedup) do(ctx context.Context, key string, fn func() (any, error)) (any
 			// That attempt failed in a way a retry may fix (its caller
 			// may have gone with a dropped channel): try again ourselves.
 		case <-ctx.Done():
-			return nil, ctxError(ctx.Err())
+			return nil, ctx.Err()
 		}
 	}
 }
 
 // run executes the flight f for key and publishes its result.
-func (d *dedup) run(key string, f *flight, fn func() (any, error)) (any, error) {
+func (d *Dedup) run(key string, f *flight, fn func() (any, error)) (any, error) {
 	f.res = record(fn())
 	if remember(f.res) {
 		d.store.Put(key, f.res)

@@ -1,4 +1,4 @@
-package broker
+package idempotency
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 )
 
 func TestMemoryStoreEvictsLeastRecentlyUsed(t *testing.T) {
-	s := NewMemoryStore(2)
+	s := NewMemory(2)
 	s.Put("a", Result{Body: json.RawMessage(`1`)})
 	s.Put("b", Result{Body: json.RawMessage(`2`)})
 	s.Get("a") // a is now more recent than b
@@ -30,7 +30,7 @@ func TestMemoryStoreEvictsLeastRecentlyUsed(t *testing.T) {
 }
 
 func TestDedupRunsOnceAndCoalesces(t *testing.T) {
-	d := newDedup(NewMemoryStore(0))
+	d := NewDedup(NewMemory(0))
 	var runs atomic.Int32
 	release := make(chan struct{})
 	fn := func() (any, error) {
@@ -42,7 +42,7 @@ func TestDedupRunsOnceAndCoalesces(t *testing.T) {
 	results := make([]string, 5)
 	for i := range results {
 		wg.Go(func() {
-			v, err := d.do(context.Background(), "k", fn)
+			v, err := d.Do(context.Background(), "k", fn)
 			if err != nil {
 				t.Error(err)
 				return
@@ -57,7 +57,7 @@ func TestDedupRunsOnceAndCoalesces(t *testing.T) {
 	if n := runs.Load(); n != 1 {
 		t.Fatalf("fn ran %d times, want 1", n)
 	}
-	v, _ := d.do(context.Background(), "k", fn)
+	v, _ := d.Do(context.Background(), "k", fn)
 	for _, r := range append(results, string(v.(json.RawMessage))) {
 		if r != `{"n":1}` {
 			t.Fatalf("result %q, want {\"n\":1}", r)
@@ -66,7 +66,7 @@ func TestDedupRunsOnceAndCoalesces(t *testing.T) {
 }
 
 func TestDedupRemembersOnlyFinalErrors(t *testing.T) {
-	d := newDedup(NewMemoryStore(0))
+	d := NewDedup(NewMemory(0))
 	for _, tc := range []struct {
 		err      error
 		rerun    bool
@@ -81,7 +81,7 @@ func TestDedupRemembersOnlyFinalErrors(t *testing.T) {
 		var runs int
 		fn := func() (any, error) { runs++; return nil, tc.err }
 		for range 2 {
-			if _, err := d.do(context.Background(), key, fn); !api.IsCode(err, tc.wantCode) {
+			if _, err := d.Do(context.Background(), key, fn); !api.IsCode(err, tc.wantCode) {
 				t.Fatalf("%v: got %v, want code %s", tc.err, err, tc.wantCode)
 			}
 		}
@@ -96,19 +96,19 @@ func TestDedupRemembersOnlyFinalErrors(t *testing.T) {
 // failure.
 func TestDedupWaiterRetriesAfterTransientFailure(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		d := newDedup(NewMemoryStore(0))
+		d := NewDedup(NewMemory(0))
 		release := make(chan struct{})
 		first, second := make(chan error, 1), make(chan error, 1)
 		go func() {
-			_, err := d.do(context.Background(), "k", func() (any, error) {
+			_, err := d.Do(context.Background(), "k", func() (any, error) {
 				<-release
-				return nil, ctxError(context.Canceled)
+				return nil, api.Errorf(api.CodeBrokerUnavailable, "request cancelled")
 			})
 			first <- err
 		}()
 		synctest.Wait() // the first attempt is running
 		go func() {
-			_, err := d.do(context.Background(), "k", func() (any, error) { return "ok", nil })
+			_, err := d.Do(context.Background(), "k", func() (any, error) { return "ok", nil })
 			second <- err
 		}()
 		synctest.Wait() // the duplicate is parked on it

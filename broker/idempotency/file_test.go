@@ -1,7 +1,6 @@
-package broker
+package idempotency
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -15,12 +14,9 @@ import (
 	"time"
 
 	"github.com/scion-go/scion/api"
-	"github.com/scion-go/scion/runtime"
-	"github.com/scion-go/scion/runtime/fake"
-	"github.com/scion-go/scion/wire"
 )
 
-func openFileStore(t *testing.T, dir string, opts FileStoreOptions) *FileStore {
+func openFileStore(t *testing.T, dir string, opts FileOptions) *FileStore {
 	t.Helper()
 	opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	s, err := NewFileStore(dir, opts)
@@ -33,7 +29,7 @@ func openFileStore(t *testing.T, dir string, opts FileStoreOptions) *FileStore {
 
 func fileLines(t *testing.T, dir string) []string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(dir, idempotencyFile))
+	b, err := os.ReadFile(filepath.Join(dir, FileName))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,12 +38,12 @@ func fileLines(t *testing.T, dir string) []string {
 
 func TestFileStoreSurvivesReopen(t *testing.T) {
 	dir := t.TempDir()
-	s := openFileStore(t, dir, FileStoreOptions{})
+	s := openFileStore(t, dir, FileOptions{})
 	refusal := api.Conflict(api.CodeAlreadyExists, "agent exists")
 	s.Put("agent.create\x00create:r1", Result{Body: json.RawMessage(`{"agentId":"a1","state":"running"}`)})
 	s.Put("agent.stop\x00queued:1", Result{Err: refusal})
 	// No Close: a broker killed right after answering never closes.
-	s2 := openFileStore(t, dir, FileStoreOptions{})
+	s2 := openFileStore(t, dir, FileOptions{})
 	r, ok := s2.Get("agent.create\x00create:r1")
 	if !ok || string(r.Body) != `{"agentId":"a1","state":"running"}` || r.Err != nil {
 		t.Fatalf("create after reopen: %+v %v", r, ok)
@@ -66,7 +62,7 @@ func TestFileStoreSurvivesReopen(t *testing.T) {
 
 func TestFileStoreBoundsKeys(t *testing.T) {
 	dir := t.TempDir()
-	s := openFileStore(t, dir, FileStoreOptions{MaxKeys: 10})
+	s := openFileStore(t, dir, FileOptions{MaxKeys: 10})
 	for i := range 35 {
 		s.Put(fmt.Sprintf("k%02d", i), Result{Body: json.RawMessage(fmt.Sprint(i))})
 	}
@@ -80,7 +76,7 @@ func TestFileStoreBoundsKeys(t *testing.T) {
 	if n := len(fileLines(t, dir)); n > 20 {
 		t.Fatalf("%d lines in the log, want at most 20", n)
 	}
-	s2 := openFileStore(t, dir, FileStoreOptions{MaxKeys: 10})
+	s2 := openFileStore(t, dir, FileOptions{MaxKeys: 10})
 	if n := len(fileLines(t, dir)); n != 10 {
 		t.Fatalf("%d lines after reopen, want the 10 kept keys", n)
 	}
@@ -94,7 +90,7 @@ func TestFileStoreBoundsKeys(t *testing.T) {
 
 func TestFileStoreForgetsExpiredKeys(t *testing.T) {
 	dir := t.TempDir()
-	s := openFileStore(t, dir, FileStoreOptions{TTL: 50 * time.Millisecond})
+	s := openFileStore(t, dir, FileOptions{TTL: 50 * time.Millisecond})
 	s.Put("old", Result{Body: json.RawMessage(`1`)})
 	time.Sleep(60 * time.Millisecond)
 	s.Put("new", Result{Body: json.RawMessage(`2`)})
@@ -104,12 +100,12 @@ func TestFileStoreForgetsExpiredKeys(t *testing.T) {
 	if _, ok := s.Get("new"); !ok {
 		t.Fatal("fresh key forgotten")
 	}
-	s2 := openFileStore(t, dir, FileStoreOptions{TTL: time.Hour})
+	s2 := openFileStore(t, dir, FileOptions{TTL: time.Hour})
 	if _, ok := s2.Get("old"); !ok {
 		t.Fatal("a longer TTL on reopen should keep the key")
 	}
 	time.Sleep(60 * time.Millisecond)
-	openFileStore(t, dir, FileStoreOptions{TTL: 50 * time.Millisecond})
+	openFileStore(t, dir, FileOptions{TTL: 50 * time.Millisecond})
 	if n := len(fileLines(t, dir)); n != 0 {
 		t.Fatalf("%d lines after reopening with every key expired", n)
 	}
@@ -117,22 +113,22 @@ func TestFileStoreForgetsExpiredKeys(t *testing.T) {
 
 func TestFileStoreSkipsTornLine(t *testing.T) {
 	dir := t.TempDir()
-	s := openFileStore(t, dir, FileStoreOptions{})
+	s := openFileStore(t, dir, FileOptions{})
 	s.Put("a", Result{Body: json.RawMessage(`1`)})
 	s.Close()
 	// A crash mid-append leaves half a line.
-	f, err := os.OpenFile(filepath.Join(dir, idempotencyFile), os.O_APPEND|os.O_WRONLY, 0)
+	f, err := os.OpenFile(filepath.Join(dir, FileName), os.O_APPEND|os.O_WRONLY, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	f.WriteString(`{"k":"b","t":1`)
 	f.Close()
-	s2 := openFileStore(t, dir, FileStoreOptions{})
+	s2 := openFileStore(t, dir, FileOptions{})
 	if _, ok := s2.Get("a"); !ok {
 		t.Fatal("whole line lost")
 	}
 	s2.Put("c", Result{Body: json.RawMessage(`3`)})
-	s3 := openFileStore(t, dir, FileStoreOptions{})
+	s3 := openFileStore(t, dir, FileOptions{})
 	for _, k := range []string{"a", "c"} {
 		if _, ok := s3.Get(k); !ok {
 			t.Fatalf("%s lost after a torn line", k)
@@ -142,7 +138,7 @@ func TestFileStoreSkipsTornLine(t *testing.T) {
 
 func TestFileStoreConcurrentPuts(t *testing.T) {
 	dir := t.TempDir()
-	s := openFileStore(t, dir, FileStoreOptions{MaxKeys: 100})
+	s := openFileStore(t, dir, FileOptions{MaxKeys: 100})
 	var wg sync.WaitGroup
 	var puts atomic.Int64
 	for g := range 8 {
@@ -163,7 +159,7 @@ func TestFileStoreConcurrentPuts(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	s2 := openFileStore(t, dir, FileStoreOptions{MaxKeys: 100})
+	s2 := openFileStore(t, dir, FileOptions{MaxKeys: 100})
 	n := 0
 	for g := range 8 {
 		for i := range 50 {
@@ -179,78 +175,5 @@ func TestFileStoreConcurrentPuts(t *testing.T) {
 		if !json.Valid([]byte(l)) {
 			t.Fatalf("interleaved line %q", l)
 		}
-	}
-}
-
-func TestFileStoreIsTheDefault(t *testing.T) {
-	hub := newTestHub(t)
-	b, err := New(Config{HubEndpoint: hub.srv.URL, BrokerID: hub.brokerID, Secret: hub.secret, Runtime: fake.New(),
-		DataDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, ok := b.cfg.Idempotency.(*FileStore); !ok {
-		t.Fatalf("default idempotency store is %T", b.cfg.Idempotency)
-	}
-	if _, err := os.Stat(filepath.Join(b.cfg.DataDir, "idempotency", idempotencyFile)); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// TestKeyedCreateReplayAfterBrokerRestart: the Hub's create reached the
-// broker, the broker restarted before the acknowledgement got back, and
-// the Hub replays the create with the same key to the new process over
-// the same data directory. It gets the original answer; the runtime saw
-// one create.
-func TestKeyedCreateReplayAfterBrokerRestart(t *testing.T) {
-	hub := newTestHub(t)
-	rt := fake.New()
-	dir := t.TempDir()
-	run := func(rt *fake.Runtime) (stop func()) {
-		b, err := New(Config{HubEndpoint: hub.srv.URL, BrokerID: hub.brokerID, Name: "test", Secret: hub.secret,
-			Runtime: rt, DataDir: dir, Version: "test", Logger: slog.New(slog.DiscardHandler),
-			MinBackoff: 5 * time.Millisecond, MaxBackoff: 50 * time.Millisecond})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan error, 1)
-		go func() { done <- b.Run(ctx) }()
-		waitConnected(t, b)
-		return func() { cancel(); <-done }
-	}
-	stop := run(rt)
-	sp := spec("a1")
-	sp.Start = true
-	key := wire.WithKey("create:run-1")
-	var first wire.AgentStatus
-	if err := hub.call(wire.MethodAgentCreate, sp, &first, key); err != nil {
-		t.Fatal(err)
-	}
-	stop()
-	recv(t, hub.hellos, "first hello")
-
-	stop = run(rt.Restart())
-	defer stop()
-	recv(t, hub.hellos, "hello after the restart")
-	var replay wire.AgentStatus
-	if err := hub.call(wire.MethodAgentCreate, sp, &replay, key); err != nil {
-		t.Fatalf("replay after restart: %v", err)
-	}
-	if replay.AgentID != "a1" || replay.State != runtime.StateRunning || replay.ObservedAt != first.ObservedAt {
-		t.Fatalf("replay answered %+v, want the original %+v", replay, first)
-	}
-	if n := rt.Calls("Create"); n != 1 {
-		t.Fatalf("runtime saw %d creates, want 1", n)
-	}
-	inv, err := rt.Inventory(t.Context())
-	if err != nil || len(inv) != 1 {
-		t.Fatalf("inventory %v %v, want one container", inv, err)
-	}
-	// The same create without a key is a new request, refused as a
-	// duplicate: the key is what made the replay safe.
-	err = hub.call(wire.MethodAgentCreate, sp, nil)
-	if !api.IsCode(err, api.CodeAlreadyExists) {
-		t.Fatalf("unkeyed second create: %v", err)
 	}
 }

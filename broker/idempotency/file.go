@@ -1,4 +1,4 @@
-package broker
+package idempotency
 
 import (
 	"bufio"
@@ -17,17 +17,17 @@ import (
 	"github.com/scion-go/scion/api"
 )
 
-// Defaults of FileStoreOptions. A day of keys covers any retry the Hub
+// Defaults of FileOptions. A day of keys covers any retry the Hub
 // makes (its own dispatch deadline is seconds, a queued dispatch waits at
 // most as long as the broker is away) with a wide margin, and 10,000
 // recent commands bound the file to a few MB.
 const (
-	DefaultIdempotencyKeys = 10000
-	DefaultIdempotencyTTL  = 24 * time.Hour
+	DefaultKeys = 10000
+	DefaultTTL  = 24 * time.Hour
 )
 
-// FileStoreOptions tune a FileStore; zero values mean the defaults.
-type FileStoreOptions struct {
+// FileOptions tune a FileStore; zero values mean the defaults.
+type FileOptions struct {
 	// MaxKeys is how many of the most recent keys are kept.
 	MaxKeys int
 	// TTL is how long a key is kept; older ones are forgotten.
@@ -43,7 +43,7 @@ type FileStoreOptions struct {
 	Logger *slog.Logger
 }
 
-// FileStore is an IdempotencyStore that survives broker restarts: a
+// FileStore is a Store that survives broker restarts: a
 // replay of a command whose answer was lost (the Hub retrying with the
 // same key after the broker restarted) is answered from the record instead
 // of starting, stopping or deleting a second time.
@@ -86,16 +86,17 @@ type fileEntry struct {
 	Status int             `json:"s,omitempty"` // Err.Status, which api.Error does not marshal
 }
 
-const idempotencyFile = "keys.jsonl"
+// FileName is the store's log in its directory.
+const FileName = "keys.jsonl"
 
 // NewFileStore opens (creating if needed) the store in dir and compacts
 // it.
-func NewFileStore(dir string, opts FileStoreOptions) (*FileStore, error) {
+func NewFileStore(dir string, opts FileOptions) (*FileStore, error) {
 	if opts.MaxKeys <= 0 {
-		opts.MaxKeys = DefaultIdempotencyKeys
+		opts.MaxKeys = DefaultKeys
 	}
 	if opts.TTL <= 0 {
-		opts.TTL = DefaultIdempotencyTTL
+		opts.TTL = DefaultTTL
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
@@ -103,7 +104,7 @@ func NewFileStore(dir string, opts FileStoreOptions) (*FileStore, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("idempotency store: %w", err)
 	}
-	s := &FileStore{path: filepath.Join(dir, idempotencyFile), maxKeys: opts.MaxKeys, ttl: opts.TTL,
+	s := &FileStore{path: filepath.Join(dir, FileName), maxKeys: opts.MaxKeys, ttl: opts.TTL,
 		fsync: opts.Sync, log: opts.Logger, items: map[string]*list.Element{}, order: list.New()}
 	if err := s.load(); err != nil {
 		return nil, err
@@ -169,7 +170,7 @@ func (s *FileStore) addLocked(e *fileEntry) {
 	}
 }
 
-// Get implements IdempotencyStore.
+// Get implements Store.
 func (s *FileStore) Get(key string) (Result, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -192,7 +193,7 @@ func (s *FileStore) Get(key string) (Result, bool) {
 	return r, true
 }
 
-// Put implements IdempotencyStore. It returns once the result is on disk;
+// Put implements Store. It returns once the result is on disk;
 // a write error is logged (the result stays known until the broker
 // restarts).
 func (s *FileStore) Put(key string, r Result) {
