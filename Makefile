@@ -31,7 +31,7 @@ lint:
 	"$$(.ci/staticcheck.sh)" ./...
 
 bench: build
-	@eval "$$(.ci/postgres.sh)" && $(GO) run ./bench/wire && $(GO) run ./bench/hub
+	@eval "$$(.ci/postgres.sh)" && $(GO) run ./bench/wire && SCION_BIN=$(CURDIR)/bin/scion $(GO) run ./bench/hub
 
 clean:
 	rm -rf bin

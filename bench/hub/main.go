@@ -52,20 +52,36 @@ func main() {
 	os.Exit(benchMain(*n, *levels, *engines, *shapes, *runs, *profileDir, *fleet, *cpuprofile))
 }
 
+// interrupted is set when the bench got a signal.
+var interrupted atomic.Bool
+
 // benchMain runs the bench and returns the exit code; whatever it started
 // (daemon processes, directories) is gone when it returns, and when the
 // bench is interrupted.
 func benchMain(n int, levels, engines, shapes string, runs int, profileDir string, fleet bool, cpuprofile string) int {
+	// On a signal the daemons are killed at once, which fails the level
+	// under way; the run then returns through the removals below. A bench
+	// stuck elsewhere (a build) is given 10 s before it is ended here.
+	done := make(chan struct{})
+	defer close(done)
 	defer removeAll()
 	defer killDaemons()
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	go func() {
-		s := <-sigs
-		fmt.Fprintf(os.Stderr, "%v: stopping the daemons and removing the bench's data\n", s)
-		killDaemons()
-		removeAll()
-		os.Exit(1)
+		select {
+		case s := <-sigs:
+			interrupted.Store(true)
+			fmt.Fprintf(os.Stderr, "%v: stopping the daemons and removing the bench's data\n", s)
+			killDaemons()
+			select {
+			case <-done:
+			case <-time.After(10 * time.Second):
+				removeAll()
+			}
+			os.Exit(1)
+		case <-done:
+		}
 	}()
 	if cpuprofile != "" {
 		f, err := os.Create(cpuprofile)
@@ -88,7 +104,11 @@ func benchMain(n int, levels, engines, shapes string, runs int, profileDir strin
 		profileDir = abs
 	}
 	fsBaseline("before")
-	defer fsBaseline("after")
+	defer func() {
+		if !interrupted.Load() {
+			fsBaseline("after")
+		}
+	}()
 	if fleet {
 		runFleet(engines, levels, n)
 		return 0
