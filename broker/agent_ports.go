@@ -7,9 +7,14 @@ import (
 	"slices"
 
 	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/broker/portpool"
 	"github.com/scion-go/scion/runtime"
 	"github.com/scion-go/scion/wire"
 )
+
+// DefaultPortRange is the host port range a broker publishes agent ports
+// from when Config.PortRange is unset.
+var DefaultPortRange = [2]int{31000, 31999}
 
 // Published ports, the broker's side. The rules:
 //
@@ -152,7 +157,7 @@ func (b *Broker) acquirePorts(ctx context.Context, agentID string) error {
 	if err := b.loadPorts(ctx); err != nil {
 		return err
 	}
-	var pc *PortConflict
+	var pc *portpool.Conflict
 	if err := b.ports.Acquire(agentID, hosts); errors.As(err, &pc) {
 		return b.conflictError(ctx, agentID, pc)
 	} else if err != nil {
@@ -163,7 +168,7 @@ func (b *Broker) acquirePorts(ctx context.Context, agentID string) error {
 
 // conflictError explains a port taken while the agent was stopped, naming
 // the other agent by slug when the runtime still knows it.
-func (b *Broker) conflictError(ctx context.Context, agentID string, pc *PortConflict) error {
+func (b *Broker) conflictError(ctx context.Context, agentID string, pc *portpool.Conflict) error {
 	holder := pc.Holder
 	if st, err := b.rt.Inspect(ctx, pc.Holder); err == nil && st.Labels[runtime.LabelSlug] != "" {
 		holder = fmt.Sprintf("%s (%s)", st.Labels[runtime.LabelSlug], pc.Holder)

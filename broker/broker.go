@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/scion-go/scion/broker/idempotency"
+	"github.com/scion-go/scion/broker/portpool"
 	"github.com/scion-go/scion/config"
 	"github.com/scion-go/scion/runtime"
 	"github.com/scion-go/scion/wire"
@@ -83,7 +84,7 @@ type Config struct {
 	DefaultImage string
 	// PortRange is the inclusive host port range agents' published ports
 	// come from (default DefaultPortRange). It must be reserved for this
-	// broker's agents on its host; see PortPool.
+	// broker's agents on its host; see portpool.Pool.
 	PortRange [2]int
 }
 
@@ -114,7 +115,7 @@ type Broker struct {
 	attach  attachSessions
 	running atomic.Bool
 
-	ports       *PortPool
+	ports       *portpool.Pool
 	portsMu     sync.Mutex // guards portsLoaded and serialises loadPorts
 	portsLoaded bool
 
@@ -195,14 +196,14 @@ func New(cfg Config) (*Broker, error) {
 	if cfg.PortRange == [2]int{} {
 		cfg.PortRange = DefaultPortRange
 	}
-	ports, err := NewPortPool(cfg.Name, cfg.PortRange[0], cfg.PortRange[1])
+	ports, err := portpool.New(cfg.Name, cfg.PortRange[0], cfg.PortRange[1])
 	if err != nil {
 		return nil, fmt.Errorf("broker: %w", err)
 	}
 	if cfg.Runtime.Name() == "docker" {
 		// Published ports bind real host ports, which another broker on
 		// this host or any other program may hold.
-		ports.CheckHost(HostPortBusy)
+		ports.CheckHost(portpool.HostBusy)
 	}
 	return &Broker{
 		ports:   ports,

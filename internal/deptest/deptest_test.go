@@ -44,7 +44,7 @@ func clean() []Package {
 		pkg("store", "api"), pkg("store/sqlite", "store", "api"), pkg("wire", "api"), pkg("runtime"),
 		pkg("runtime/docker", "runtime"), pkg("hub/placement", "api", "fmt"), pkg("hub/authz", "fmt"),
 		pkg("hub", "api", "store", "wire", "hub/placement", "hub/authz", "net"),
-		pkg("broker", "api", "config", "runtime", "wire", "broker/idempotency"), pkg("broker/idempotency", "api", "os"),
+		pkg("broker", "api", "config", "runtime", "wire", "broker/idempotency", "broker/portpool"), pkg("broker/idempotency", "api", "os"), pkg("broker/portpool", "api", "net"),
 		pkg("launch", "hub", "broker", "store", "store/sqlite", "runtime", "config"),
 		pkg("cmd/scion", "cli", "launch"),
 	}
@@ -76,6 +76,7 @@ func TestCheckCatchesViolations(t *testing.T) {
 		{"runtime imports broker", "runtime/docker", "broker", "runtime/docker imports broker "},
 		{"broker imports launch", "broker", "launch", "broker imports launch "},
 		{"idempotency imports broker", "broker/idempotency", "broker", "broker/idempotency imports broker "},
+		{"portpool imports runtime", "broker/portpool", "runtime", "broker/portpool imports runtime "},
 		{"placement imports store", "hub/placement", "store", "hub/placement imports store "},
 		{"authz imports os", "hub/authz", "os", "hub/authz imports os; a pure package does no I/O"},
 	} {

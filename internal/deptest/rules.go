@@ -47,10 +47,11 @@ var Rules = []Rule{
 		Pkgs: []string{"runtime/..."}, Deny: []string{"hub/...", "broker/...", "store/...", "cli/...", "launch/..."},
 	},
 	{
-		// The broker's record of keyed commands: a store and the
-		// coalescing of duplicates, nothing of the broker itself.
-		Name: "broker/idempotency imports only api",
-		Pkgs: []string{"broker/idempotency"}, Only: []string{"api"},
+		// The broker's record of keyed commands (a store and the
+		// coalescing of duplicates) and its host port pool: parts of the
+		// broker that know nothing of the rest of it.
+		Name: "broker/idempotency and broker/portpool import only api",
+		Pkgs: []string{"broker/idempotency", "broker/portpool"}, Only: []string{"api"},
 	},
 	{
 		// Decisions over plain values, table-tested without a server: of

@@ -1,4 +1,7 @@
-package broker
+// Package portpool hands out a broker's host ports (the ones agents'
+// published ports are mapped to) from a fixed range, all or nothing per
+// agent, skipping ports something else on the host holds.
+package portpool
 
 import (
 	"fmt"
@@ -10,19 +13,15 @@ import (
 	"github.com/scion-go/scion/api"
 )
 
-// DefaultPortRange is the host port range a broker publishes agent ports
-// from when Config.PortRange is unset.
-var DefaultPortRange = [2]int{31000, 31999}
-
-// PortPool hands out host ports from a fixed range to agents. One mutex
+// Pool hands out host ports from a fixed range to agents. One mutex
 // guards it, so concurrent allocations never hand out a port twice; every
 // change is all-or-nothing for one agent.
 //
 // The pool lives in memory. Its truth is the scion.ports label on each
 // agent's container (written atomically with the container, so it cannot
-// disagree with the runtime the way a side file could after a crash); see
-// Broker.loadPorts for how a restarted broker rebuilds it.
-type PortPool struct {
+// disagree with the runtime the way a side file could after a crash); a
+// restarted broker rebuilds it from those labels with Acquire.
+type Pool struct {
 	name   string // the broker's, for error messages
 	lo, hi int
 
@@ -35,20 +34,20 @@ type PortPool struct {
 	next int
 	// busy, when set, reports a host port that something outside the pool
 	// holds (another broker's agent on the same host, any other program),
-	// so Allocate passes it over. See HostPortBusy.
+	// so Allocate passes it over. See HostBusy.
 	busy func(port int) bool
 }
 
 // CheckHost makes Allocate skip host ports that are in use on this host.
-func (p *PortPool) CheckHost(busy func(port int) bool) {
+func (p *Pool) CheckHost(busy func(port int) bool) {
 	p.mu.Lock()
 	p.busy = busy
 	p.mu.Unlock()
 }
 
-// HostPortBusy reports whether a TCP port cannot be bound on the loopback
+// HostBusy reports whether a TCP port cannot be bound on the loopback
 // address (where agent ports are published) or on all addresses.
-func HostPortBusy(port int) bool {
+func HostBusy(port int) bool {
 	for _, addr := range []string{"127.0.0.1", "0.0.0.0"} {
 		ln, err := net.Listen("tcp", net.JoinHostPort(addr, strconv.Itoa(port)))
 		if err != nil {
@@ -59,21 +58,21 @@ func HostPortBusy(port int) bool {
 	return false
 }
 
-// NewPortPool returns an empty pool over the host ports lo..hi inclusive.
-func NewPortPool(name string, lo, hi int) (*PortPool, error) {
+// New returns an empty pool over the host ports lo..hi inclusive.
+func New(name string, lo, hi int) (*Pool, error) {
 	if lo < 1 || hi > 65535 || lo > hi {
 		return nil, fmt.Errorf("port range %d-%d: want 1 <= first <= last <= 65535", lo, hi)
 	}
-	return &PortPool{name: name, lo: lo, hi: hi, next: lo, owner: map[int]string{}, held: map[string][]int{}}, nil
+	return &Pool{name: name, lo: lo, hi: hi, next: lo, owner: map[int]string{}, held: map[string][]int{}}, nil
 }
 
 // Size is how many ports the range has.
-func (p *PortPool) Size() int { return p.hi - p.lo + 1 }
+func (p *Pool) Size() int { return p.hi - p.lo + 1 }
 
 // Allocate gives agentID n free ports from the range, replacing whatever
 // it held (a new container gets new ports). With fewer than n free it
 // takes nothing and fails with port_pool_exhausted.
-func (p *PortPool) Allocate(agentID string, n int) ([]int, error) {
+func (p *Pool) Allocate(agentID string, n int) ([]int, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.releaseLocked(agentID)
@@ -119,12 +118,12 @@ func (p *PortPool) Allocate(agentID string, n int) ([]int, error) {
 // are fine; ports outside the range are tracked too, so a range narrowed
 // between broker runs still cannot hand them out twice. If another agent
 // holds one, nothing changes and the error names the port and the holder.
-func (p *PortPool) Acquire(agentID string, ports []int) error {
+func (p *Pool) Acquire(agentID string, ports []int) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, port := range ports {
 		if other, ok := p.owner[port]; ok && other != agentID {
-			return &PortConflict{Port: port, Holder: other}
+			return &Conflict{Port: port, Holder: other}
 		}
 	}
 	for _, port := range p.held[agentID] {
@@ -144,13 +143,13 @@ func (p *PortPool) Acquire(agentID string, ports []int) error {
 }
 
 // Release returns agentID's ports to the pool (none held is fine).
-func (p *PortPool) Release(agentID string) {
+func (p *Pool) Release(agentID string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.releaseLocked(agentID)
 }
 
-func (p *PortPool) releaseLocked(agentID string) {
+func (p *Pool) releaseLocked(agentID string) {
 	for _, port := range p.held[agentID] {
 		delete(p.owner, port)
 	}
@@ -158,27 +157,27 @@ func (p *PortPool) releaseLocked(agentID string) {
 }
 
 // Holder is the agent holding port, or "".
-func (p *PortPool) Holder(port int) string {
+func (p *Pool) Holder(port int) string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.owner[port]
 }
 
 // Held returns the ports agentID holds.
-func (p *PortPool) Held(agentID string) []int {
+func (p *Pool) Held(agentID string) []int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return slices.Clone(p.held[agentID])
 }
 
 // Free is how many ports of the range nobody holds.
-func (p *PortPool) Free() int {
+func (p *Pool) Free() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.freeLocked()
 }
 
-func (p *PortPool) freeLocked() int {
+func (p *Pool) freeLocked() int {
 	used := 0
 	for port := range p.owner {
 		if port >= p.lo && port <= p.hi {
@@ -188,12 +187,12 @@ func (p *PortPool) freeLocked() int {
 	return p.Size() - used
 }
 
-// PortConflict is Acquire's error: another agent holds a port.
-type PortConflict struct {
+// Conflict is Acquire's error: another agent holds a port.
+type Conflict struct {
 	Port   int
 	Holder string
 }
 
-func (e *PortConflict) Error() string {
+func (e *Conflict) Error() string {
 	return fmt.Sprintf("host port %d is held by agent %s", e.Port, e.Holder)
 }
