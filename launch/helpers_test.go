@@ -4,19 +4,14 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/scion-go/scion/api"
 	"github.com/scion-go/scion/config"
 )
 
-// setHome gives the test an empty Scion home and an environment without
-// any of the variables that select a Hub or project.
+// setHome gives the test an empty Scion home.
 func setHome(t *testing.T) string {
 	t.Helper()
 	home := t.TempDir()
 	t.Setenv("SCION_HOME", home)
-	for _, k := range []string{api.EnvHubEndpoint, api.EnvHubURL, api.EnvAgentToken, api.EnvProject} {
-		t.Setenv(k, "")
-	}
 	return home
 }
 
