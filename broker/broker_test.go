@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/internal/wait"
 	"github.com/scion-go/scion/runtime"
 	"github.com/scion-go/scion/runtime/fake"
 	"github.com/scion-go/scion/wire"
@@ -289,8 +291,11 @@ func TestPerAgentSerialization(t *testing.T) {
 		t.Fatalf("entered %v, want a1 and a2", got)
 	}
 	// ...while the second a1 command waits for the agent's lock.
-	eventually(t, "second a1 command waiting", func() bool {
-		return b.locks.l.Refs("a1") == 2
+	wait.Eventually(t, 10*time.Second, time.Millisecond, func() error {
+		if refs := b.locks.l.Refs("a1"); refs != 2 {
+			return fmt.Errorf("a1's lock has %d holders and waiters, want 2 (the second a1 command waiting)", refs)
+		}
+		return nil
 	})
 	close(g.gate)
 	wg.Wait()
@@ -348,7 +353,12 @@ func TestBadCredentialsBackOff(t *testing.T) {
 	if n < 2 || n > 40 {
 		t.Fatalf("%d dials in 500ms, want a handful", n)
 	}
-	eventually(t, "another attempt", func() bool { return hub.dials.Load() > n })
+	wait.Eventually(t, 10*time.Second, time.Millisecond, func() error {
+		if d := hub.dials.Load(); d <= n {
+			return fmt.Errorf("%d dials, want another attempt after %d", d, n)
+		}
+		return nil
+	})
 	s := b.Status()
 	if s.Connected || !strings.Contains(s.LastError, "401") || !strings.Contains(s.LastError, api.CodeUnauthorized) {
 		t.Errorf("status = %+v", s)

@@ -187,21 +187,6 @@ func recv[T any](t *testing.T, ch <-chan T, what string) T {
 	}
 }
 
-// eventually polls cond, for states no channel announces.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	tick := time.NewTicker(time.Millisecond)
-	defer tick.Stop()
-	deadline := time.After(10 * time.Second)
-	for !cond() {
-		select {
-		case <-tick.C:
-		case <-deadline:
-			t.Fatalf("timed out waiting for %s", what)
-		}
-	}
-}
-
 func wantCode(t *testing.T, err error, code string) {
 	t.Helper()
 	if !api.IsCode(err, code) {

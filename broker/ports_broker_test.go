@@ -8,8 +8,10 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/internal/wait"
 	"github.com/scion-go/scion/runtime"
 	"github.com/scion-go/scion/runtime/fake"
 	"github.com/scion-go/scion/wire"
@@ -120,7 +122,12 @@ func TestBrokerPortsOnExit(t *testing.T) {
 	if st := recv(t, hub.statuses, "agent.status"); st.State != runtime.StateExited || st.Ports != nil {
 		t.Fatalf("exit reported as %+v", st)
 	}
-	eventually(t, "the exited agent's port to return", func() bool { return b.ports.Free() == 10 })
+	wait.Eventually(t, 10*time.Second, time.Millisecond, func() error {
+		if free := b.ports.Free(); free != 10 {
+			return fmt.Errorf("%d ports free, want 10: the exited agent's port has not returned", free)
+		}
+		return nil
+	})
 }
 
 // TestBrokerPortsAfterRestart: a new broker process over the same

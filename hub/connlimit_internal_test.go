@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/scion-go/scion/internal/wait"
 )
 
 func TestAdmitConn(t *testing.T) {
@@ -101,13 +103,12 @@ func get(t *testing.T, c net.Conn) (int, string) {
 // runs in the server's goroutine).
 func waitOpen(t *testing.T, cl *ConnLimiter, n int) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for cl.Stats().Open != n {
-		if time.Now().After(deadline) {
-			t.Fatalf("open connections = %d, want %d", cl.Stats().Open, n)
+	wait.Eventually(t, 5*time.Second, wait.Interval, func() error {
+		if open := cl.Stats().Open; open != n {
+			return fmt.Errorf("open connections = %d, want %d", open, n)
 		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 func TestConnLimiterPerAddress(t *testing.T) {

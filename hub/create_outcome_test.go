@@ -13,6 +13,7 @@ import (
 	"github.com/scion-go/scion/api"
 	"github.com/scion-go/scion/client"
 	"github.com/scion-go/scion/internal/testenv"
+	"github.com/scion-go/scion/internal/wait"
 	"github.com/scion-go/scion/wire"
 )
 
@@ -210,7 +211,7 @@ func TestKeyedCreateAfterBrokerLoss(t *testing.T) {
 			if made {
 				<-reached
 			} else {
-				testenv.Eventually(t, 5*time.Second, func() error {
+				wait.Eventually(t, 5*time.Second, wait.Interval, func() error {
 					if rt.Calls("Create") == 0 {
 						return errors.New("create not in the runtime yet")
 					}

@@ -2,12 +2,14 @@ package hub_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
 	"github.com/scion-go/scion/api"
 	"github.com/scion-go/scion/client"
 	"github.com/scion-go/scion/internal/testenv"
+	"github.com/scion-go/scion/internal/wait"
 	"github.com/scion-go/scion/runtime"
 )
 
@@ -30,13 +32,12 @@ func TestKeyedCreateRetryFinishesAnUnfinishedStart(t *testing.T) {
 	}()
 	// The runtime's create is done, its start is under way: the broker
 	// "dies" (its runtime gone first, so it cannot undo anything).
-	deadline := time.Now().Add(10 * time.Second)
-	for rt.Calls("Start") == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the create never reached the start")
+	wait.Eventually(t, 10*time.Second, wait.Interval, func() error {
+		if rt.Calls("Start") == 0 {
+			return errors.New("the create never reached the start")
 		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return nil
+	})
 	rt.Close()
 	e.StopBroker(b)
 	if err := <-first; err == nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/scion-go/scion/api"
 	"github.com/scion-go/scion/client"
 	"github.com/scion-go/scion/internal/testenv"
+	"github.com/scion-go/scion/internal/wait"
 	"github.com/scion-go/scion/runtime"
 	"github.com/scion-go/scion/store"
 )
@@ -164,7 +165,7 @@ func TestQueuedStopsDeliveredOnReconnect(t *testing.T) {
 		}
 
 		e.StartBroker(b, rt)
-		testenv.Eventually(t, 15*time.Second, func() error {
+		wait.Eventually(t, 15*time.Second, wait.Interval, func() error {
 			if n := runningAgents(t, e, b.ID); n != 0 {
 				return fmt.Errorf("%d slots still held", n)
 			}
@@ -267,7 +268,7 @@ func TestQueuedStopForDeletedOrMovedAgentIsSkipped(t *testing.T) {
 			t.Fatal(err)
 		}
 		e.StartBroker(b, b.Runtime)
-		testenv.Eventually(t, 10*time.Second, func() error {
+		wait.Eventually(t, 10*time.Second, wait.Interval, func() error {
 			d, err := e.Store.GetDispatch(ctx, ds[2])
 			if err != nil || d.Status != store.DispatchDelivered {
 				return fmt.Errorf("third dispatch %+v (%v)", d, err)
@@ -311,7 +312,7 @@ func TestQueuedStopOfExitedContainer(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.StartBroker(b, b.Runtime)
-	testenv.Eventually(t, 10*time.Second, func() error {
+	wait.Eventually(t, 10*time.Second, wait.Interval, func() error {
 		pending, err := e.Store.PendingDispatches(ctx, b.ID, 0)
 		if err != nil || len(pending) != 0 {
 			return fmt.Errorf("%d pending (%v)", len(pending), err)
@@ -433,7 +434,7 @@ func TestLostAcknowledgementsEffectsOnce(t *testing.T) {
 		settles := func(name, phase, container string) {
 			t.Helper()
 			e.WaitBrokerStatus(b.ID, api.BrokerOnline)
-			testenv.Eventually(t, 10*time.Second, func() error {
+			wait.Eventually(t, 10*time.Second, wait.Interval, func() error {
 				a, err := e.Admin.GetAgent(ctx, name, "default")
 				if err != nil || a.Phase != phase || a.ContainerStatus != container {
 					return fmt.Errorf("agent %s: %+v (%v), want phase %s, container %s", name, a, err, phase, container)
@@ -652,7 +653,7 @@ func TestStopWithLostReplyIsQueued(t *testing.T) {
 		// (The slot may already be free: the container's exit event can
 		// reach the Hub before the channel goes.)
 		e.StartBroker(b, b.Runtime)
-		testenv.Eventually(t, 10*time.Second, func() error {
+		wait.Eventually(t, 10*time.Second, wait.Interval, func() error {
 			d, err := e.Store.GetDispatch(ctx, view.QueuedDispatch.ID)
 			if err != nil || d.Status != store.DispatchDelivered {
 				return fmt.Errorf("dispatch %+v (%v)", d, err)
@@ -703,7 +704,7 @@ func TestQueuedStopsSurviveHubRestart(t *testing.T) {
 			t.Fatalf("%d slots after the Hub restart, want 5", n)
 		}
 		e.StartBroker(b, b.Runtime)
-		testenv.Eventually(t, 10*time.Second, func() error {
+		wait.Eventually(t, 10*time.Second, wait.Interval, func() error {
 			if n := runningAgents(t, e, b.ID); n != 0 {
 				return fmt.Errorf("%d slots held", n)
 			}
@@ -728,7 +729,7 @@ func TestQueuedStopThatFails(t *testing.T) {
 	q := stopQueued(t, e, a.ID)
 	b.Runtime.FailNext("Stop", fmt.Errorf("engine refused"))
 	e.StartBroker(b, b.Runtime)
-	testenv.Eventually(t, 10*time.Second, func() error {
+	wait.Eventually(t, 10*time.Second, wait.Interval, func() error {
 		d, err := e.Store.GetDispatch(ctx, q.QueuedDispatch.ID)
 		if err != nil || d.Status != store.DispatchFailed {
 			return fmt.Errorf("dispatch %+v (%v)", d, err)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/scion-go/scion/api"
 	"github.com/scion-go/scion/internal/testenv"
+	"github.com/scion-go/scion/internal/wait"
 	"github.com/scion-go/scion/runtime/fake"
 )
 
@@ -50,7 +51,7 @@ func TestExecAndAttachToFrozenBrokerEndOffline(t *testing.T) {
 		before := rt.Calls(method)
 		done := make(chan error, 1)
 		go func() { done <- call() }()
-		testenv.Eventually(t, 10*time.Second, func() error {
+		wait.Eventually(t, 10*time.Second, wait.Interval, func() error {
 			if rt.Calls(method) == before {
 				return errors.New("the broker has not received the call")
 			}

@@ -13,6 +13,7 @@ import (
 	"github.com/scion-go/scion/broker/idempotency"
 	"github.com/scion-go/scion/hub"
 	"github.com/scion-go/scion/internal/testenv"
+	"github.com/scion-go/scion/internal/wait"
 	"github.com/scion-go/scion/runtime/fake"
 )
 
@@ -78,7 +79,7 @@ func TestCallsToFrozenBrokerEndOffline(t *testing.T) {
 		_, err := e.Admin.CreateAgent(ctx, api.CreateAgentRequest{Name: "w", Project: "default", Start: true, Command: []string{"x"}})
 		created <- result{err, time.Now()}
 	}()
-	testenv.Eventually(t, 10*time.Second, func() error {
+	wait.Eventually(t, 10*time.Second, wait.Interval, func() error {
 		if rt.Calls("Create") == 0 {
 			return errors.New("the broker has not received the create")
 		}
@@ -122,7 +123,7 @@ func TestCallsToFrozenBrokerEndOffline(t *testing.T) {
 	}
 
 	fz.thaw()
-	testenv.Eventually(t, 15*time.Second, func() error {
+	wait.Eventually(t, 15*time.Second, wait.Interval, func() error {
 		a, err := e.Admin.GetAgent(ctx, "w", "default")
 		if err != nil {
 			return err

@@ -16,6 +16,7 @@ import (
 	"github.com/scion-go/scion/client"
 	"github.com/scion-go/scion/hub"
 	"github.com/scion-go/scion/internal/testenv"
+	"github.com/scion-go/scion/internal/wait"
 	"github.com/scion-go/scion/runtime/fake"
 )
 
@@ -185,7 +186,7 @@ func TestAgentPortsAfterBrokerRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.StartBroker(b, b.Runtime.Restart())
-	testenv.Eventually(t, 10*time.Second, func() error {
+	wait.Eventually(t, 10*time.Second, wait.Interval, func() error {
 		g, err := e.Admin.GetAgent(ctx, "gone", "default")
 		if err != nil {
 			return err

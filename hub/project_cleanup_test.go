@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/scion-go/scion/internal/testenv"
+	"github.com/scion-go/scion/internal/wait"
 	"github.com/scion-go/scion/store"
 	"github.com/scion-go/scion/wire"
 )
@@ -55,7 +56,7 @@ func TestProjectDeleteQueuesCleanupForOfflineBrokers(t *testing.T) {
 
 	// b2 reconnects: the cleanup is delivered.
 	e.StartBroker(b2, b2.Runtime)
-	testenv.Eventually(t, 15*time.Second, func() error {
+	wait.Eventually(t, 15*time.Second, wait.Interval, func() error {
 		d, err := e.Store.GetDispatch(ctx, res.Queued[0].Dispatch)
 		if err != nil {
 			return err

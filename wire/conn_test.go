@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/internal/wait"
 )
 
 func TestCallBothDirections(t *testing.T) {
@@ -267,22 +268,42 @@ func TestConcurrencyBound(t *testing.T) {
 	for i := 0; i < 2; i++ {
 		go func() { res <- p.hub.Call(ctx, "block", nil, nil) }()
 	}
-	eventually(t, 5*time.Second, "2 running", func() bool { return running.Load() == 2 })
+	wait.Eventually(t, 5*time.Second, time.Millisecond, func() error {
+		if n := running.Load(); n != 2 {
+			return fmt.Errorf("%d handlers running, want 2", n)
+		}
+		return nil
+	})
 
 	// A third waits; cancelling it reaches it while it waits (the read
 	// loop is not stuck behind it).
 	cctx, cancel := context.WithCancel(ctx)
 	cres := make(chan error, 1)
 	go func() { cres <- p.hub.Call(cctx, "block", nil, nil) }()
-	eventually(t, 5*time.Second, "1 queued", func() bool { return p.broker.queued.Load() == 1 })
+	wait.Eventually(t, 5*time.Second, time.Millisecond, func() error {
+		if n := p.broker.queued.Load(); n != 1 {
+			return fmt.Errorf("%d calls queued, want 1", n)
+		}
+		return nil
+	})
 	cancel()
 	if err := recv(t, cres, 5*time.Second, "cancelled call"); !errors.Is(err, context.Canceled) {
 		t.Fatalf("want Canceled, got %v", err)
 	}
-	eventually(t, 5*time.Second, "queue to drain", func() bool { return p.broker.queued.Load() == 0 })
+	wait.Eventually(t, 5*time.Second, time.Millisecond, func() error {
+		if n := p.broker.queued.Load(); n != 0 {
+			return fmt.Errorf("%d calls queued, want 0", n)
+		}
+		return nil
+	})
 
 	go func() { res <- p.hub.Call(ctx, "block", nil, nil) }()
-	eventually(t, 5*time.Second, "1 queued", func() bool { return p.broker.queued.Load() == 1 })
+	wait.Eventually(t, 5*time.Second, time.Millisecond, func() error {
+		if n := p.broker.queued.Load(); n != 1 {
+			return fmt.Errorf("%d calls queued, want 1", n)
+		}
+		return nil
+	})
 	// A fourth is refused rather than queued without bound.
 	wantCode(t, p.hub.Call(ctx, "block", nil, nil), api.CodeRateLimited)
 	// Responses still flow to the busy side.

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/internal/wait"
 )
 
 // A handler's ctx is the request itself (serving), with a timer only once
@@ -43,10 +44,16 @@ func TestServingContext(t *testing.T) {
 	if s.Err() != nil {
 		t.Fatal("ended early")
 	}
-	time.Sleep(30 * time.Millisecond)
-	if err := s.Err(); !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("Err after the deadline: %v", err)
-	}
+	wait.Eventually(t, 5*time.Second, time.Millisecond, func() error {
+		err := s.Err()
+		if err != nil && time.Now().Before(s.deadline) {
+			t.Fatalf("Err before the deadline: %v", err)
+		}
+		if !errors.Is(err, context.DeadlineExceeded) {
+			return fmt.Errorf("Err %v, want DeadlineExceeded once the deadline (%v) passed", err, s.deadline)
+		}
+		return nil
+	})
 	if !closed(s.Done()) || s.timer != nil {
 		t.Fatal("Done after the end: not closed, or a timer armed")
 	}
@@ -113,10 +120,13 @@ func TestHandlerContextDerived(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	res := make(chan error, 1)
 	go func() { res <- p.hub.Call(ctx, "derive", nil, nil) }()
-	eventually(t, 5*time.Second, "handler to start", func() bool {
+	wait.Eventually(t, 5*time.Second, time.Millisecond, func() error {
 		p.broker.mu.Lock()
 		defer p.broker.mu.Unlock()
-		return len(p.broker.incoming) == 1
+		if n := len(p.broker.incoming); n != 1 {
+			return fmt.Errorf("%d handlers running, want 1 (handler to start)", n)
+		}
+		return nil
 	})
 	cancel()
 	if err := recv(t, derived, 5*time.Second, "derived ctx"); !errors.Is(err, context.Canceled) {
@@ -166,10 +176,13 @@ func TestDefaultTimeoutSweeper(t *testing.T) {
 		}
 	}
 	// The handlers were told (the peer also knows the deadline).
-	eventually(t, 5*time.Second, "handlers to end", func() bool {
+	wait.Eventually(t, 5*time.Second, time.Millisecond, func() error {
 		p.broker.mu.Lock()
 		defer p.broker.mu.Unlock()
-		return len(p.broker.incoming) == 0
+		if n := len(p.broker.incoming); n != 0 {
+			return fmt.Errorf("%d handlers running, want 0 (handlers to end)", n)
+		}
+		return nil
 	})
 	if err := p.hub.Call(context.Background(), MethodEcho, Echo{Data: []byte("x")}, nil); err != nil {
 		t.Fatal(err)

@@ -3,6 +3,7 @@ package wire
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
@@ -11,19 +12,8 @@ import (
 	"time"
 
 	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/internal/wait"
 )
-
-// eventually polls cond until it holds or the deadline passes.
-func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", d, what)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
 
 // recv waits for a value on ch, failing the test after d.
 func recv[T any](t testing.TB, ch <-chan T, d time.Duration, what string) T {
@@ -43,14 +33,15 @@ func checkLeaks(t testing.TB) {
 	t.Helper()
 	base := runtime.NumGoroutine()
 	t.Cleanup(func() {
-		deadline := time.Now().Add(10 * time.Second)
-		for runtime.NumGoroutine() > base {
-			if time.Now().After(deadline) {
-				buf := make([]byte, 1<<20)
-				n := runtime.Stack(buf, true)
-				t.Fatalf("goroutine leak: %d running, %d before\n%s", runtime.NumGoroutine(), base, buf[:n])
+		_, err := wait.Until(10*time.Second, 5*time.Millisecond, func() error {
+			if n := runtime.NumGoroutine(); n > base {
+				return fmt.Errorf("goroutine leak: %d running, %d before", n, base)
 			}
-			time.Sleep(5 * time.Millisecond)
+			return nil
+		})
+		if err != nil {
+			buf := make([]byte, 1<<20)
+			t.Fatalf("%v\n%s", err, buf[:runtime.Stack(buf, true)])
 		}
 	})
 }

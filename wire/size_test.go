@@ -3,11 +3,13 @@ package wire
 import (
 	"bytes"
 	"context"
+	"errors"
 	"math/rand/v2"
 	"testing"
 	"time"
 
 	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/internal/wait"
 )
 
 func randomBytes(n int) []byte {
@@ -92,7 +94,12 @@ func TestChunksInterleave(t *testing.T) {
 	go func() {
 		res <- p.hub.Call(context.Background(), "sink", Echo{Data: make([]byte, 16<<20)}, nil)
 	}()
-	eventually(t, 5*time.Second, "big message to start", func() bool { return p.hub.chunkSeq.Load() > 0 })
+	wait.Eventually(t, 5*time.Second, time.Millisecond, func() error {
+		if p.hub.chunkSeq.Load() == 0 {
+			return errors.New("no chunk of the big message sent yet")
+		}
+		return nil
+	})
 	if err := p.hub.Call(context.Background(), MethodEcho, Echo{Data: []byte("small")}, nil); err != nil {
 		t.Fatal(err)
 	}

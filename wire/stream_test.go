@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/internal/wait"
 )
 
 func logsHandler(n int, fail error) StreamHandler {
@@ -168,7 +169,12 @@ func TestStreamBackPressure(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 5*time.Second, "the window to fill", func() bool { return sent.Load() == window })
+	wait.Eventually(t, 5*time.Second, time.Millisecond, func() error {
+		if n := sent.Load(); n != window {
+			return fmt.Errorf("the handler sent %d items, want the window of %d filled", n, window)
+		}
+		return nil
+	})
 	// The handler is now blocked in send. Unrelated calls still work both
 	// ways while the stream is stalled.
 	for i := 0; i < 10; i++ {
@@ -190,7 +196,12 @@ func TestStreamBackPressure(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	eventually(t, 5*time.Second, "more items", func() bool { return sent.Load() >= 10*window })
+	wait.Eventually(t, 5*time.Second, time.Millisecond, func() error {
+		if n := sent.Load(); n < 10*window {
+			return fmt.Errorf("the handler sent %d items, want at least %d", n, 10*window)
+		}
+		return nil
+	})
 	s.Close()
 	recv(t, ended, 5*time.Second, "handler end")
 }

@@ -3,6 +3,7 @@ package wire
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -10,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/scion-go/scion/internal/wait"
 )
 
 // A client may send its first frame in the same packet as the upgrade
@@ -117,10 +120,13 @@ func TestOutboxBatches(t *testing.T) {
 	for i := 0; i < n; i++ {
 		go func() { res <- p.hub.Call(context.Background(), MethodEcho, Echo{Data: []byte("q")}, nil) }()
 	}
-	eventually(t, 5*time.Second, "frames to queue", func() bool {
+	wait.Eventually(t, 5*time.Second, time.Millisecond, func() error {
 		o.mu.Lock()
 		defer o.mu.Unlock()
-		return len(o.q) == n
+		if q := len(o.q); q != n {
+			return fmt.Errorf("%d frames queued, want %d", q, n)
+		}
+		return nil
 	})
 	p.hub.drain(1) // one batch: all ten in one message
 	for i := 0; i < n; i++ {

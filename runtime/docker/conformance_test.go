@@ -1,6 +1,7 @@
 package docker_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -8,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/scion-go/scion/internal/wait"
 	"github.com/scion-go/scion/runtime"
 	"github.com/scion-go/scion/runtime/docker"
 	"github.com/scion-go/scion/runtime/runtimetest"
@@ -20,21 +22,18 @@ import (
 func finish(t *testing.T, _ runtime.Runtime, spec runtime.Spec, code int) {
 	t.Helper()
 	fifo := filepath.Join(spec.WorkDir, "ctl")
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		f, err := os.OpenFile(fifo, os.O_WRONLY|syscall.O_NONBLOCK, 0)
-		if err == nil {
-			_, err = f.WriteString(strconv.Itoa(code) + "\n")
-			f.Close()
-			if err != nil {
-				t.Fatalf("finish %s: %v", spec.AgentID, err)
-			}
-			return
+	var f *os.File
+	wait.Eventually(t, 30*time.Second, wait.Interval, func() error {
+		var err error
+		if f, err = os.OpenFile(fifo, os.O_WRONLY|syscall.O_NONBLOCK, 0); err != nil {
+			return fmt.Errorf("finish %s: the agent has not opened its FIFO: %w", spec.AgentID, err)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("finish %s: agent never opened its FIFO: %v", spec.AgentID, err)
-		}
-		time.Sleep(10 * time.Millisecond)
+		return nil
+	})
+	_, err := f.WriteString(strconv.Itoa(code) + "\n")
+	f.Close()
+	if err != nil {
+		t.Fatalf("finish %s: %v", spec.AgentID, err)
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 
 	"github.com/docker/docker/api/types/container"
 
+	"github.com/scion-go/scion/internal/wait"
 	"github.com/scion-go/scion/runtime"
 	"github.com/scion-go/scion/runtime/docker"
 )
@@ -146,15 +147,18 @@ func TestContainerConfig(t *testing.T) {
 
 	// The published port reaches the agent.
 	var greeting string
-	waitFor(t, "the published port to answer", func() (bool, string) {
+	wait.Eventually(t, 30*time.Second, 20*time.Millisecond, func() error {
 		conn, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), time.Second)
 		if err != nil {
-			return false, err.Error()
+			return fmt.Errorf("the published port does not answer: %w", err)
 		}
 		defer conn.Close()
 		conn.SetDeadline(time.Now().Add(time.Second))
 		greeting, err = bufio.NewReader(conn).ReadString('\n')
-		return err == nil, fmt.Sprint(err)
+		if err != nil {
+			return fmt.Errorf("no greeting on the published port: %w", err)
+		}
+		return nil
 	})
 	if greeting != "hello cfg-marker\n" {
 		t.Errorf("port %d answered %q", port, greeting)

@@ -2,10 +2,13 @@ package docker_test
 
 import (
 	"bytes"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
+	"github.com/scion-go/scion/internal/wait"
 	"github.com/scion-go/scion/runtime"
 	"github.com/scion-go/scion/runtime/docker"
 )
@@ -72,10 +75,13 @@ func TestTerminalAgent(t *testing.T) {
 	if _, err := a.Write([]byte("typed\n")); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the terminal to echo", func() (bool, string) {
+	wait.Eventually(t, 30*time.Second, 20*time.Millisecond, func() error {
 		mu.Lock()
 		defer mu.Unlock()
-		return strings.Contains(got.String(), "typed\r\n"), got.String()
+		if !strings.Contains(got.String(), "typed\r\n") {
+			return fmt.Errorf("the terminal shows %q, want its echo of typed", got.String())
+		}
+		return nil
 	})
 	// The log is the terminal's output too, raw.
 	waitLog(t, ctx, rt, spec.AgentID, "typed\r\n")

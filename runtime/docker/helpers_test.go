@@ -2,6 +2,7 @@ package docker_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
 
+	"github.com/scion-go/scion/internal/wait"
 	"github.com/scion-go/scion/runtime"
 )
 
@@ -27,22 +29,6 @@ func engineContainers(t testing.TB, agentID string) []container.Summary {
 	return cs
 }
 
-// waitFor polls cond until it holds or 30s pass.
-func waitFor(t testing.TB, what string, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		ok, last := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s (last: %s)", what, last)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 func logsOf(ctx context.Context, rt runtime.Runtime, id string) string {
 	r, err := rt.Logs(ctx, id, false)
 	if err != nil {
@@ -56,9 +42,12 @@ func logsOf(ctx context.Context, rt runtime.Runtime, id string) string {
 func waitLog(t testing.TB, ctx context.Context, rt runtime.Runtime, id, text string) string {
 	t.Helper()
 	var out string
-	waitFor(t, id+" to log "+text, func() (bool, string) {
+	wait.Eventually(t, 30*time.Second, 20*time.Millisecond, func() error {
 		out = logsOf(ctx, rt, id)
-		return strings.Contains(out, text), out
+		if !strings.Contains(out, text) {
+			return fmt.Errorf("%s logged %q, want %q", id, out, text)
+		}
+		return nil
 	})
 	return out
 }

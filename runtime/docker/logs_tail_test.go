@@ -1,10 +1,13 @@
 package docker_test
 
 import (
+	"fmt"
 	"io"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/scion-go/scion/internal/wait"
 	"github.com/scion-go/scion/runtime"
 	"github.com/scion-go/scion/runtime/docker"
 )
@@ -20,9 +23,15 @@ func TestLogsTail(t *testing.T) {
 	if _, err := rt.Start(ctx, spec.AgentID); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "exit", func() (bool, string) {
+	wait.Eventually(t, 30*time.Second, 20*time.Millisecond, func() error {
 		st, err := rt.Inspect(ctx, spec.AgentID)
-		return err == nil && st.State == runtime.StateExited, st.State
+		if err != nil {
+			return err
+		}
+		if st.State != runtime.StateExited {
+			return fmt.Errorf("the agent is %s, want exited", st.State)
+		}
+		return nil
 	})
 	read := func(tail int) string {
 		r, err := rt.LogsTail(ctx, spec.AgentID, false, tail)

@@ -1,9 +1,12 @@
 package docker_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/scion-go/scion/internal/wait"
 	"github.com/scion-go/scion/runtime"
 	"github.com/scion-go/scion/runtime/docker"
 )
@@ -56,9 +59,12 @@ func TestAgentPath(t *testing.T) {
 			if _, err := tc.rt.Start(ctx, spec.AgentID); err != nil {
 				t.Fatal(err)
 			}
-			waitFor(t, "the agent's PATH", func() (bool, string) {
+			wait.Eventually(t, 30*time.Second, 20*time.Millisecond, func() error {
 				out := logsOf(ctx, tc.rt, spec.AgentID)
-				return strings.TrimSpace(out) == tc.want, out
+				if strings.TrimSpace(out) != tc.want {
+					return fmt.Errorf("the agent's PATH %q, want %q", out, tc.want)
+				}
+				return nil
 			})
 		})
 	}

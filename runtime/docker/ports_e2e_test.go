@@ -17,6 +17,7 @@ import (
 	"github.com/scion-go/scion/broker"
 	"github.com/scion-go/scion/hub"
 	"github.com/scion-go/scion/internal/testenv"
+	"github.com/scion-go/scion/internal/wait"
 	"github.com/scion-go/scion/runtime/docker"
 )
 
@@ -73,9 +74,12 @@ func TestPoolPortAnswers(t *testing.T) {
 	if len(web.Ports) != 1 || web.Ports[0].HostPort != port || web.Ports[0].ContainerPort != 8080 {
 		t.Fatalf("agent ports %+v, want 8080 on the pool's %d", web.Ports, port)
 	}
-	waitFor(t, "the published port to answer", func() (bool, string) {
+	wait.Eventually(t, 30*time.Second, 20*time.Millisecond, func() error {
 		s, err := greeting(port)
-		return strings.HasPrefix(s, "hello port-marker"), fmt.Sprintf("%q %v", s, err)
+		if !strings.HasPrefix(s, "hello port-marker") {
+			return fmt.Errorf("the published port answered %q (%v), want hello port-marker", s, err)
+		}
+		return nil
 	})
 
 	req.Name = "web2"

@@ -1,12 +1,15 @@
 package kubernetes_test
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/scion-go/scion/internal/wait"
 	"github.com/scion-go/scion/runtime"
 	k8srt "github.com/scion-go/scion/runtime/kubernetes"
 )
@@ -76,13 +79,16 @@ func TestCleanupProjectRemovesItsClaims(t *testing.T) {
 			t.Errorf("removed %q is not namespace/name in %s", r, n.name)
 		}
 	}
-	eventually(t, "the project's claims to go", func() (bool, string) {
+	wait.Eventually(t, time.Minute, 20*time.Millisecond, func() error {
 		left := projectClaims(t, n)
 		gone := true
 		for _, r := range removed {
 			gone = gone && !slices.Contains(left, strings.TrimPrefix(r, n.name+"/"))
 		}
-		return gone && len(left) == 2, strings.Join(left, ",")
+		if !gone || len(left) != 2 {
+			return fmt.Errorf("claims left %v, want the project's gone and the other project's two", left)
+		}
+		return nil
 	})
 	// The other project's agent still has its claims.
 	if st, err := rt.Inspect(c, other.AgentID); err != nil || st.State != runtime.StateRunning {
@@ -121,9 +127,15 @@ func TestPodDeletedBehindTheBrokerReadsExited(t *testing.T) {
 	if err := n.c.Client.CoreV1().Pods(n.name).Delete(c, pods.Items[0].Name, metav1.DeleteOptions{GracePeriodSeconds: ptr(int64(0))}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the pod to go", func() (bool, string) {
+	wait.Eventually(t, time.Minute, 20*time.Millisecond, func() error {
 		l, err := n.c.Client.CoreV1().Pods(n.name).List(c, metav1.ListOptions{LabelSelector: runtime.LabelAgentID + "=" + sp.AgentID})
-		return err == nil && len(l.Items) == 0, ""
+		if err != nil {
+			return err
+		}
+		if len(l.Items) != 0 {
+			return fmt.Errorf("%d pods of the agent left, want the pod gone", len(l.Items))
+		}
+		return nil
 	})
 
 	rt2 := n.runtimeAs(t, id, broker, nil)

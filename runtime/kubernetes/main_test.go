@@ -118,20 +118,4 @@ func spec(broker, id string) runtime.Spec {
 
 func ptr[T any](v T) *T { return &v }
 
-// eventually polls cond until it holds or a minute passes.
-func eventually(t *testing.T, what string, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for {
-		ok, last := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s (last: %s)", what, last)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 var _ = fmt.Sprint

@@ -5,11 +5,13 @@ import (
 	"io"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/scion-go/scion/internal/wait"
 	k8srt "github.com/scion-go/scion/runtime/kubernetes"
 )
 
@@ -115,13 +117,16 @@ func TestRestrictedAgentRuns(t *testing.T) {
 	if _, err := rt.Start(c, sp.AgentID); err != nil {
 		t.Fatalf("Start: %v", err)
 	}
-	eventually(t, "the agent's output", func() (bool, string) {
+	wait.Eventually(t, time.Minute, 20*time.Millisecond, func() error {
 		r, err := rt.Logs(c, sp.AgentID, false)
 		if err != nil {
-			return false, err.Error() // not running yet
+			return fmt.Errorf("the agent's logs: %w", err) // not running yet
 		}
 		defer r.Close()
 		out, _ := io.ReadAll(r)
-		return strings.Contains(string(out), "restricted-marker"), string(out)
+		if !strings.Contains(string(out), "restricted-marker") {
+			return fmt.Errorf("the agent's output %q, want restricted-marker", out)
+		}
+		return nil
 	})
 }

@@ -3,6 +3,8 @@ package process_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/scion-go/scion/internal/wait"
 	"github.com/scion-go/scion/runtime"
 	"github.com/scion-go/scion/runtime/process"
 )
@@ -61,17 +64,12 @@ func marked(t *testing.T, dir string) []int {
 
 func waitNoneMarked(t *testing.T, dir string) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		left := marked(t, dir)
-		if len(left) == 0 {
-			return
+	wait.Eventually(t, 10*time.Second, 20*time.Millisecond, func() error {
+		if left := marked(t, dir); len(left) != 0 {
+			return fmt.Errorf("orphan processes of %s: %v", dir, left)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("orphan processes of %s: %v", dir, left)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // A broker killed after recording a launch but before starting it leaves
@@ -129,9 +127,15 @@ func TestBrokerKilledDuringStart(t *testing.T) {
 	waitMarker(t, rt, "a1")
 	// The adopted agent's exit status is still recorded by its wrapper.
 	finish(t, rt, spec, 3)
-	waitFor(t, "exit", func() bool {
+	wait.Eventually(t, 30*time.Second, 20*time.Millisecond, func() error {
 		st, err := rt.Inspect(ctx, "a1")
-		return err == nil && st.State == runtime.StateExited && st.ExitCode != nil && *st.ExitCode == 3
+		if err != nil {
+			return err
+		}
+		if st.State != runtime.StateExited || st.ExitCode == nil || *st.ExitCode != 3 {
+			return fmt.Errorf("the adopted agent is %+v, want exited with code 3", st)
+		}
+		return nil
 	})
 	if err := rt.Delete(ctx, "a1"); err != nil {
 		t.Fatal(err)
@@ -189,7 +193,12 @@ func TestDeleteKillsLeftoverChildren(t *testing.T) {
 	if st.ExitCode == nil || *st.ExitCode != 0 {
 		t.Fatalf("agent = %+v", st)
 	}
-	waitFor(t, "the background child", func() bool { return len(marked(t, dir)) > 0 })
+	wait.Eventually(t, 30*time.Second, 20*time.Millisecond, func() error {
+		if len(marked(t, dir)) == 0 {
+			return errors.New("no marked process: the background child has not started")
+		}
+		return nil
+	})
 	if err := rt.Delete(ctx, "bg"); err != nil {
 		t.Fatal(err)
 	}

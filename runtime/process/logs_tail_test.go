@@ -2,11 +2,14 @@ package process_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/scion-go/scion/internal/wait"
 	"github.com/scion-go/scion/runtime"
 	"github.com/scion-go/scion/runtime/process"
 )
@@ -32,7 +35,12 @@ exit 0`},
 	if _, err := rt.Start(ctx, spec.AgentID); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "output", func() bool { return strings.Contains(readLogs(t, rt, "tail"), "l4\n") })
+	wait.Eventually(t, 30*time.Second, 20*time.Millisecond, func() error {
+		if out := readLogs(t, rt, "tail"); !strings.Contains(out, "l4\n") {
+			return fmt.Errorf("the agent logged %q, want l4", out)
+		}
+		return nil
+	})
 	read := func(r io.ReadCloser, err error) string {
 		t.Helper()
 		if err != nil {

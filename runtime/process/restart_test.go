@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/scion-go/scion/internal/wait"
 	"github.com/scion-go/scion/runtime"
 	"github.com/scion-go/scion/runtime/process"
 )
@@ -94,19 +95,13 @@ func testSpec(base, id string) runtime.Spec {
 	}
 }
 
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(30 * time.Second); !cond(); time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-	}
-}
-
 func waitMarker(t *testing.T, rt runtime.Runtime, id string) {
 	t.Helper()
-	waitFor(t, id+" marker", func() bool {
-		return strings.Contains(readLogs(t, rt, id), "marker-"+id+"\n")
+	wait.Eventually(t, 30*time.Second, 20*time.Millisecond, func() error {
+		if out := readLogs(t, rt, id); !strings.Contains(out, "marker-"+id+"\n") {
+			return fmt.Errorf("%s logged %q, want its marker", id, out)
+		}
+		return nil
 	})
 }
 
@@ -175,9 +170,15 @@ func TestAdoptAfterBrokerExit(t *testing.T) {
 	// Killed behind our back, the wrapper cannot record anything: exited,
 	// code unknown.
 	syscall.Kill(-pidOf(t, dir, killed.AgentID), syscall.SIGKILL)
-	waitFor(t, "killed agent to exit", func() bool {
+	wait.Eventually(t, 30*time.Second, 20*time.Millisecond, func() error {
 		st, err := rt.Inspect(ctx, killed.AgentID)
-		return err == nil && st.State == runtime.StateExited
+		if err != nil {
+			return err
+		}
+		if st.State != runtime.StateExited {
+			return fmt.Errorf("the killed agent is %s, want exited", st.State)
+		}
+		return nil
 	})
 	st, _ = rt.Inspect(ctx, killed.AgentID)
 	if st.ExitCode != nil || st.Message == "" {

@@ -2,12 +2,14 @@ package process_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/scion-go/scion/internal/wait"
 	"github.com/scion-go/scion/runtime"
 )
 
@@ -22,10 +24,16 @@ func runToExit(t *testing.T, rt runtime.Runtime, spec runtime.Spec) runtime.Stat
 		t.Fatal(err)
 	}
 	var st runtime.Status
-	waitFor(t, spec.AgentID+" to exit", func() bool {
+	wait.Eventually(t, 30*time.Second, 20*time.Millisecond, func() error {
 		var err error
 		st, err = rt.Inspect(ctx, spec.AgentID)
-		return err == nil && st.State == runtime.StateExited
+		if err != nil {
+			return err
+		}
+		if st.State != runtime.StateExited {
+			return fmt.Errorf("%s is %s, want exited", spec.AgentID, st.State)
+		}
+		return nil
 	})
 	return st
 }

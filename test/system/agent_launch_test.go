@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/internal/wait"
 )
 
 // processBroker sets up a broker host like setupBroker, but with the
@@ -36,7 +37,7 @@ func TestAgentLaunchedAgentLandsByCascade(t *testing.T) {
 	admin.mustScion(t, "project", "create", "default")
 	processBroker(t, hub, token, "b1")
 	processBroker(t, hub, token, "b2")
-	eventually(t, 15*time.Second, func() error {
+	wait.Eventually(t, 15*time.Second, pollInterval, func() error {
 		return admin.brokerStatuses(map[string]string{"b1": api.BrokerOnline, "b2": api.BrokerOnline})
 	})
 	t.Cleanup(func() { // the process runtime's agents are real processes
@@ -48,7 +49,7 @@ func TestAgentLaunchedAgentLandsByCascade(t *testing.T) {
 	admin.mustScion(t, "start", "parent", "--broker", "b1", "--", "scion", "agent-demo", "--steps", "0", "--start-child", "kid", "--stay")
 
 	var parent, kid api.Agent
-	eventually(t, 30*time.Second, func() error {
+	wait.Eventually(t, 30*time.Second, pollInterval, func() error {
 		agents, err := admin.agentsBySlug()
 		if err != nil {
 			return err

@@ -18,6 +18,7 @@ import (
 
 	"github.com/scion-go/scion/api"
 	scion "github.com/scion-go/scion/client"
+	"github.com/scion-go/scion/internal/wait"
 	"github.com/scion-go/scion/runtime"
 	"github.com/scion-go/scion/runtime/docker"
 	"github.com/scion-go/scion/runtime/process"
@@ -195,7 +196,7 @@ func bkTrial(t *testing.T, rig *bkRig, trial int) (ackedBefore, created, refused
 	// The engine may still be working through the dead broker's calls
 	// (Docker does not cancel a create whose client is gone), so the new
 	// broker's first inventory can take a while on a loaded host.
-	eventually(t, 2*time.Minute, func() error { return bkOnline(rig.cl, rig.broker.brokerName) })
+	wait.Eventually(t, 2*time.Minute, pollInterval, func() error { return bkOnline(rig.cl, rig.broker.brokerName) })
 	onlineTook := time.Since(restarted)
 
 	// Every create again with its key: the answer must be the real
@@ -253,7 +254,7 @@ func bkTrial(t *testing.T, rig *bkRig, trial int) (ackedBefore, created, refused
 	}
 	// A created agent runs on the broker (start: true): not just a record.
 	if len(bad) == 0 {
-		eventually(t, 90*time.Second, func() error {
+		wait.Eventually(t, 90*time.Second, pollInterval, func() error {
 			var notRunning []string
 			for _, o := range outs {
 				if o.retry != nil {
@@ -283,7 +284,7 @@ func bkTrial(t *testing.T, rig *bkRig, trial int) (ackedBefore, created, refused
 	bkDeleteAll(t, rig.cl)
 	deleteTook := time.Since(deleted)
 	var left []string
-	eventually(t, 30*time.Second, func() error {
+	wait.Eventually(t, 30*time.Second, pollInterval, func() error {
 		if left = rig.leftovers(t); len(left) > 0 {
 			return fmt.Errorf("%d orphans left after every agent was deleted, e.g. %v", len(left), left[:min(5, len(left))])
 		}
@@ -324,7 +325,7 @@ func agentOrErr(a *api.Agent, err error) string {
 // Hub lists none.
 func bkDeleteAll(t *testing.T, cl *scion.Client) {
 	t.Helper()
-	eventually(t, 2*time.Minute, func() error {
+	wait.Eventually(t, 2*time.Minute, pollInterval, func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		l, err := cl.ListAgents(ctx, scion.AgentFilter{Project: "default"}, "", 1000)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/internal/wait"
 )
 
 // host is one simulated machine: its own SCION_HOME (and HOME, so that
@@ -154,44 +155,10 @@ func statusSummary(m map[string]api.RuntimeBroker) string {
 	return strings.Join(parts, " ")
 }
 
-// pollInterval is how often eventually and consistently look; a CLI call
-// takes about 10-20 ms, so this keeps measured times accurate to ~50 ms.
+// pollInterval is how often the tests look at a condition (wait.Eventually,
+// wait.Consistently); a CLI call takes about 10-20 ms, so this keeps
+// measured times accurate to ~50 ms.
 const pollInterval = 25 * time.Millisecond
-
-// eventually polls f until it returns nil and returns how long that took;
-// it fails the test with f's last error after timeout.
-func eventually(t *testing.T, timeout time.Duration, f func() error) time.Duration {
-	t.Helper()
-	start := time.Now()
-	deadline := start.Add(timeout)
-	tick := time.NewTicker(pollInterval)
-	defer tick.Stop()
-	for {
-		err := f()
-		if err == nil {
-			return time.Since(start)
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("not true after %v: %v", timeout, err)
-		}
-		<-tick.C
-	}
-}
-
-// consistently polls f for d and fails the test at the first error: it
-// checks that a state holds over a window, not just at one instant.
-func consistently(t *testing.T, d time.Duration, f func() error) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	tick := time.NewTicker(pollInterval)
-	defer tick.Stop()
-	for time.Now().Before(deadline) {
-		if err := f(); err != nil {
-			t.Fatalf("stopped holding within %v: %v", d, err)
-		}
-		<-tick.C
-	}
-}
 
 // hubProc is a Hub process that can be killed and started again with the
 // same arguments: same database, same port.
@@ -241,7 +208,7 @@ func (hp *hubProc) restart(t *testing.T) {
 func waitReady(t *testing.T, url string, p *Proc, timeout time.Duration) {
 	t.Helper()
 	hc := &http.Client{Timeout: 2 * time.Second}
-	eventually(t, timeout, func() error {
+	wait.Eventually(t, timeout, pollInterval, func() error {
 		if p.Exited() {
 			t.Fatalf("%s exited before it was ready (%v):\n%s", p.Name, p.ExitErr(), p.Logs())
 		}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/internal/wait"
 )
 
 // demoPort is fixed in scripts/demo.sh.
@@ -89,7 +90,7 @@ func TestWorkstationDemo(t *testing.T) {
 	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
 		t.Fatalf("kill %d: %v", pid, err)
 	}
-	took := eventually(t, 15*time.Second, func() error {
+	took := wait.Eventually(t, 15*time.Second, pollInterval, func() error {
 		if !processGone(pid) {
 			return fmt.Errorf("hub pid %d still running after SIGTERM", pid)
 		}

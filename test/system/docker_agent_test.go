@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/internal/wait"
 	"github.com/scion-go/scion/runtime"
 	"github.com/scion-go/scion/runtime/docker"
 )
@@ -31,7 +32,7 @@ func TestDockerEchoAgent(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The agent is ready to echo once its greeting is out.
-	eventually(t, 15*time.Second, func() error {
+	wait.Eventually(t, 15*time.Second, pollInterval, func() error {
 		out, _, err := h.scion("logs", "echoer")
 		if err == nil && !strings.Contains(out, "demo agent done") {
 			err = fmt.Errorf("no greeting yet: %q", out)
@@ -108,7 +109,7 @@ func TestDockerAgentStartsChild(t *testing.T) {
 		t.Fatalf("parent: phase %s (%s)", parent.Phase, parent.StatusMessage)
 	}
 	var kid api.Agent
-	took := eventually(t, 30*time.Second, func() error {
+	took := wait.Eventually(t, 30*time.Second, pollInterval, func() error {
 		m, err := h.agentsBySlug()
 		if err != nil {
 			return err
@@ -135,14 +136,14 @@ func TestDockerAgentStartsChild(t *testing.T) {
 	if len(cs) != 1 || cs[0].State != "running" || cs[0].Labels[runtime.LabelBrokerID] != ws.brokerID {
 		t.Errorf("kid's containers on the engine: %+v; want one running, of broker %s", cs, ws.brokerID)
 	}
-	eventually(t, 15*time.Second, func() error {
+	wait.Eventually(t, 15*time.Second, pollInterval, func() error {
 		out, _, err := h.scion("logs", "parent", "--project", "family")
 		if err == nil && !strings.Contains(out, "started child agent kid through the hub") {
 			err = fmt.Errorf("parent's logs lack the child's start: %q", out)
 		}
 		return err
 	})
-	eventually(t, 15*time.Second, func() error {
+	wait.Eventually(t, 15*time.Second, pollInterval, func() error {
 		out, _, err := h.scion("logs", "kid", "--project", "family")
 		if err == nil && !strings.Contains(out, demoGreeting) {
 			err = fmt.Errorf("kid's logs lack the greeting: %q", out)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/internal/wait"
 	"github.com/scion-go/scion/runtime/docker"
 )
 
@@ -29,7 +30,7 @@ func teamWithDockerBroker(t *testing.T, portRange string) (admin *host, b *docke
 	admin.mustScion(t, "project", "create", "default")
 	admin.mustScion(t, "hub", "settings", "set", "--default-image", docker.DemoImage)
 	b = setupDockerBroker(t, cl, hub, token, "dock", portRange, "default")
-	eventually(t, offlineBudget, func() error { return admin.brokerStatuses(map[string]string{"dock": api.BrokerOnline}) })
+	wait.Eventually(t, offlineBudget, pollInterval, func() error { return admin.brokerStatuses(map[string]string{"dock": api.BrokerOnline}) })
 	return admin, b
 }
 
@@ -84,7 +85,7 @@ func TestDockerBrokerKillReadopt(t *testing.T) {
 	assertRunningCount(t, admin, "dock", 3)
 
 	b.proc.Kill9(t)
-	eventually(t, offlineBudget, func() error { return admin.brokerStatuses(map[string]string{"dock": api.BrokerOffline}) })
+	wait.Eventually(t, offlineBudget, pollInterval, func() error { return admin.brokerStatuses(map[string]string{"dock": api.BrokerOffline}) })
 	for _, n := range names {
 		if c := inspect(t, cl, before[n].containerID); !c.State.Running {
 			t.Fatalf("%s's container stopped when its broker was killed: %s", n, c.State.Status)
@@ -92,7 +93,7 @@ func TestDockerBrokerKillReadopt(t *testing.T) {
 	}
 
 	b.startDocker(t)
-	took := eventually(t, hubRestartBudget, func() error {
+	took := wait.Eventually(t, hubRestartBudget, pollInterval, func() error {
 		if err := admin.brokerStatuses(map[string]string{"dock": api.BrokerOnline}); err != nil {
 			return err
 		}
@@ -110,7 +111,7 @@ func TestDockerBrokerKillReadopt(t *testing.T) {
 	t.Logf("MEASURED: restarted docker broker online with its 3 agents shown running %v after its process started", took.Round(time.Millisecond))
 	// Over a few heartbeats: still one container per agent, the same one,
 	// never restarted, and the Hub keeps them running with their ports.
-	consistently(t, 2*(hbInterval+hbGrace), func() error {
+	wait.Consistently(t, 2*(hbInterval+hbGrace), pollInterval, func() error {
 		m, err := admin.agentsBySlug()
 		if err != nil {
 			return err
@@ -182,7 +183,7 @@ func TestDockerBadInput(t *testing.T) {
 	errorPhase := func(t *testing.T, name string, wants ...string) api.Agent {
 		t.Helper()
 		var got api.Agent
-		eventually(t, 15*time.Second, func() error {
+		wait.Eventually(t, 15*time.Second, pollInterval, func() error {
 			m, err := h.agentsBySlug()
 			if err != nil {
 				return err
@@ -432,7 +433,7 @@ func TestDockerPublishedPortAnswers(t *testing.T) {
 	// The server is up once it answers somewhere: on the published port,
 	// or (with the host's network) on the container port itself.
 	var onHost, onContainerPort error
-	eventually(t, 15*time.Second, func() error {
+	wait.Eventually(t, 15*time.Second, pollInterval, func() error {
 		onHost, onContainerPort = get(hostPort), get(cport)
 		if onHost != nil && onContainerPort != nil {
 			return fmt.Errorf("the agent's server answers neither on %d (%v) nor on %d (%v)", hostPort, onHost, cport, onContainerPort)

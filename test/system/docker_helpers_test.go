@@ -23,6 +23,7 @@ import (
 	"github.com/docker/docker/client"
 
 	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/internal/wait"
 	"github.com/scion-go/scion/runtime"
 	"github.com/scion-go/scion/runtime/docker"
 )
@@ -267,7 +268,7 @@ func startDockerWorkstation(t *testing.T, h *host, cl *client.Client, extra ...s
 	ws.restart(t)
 	// workstation.json is written once the local broker exists; the CLI of
 	// this host finds the Hub through it.
-	eventually(t, 30*time.Second, func() error {
+	wait.Eventually(t, 30*time.Second, pollInterval, func() error {
 		var f workstationFile
 		b, err := os.ReadFile(filepath.Join(h.home, "workstation.json"))
 		if err == nil {
@@ -282,7 +283,7 @@ func startDockerWorkstation(t *testing.T, h *host, cl *client.Client, extra ...s
 		ws.brokerID, ws.token = f.BrokerID, f.AdminToken
 		return nil
 	})
-	eventually(t, offlineBudget, func() error {
+	wait.Eventually(t, offlineBudget, pollInterval, func() error {
 		return h.brokerStatuses(map[string]string{"local": api.BrokerOnline})
 	})
 	return ws

@@ -17,6 +17,7 @@ import (
 
 	"github.com/scion-go/scion/api"
 	"github.com/scion-go/scion/broker"
+	"github.com/scion-go/scion/internal/wait"
 	"github.com/scion-go/scion/runtime"
 	"github.com/scion-go/scion/runtime/docker"
 )
@@ -188,19 +189,22 @@ func TestDockerTenAgentsFourModes(t *testing.T) {
 
 	// Logs through the Hub.
 	forEach(t, agents, func(ag *dockerAgent) error {
-		var last string
-		deadline := time.Now().Add(15 * time.Second)
-		for time.Now().Before(deadline) {
+		var failed error // scion logs failing ends the wait
+		_, err := wait.Until(15*time.Second, 100*time.Millisecond, func() error {
 			out, _, err := h.scion("logs", ag.name, "--project", ag.project)
 			if err != nil {
-				return err
-			}
-			if last = out; strings.Contains(out, demoGreeting) && strings.Contains(out, "demo agent done") {
+				failed = err
 				return nil
 			}
-			time.Sleep(100 * time.Millisecond)
+			if !strings.Contains(out, demoGreeting) || !strings.Contains(out, "demo agent done") {
+				return fmt.Errorf("scion logs %s: no greeting:\n%s", ag.name, out)
+			}
+			return nil
+		})
+		if failed != nil {
+			return failed
 		}
-		return fmt.Errorf("scion logs %s: no greeting within 15s:\n%s", ag.name, last)
+		return err
 	})
 
 	// Exec through the Hub: output and exit code, with the agent's

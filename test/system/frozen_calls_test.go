@@ -13,6 +13,7 @@ import (
 
 	"github.com/scion-go/scion/api"
 	"github.com/scion-go/scion/client"
+	"github.com/scion-go/scion/internal/wait"
 )
 
 // TestCallsToFrozenBrokerEndOffline: issue 12 item 19. A broker process
@@ -32,7 +33,7 @@ func TestCallsToFrozenBrokerEndOffline(t *testing.T) {
 	admin.useHub(t, hub.URL, token)
 	admin.mustScion(t, "project", "create", "default")
 	b := setupBroker(t, hub, token, "icy")
-	eventually(t, offlineBudget, func() error { return admin.brokerStatuses(map[string]string{"icy": api.BrokerOnline}) })
+	wait.Eventually(t, offlineBudget, pollInterval, func() error { return admin.brokerStatuses(map[string]string{"icy": api.BrokerOnline}) })
 	cl := client.New(hub.URL, token)
 	ctx := context.Background()
 	// An agent to ask for logs: running before the freeze.
@@ -49,7 +50,7 @@ func TestCallsToFrozenBrokerEndOffline(t *testing.T) {
 	})
 	// kill(2) returns before every thread has stopped: wait until they
 	// have, so the calls below really meet a frozen broker.
-	eventually(t, 5*time.Second, func() error { return allThreadsStopped(b.proc.PID) })
+	wait.Eventually(t, 5*time.Second, pollInterval, func() error { return allThreadsStopped(b.proc.PID) })
 	frozenAt := time.Now()
 	type answer struct {
 		what string
@@ -99,9 +100,9 @@ func TestCallsToFrozenBrokerEndOffline(t *testing.T) {
 
 	b.proc.Signal(t, syscall.SIGCONT)
 	thawed = true
-	eventually(t, hubRestartBudget, func() error { return admin.brokerStatuses(map[string]string{"icy": api.BrokerOnline}) })
+	wait.Eventually(t, hubRestartBudget, pollInterval, func() error { return admin.brokerStatuses(map[string]string{"icy": api.BrokerOnline}) })
 	var settled *api.Agent
-	eventually(t, 15*time.Second, func() error {
+	wait.Eventually(t, 15*time.Second, pollInterval, func() error {
 		a, err := cl.GetAgent(ctx, "during", "default")
 		if err != nil {
 			return err
@@ -116,7 +117,7 @@ func TestCallsToFrozenBrokerEndOffline(t *testing.T) {
 	if settled.Phase == api.PhaseRunning {
 		wantSlots++
 	}
-	eventually(t, 10*time.Second, func() error { return wantReserved(cl, wantSlots) })
+	wait.Eventually(t, 10*time.Second, pollInterval, func() error { return wantReserved(cl, wantSlots) })
 	t.Logf("MEASURED: after the thaw the cut-off create settled as %s (%s), %d slots held", settled.Phase, settled.StatusMessage, wantSlots)
 }
 

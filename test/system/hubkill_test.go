@@ -18,6 +18,7 @@ import (
 	"github.com/scion-go/scion/api"
 	"github.com/scion-go/scion/client"
 	"github.com/scion-go/scion/config"
+	"github.com/scion-go/scion/internal/wait"
 )
 
 const (
@@ -186,24 +187,19 @@ func failureKind(err error) string {
 // should hold at once; a short poll allows for late status reports.
 func checkReservations(t *testing.T, cl *client.Client) {
 	t.Helper()
-	const wait = 5 * time.Second
-	deadline := time.Now().Add(wait)
-	for {
+	wait.Eventually(t, 5*time.Second, pollInterval, func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
 		msg, err := reservationMismatch(ctx, cl)
-		cancel()
 		if err != nil {
 			t.Fatal(err)
 		}
-		if msg == "" {
-			return
+		if msg != "" {
+			return fmt.Errorf("capacity leak: after the broker came back online (having reported an empty inventory), "+
+				"reservations still do not match running agents: %s", msg)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("capacity leak: %v after the broker came back online (having reported an empty inventory), "+
-				"reservations still do not match running agents: %s", wait, msg)
-		}
-		pollWait()
-	}
+		return nil
+	})
 }
 
 func reservationMismatch(ctx context.Context, cl *client.Client) (string, error) {
@@ -244,9 +240,6 @@ func reservationMismatch(ctx context.Context, cl *client.Client) (string, error)
 		reserved, running, strings.Join(detail, "; ")), nil
 }
 
-// pollWait is the pause between two polls of a condition.
-func pollWait() { <-time.After(pollInterval) }
-
 // readWorkstation reads workstation.json, where the workstation Hub puts
 // its URL, bootstrap admin token and broker ID for the local CLI.
 func readWorkstation(t *testing.T, h *host) config.Workstation {
@@ -265,7 +258,7 @@ func readWorkstation(t *testing.T, h *host) config.Workstation {
 // waitLocalBrokerOnline waits for the workstation's own broker ("local").
 func waitLocalBrokerOnline(t *testing.T, cl *client.Client) {
 	t.Helper()
-	eventually(t, offlineBudget, func() error {
+	wait.Eventually(t, offlineBudget, pollInterval, func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		bs, err := cl.ListAllBrokers(ctx)

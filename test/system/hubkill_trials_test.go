@@ -19,6 +19,7 @@ import (
 
 	"github.com/scion-go/scion/api"
 	"github.com/scion-go/scion/client"
+	"github.com/scion-go/scion/internal/wait"
 )
 
 // Mixed-load kill -9 trials (issue 5: "200 trials of kill -9 of the Hub at
@@ -398,7 +399,7 @@ func hubInventoryLog(t *testing.T, p *Proc) (orphans, inventory int) {
 // waitBrokerOnline waits until the Hub lists the broker name online.
 func waitBrokerOnline(t *testing.T, cl *client.Client, name string) time.Duration {
 	t.Helper()
-	return eventually(t, hubRestartBudget, func() error {
+	return wait.Eventually(t, hubRestartBudget, pollInterval, func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		bs, err := cl.ListAllBrokers(ctx)

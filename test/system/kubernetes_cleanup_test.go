@@ -16,6 +16,7 @@ import (
 	"github.com/scion-go/scion/api"
 	"github.com/scion-go/scion/config"
 	"github.com/scion-go/scion/internal/testenv/kube"
+	"github.com/scion-go/scion/internal/wait"
 )
 
 // TestKubernetesProjectDeleteAndHubAddress, on a real kube-apiserver with
@@ -86,7 +87,7 @@ func TestKubernetesProjectDeleteAndHubAddress(t *testing.T) {
 	}
 	admin.mustScion(t, "stop", "kube-shared", "--project", "shared")
 	admin.mustScion(t, "delete", "kube-shared", "--project", "shared")
-	eventually(t, 30*time.Second, func() error {
+	wait.Eventually(t, 30*time.Second, pollInterval, func() error {
 		if got := claims(); !slices.Equal(got, before) {
 			return fmt.Errorf("project claims after the agent's delete = %v, want %v (they outlive the agent)", got, before)
 		}

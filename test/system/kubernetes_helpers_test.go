@@ -9,6 +9,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/internal/wait"
 	k8srt "github.com/scion-go/scion/runtime/kubernetes"
 )
 
@@ -59,5 +60,5 @@ func newKubeBroker(t *testing.T, hubURL, token, project, kubeconfig, ns string) 
 func (b *brokerHost) startKube(t *testing.T, admin *host) {
 	t.Helper()
 	b.proc = b.start(t, "broker-k8s", append([]string{"runtime-broker", "start", "--runtime", "kubernetes"}, hbFlags...)...)
-	eventually(t, offlineBudget, func() error { return admin.brokerStatuses(map[string]string{"k8s": api.BrokerOnline}) })
+	wait.Eventually(t, offlineBudget, pollInterval, func() error { return admin.brokerStatuses(map[string]string{"k8s": api.BrokerOnline}) })
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/scion-go/scion/api"
 	"github.com/scion-go/scion/client"
 	"github.com/scion-go/scion/internal/testenv/kube"
+	"github.com/scion-go/scion/internal/wait"
 	"github.com/scion-go/scion/runtime"
 )
 
@@ -100,10 +101,20 @@ func TestKubernetesSecretsOutOfPods(t *testing.T) {
 		t.Errorf("the reader gets the agent's Secret: %v, want forbidden", err)
 	}
 
-	// Tokens are issued to the second: the restart's is another one.
-	time.Sleep(1100 * time.Millisecond)
+	// Tokens are issued to the second: once the clock is past the first
+	// token's second, the restart's is another one.
+	c0, ok := api.ReadAgentTokenClaims(tok)
+	if !ok {
+		t.Fatal("the Secret's token has no claims")
+	}
+	wait.Eventually(t, 5*time.Second, pollInterval, func() error {
+		if now := time.Now().Unix(); now <= c0.IssuedAt {
+			return fmt.Errorf("the clock (%d) is still in the second the first token was issued in (%d)", now, c0.IssuedAt)
+		}
+		return nil
+	})
 	admin.mustScion(t, "restart", "kube-sec")
-	eventually(t, 30*time.Second, func() error {
+	wait.Eventually(t, 30*time.Second, pollInterval, func() error {
 		if agentToken() == tok {
 			return fmt.Errorf("the Secret still holds the token of the first start")
 		}
@@ -111,7 +122,7 @@ func TestKubernetesSecretsOutOfPods(t *testing.T) {
 	})
 
 	admin.mustScion(t, "delete", "kube-sec")
-	eventually(t, 30*time.Second, func() error {
+	wait.Eventually(t, 30*time.Second, pollInterval, func() error {
 		secs, err := cl.CoreV1().Secrets(ns).List(ctx, metav1.ListOptions{LabelSelector: sel})
 		if err != nil || len(secs.Items) != 0 {
 			return fmt.Errorf("the agent's Secret after delete: %d, %v", len(secs.Items), err)

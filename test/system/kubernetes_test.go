@@ -15,6 +15,7 @@ import (
 	"github.com/scion-go/scion/api"
 	"github.com/scion-go/scion/config"
 	"github.com/scion-go/scion/internal/testenv/kube"
+	"github.com/scion-go/scion/internal/wait"
 	"github.com/scion-go/scion/runtime"
 	k8srt "github.com/scion-go/scion/runtime/kubernetes"
 )
@@ -92,7 +93,7 @@ func TestKubernetesBroker(t *testing.T) {
 	}
 
 	admin.mustScion(t, "stop", "kube1")
-	eventually(t, 30*time.Second, func() error {
+	wait.Eventually(t, 30*time.Second, pollInterval, func() error {
 		pods, err := cl.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: sel})
 		if err != nil || len(pods.Items) != 0 {
 			return fmt.Errorf("pods after stop: %d, %v", len(pods.Items), err)
@@ -100,7 +101,7 @@ func TestKubernetesBroker(t *testing.T) {
 		return nil
 	})
 	admin.mustScion(t, "delete", "kube1")
-	eventually(t, 30*time.Second, func() error {
+	wait.Eventually(t, 30*time.Second, pollInterval, func() error {
 		cms, err := cl.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{LabelSelector: sel})
 		if err != nil || len(cms.Items) != 0 {
 			return fmt.Errorf("records after delete: %d, %v", len(cms.Items), err)

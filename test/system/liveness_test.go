@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/internal/wait"
 )
 
 // Short heartbeats so that liveness is measured in seconds; the Hub and
@@ -82,7 +83,7 @@ func TestTwoBrokersLivenessAcrossKill(t *testing.T) {
 	b1 := setupBroker(t, hub, token, "b1")
 	b2 := setupBroker(t, hub, token, "b2")
 	bothOnline := map[string]string{"b1": api.BrokerOnline, "b2": api.BrokerOnline}
-	eventually(t, offlineBudget, func() error { return admin.brokerStatuses(bothOnline) })
+	wait.Eventually(t, offlineBudget, pollInterval, func() error { return admin.brokerStatuses(bothOnline) })
 	ids := brokerIDs(t, admin)
 	if ids["b1"] != b1.brokerID || ids["b2"] != b2.brokerID {
 		t.Fatalf("broker IDs %v differ from the registered ones b1=%s b2=%s", ids, b1.brokerID, b2.brokerID)
@@ -91,7 +92,7 @@ func TestTwoBrokersLivenessAcrossKill(t *testing.T) {
 	// kill -9 broker 1: b2 must stay online at every poll meanwhile.
 	b1.proc.Kill9(t)
 	b1Offline := map[string]string{"b1": api.BrokerOffline, "b2": api.BrokerOnline}
-	detect := eventually(t, offlineBudget, func() error {
+	detect := wait.Eventually(t, offlineBudget, pollInterval, func() error {
 		err := admin.brokerStatuses(b1Offline)
 		if m, lerr := admin.brokers(); lerr == nil && m["b2"].Status != api.BrokerOnline {
 			t.Fatalf("b2 went %s while only b1 was killed", m["b2"].Status)
@@ -100,12 +101,12 @@ func TestTwoBrokersLivenessAcrossKill(t *testing.T) {
 	})
 	t.Logf("MEASURED: broker killed with SIGKILL shown offline after %v (interval+grace = %v)", detect.Round(time.Millisecond), hbInterval+hbGrace)
 	// b2 keeps its channel over a whole heartbeat window after b1's death.
-	consistently(t, hbInterval+hbGrace, func() error { return admin.brokerStatuses(b1Offline) })
+	wait.Consistently(t, hbInterval+hbGrace, pollInterval, func() error { return admin.brokerStatuses(b1Offline) })
 
 	// Restart broker 1 from the same home: same record, back online.
 	restart := time.Now()
 	b1.startBroker(t)
-	eventually(t, offlineBudget, func() error { return admin.brokerStatuses(bothOnline) })
+	wait.Eventually(t, offlineBudget, pollInterval, func() error { return admin.brokerStatuses(bothOnline) })
 	t.Logf("MEASURED: restarted broker online again %v after its process started", time.Since(restart).Round(time.Millisecond))
 	assertSameBrokers(t, admin, ids)
 
@@ -114,7 +115,7 @@ func TestTwoBrokersLivenessAcrossKill(t *testing.T) {
 	hub.proc.Kill9(t)
 	hub.restart(t)
 	ready := time.Now()
-	eventually(t, hubRestartBudget, func() error { return admin.brokerStatuses(bothOnline) })
+	wait.Eventually(t, hubRestartBudget, pollInterval, func() error { return admin.brokerStatuses(bothOnline) })
 	t.Logf("MEASURED: after the Hub's kill -9 and restart, both brokers online %v after the Hub was ready again (%v after the kill; Hub restart took %v)",
 		time.Since(ready).Round(time.Millisecond), time.Since(killed).Round(time.Millisecond), ready.Sub(killed).Round(time.Millisecond))
 	assertSameBrokers(t, admin, ids)
@@ -123,7 +124,7 @@ func TestTwoBrokersLivenessAcrossKill(t *testing.T) {
 	// The brokers restart their backoff from 100 ms only after a session
 	// that lasted 5 s (stableAfter in broker/connect.go); staying online
 	// that long also shows that the reconnected channels do not flap.
-	consistently(t, 5500*time.Millisecond, func() error { return admin.brokerStatuses(bothOnline) })
+	wait.Consistently(t, 5500*time.Millisecond, pollInterval, func() error { return admin.brokerStatuses(bothOnline) })
 
 	// A long outage: keep the Hub down until both brokers have backed off
 	// to their 10 s cap (8 failed attempts: ceilings 0.1, 0.2, ... 6.4,
@@ -131,7 +132,7 @@ func TestTwoBrokersLivenessAcrossKill(t *testing.T) {
 	before := map[*brokerHost]int{b1: b1.reconnectLines(), b2: b2.reconnectLines()}
 	killed = time.Now()
 	hub.proc.Kill9(t)
-	eventually(t, 30*time.Second, func() error {
+	wait.Eventually(t, 30*time.Second, pollInterval, func() error {
 		for b, n := range before {
 			if got := b.reconnectLines() - n; got < 8 {
 				return fmt.Errorf("broker %s has logged %d failed reconnects since the Hub died, waiting for 8", b.brokerName, got)
@@ -142,7 +143,7 @@ func TestTwoBrokersLivenessAcrossKill(t *testing.T) {
 	down := time.Since(killed)
 	hub.restart(t)
 	ready = time.Now()
-	eventually(t, hubRestartBudget, func() error { return admin.brokerStatuses(bothOnline) })
+	wait.Eventually(t, hubRestartBudget, pollInterval, func() error { return admin.brokerStatuses(bothOnline) })
 	t.Logf("MEASURED: after a %v Hub outage (brokers at their backoff cap), both brokers online %v after the Hub was ready again",
 		down.Round(time.Millisecond), time.Since(ready).Round(time.Millisecond))
 	assertSameBrokers(t, admin, ids)
@@ -177,7 +178,7 @@ func TestFrozenBrokerMarkedOffline(t *testing.T) {
 	admin.useHub(t, hub.URL, token)
 	admin.mustScion(t, "project", "create", "default")
 	b := setupBroker(t, hub, token, "frozen")
-	eventually(t, offlineBudget, func() error { return admin.brokerStatuses(map[string]string{"frozen": api.BrokerOnline}) })
+	wait.Eventually(t, offlineBudget, pollInterval, func() error { return admin.brokerStatuses(map[string]string{"frozen": api.BrokerOnline}) })
 
 	b.proc.Signal(t, syscall.SIGSTOP)
 	thawed := false
@@ -186,7 +187,7 @@ func TestFrozenBrokerMarkedOffline(t *testing.T) {
 			_ = syscall.Kill(b.proc.PID, syscall.SIGCONT)
 		}
 	})
-	detect := eventually(t, offlineBudget, func() error {
+	detect := wait.Eventually(t, offlineBudget, pollInterval, func() error {
 		return admin.brokerStatuses(map[string]string{"frozen": api.BrokerOffline})
 	})
 	t.Logf("MEASURED: frozen (SIGSTOP) broker shown offline after %v (interval+grace = %v)", detect.Round(time.Millisecond), hbInterval+hbGrace)
@@ -196,7 +197,7 @@ func TestFrozenBrokerMarkedOffline(t *testing.T) {
 
 	b.proc.Signal(t, syscall.SIGCONT)
 	thawed = true
-	back := eventually(t, hubRestartBudget, func() error {
+	back := wait.Eventually(t, hubRestartBudget, pollInterval, func() error {
 		return admin.brokerStatuses(map[string]string{"frozen": api.BrokerOnline})
 	})
 	t.Logf("MEASURED: thawed broker online again after %v", back.Round(time.Millisecond))

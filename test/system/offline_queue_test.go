@@ -19,6 +19,7 @@ import (
 
 	"github.com/scion-go/scion/api"
 	"github.com/scion-go/scion/client"
+	"github.com/scion-go/scion/internal/wait"
 )
 
 // queuedStops is how many agents TestQueuedStopsAcrossBrokerCut starts and
@@ -73,17 +74,17 @@ func TestQueuedStopsAcrossBrokerCut(t *testing.T) {
 // the broker's host (its SCION_HOME holds the idempotency log).
 func queuedStopsScenario(t *testing.T, hub *hubProc, admin *host, token, brokerName string, bh *host, cutKind string, cut, heal func()) {
 	t.Helper()
-	eventually(t, offlineBudget, func() error { return admin.brokerStatuses(map[string]string{brokerName: api.BrokerOnline}) })
+	wait.Eventually(t, offlineBudget, pollInterval, func() error { return admin.brokerStatuses(map[string]string{brokerName: api.BrokerOnline}) })
 	cl := client.New(hub.URL, token)
 
 	ids := startAgents(t, cl, "q", queuedStops)
-	eventually(t, 10*time.Second, func() error { return wantReserved(cl, queuedStops) })
+	wait.Eventually(t, 10*time.Second, pollInterval, func() error { return wantReserved(cl, queuedStops) })
 	stopsBefore := dispatchCount(t, hub.URL, "agent.stop")
 
 	// The cut.
 	cut()
 	cutAt := time.Now()
-	detect := eventually(t, offlineBudget, func() error {
+	detect := wait.Eventually(t, offlineBudget, pollInterval, func() error {
 		return admin.brokerStatuses(map[string]string{brokerName: api.BrokerOffline})
 	})
 	t.Logf("MEASURED: cut-off broker shown offline %v after the cut (%s)", detect.Round(time.Millisecond), cutKind)
@@ -132,16 +133,13 @@ func queuedStopsScenario(t *testing.T, hub *hubProc, admin *host, token, brokerN
 		t.Fatalf("the Hub dispatched %d stops to an offline broker", got-stopsBefore)
 	}
 	// The queue holds while the broker stays away.
-	time.Sleep(2 * hbInterval)
-	if err := wantReserved(cl, queuedStops); err != nil {
-		t.Fatal(err)
-	}
+	wait.Consistently(t, 2*hbInterval, pollInterval, func() error { return wantReserved(cl, queuedStops) })
 
 	// Reconnect.
 	heal()
 	resumed := time.Now()
 	var samples int
-	drained := eventually(t, 45*time.Second, func() error {
+	drained := wait.Eventually(t, 45*time.Second, pollInterval, func() error {
 		r1, err := reserved(cl)
 		if err != nil {
 			return err
@@ -174,7 +172,7 @@ func queuedStopsScenario(t *testing.T, hub *hubProc, admin *host, token, brokerN
 	})
 	t.Logf("MEASURED: %d queued stops drained %v after the cut healed (%d samples; cut lasted %v)",
 		queuedStops, drained.Round(time.Millisecond), samples, resumed.Sub(cutAt).Round(time.Millisecond))
-	eventually(t, offlineBudget, func() error { return admin.brokerStatuses(map[string]string{brokerName: api.BrokerOnline}) })
+	wait.Eventually(t, offlineBudget, pollInterval, func() error { return admin.brokerStatuses(map[string]string{brokerName: api.BrokerOnline}) })
 
 	agents, err := listAgents(cl)
 	if err != nil {
@@ -193,7 +191,14 @@ func queuedStopsScenario(t *testing.T, hub *hubProc, admin *host, token, brokerN
 	}
 
 	// Each once: give a duplicate delivery time to show, then count.
-	time.Sleep(2 * hbInterval)
+	wait.Consistently(t, 2*hbInterval, pollInterval, func() error {
+		for id, n := range hubDeliveries(t, hub.proc) {
+			if n > 1 {
+				return fmt.Errorf("the stop of %s delivered %d times", id, n)
+			}
+		}
+		return nil
+	})
 	delivered := hubDeliveries(t, hub.proc)
 	for _, id := range ids {
 		if n := delivered[id]; n != 1 {
@@ -265,7 +270,7 @@ func startAgents(t *testing.T, cl *client.Client, prefix string, n int) map[stri
 	if firstErr != nil {
 		t.Fatal(firstErr)
 	}
-	eventually(t, 20*time.Second, func() error {
+	wait.Eventually(t, 20*time.Second, pollInterval, func() error {
 		agents, err := listAgents(cl)
 		if err != nil {
 			return err

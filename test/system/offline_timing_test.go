@@ -12,6 +12,7 @@ import (
 
 	"github.com/scion-go/scion/api"
 	"github.com/scion-go/scion/client"
+	"github.com/scion-go/scion/internal/wait"
 )
 
 // Targets of issue 5 with the DEFAULT heartbeat settings (5 s interval,
@@ -73,45 +74,31 @@ func TestOfflineTimingDefaults(t *testing.T) {
 	time.Sleep(stableSession)
 	b.proc.Signal(t, syscall.SIGSTOP)
 	frozen = true
-	pauseEnd := time.Now().Add(shortPause)
 	polls := 0
-	watch := func(until time.Time) {
-		for time.Now().Before(until) {
-			st := brokerStatus(t, cl, "dflt")
-			polls++
-			if st != api.BrokerOnline {
-				t.Errorf("a %v SIGSTOP showed the broker %s (poll %d)", shortPause, st, polls)
-				return
-			}
-			time.Sleep(brokerPollEvery)
+	online := func() error {
+		polls++
+		if st := brokerStatus(t, cl, "dflt"); st != api.BrokerOnline {
+			return fmt.Errorf("a %v SIGSTOP showed the broker %s (poll %d)", shortPause, st, polls)
 		}
+		return nil
 	}
-	watch(pauseEnd)
+	wait.Consistently(t, shortPause, brokerPollEvery, online)
 	b.proc.Signal(t, syscall.SIGCONT)
 	frozen = false
 	// After the pause: a whole default interval+grace, so a late verdict
 	// (a heartbeat deadline that ran out during the pause) would show.
-	watch(time.Now().Add(15 * time.Second))
+	wait.Consistently(t, 15*time.Second, brokerPollEvery, online)
 	t.Logf("MEASURED: %v SIGSTOP: broker online at all %d polls (every %v) during the pause and the 15 s after", shortPause, polls, brokerPollEvery)
-	if t.Failed() {
-		return
-	}
 
 	// 2. A frozen broker is shown offline within 20 s.
 	b.proc.Signal(t, syscall.SIGSTOP)
 	frozen = true
-	stopped := time.Now()
-	var detect time.Duration
-	for {
-		if st := brokerStatus(t, cl, "dflt"); st == api.BrokerOffline {
-			detect = time.Since(stopped)
-			break
+	detect := wait.Eventually(t, defaultDetectTarget+10*time.Second, brokerPollEvery, func() error {
+		if st := brokerStatus(t, cl, "dflt"); st != api.BrokerOffline {
+			return fmt.Errorf("a frozen broker is still shown %s", st)
 		}
-		if time.Since(stopped) > defaultDetectTarget+10*time.Second {
-			t.Fatalf("a frozen broker still not offline after %v", time.Since(stopped).Round(time.Millisecond))
-		}
-		time.Sleep(brokerPollEvery)
-	}
+		return nil
+	})
 	t.Logf("MEASURED: frozen (SIGSTOP) broker shown offline after %v (defaults: interval 5s + grace 10s = 15s; target 20s)", detect.Round(time.Millisecond))
 	if detect > defaultDetectTarget {
 		t.Errorf("a frozen broker took %v to show offline, more than %v", detect.Round(time.Millisecond), defaultDetectTarget)
@@ -156,18 +143,12 @@ func hubRestartTimes(t *testing.T, hub *hubProc, cl *client.Client, broker strin
 		hub.proc.Kill9(t)
 		time.Sleep(down)
 		hub.restart(t)
-		ready := time.Now()
-		var online time.Duration
-		for {
-			if brokerStatus(t, cl, broker) == api.BrokerOnline {
-				online = time.Since(ready)
-				break
+		online := wait.Eventually(t, hubRestartBudget, pollInterval, func() error {
+			if st := brokerStatus(t, cl, broker); st != api.BrokerOnline {
+				return fmt.Errorf("restart %d: the broker is %s, not back online after the Hub was ready", i+1, st)
 			}
-			if time.Since(ready) > hubRestartBudget {
-				t.Fatalf("restart %d: the broker not back online %v after the Hub was ready", i+1, hubRestartBudget)
-			}
-			time.Sleep(pollInterval)
-		}
+			return nil
+		})
 		times = append(times, online)
 		t.Logf("restart %d (Hub kept down %v): broker online %v after the Hub was ready (%v after the kill)",
 			i+1, down, online.Round(time.Millisecond), time.Since(killed).Round(time.Millisecond))

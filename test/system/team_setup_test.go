@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/internal/wait"
 	"github.com/scion-go/scion/runtime"
 )
 
@@ -25,7 +26,7 @@ func TestTeamSetupFirstStartDocker(t *testing.T) {
 	admin.useHub(t, hub.URL, token)
 	admin.mustScion(t, "project", "create", "default")
 	b := setupDockerBroker(t, cl, hub, token, "team-dock", "", "default")
-	eventually(t, offlineBudget, func() error {
+	wait.Eventually(t, offlineBudget, pollInterval, func() error {
 		return admin.brokerStatuses(map[string]string{"team-dock": api.BrokerOnline})
 	})
 	t.Cleanup(func() { _, _, _ = admin.scion("delete", "first") })
@@ -41,7 +42,7 @@ func TestTeamSetupFirstStartDocker(t *testing.T) {
 	if len(cs) != 1 || cs[0].Image != "scion-demo:latest" || cs[0].Labels[runtime.LabelBrokerID] != b.brokerID {
 		t.Fatalf("first agent's containers: %+v; want one of scion-demo:latest on the team broker", cs)
 	}
-	eventually(t, 30*time.Second, func() error {
+	wait.Eventually(t, 30*time.Second, pollInterval, func() error {
 		out, _, err := admin.scion("logs", "first")
 		if err != nil {
 			return err
