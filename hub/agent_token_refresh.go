@@ -7,7 +7,6 @@ package hub
 
 import (
 	"net/http"
-	"time"
 
 	"github.com/scion-go/scion/api"
 	"github.com/scion-go/scion/hub/authz"
@@ -26,7 +25,7 @@ func (s *Server) handleRefreshAgentToken(r *http.Request, c *Caller) (int, any, 
 		}
 		return 0, nil, err
 	}
-	tok, exp := s.mintAgentTokenAt(a, time.Now())
+	tok, exp := s.mintAgentTokenAt(a, s.opts.Now())
 	s.log.Debug("agent token renewed", "agent", a.ID, "expires", exp)
 	return http.StatusOK, api.AgentToken{Token: tok, ExpiresAt: exp.UTC()}, nil
 }

@@ -2,7 +2,6 @@ package hub_test
 
 import (
 	"context"
-	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/scion-go/scion/api"
 	"github.com/scion-go/scion/client"
+	"github.com/scion-go/scion/internal/fakeclock"
 	"github.com/scion-go/scion/internal/testenv"
 )
 
@@ -25,8 +25,9 @@ func whoamiErr(e *testenv.Env, tok string) error {
 // hands the broker a fresh token, which the broker writes where the
 // agent's CLI reads it (issue 12, item 7).
 func TestAgentTokenExpiresAndRenews(t *testing.T) {
-	const ttl = 2 * time.Second
-	e := testenv.New(t, testenv.Options{Brokers: 1, AgentTokenTTL: ttl})
+	const ttl = time.Minute
+	clock := fakeclock.New(time.Now().Truncate(time.Second))
+	e := testenv.New(t, testenv.Options{Brokers: 1, AgentTokenTTL: ttl, Now: clock.Now})
 	ctx := context.Background()
 	a, err := e.Admin.CreateAgent(ctx, api.CreateAgentRequest{Name: "a", Project: "default", Start: true, Command: []string{"x"}})
 	if err != nil {
@@ -34,8 +35,8 @@ func TestAgentTokenExpiresAndRenews(t *testing.T) {
 	}
 	tok0 := agentToken(t, e, a.ID)
 	c0, ok := api.ReadAgentTokenClaims(tok0)
-	if !ok || c0.ExpiresAt-c0.IssuedAt < 1 || c0.ExpiresAt-c0.IssuedAt > int64(ttl/time.Second) {
-		t.Fatalf("claims %+v: want an expiry one lifetime (%v) after issue", c0, ttl)
+	if !ok || c0.IssuedAt != clock.Now().Unix() || c0.ExpiresAt-c0.IssuedAt != int64(ttl/time.Second) {
+		t.Fatalf("claims %+v: want issued now (%v), expiring one lifetime (%v) later", c0, clock.Now(), ttl)
 	}
 	if err := whoamiErr(e, tok0); err != nil {
 		t.Fatal(err)
@@ -44,28 +45,23 @@ func TestAgentTokenExpiresAndRenews(t *testing.T) {
 	_, err = e.Admin.RefreshAgentToken(ctx)
 	apiErr(t, err, 403, api.CodeForbidden)
 
-	// Expiries are in whole seconds: renew until the renewal outlives
-	// the first token (within a second).
-	var nt *api.AgentToken
-	var c1 api.AgentTokenClaims
-	testenv.Eventually(t, 3*time.Second, func() error {
-		if nt, err = client.New(e.URL, tok0).RefreshAgentToken(ctx); err != nil {
-			return err
-		}
-		if c1, ok = api.ReadAgentTokenClaims(nt.Token); !ok || c1.ExpiresAt <= c0.ExpiresAt {
-			return errors.New("the renewal does not outlive the first token yet")
-		}
-		return nil
-	})
-	if c1.AgentID != a.ID || nt.ExpiresAt.Unix() != c1.ExpiresAt {
+	// A second later the renewal outlives the first token by a second
+	// (expiries are in whole seconds).
+	clock.Advance(time.Second)
+	nt, err := client.New(e.URL, tok0).RefreshAgentToken(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c1, ok := api.ReadAgentTokenClaims(nt.Token)
+	if !ok || c1.AgentID != a.ID || c1.ExpiresAt != c0.ExpiresAt+1 || nt.ExpiresAt.Unix() != c1.ExpiresAt {
 		t.Fatalf("renewed token %+v (expiresAt %v), first %+v", c1, nt.ExpiresAt, c0)
 	}
-	testenv.Eventually(t, 5*time.Second, func() error {
-		if whoamiErr(e, tok0) == nil {
-			return errors.New("the first token still works")
-		}
-		return nil
-	})
+	// The first token works up to its expiry, and not at it.
+	clock.Advance(ttl - time.Second - time.Millisecond)
+	if err := whoamiErr(e, tok0); err != nil {
+		t.Fatalf("the first token a millisecond before its expiry: %v", err)
+	}
+	clock.Advance(time.Millisecond)
 	apiErr(t, whoamiErr(e, tok0), 401, api.CodeUnauthorized)
 	_, err = client.New(e.URL, tok0).RefreshAgentToken(ctx)
 	apiErr(t, err, 401, api.CodeUnauthorized)

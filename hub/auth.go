@@ -39,7 +39,7 @@ func hashToken(tok string) []byte {
 // ttl 0 means it does not expire (the workstation's bootstrap admin).
 func (s *Server) newUserToken(ctx context.Context, userID, name string, ttl time.Duration) (string, error) {
 	tok := userTokenPrefix + base64.RawURLEncoding.EncodeToString(newSecret(32))
-	now := time.Now().UTC()
+	now := s.opts.Now().UTC()
 	t := &store.Token{ID: mustV7(), Hash: hashToken(tok), Kind: store.TokenUser, UserID: userID, Name: name, CreatedAt: now}
 	if ttl > 0 {
 		exp := now.Add(ttl)
@@ -64,7 +64,7 @@ const SignInTTL = 7 * 24 * time.Hour
 // renews it before then (agent_token_refresh.go).
 
 func (s *Server) mintAgentToken(a *store.Agent) string {
-	tok, _ := s.mintAgentTokenAt(a, time.Now())
+	tok, _ := s.mintAgentTokenAt(a, s.opts.Now())
 	return tok
 }
 
@@ -108,7 +108,7 @@ func (s *Server) verifyAgentToken(ctx context.Context, tok string) (*Caller, err
 	if json.Unmarshal(raw, &c) != nil || c.AgentID == "" {
 		return nil, errBadToken
 	}
-	if !time.Now().Before(s.agentTokenExpiry(c)) {
+	if !s.opts.Now().Before(s.agentTokenExpiry(c)) {
 		return nil, errBadToken
 	}
 	// A deleted agent's token dies with it.
@@ -156,7 +156,7 @@ func (s *Server) authenticate(r *http.Request) (*Caller, error) {
 	}
 	// The token and its user in one read: this runs for every request.
 	t, u, err := s.store.GetTokenAndUser(r.Context(), hashToken(tok))
-	now := time.Now()
+	now := s.opts.Now()
 	if err != nil || t.RevokedAt != nil || (t.ExpiresAt != nil && now.After(*t.ExpiresAt)) || t.Kind != store.TokenUser {
 		s.log.Warn("user token rejected")
 		return nil, api.Unauthorized("invalid or expired token")
@@ -174,7 +174,7 @@ func (s *Server) authenticate(r *http.Request) (*Caller, error) {
 // takes one token of its bucket. On false the answer is written.
 func (s *Server) authenticateLimited(w http.ResponseWriter, r *http.Request) (*Caller, bool) {
 	ip := clientIP(r)
-	if blocked, wait := s.rl.authFail.blocked(ip, time.Now()); blocked {
+	if blocked, wait := s.rl.authFail.blocked(ip, s.opts.Now()); blocked {
 		s.refuseRateLimited(w, r, wait, "failed authentications")
 		return nil, false
 	}
@@ -183,7 +183,7 @@ func (s *Server) authenticateLimited(w http.ResponseWriter, r *http.Request) (*C
 		// Only a credential that was tried counts: a request with none
 		// costs the Hub no lookup and guesses nothing.
 		if r.Header.Get("Authorization") != "" || r.Header.Get(api.HeaderBrokerID) != "" {
-			s.rl.authFail.fail(ip, time.Now())
+			s.rl.authFail.fail(ip, s.opts.Now())
 		}
 		s.writeError(w, r, err)
 		return nil, false

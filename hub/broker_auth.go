@@ -30,7 +30,7 @@ func (s *Server) verifyBroker(r *http.Request, brokerID string, secret []byte) e
 	if err != nil {
 		return err
 	}
-	now := time.Now()
+	now := s.opts.Now()
 	n, err := wire.VerifySignature(brokerID, secret, wire.SignedRequest{Method: r.Method, Path: r.URL.Path, RawQuery: r.URL.RawQuery, Body: body},
 		r.Header, now, signatureWindow)
 	switch {

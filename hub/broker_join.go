@@ -84,7 +84,7 @@ const maxJoinBody = 64 << 10
 // as a failed authentication of the client's address.
 func (s *Server) handleJoinBroker(w http.ResponseWriter, r *http.Request) {
 	ip := clientIP(r)
-	if blocked, wait := s.rl.authFail.blocked(ip, time.Now()); blocked {
+	if blocked, wait := s.rl.authFail.blocked(ip, s.opts.Now()); blocked {
 		s.refuseRateLimited(w, r, wait, "failed authentications")
 		return
 	}
@@ -97,7 +97,7 @@ func (s *Server) handleJoinBroker(w http.ResponseWriter, r *http.Request) {
 			return 0, nil, err
 		}
 		if req.JoinToken == "" {
-			s.rl.authFail.fail(ip, time.Now())
+			s.rl.authFail.fail(ip, s.opts.Now())
 			return 0, nil, api.Unauthorized("a join token is required")
 		}
 		var name string // the name build chose: the token's, else the request's
@@ -117,7 +117,7 @@ func (s *Server) handleJoinBroker(w http.ResponseWriter, r *http.Request) {
 		})
 		switch {
 		case isNotFound(err) || errors.Is(err, store.ErrTokenUsed):
-			s.rl.authFail.fail(ip, time.Now())
+			s.rl.authFail.fail(ip, s.opts.Now())
 			s.log.Warn("join token rejected", "broker", req.Name)
 			return 0, nil, api.Unauthorized("invalid, used or expired join token")
 		case isExists(err):

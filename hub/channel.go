@@ -22,7 +22,7 @@ func (s *Server) handleConnect(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if c.Kind != CallerBroker {
-		s.rl.authFail.fail(clientIP(r), time.Now())
+		s.rl.authFail.fail(clientIP(r), s.opts.Now())
 		s.writeError(w, r, api.Unauthorized("the control channel needs broker credentials"))
 		return
 	}

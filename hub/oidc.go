@@ -110,7 +110,7 @@ func (o *oidcSignIn) route(h func(r *http.Request) (int, any, error)) http.Handl
 			return
 		}
 		ip := clientIP(r)
-		if ok, wait := o.limiter.allow(ip, time.Now()); !ok {
+		if ok, wait := o.limiter.allow(ip, s.opts.Now()); !ok {
 			// Debug: a flood must not become a flood of log lines.
 			s.log.Debug("oidc sign-in refused", "reason", "rate limited", "client", ip)
 			s.refuseRateLimited(w, r, wait, "sign-in requests")

@@ -172,7 +172,7 @@ func (s *Server) refuseRateLimited(w http.ResponseWriter, r *http.Request, wait 
 // rateLimited runs h only while the client's address has tokens in l.
 func (s *Server) rateLimited(l *ipLimiter, what string, h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if ok, wait := l.allow(clientIP(r), time.Now()); !ok {
+		if ok, wait := l.allow(clientIP(r), s.opts.Now()); !ok {
 			s.refuseRateLimited(w, r, wait, what)
 			return
 		}

@@ -16,7 +16,9 @@ import (
 
 	"github.com/scion-go/scion/api"
 	"github.com/scion-go/scion/hub"
+	"github.com/scion-go/scion/internal/fakeclock"
 	"github.com/scion-go/scion/internal/testenv"
+	"github.com/scion-go/scion/internal/wait"
 )
 
 // shortLimits are timeouts small enough to watch, with the caps off.
@@ -291,25 +293,44 @@ func TestRateLimitedSlowBodyClosedAtOnce(t *testing.T) {
 // failed authentication, so only the connect limit answers 429).
 func TestConnectRateLimited(t *testing.T) {
 	rl := hub.DefaultRateLimits()
-	e := testenv.New(t, testenv.Options{RateLimits: &rl})
+	clock := fakeclock.New(time.Now())
+	e := testenv.New(t, testenv.Options{RateLimits: &rl, Now: clock.Now})
 	connect := e.URL + "/api/v1/runtime-brokers/connect"
-	start := time.Now()
-	n := 0
-	for ; n < 200; n++ {
+	attempt := func() int {
 		resp := getFrom(t, "127.0.0.2", connect, "")
 		if resp.StatusCode == http.StatusTooManyRequests {
 			rateLimited(t, resp, "connect")
+		} else {
+			resp.Body.Close()
+		}
+		return resp.StatusCode
+	}
+	// The Hub's clock stands still: no token refills while the loop runs.
+	n := 0
+	for ; n < 200; n++ {
+		st := attempt()
+		if st == http.StatusTooManyRequests {
 			break
 		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusUnauthorized {
-			t.Fatalf("connect %d without credentials: %d, want 401", n, resp.StatusCode)
+		if st != http.StatusUnauthorized {
+			t.Fatalf("connect %d without credentials: %d, want 401", n, st)
 		}
 	}
-	// Tokens refill while the loop runs (2 a second): allow for them.
-	refilled := int(time.Since(start).Seconds()*float64(rl.Connect.PerMinute)/60) + 1
-	if n < rl.Connect.Burst || n > rl.Connect.Burst+refilled {
-		t.Fatalf("429 after %d connect attempts, want after the burst of %d (+%d refilled)", n, rl.Connect.Burst, refilled)
+	if n != rl.Connect.Burst {
+		t.Fatalf("429 after %d connect attempts, want after the burst of %d", n, rl.Connect.Burst)
+	}
+	// One refill period later, one more attempt is let through, and only one.
+	refill := time.Minute / time.Duration(rl.Connect.PerMinute)
+	clock.Advance(refill - time.Millisecond)
+	if st := attempt(); st != http.StatusTooManyRequests {
+		t.Fatalf("%v after the burst (refill every %v): %d, want 429", refill-time.Millisecond, refill, st)
+	}
+	clock.Advance(time.Millisecond)
+	if st := attempt(); st != http.StatusUnauthorized {
+		t.Fatalf("a refill period (%v) after the burst: %d, want 401", refill, st)
+	}
+	if st := attempt(); st != http.StatusTooManyRequests {
+		t.Fatalf("a second attempt on one refilled token: %d, want 429", st)
 	}
 }
 
@@ -320,14 +341,16 @@ func TestControlChannelOutlivesTimeouts(t *testing.T) {
 	limits := shortLimits
 	var logs syncBuffer
 	e := testenv.New(t, testenv.Options{Brokers: 1, Serve: &limits, LogTo: &logs})
-	time.Sleep(5 * limits.ReadTimeout)
-	if n := strings.Count(logs.String(), "broker channel opened"); n != 1 {
-		t.Fatalf("the broker's channel was opened %d times in %v (read timeout %v), want once", n, 5*limits.ReadTimeout, limits.ReadTimeout)
-	}
+	wait.Consistently(t, 5*limits.ReadTimeout, wait.Interval, func() error {
+		if n := strings.Count(logs.String(), "broker channel opened"); n != 1 {
+			return fmt.Errorf("the broker's channel was opened %d times (read timeout %v), want once", n, limits.ReadTimeout)
+		}
+		return nil
+	})
 	if _, err := e.Admin.GetBroker(context.Background(), e.Brokers()[0].ID); err != nil {
 		t.Fatal(err)
 	}
-	testenv.Eventually(t, time.Second, func() error {
+	wait.Eventually(t, time.Second, wait.Interval, func() error {
 		b, err := e.Admin.GetBroker(context.Background(), e.Brokers()[0].ID)
 		if err == nil && b.Status != api.BrokerOnline {
 			err = fmt.Errorf("broker is %s", b.Status)
@@ -359,25 +382,23 @@ func TestPerAddressCapServedAndCounted(t *testing.T) {
 	dial("127.0.0.2")
 	// The server accepts in its own goroutine: the two may not be counted
 	// yet, so retry the third until it is refused.
-	var status int
-	var body api.ErrorBody
-	deadline := time.Now().Add(5 * time.Second)
-	for status != http.StatusTooManyRequests && time.Now().Before(deadline) {
+	wait.Eventually(t, 5*time.Second, wait.Interval, func() error {
 		c := dial("127.0.0.2")
+		defer c.Close()
 		fmt.Fprintf(c, "GET /healthz HTTP/1.1\r\nHost: hub\r\n\r\n")
 		_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
 		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		status = resp.StatusCode
+		defer resp.Body.Close()
+		var body api.ErrorBody
 		_ = json.NewDecoder(resp.Body).Decode(&body)
-		resp.Body.Close()
-		c.Close()
-	}
-	if status != http.StatusTooManyRequests || body.Error == nil || body.Error.Code != api.CodeRateLimited {
-		t.Fatalf("the 3rd connection from one address: %d %+v, want 429 rate_limited", status, body.Error)
-	}
+		if resp.StatusCode != http.StatusTooManyRequests || body.Error == nil || body.Error.Code != api.CodeRateLimited {
+			return fmt.Errorf("the 3rd connection from one address: %d %+v, want 429 rate_limited", resp.StatusCode, body.Error)
+		}
+		return nil
+	})
 	resp := getFrom(t, "127.0.0.3", e.URL+"/metrics", "")
 	defer resp.Body.Close()
 	m, _ := io.ReadAll(resp.Body)

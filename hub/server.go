@@ -48,6 +48,11 @@ type Options struct {
 	// AgentTokenTTL is how long an agent token works (default
 	// api.DefaultAgentTokenTTL); a running agent renews its token before.
 	AgentTokenTTL time.Duration
+	// Now is the Hub's clock for lifetimes and windows: agent-token issue
+	// and expiry, user and access-token expiry, the rate limits' refill,
+	// the broker signatures' window (nil: time.Now). Tests advance a fake
+	// clock (internal/fakeclock) instead of sleeping through a lifetime.
+	Now func() time.Time
 }
 
 // Server is a Hub.
@@ -105,6 +110,9 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	}
 	if opts.AgentTokenTTL <= 0 {
 		opts.AgentTokenTTL = api.DefaultAgentTokenTTL
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
 	}
 	s := &Server{
 		opts:  opts,

@@ -54,7 +54,7 @@ func (s *Server) handleCreateAccessToken(r *http.Request, c *Caller) (int, any, 
 		return 0, nil, err
 	}
 	tok := accessTokenPrefix + base64.RawURLEncoding.EncodeToString(newSecret(32))
-	now := time.Now().UTC()
+	now := s.opts.Now().UTC()
 	exp := now.Add(ttl)
 	t := &store.Token{ID: mustV7(), Hash: hashToken(tok), Kind: store.TokenUser, UserID: c.UserID, ProjectID: p.ID,
 		Scopes: req.Scopes, Name: req.Name, ExpiresAt: &exp, CreatedAt: now}

@@ -41,6 +41,9 @@ type FileOptions struct {
 	// skips the fsync that would otherwise sit on every command's answer.
 	Sync   bool
 	Logger *slog.Logger
+	// Now is the store's clock for the keys' ages (nil: time.Now); tests
+	// advance a fake one past the TTL.
+	Now func() time.Time
 }
 
 // FileStore is a Store that survives broker restarts: a
@@ -65,6 +68,7 @@ type FileStore struct {
 	ttl     time.Duration
 	fsync   bool
 	log     *slog.Logger
+	now     func() time.Time
 
 	syncMu sync.Mutex // held while fsyncing or compacting; taken before mu
 	synced uint64     // lines known durable (guarded by syncMu)
@@ -101,11 +105,14 @@ func NewFileStore(dir string, opts FileOptions) (*FileStore, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("idempotency store: %w", err)
 	}
 	s := &FileStore{path: filepath.Join(dir, FileName), maxKeys: opts.MaxKeys, ttl: opts.TTL,
-		fsync: opts.Sync, log: opts.Logger, items: map[string]*list.Element{}, order: list.New()}
+		fsync: opts.Sync, log: opts.Logger, now: opts.Now, items: map[string]*list.Element{}, order: list.New()}
 	if err := s.load(); err != nil {
 		return nil, err
 	}
@@ -129,7 +136,7 @@ func (s *FileStore) load() error {
 	}
 	defer f.Close()
 	r := bufio.NewReader(f)
-	cutoff := time.Now().Add(-s.ttl).UnixNano()
+	cutoff := s.now().Add(-s.ttl).UnixNano()
 	bad := 0
 	for {
 		line, err := r.ReadBytes('\n')
@@ -179,7 +186,7 @@ func (s *FileStore) Get(key string) (Result, bool) {
 		return Result{}, false
 	}
 	e := el.Value.(*fileEntry)
-	if time.Since(time.Unix(0, e.At)) > s.ttl {
+	if s.now().Sub(time.Unix(0, e.At)) > s.ttl {
 		s.order.Remove(el)
 		delete(s.items, key)
 		return Result{}, false
@@ -197,7 +204,7 @@ func (s *FileStore) Get(key string) (Result, bool) {
 // a write error is logged (the result stays known until the broker
 // restarts).
 func (s *FileStore) Put(key string, r Result) {
-	e := &fileEntry{Key: key, At: time.Now().UnixNano(), Body: r.Body, Err: r.Err}
+	e := &fileEntry{Key: key, At: s.now().UnixNano(), Body: r.Body, Err: r.Err}
 	if r.Err != nil {
 		e.Status = r.Err.Status
 	}
@@ -265,7 +272,7 @@ func (s *FileStore) compactLocked() error {
 		return fmt.Errorf("idempotency store: %w", err)
 	}
 	w := bufio.NewWriter(f)
-	cutoff := time.Now().Add(-s.ttl).UnixNano()
+	cutoff := s.now().Add(-s.ttl).UnixNano()
 	n := 0
 	for el := s.order.Front(); el != nil; {
 		next := el.Next()

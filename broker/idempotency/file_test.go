@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/internal/fakeclock"
 )
 
 func openFileStore(t *testing.T, dir string, opts FileOptions) *FileStore {
@@ -90,9 +91,15 @@ func TestFileStoreBoundsKeys(t *testing.T) {
 
 func TestFileStoreForgetsExpiredKeys(t *testing.T) {
 	dir := t.TempDir()
-	s := openFileStore(t, dir, FileOptions{TTL: 50 * time.Millisecond})
+	const ttl = time.Minute
+	clock := fakeclock.New(time.Now())
+	s := openFileStore(t, dir, FileOptions{TTL: ttl, Now: clock.Now})
 	s.Put("old", Result{Body: json.RawMessage(`1`)})
-	time.Sleep(60 * time.Millisecond)
+	clock.Advance(ttl)
+	if _, ok := s.Get("old"); !ok {
+		t.Fatal("a key forgotten at its TTL, before it is past it")
+	}
+	clock.Advance(time.Millisecond)
 	s.Put("new", Result{Body: json.RawMessage(`2`)})
 	if _, ok := s.Get("old"); ok {
 		t.Fatal("expired key answered")
@@ -100,12 +107,12 @@ func TestFileStoreForgetsExpiredKeys(t *testing.T) {
 	if _, ok := s.Get("new"); !ok {
 		t.Fatal("fresh key forgotten")
 	}
-	s2 := openFileStore(t, dir, FileOptions{TTL: time.Hour})
+	s2 := openFileStore(t, dir, FileOptions{TTL: time.Hour, Now: clock.Now})
 	if _, ok := s2.Get("old"); !ok {
 		t.Fatal("a longer TTL on reopen should keep the key")
 	}
-	time.Sleep(60 * time.Millisecond)
-	openFileStore(t, dir, FileOptions{TTL: 50 * time.Millisecond})
+	clock.Advance(ttl)
+	openFileStore(t, dir, FileOptions{TTL: ttl, Now: clock.Now})
 	if n := len(fileLines(t, dir)); n != 0 {
 		t.Fatalf("%d lines after reopening with every key expired", n)
 	}

@@ -1,7 +1,7 @@
 // Package testenv starts a real Hub (SQLite or PostgreSQL) and N Runtime
 // Brokers with the fake runtime, in process, on loopback, over the real
-// WebSocket control channel. Tests wait on conditions with Eventually,
-// never on sleeps.
+// WebSocket control channel. Tests wait on conditions with
+// wait.Eventually, never on sleeps.
 package testenv
 
 import (
@@ -24,6 +24,7 @@ import (
 	"github.com/scion-go/scion/broker"
 	"github.com/scion-go/scion/client"
 	"github.com/scion-go/scion/hub"
+	"github.com/scion-go/scion/internal/wait"
 	"github.com/scion-go/scion/runtime/fake"
 	"github.com/scion-go/scion/store"
 	"github.com/scion-go/scion/store/postgres"
@@ -71,6 +72,11 @@ type Options struct {
 	// AgentTokenTTL is the lifetime of agent tokens (the Hub's default
 	// when 0).
 	AgentTokenTTL time.Duration
+	// Now is the Hub's clock (hub.Options.Now; nil: time.Now): a test of a
+	// lifetime or a window passes a fakeclock's Now and advances it. The
+	// brokers keep the real clock, so keep the advance inside the Hub's
+	// signature window (5 minutes) where brokers still sign requests.
+	Now func() time.Time
 	// LogTo receives every Hub and broker log line (at debug level), for
 	// tests that read the logs (a scan for secrets, say).
 	LogTo io.Writer
@@ -108,7 +114,7 @@ type handlerBox struct{ http.Handler }
 func (e *Env) RestartHub() {
 	e.T.Helper()
 	h, err := hub.New(context.Background(), hub.Options{Store: e.Store, Logger: e.log, Version: "test",
-		HeartbeatInterval: e.opts.HeartbeatInterval, Grace: e.opts.Grace, DispatchTimeout: e.opts.DispatchTimeout, OIDC: e.opts.OIDC, SecretsKey: e.secretsKey, AgentTokenTTL: e.opts.AgentTokenTTL, RateLimits: e.opts.RateLimits})
+		HeartbeatInterval: e.opts.HeartbeatInterval, Grace: e.opts.Grace, DispatchTimeout: e.opts.DispatchTimeout, OIDC: e.opts.OIDC, SecretsKey: e.secretsKey, AgentTokenTTL: e.opts.AgentTokenTTL, RateLimits: e.opts.RateLimits, Now: e.opts.Now})
 	if err != nil {
 		e.T.Fatalf("testenv: restart hub: %v", err)
 	}
@@ -180,7 +186,7 @@ func New(t testing.TB, opts Options) *Env {
 		t.Fatalf("testenv: open store: %v", err)
 	}
 	e.Hub, err = hub.New(ctx, hub.Options{Store: e.Store, Logger: e.log, Version: "test",
-		HeartbeatInterval: opts.HeartbeatInterval, Grace: opts.Grace, DispatchTimeout: opts.DispatchTimeout, OIDC: opts.OIDC, SecretsKey: e.secretsKey, AgentTokenTTL: opts.AgentTokenTTL, RateLimits: opts.RateLimits})
+		HeartbeatInterval: opts.HeartbeatInterval, Grace: opts.Grace, DispatchTimeout: opts.DispatchTimeout, OIDC: opts.OIDC, SecretsKey: e.secretsKey, AgentTokenTTL: opts.AgentTokenTTL, RateLimits: opts.RateLimits, Now: opts.Now})
 	if err != nil {
 		t.Fatalf("testenv: hub: %v", err)
 	}
@@ -288,7 +294,7 @@ func (e *Env) Close() {
 // WaitBrokerStatus waits until the Hub reports the broker online/offline.
 func (e *Env) WaitBrokerStatus(id, status string) {
 	e.T.Helper()
-	Eventually(e.T, 15*time.Second, func() error {
+	wait.Eventually(e.T, 15*time.Second, wait.Interval, func() error {
 		b, err := e.Admin.GetBroker(context.Background(), id)
 		if err != nil {
 			return err
@@ -300,25 +306,12 @@ func (e *Env) WaitBrokerStatus(id, status string) {
 	})
 }
 
-// Eventually polls cond until it returns nil or timeout passes, then
-// fails with cond's last error.
+// Eventually is wait.Eventually at its default interval.
+//
+// Deprecated: use wait.Eventually; this goes once the CLI tests use it.
 func Eventually(t testing.TB, timeout time.Duration, cond func() error) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	wait := 5 * time.Millisecond
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("condition not met within %v: %v", timeout, err)
-		}
-		time.Sleep(wait)
-		if wait < 100*time.Millisecond {
-			wait *= 2
-		}
-	}
+	wait.Eventually(t, timeout, wait.Interval, cond)
 }
 
 func tempDir(t testing.TB) string {
