@@ -103,7 +103,7 @@ func (s *Server) handleJoinBroker(w http.ResponseWriter, r *http.Request) {
 		var name string // the name build chose: the token's, else the request's
 		var tokenNamed bool
 		var secret string
-		b, err := s.store.JoinBroker(r.Context(), hashToken(req.JoinToken), time.Now().UTC(), func(jt *store.JoinToken) (*store.Broker, error) {
+		b, err := s.store.JoinBroker(r.Context(), hashToken(req.JoinToken), s.opts.Now().UTC(), func(jt *store.JoinToken) (*store.Broker, error) {
 			name, tokenNamed = cmp.Or(jt.Name, req.Name), jt.Name != ""
 			if name == "" {
 				return nil, api.BadRequest("this join token names no runtime broker: give the broker a name (--name)")
@@ -155,7 +155,7 @@ func (s *Server) handleCreateJoinToken(r *http.Request, c *Caller) (int, any, er
 		ttl = d
 	}
 	tok := "scj_" + hex.EncodeToString(newSecret(24))
-	now := time.Now().UTC()
+	now := s.opts.Now().UTC()
 	jt := &store.JoinToken{Hash: hashToken(tok), Name: req.Name, CreatedBy: c.ID, ExpiresAt: now.Add(ttl), CreatedAt: now}
 	if err := s.store.CreateJoinToken(r.Context(), jt); err != nil {
 		return 0, nil, err

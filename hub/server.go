@@ -49,7 +49,7 @@ type Options struct {
 	// api.DefaultAgentTokenTTL); a running agent renews its token before.
 	AgentTokenTTL time.Duration
 	// Now is the Hub's clock for lifetimes and windows: agent-token issue
-	// and expiry, user and access-token expiry, the rate limits' refill,
+	// and expiry, user, access and join-token expiry, the rate limits' refill,
 	// the broker signatures' window (nil: time.Now). Tests advance a fake
 	// clock (internal/fakeclock) instead of sleeping through a lifetime.
 	Now func() time.Time
