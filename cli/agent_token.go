@@ -87,6 +87,10 @@ func needsRenewal(c api.AgentTokenClaims, now time.Time) bool {
 	return exp.Sub(now) < life/2
 }
 
+// cliNow is the CLI's clock for its agent token's lifetime (time.Now;
+// a test moves it with the Hub's).
+var cliNow = time.Now
+
 // renewAgentToken renews t's agent token when it is due and stores the new
 // one. Any failure keeps the current token: the call it was made for then
 // gets the Hub's own answer (401 once the token has expired).

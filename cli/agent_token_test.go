@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/scion-go/scion/api"
 	"github.com/scion-go/scion/client"
+	"github.com/scion-go/scion/internal/fakeclock"
 	"github.com/scion-go/scion/internal/testenv"
 )
 
@@ -75,8 +75,13 @@ func TestNeedsRenewal(t *testing.T) {
 // environment (which a running container cannot change) has expired.
 func TestAgentCLIRenewsItsToken(t *testing.T) {
 	setHome(t)
-	const ttl = 4 * time.Second
-	e := testenv.New(t, testenv.Options{Brokers: 1, AgentTokenTTL: ttl})
+	const ttl = time.Minute
+	// The Hub's and the CLI's clock: the test moves both past half the
+	// token's lifetime, then past its end.
+	clock := fakeclock.New(time.Now().Truncate(time.Second))
+	t.Cleanup(func() { cliNow = time.Now })
+	cliNow = clock.Now
+	e := testenv.New(t, testenv.Options{Brokers: 1, AgentTokenTTL: ttl, Now: clock.Now})
 	ctx := context.Background()
 	a, err := e.Admin.CreateAgent(ctx, api.CreateAgentRequest{Name: "a", Project: "default", Start: true, Command: []string{"x"}})
 	if err != nil {
@@ -95,17 +100,16 @@ func TestAgentCLIRenewsItsToken(t *testing.T) {
 	t.Setenv(api.EnvProject, "default")
 	file := filepath.Join(home, ".scion", "agent-token")
 
+	clock.Advance(ttl/2 - time.Second)
 	mustRun(t, "list")
 	if _, err := os.Stat(file); err == nil {
-		t.Fatal("a fresh token was renewed")
+		t.Fatal("a token short of half its lifetime was renewed")
 	}
 	c0, _ := api.ReadAgentTokenClaims(envTok)
-	testenv.Eventually(t, ttl, func() error {
-		if !needsRenewal(c0, time.Now()) {
-			return errors.New("the token is not half-way through its lifetime yet")
-		}
-		return nil
-	})
+	clock.Advance(2 * time.Second) // past half of it
+	if !needsRenewal(c0, clock.Now()) {
+		t.Fatal("the token is not due for renewal past half its lifetime")
+	}
 	mustRun(t, "list")
 	b, err := os.ReadFile(file)
 	if err != nil {
@@ -118,12 +122,10 @@ func TestAgentCLIRenewsItsToken(t *testing.T) {
 	if c, ok := api.ReadAgentTokenClaims(renewed); !ok || c.AgentID != a.ID || c.ExpiresAt <= c0.ExpiresAt {
 		t.Fatalf("stored token claims %+v, env token %+v", c, c0)
 	}
-	testenv.Eventually(t, 2*ttl, func() error {
-		if _, err := client.New(e.URL, envTok).Whoami(ctx); err == nil {
-			return errors.New("the environment's token still works")
-		}
-		return nil
-	})
+	clock.Advance(ttl / 2) // the environment's token has expired
+	if _, err := client.New(e.URL, envTok).Whoami(ctx); !api.IsCode(err, api.CodeUnauthorized) {
+		t.Fatalf("the environment's token after its expiry: %v, want unauthorized", err)
+	}
 	r := mustRun(t, "list")
 	if !strings.Contains(r.out, "a") {
 		t.Errorf("list as the agent after its env token expired: %q", r.out)

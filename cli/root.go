@@ -15,7 +15,6 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -163,7 +162,7 @@ func (a *app) connect() (*hubTarget, *client.Client, error) {
 	}
 	a.target = t
 	if t.agentTokenFile != "" {
-		renewAgentToken(t, time.Now())
+		renewAgentToken(t, cliNow())
 	}
 	return t, newClient(t), nil
 }
