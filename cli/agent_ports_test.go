@@ -1,33 +1,43 @@
 package cli
 
 import (
-	"encoding/json"
+	"context"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/internal/testenv"
 )
 
 func TestCreatePortFlag(t *testing.T) {
 	setHome(t)
-	h := newFakeHub(t, "")
-	useHub(t, "team", h, "tok")
-	mustRun(t, "project", "create", "default")
+	e := newHub(t, testenv.Options{Brokers: 1})
+	useHub(t, "team", e.URL, e.AdminToken)
 
-	mustRun(t, "create", "web", "--port", "8080", "--port", "9090,9091")
-	body := h.requests("POST", "/api/v1/agents")[0].Body
-	if got, _ := json.Marshal(body["ports"]); string(got) != "[8080,9090,9091]" {
-		t.Errorf("ports sent = %s", got)
+	mustRun(t, "create", "web", "--port", "8080", "--port", "9090,9091", "--", "x")
+	// Ports show while the container holds them: start it to see them.
+	a, err := e.Admin.AgentAction(context.Background(), "web", "default", "start")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []int
+	for _, p := range a.Ports {
+		got = append(got, p.ContainerPort)
+	}
+	if !slices.Equal(got, []int{8080, 9090, 9091}) {
+		t.Errorf("the agent's ports = %+v, want 8080, 9090, 9091", a.Ports)
 	}
 	// Bad ports are a usage error and nothing is sent.
+	before := hubRequests(t, e)
 	for _, bad := range [][]string{{"--port", "0"}, {"--port", "70000"}, {"--port", "80", "--port", "80"}} {
 		r := runCLI(t, "", append([]string{"create", "bad"}, bad...)...)
 		if r.code != exitUsage || !strings.Contains(r.err, "--port") {
 			t.Errorf("%v: %+v", bad, r)
 		}
 	}
-	if n := len(h.requests("POST", "/api/v1/agents")); n != 1 {
-		t.Errorf("%d creates sent, want 1", n)
+	if n := hubRequests(t, e); n != before {
+		t.Errorf("bad --port command lines sent %d requests to the Hub", n-before)
 	}
 }
 

@@ -6,8 +6,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/scion-go/scion/api"
 	"github.com/scion-go/scion/config"
+	"github.com/scion-go/scion/internal/testenv"
+	"github.com/scion-go/scion/wire"
 )
 
 // TestStatusShowsKubernetesProfiles: `runtime-broker status` shows each
@@ -16,9 +17,17 @@ import (
 // in -o json.
 func TestStatusShowsKubernetesProfiles(t *testing.T) {
 	setHome(t)
-	h := newFakeHub(t, "")
-	useHub(t, "team", h, "tok")
+	e := newHub(t, testenv.Options{RuntimeNames: map[string]string{"k8s": "kubernetes"},
+		Profiles: map[string][]wire.Profile{"k8s": {
+			{Name: "batch", Runtime: "kubernetes", Default: true, Settings: map[string]string{"context": "batch-cluster", "namespace": "batch"}},
+			{Name: "gpu", Runtime: "kubernetes", Settings: map[string]string{"context": "gpu-cluster"}},
+			{Name: "local", Runtime: "docker"},
+		}}})
+	useHub(t, "team", e.URL, e.AdminToken)
 	mustRun(t, "runtime-broker", "register", "--name", "k8s")
+	// The registered broker runs and reports its runtime and profiles.
+	c := loadCreds(t).ForHub(e.URL)
+	e.RunBroker(c.BrokerID, "k8s", c.Secret)
 	s, err := config.LoadSettings()
 	if err != nil {
 		t.Fatal(err)
@@ -27,15 +36,6 @@ func TestStatusShowsKubernetesProfiles(t *testing.T) {
 	if err := s.Save(); err != nil {
 		t.Fatal(err)
 	}
-	h.mu.Lock()
-	b := h.brokers[len(h.brokers)-1]
-	b.Runtime = "kubernetes"
-	b.Profiles = []api.BrokerProfile{
-		{Name: "batch", Runtime: "kubernetes", Default: true, Settings: map[string]string{"context": "batch-cluster", "namespace": "batch"}},
-		{Name: "gpu", Runtime: "kubernetes", Settings: map[string]string{"context": "gpu-cluster"}},
-		{Name: "local", Runtime: "docker"},
-	}
-	h.mu.Unlock()
 
 	r := mustRun(t, "runtime-broker", "status")
 	want := "batch (context batch-cluster, namespace batch); gpu (context gpu-cluster, namespace agents)"
@@ -80,12 +80,11 @@ func TestInstallBinary(t *testing.T) {
 // reachable address, status shows that address and no warning.
 func TestStatusShowsTheAgentsHubAddress(t *testing.T) {
 	setHome(t)
-	h := newFakeHub(t, "")
-	useHub(t, "team", h, "tok")
+	e := newHub(t, testenv.Options{RuntimeNames: map[string]string{"k8s": "kubernetes"}})
+	useHub(t, "team", e.URL, e.AdminToken)
 	mustRun(t, "runtime-broker", "register", "--name", "k8s")
-	h.mu.Lock()
-	h.brokers[len(h.brokers)-1].Runtime = "kubernetes"
-	h.mu.Unlock()
+	c := loadCreds(t).ForHub(e.URL)
+	e.RunBroker(c.BrokerID, "k8s", c.Secret) // reports the kubernetes runtime
 
 	type status struct {
 		AgentHubEndpoint string `json:"agentHubEndpoint"`
@@ -102,12 +101,12 @@ func TestStatusShowsTheAgentsHubAddress(t *testing.T) {
 		return table, st
 	}
 	table, st := read()
-	for _, want := range []string{"Agents reach the Hub at:", h.URL, "server.broker.agent_hub_endpoint:", "Warning:", "loopback"} {
+	for _, want := range []string{"Agents reach the Hub at:", e.URL, "server.broker.agent_hub_endpoint:", "Warning:", "loopback"} {
 		if !strings.Contains(table, want) {
 			t.Errorf("status lacks %q:\n%s", want, table)
 		}
 	}
-	if st.AgentHubEndpoint != h.URL || st.AgentHubSetting != "server.broker.agent_hub_endpoint" ||
+	if st.AgentHubEndpoint != e.URL || st.AgentHubSetting != "server.broker.agent_hub_endpoint" ||
 		!strings.Contains(st.AgentHubWarning, "loopback") || !strings.Contains(st.AgentHubWarning, st.AgentHubSetting) {
 		t.Errorf("status json = %+v, want the loopback address, the setting and a warning naming it", st)
 	}

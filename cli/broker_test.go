@@ -1,32 +1,41 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/scion-go/scion/api"
 	"github.com/scion-go/scion/config"
+	"github.com/scion-go/scion/internal/testenv"
 )
 
 func TestRegisterSavesCredentialsAndHubEndpoint(t *testing.T) {
 	setHome(t)
-	h := newFakeHub(t, "tok")
-	useHub(t, "team", h, "tok")
+	e := newHub(t, testenv.Options{})
+	useHub(t, "team", e.URL, e.AdminToken)
+	ctx := context.Background()
 
 	r := mustRun(t, "runtime-broker", "register", "--name", "gpu", "--auto-provide")
 	if !strings.Contains(r.out, "Set server.broker.hub_endpoint") {
 		t.Errorf("%s", r.out)
 	}
-	req := h.requests("POST", "/api/v1/runtime-brokers")[0]
-	if req.Auth != "Bearer tok" || req.Body["name"] != "gpu" || req.Body["autoProvide"] != true {
-		t.Errorf("request %+v", req)
+	b, err := e.Admin.GetBroker(ctx, "gpu")
+	if err != nil || !b.AutoProvide {
+		t.Fatalf("registered broker %+v, %v; want gpu with auto-provide", b, err)
 	}
-	c := loadCreds(t).ForHub(h.URL)
-	if c == nil || c.BrokerID != "b-1" || c.BrokerName != "gpu" || c.Name != "gpu" || c.Secret != "secret-b-1" || c.HubEndpoint != h.URL {
+	c := loadCreds(t).ForHub(e.URL)
+	if c == nil || c.BrokerID != b.ID || c.BrokerName != "gpu" || c.Name != "gpu" || c.Secret == "" || c.HubEndpoint != e.URL {
 		t.Fatalf("connection %+v", c)
 	}
-	if s := loadSettings(t); s.Server.Broker.HubEndpoint != h.URL {
+	if strings.Contains(r.out, c.Secret) {
+		t.Error("register printed the broker secret")
+	}
+	// The stored secret is the broker's: a broker run with it comes online.
+	e.RunBroker(c.BrokerID, "gpu", c.Secret)
+	if s := loadSettings(t); s.Server.Broker.HubEndpoint != e.URL {
 		t.Errorf("hub_endpoint %q", s.Server.Broker.HubEndpoint)
 	}
 
@@ -34,16 +43,28 @@ func TestRegisterSavesCredentialsAndHubEndpoint(t *testing.T) {
 	if r := runCLI(t, "", "runtime-broker", "register", "--name", "gpu"); r.code != 1 || !strings.Contains(r.err, "already registered") {
 		t.Errorf("re-register: %+v", r)
 	}
-	mustRun(t, "runtime-broker", "register", "--name", "gpu", "--force")
-	if cs := loadCreds(t).Connections; len(cs) != 1 || cs[0].BrokerID != "b-2" {
-		t.Errorf("--force: %+v", cs)
+	// --force passes that check; the Hub still refuses a second broker of
+	// the same name, and the stored connection stays.
+	if r := runCLI(t, "", "runtime-broker", "register", "--name", "gpu", "--force"); r.code != 1 || !strings.Contains(r.err, "error: already_exists: ") {
+		t.Errorf("re-register --force of the same name: %+v", r)
+	}
+	if cs := loadCreds(t).Connections; len(cs) != 1 || cs[0].BrokerID != b.ID {
+		t.Errorf("after a refused registration: %+v", cs)
+	}
+	mustRun(t, "runtime-broker", "register", "--name", "gpu2", "--force")
+	b2, err := e.Admin.GetBroker(ctx, "gpu2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cs := loadCreds(t).Connections; len(cs) != 1 || cs[0].BrokerID != b2.ID || b2.ID == b.ID {
+		t.Errorf("--force: %+v, want the one connection of the new broker %s", cs, b2.ID)
 	}
 }
 
 func TestRegisterKeepsExistingHubEndpoint(t *testing.T) {
 	setHome(t)
-	h := newFakeHub(t, "")
-	useHub(t, "team", h, "tok")
+	e := newHub(t, testenv.Options{})
+	useHub(t, "team", e.URL, e.AdminToken)
 	s := loadSettings(t)
 	s.Server.Broker.HubEndpoint = "https://first.example.com"
 	s.Extra = map[string]any{"keep": "me"}
@@ -55,7 +76,7 @@ func TestRegisterKeepsExistingHubEndpoint(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.out), &reg); err != nil {
 		t.Fatal(err)
 	}
-	if reg.HubEndpointSaved || reg.BrokerHubEndpoint != "https://first.example.com" || reg.HubEndpoint != h.URL || strings.Contains(r.out, "secret") {
+	if reg.HubEndpointSaved || reg.BrokerHubEndpoint != "https://first.example.com" || reg.HubEndpoint != e.URL || strings.Contains(r.out, "secret") {
 		t.Errorf("%+v\n%s", reg, r.out)
 	}
 	if s := loadSettings(t); s.Server.Broker.HubEndpoint != "https://first.example.com" || s.Extra["keep"] != "me" {
@@ -63,17 +84,28 @@ func TestRegisterKeepsExistingHubEndpoint(t *testing.T) {
 	}
 }
 
+// joinToken is a join token of the Hub's, made for name when it is not
+// empty.
+func joinToken(t *testing.T, e *testenv.Env, name string) string {
+	t.Helper()
+	jt, err := e.Admin.CreateJoinToken(context.Background(), api.CreateJoinTokenRequest{Name: name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return jt.Token
+}
+
 // On a host that runs a workstation Hub, register and join never set
 // hub_endpoint: the workstation's own broker must keep its Hub.
 func TestRegisterOnWorkstationHostLeavesHubEndpoint(t *testing.T) {
 	for _, join := range []bool{false, true} {
 		setHome(t)
-		h := newFakeHub(t, "")
-		useHub(t, "team", h, "tok")
+		e := newHub(t, testenv.Options{})
+		useHub(t, "team", e.URL, e.AdminToken)
 		writeWorkstation(t, "http://127.0.0.1:7411", "admin", "b-local")
 		args := []string{"runtime-broker", "register", "--name", "gpu"}
 		if join {
-			args = []string{"runtime-broker", "join", "--token", "jt-good", "--name", "gpu"}
+			args = []string{"runtime-broker", "join", "--token", joinToken(t, e, ""), "--name", "gpu"}
 		}
 		r := mustRun(t, args...)
 		if !strings.Contains(r.out, "workstation Hub") {
@@ -82,31 +114,30 @@ func TestRegisterOnWorkstationHostLeavesHubEndpoint(t *testing.T) {
 		if s := loadSettings(t); s.Server.Broker.HubEndpoint != "" {
 			t.Errorf("join=%v: hub_endpoint set to %q on a workstation host", join, s.Server.Broker.HubEndpoint)
 		}
-		if loadCreds(t).ForHub(h.URL) == nil {
-			t.Errorf("join=%v: credentials not saved", join)
+		if c := loadCreds(t).ForHub(e.URL); c == nil || c.BrokerID != brokerID(t, e, "gpu") {
+			t.Errorf("join=%v: credentials not saved: %+v", join, c)
 		}
 	}
 }
 
 func TestJoin(t *testing.T) {
 	setHome(t)
-	h := newFakeHub(t, "tok")
-	mustRun(t, "hub", "add", "team", h.URL, "--use") // not signed in: join needs no token
+	e := newHub(t, testenv.Options{})
+	mustRun(t, "hub", "add", "team", e.URL, "--use") // not signed in: join needs no token
 
 	if r := runCLI(t, "", "runtime-broker", "join", "--name", "gpu"); r.code != 2 {
 		t.Errorf("missing --token: %+v", r)
 	}
-	if r := runCLI(t, "", "runtime-broker", "join", "--token", "jt-bad", "--name", "gpu"); r.code != 1 || !strings.Contains(r.err, "error: unauthorized: invalid join token") {
+	if r := runCLI(t, "", "runtime-broker", "join", "--token", "scj_bad", "--name", "gpu"); r.code != 1 || !strings.HasPrefix(r.err, "error: unauthorized: invalid, used or expired join token") {
 		t.Errorf("bad token: %+v", r)
 	}
-	mustRun(t, "runtime-broker", "join", "--token", "jt-good", "--name", "gpu")
-	if req := h.requests("POST", "/api/v1/runtime-brokers/join"); req[1].Auth != "" || req[1].Body["joinToken"] != "jt-good" {
-		t.Errorf("join request %+v", req[1])
+	mustRun(t, "runtime-broker", "join", "--token", joinToken(t, e, ""), "--name", "gpu")
+	c := loadCreds(t).ForHub(e.URL)
+	if c == nil || c.BrokerName != "gpu" || c.BrokerID != brokerID(t, e, "gpu") {
+		t.Fatalf("connection %+v", c)
 	}
-	if c := loadCreds(t).ForHub(h.URL); c == nil || c.BrokerName != "gpu" {
-		t.Errorf("connection %+v", c)
-	}
-	if s := loadSettings(t); s.Server.Broker.HubEndpoint != h.URL {
+	e.RunBroker(c.BrokerID, "gpu", c.Secret) // the joined broker's secret works
+	if s := loadSettings(t); s.Server.Broker.HubEndpoint != e.URL {
 		t.Errorf("hub_endpoint %q", s.Server.Broker.HubEndpoint)
 	}
 }
@@ -115,33 +146,42 @@ func TestJoin(t *testing.T) {
 // that --name can tell them apart.
 func TestConnectionNamesStayDistinct(t *testing.T) {
 	setHome(t)
-	a, b := newFakeHub(t, ""), newFakeHub(t, "")
-	useHub(t, "a", a, "t")
-	useHub(t, "b", b, "t")
+	a, b := newHub(t, testenv.Options{}), newHub(t, testenv.Options{})
+	useHub(t, "a", a.URL, a.AdminToken)
+	useHub(t, "b", b.URL, b.AdminToken)
 	mustRun(t, "runtime-broker", "register", "--name", "gpu", "--hub", "a")
 	mustRun(t, "runtime-broker", "register", "--name", "gpu", "--hub", "b")
 	cs := loadCreds(t).Connections
 	if len(cs) != 2 || cs[0].Name != "gpu" || !strings.HasPrefix(cs[1].Name, "gpu@127.0.0.1:") {
 		t.Errorf("connections %+v %+v", cs[0], cs[1])
 	}
+	if cs[0].BrokerID != brokerID(t, a, "gpu") || cs[1].BrokerID != brokerID(t, b, "gpu") {
+		t.Errorf("connections %+v %+v: want each Hub's own gpu", cs[0], cs[1])
+	}
 }
 
 func TestProvideWithdrawStatus(t *testing.T) {
 	setHome(t)
-	h := newFakeHub(t, "")
-	useHub(t, "team", h, "tok")
+	e := newHub(t, testenv.Options{})
+	useHub(t, "team", e.URL, e.AdminToken)
+	ctx := context.Background()
 	mustRun(t, "project", "create", "web")
+	web, err := e.Admin.GetProject(ctx, "web")
+	if err != nil {
+		t.Fatal(err)
+	}
 	if r := runCLI(t, "", "runtime-broker", "provide", "--project", "web"); r.code != 1 || !strings.Contains(r.err, "no Runtime Broker registered") {
 		t.Errorf("unregistered provide: %+v", r)
 	}
 	mustRun(t, "runtime-broker", "register", "--name", "gpu")
+	id := brokerID(t, e, "gpu")
 	r := mustRun(t, "runtime-broker", "provide", "--project", "web")
-	if len(h.requests("PUT", "/api/v1/runtime-brokers/b-2/projects/web")) != 1 || !strings.Contains(r.out, "gpu now provides for project web") {
-		t.Errorf("provide: %s %+v", r.out, h.reqs)
+	if b, err := e.Admin.GetBroker(ctx, id); err != nil || !slices.Contains(b.Projects, web.ID) || !strings.Contains(r.out, "gpu now provides for project web") {
+		t.Errorf("provide: %s; broker %+v, %v", r.out, b, err)
 	}
 
 	r = mustRun(t, "runtime-broker", "status")
-	for _, want := range []string{"Name:", "gpu", "b-2", "offline", "Last seen:", "never", "Limit:", "100", "Projects:", "web", "server.broker.hub_endpoint:", h.URL} {
+	for _, want := range []string{"Name:", "gpu", id, "offline", "Last seen:", "never", "Limit:", "100", "Projects:", "web", "server.broker.hub_endpoint:", e.URL} {
 		if !strings.Contains(r.out, want) {
 			t.Errorf("status lacks %q:\n%s", want, r.out)
 		}
@@ -151,13 +191,13 @@ func TestProvideWithdrawStatus(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.out), &st); err != nil {
 		t.Fatal(err)
 	}
-	if st["id"] != "b-2" || st["localHubEndpoint"] != h.URL {
+	if st["id"] != id || st["localHubEndpoint"] != e.URL {
 		t.Errorf("status json %v", st)
 	}
 
 	mustRun(t, "runtime-broker", "withdraw", "--project", "web", "--name", "gpu")
-	if len(h.requests("DELETE", "/api/v1/runtime-brokers/b-2/projects/web")) != 1 {
-		t.Error("withdraw not sent")
+	if b, err := e.Admin.GetBroker(ctx, id); err != nil || slices.Contains(b.Projects, web.ID) {
+		t.Errorf("after withdraw: broker %+v, %v", b, err)
 	}
 	if r := runCLI(t, "", "runtime-broker", "provide"); r.code != 2 {
 		t.Errorf("provide without --project: %+v", r)
@@ -168,13 +208,18 @@ func TestProvideWithdrawStatus(t *testing.T) {
 // nothing else is stored.
 func TestProvideWorkstationBroker(t *testing.T) {
 	setHome(t)
-	h := newFakeHub(t, "")
-	b := h.addBroker("local", "online", 0, 0)
-	writeWorkstation(t, h.URL, "admin", b.ID)
+	e := newHub(t, testenv.Options{})
+	b := e.AddBroker("local")
+	writeWorkstation(t, e.URL, e.AdminToken, b.ID)
 	mustRun(t, "project", "create", "web")
 	mustRun(t, "runtime-broker", "provide", "--project", "web")
-	if got := h.requests("PUT", "/api/v1/runtime-brokers/"+b.ID+"/projects/web"); len(got) != 1 || got[0].Auth != "Bearer admin" {
-		t.Errorf("%+v", got)
+	ctx := context.Background()
+	web, err := e.Admin.GetProject(ctx, "web")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := e.Admin.GetBroker(ctx, b.ID); err != nil || !slices.Contains(got.Projects, web.ID) {
+		t.Errorf("the workstation's broker %+v, %v: want it providing for web", got, err)
 	}
 }
 
@@ -186,13 +231,16 @@ func conn(name, hub, id string) *config.BrokerConnection {
 // when there are several) or, with none, from the global settings; the
 // DELETE goes to the CLI's Hub, with a warning when that is another Hub.
 func TestDeregisterSelection(t *testing.T) {
+	// Brokers b-1, b-2 and b-s are registered with the Hub; the table names
+	// them, id gives their IDs.
 	type setup struct {
-		conns         func(hub string) []*config.BrokerConnection
-		settingsID    string
+		conns         func(hub string, id func(string) string) []*config.BrokerConnection
+		settingsID    string // a broker's name: its ID goes in server.broker.broker_id
 		settingsHub   func(hub string) string
 		name          string
+		nameIsID      bool // --name is the ID of the broker name names
 		wantCode      int
-		wantDelete    string // broker ID the DELETE names; "" = no request
+		wantDelete    string // the broker deregistered; "" = none
 		wantErr       string
 		wantWarn      bool
 		wantLeft      int  // connections left afterwards
@@ -200,70 +248,76 @@ func TestDeregisterSelection(t *testing.T) {
 	}
 	self := func(h string) string { return h }
 	other := func(string) string { return "https://other.example.com" }
+	one := func(h string, id func(string) string) []*config.BrokerConnection {
+		return []*config.BrokerConnection{conn("gpu", h, id("b-1"))}
+	}
+	two := func(h string, id func(string) string) []*config.BrokerConnection {
+		return []*config.BrokerConnection{conn("gpu", h, id("b-1")), conn("cpu", "https://other.example.com", id("b-2"))}
+	}
 	cases := map[string]setup{
 		"nothing registered":                         {conns: nil, wantCode: 1, wantErr: "no Runtime Broker registration found"},
 		"none stored: settings registration":         {settingsID: "b-s", settingsHub: self, wantDelete: "b-s", wantIDCleared: true},
 		"none stored: settings on another hub warns": {settingsID: "b-s", settingsHub: other, wantDelete: "b-s", wantWarn: true, wantIDCleared: true},
-		"none stored: --name matches settings ID":    {settingsID: "b-s", settingsHub: self, name: "b-s", wantDelete: "b-s", wantIDCleared: true},
+		"none stored: --name matches settings ID":    {settingsID: "b-s", settingsHub: self, name: "b-s", nameIsID: true, wantDelete: "b-s", wantIDCleared: true},
 		"none stored: --name does not match":         {settingsID: "b-s", settingsHub: self, name: "x", wantCode: 1, wantErr: `no broker registration named "x"`},
-		"one stored": {conns: func(h string) []*config.BrokerConnection { return []*config.BrokerConnection{conn("gpu", h, "b-1")} },
-			wantDelete: "b-1", wantLeft: 0},
-		"one stored beats settings": {conns: func(h string) []*config.BrokerConnection { return []*config.BrokerConnection{conn("gpu", h, "b-1")} },
-			settingsID: "b-s", settingsHub: self, wantDelete: "b-1", wantLeft: 0},
+		"one stored":                                 {conns: one, wantDelete: "b-1", wantLeft: 0},
+		"one stored beats settings":                  {conns: one, settingsID: "b-s", settingsHub: self, wantDelete: "b-1", wantLeft: 0},
 		"one stored on another hub warns and still sends to the CLI's hub": {
-			conns: func(string) []*config.BrokerConnection {
-				return []*config.BrokerConnection{conn("gpu", "https://other.example.com", "b-1")}
+			conns: func(_ string, id func(string) string) []*config.BrokerConnection {
+				return []*config.BrokerConnection{conn("gpu", "https://other.example.com", id("b-1"))}
 			},
 			wantDelete: "b-1", wantWarn: true, wantLeft: 0},
-		"two stored without --name": {conns: func(h string) []*config.BrokerConnection {
-			return []*config.BrokerConnection{conn("gpu", h, "b-1"), conn("cpu", "https://other.example.com", "b-2")}
-		}, wantCode: 1, wantErr: "choose one with --name", wantLeft: 2},
-		"two stored with --name": {conns: func(h string) []*config.BrokerConnection {
-			return []*config.BrokerConnection{conn("gpu", h, "b-1"), conn("cpu", "https://other.example.com", "b-2")}
-		}, name: "gpu", wantDelete: "b-1", wantLeft: 1},
-		"two stored, --name on another hub": {conns: func(h string) []*config.BrokerConnection {
-			return []*config.BrokerConnection{conn("gpu", h, "b-1"), conn("cpu", "https://other.example.com", "b-2")}
-		}, name: "cpu", wantDelete: "b-2", wantWarn: true, wantLeft: 1},
-		"two stored, unknown --name": {conns: func(h string) []*config.BrokerConnection {
-			return []*config.BrokerConnection{conn("gpu", h, "b-1"), conn("cpu", h, "b-2")}
+		"two stored without --name":         {conns: two, wantCode: 1, wantErr: "choose one with --name", wantLeft: 2},
+		"two stored with --name":            {conns: two, name: "gpu", wantDelete: "b-1", wantLeft: 1},
+		"two stored, --name on another hub": {conns: two, name: "cpu", wantDelete: "b-2", wantWarn: true, wantLeft: 1},
+		"two stored, unknown --name": {conns: func(h string, id func(string) string) []*config.BrokerConnection {
+			return []*config.BrokerConnection{conn("gpu", h, id("b-1")), conn("cpu", h, id("b-2"))}
 		}, name: "x", wantCode: 1, wantErr: `no stored broker connection named "x"`, wantLeft: 2},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			setHome(t)
-			h := newFakeHub(t, "")
-			for _, id := range []string{"b-1", "b-2", "b-s"} {
-				h.brokers = append(h.brokers, &api.RuntimeBroker{ID: id, Name: id, Projects: []string{}})
+			e := newHub(t, testenv.Options{})
+			ids := map[string]string{}
+			for _, b := range []string{"b-1", "b-2", "b-s"} {
+				ids[b] = registerBroker(t, e, b)
 			}
-			useHub(t, "team", h, "tok")
+			id := func(name string) string { return ids[name] }
+			useHub(t, "team", e.URL, e.AdminToken)
 			if tc.conns != nil {
-				saveCreds(t, tc.conns(h.URL)...)
+				saveCreds(t, tc.conns(e.URL, id)...)
 			}
 			if tc.settingsID != "" {
 				s := loadSettings(t)
-				s.Server.Broker.BrokerID, s.Server.Broker.HubEndpoint = tc.settingsID, tc.settingsHub(h.URL)
+				s.Server.Broker.BrokerID, s.Server.Broker.HubEndpoint = id(tc.settingsID), tc.settingsHub(e.URL)
 				if err := s.Save(); err != nil {
 					t.Fatal(err)
 				}
 			}
 			args := []string{"runtime-broker", "deregister"}
-			if tc.name != "" {
+			if tc.nameIsID {
+				args = append(args, "--name", id(tc.name))
+			} else if tc.name != "" {
 				args = append(args, "--name", tc.name)
 			}
 			r := runCLI(t, "", args...)
 			if r.code != tc.wantCode || (tc.wantErr != "" && !strings.Contains(r.err, tc.wantErr)) {
 				t.Fatalf("exit %d, stderr %q; want %d, %q", r.code, r.err, tc.wantCode, tc.wantErr)
 			}
-			var deleted []string
-			for _, q := range h.reqs {
-				if q.Method == "DELETE" {
-					deleted = append(deleted, q.Path)
+			left, err := e.Admin.ListAllBrokers(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			var gone []string
+			for _, b := range []string{"b-1", "b-2", "b-s"} {
+				if !slices.ContainsFunc(left, func(x api.RuntimeBroker) bool { return x.ID == ids[b] }) {
+					gone = append(gone, b)
 				}
 			}
-			if tc.wantDelete == "" && len(deleted) != 0 || tc.wantDelete != "" && (len(deleted) != 1 || deleted[0] != "/api/v1/runtime-brokers/"+tc.wantDelete) {
-				t.Errorf("DELETEs %v, want %q", deleted, tc.wantDelete)
+			if tc.wantDelete == "" && len(gone) != 0 || tc.wantDelete != "" && (len(gone) != 1 || gone[0] != tc.wantDelete) {
+				t.Errorf("deregistered %v, want %q", gone, tc.wantDelete)
 			}
-			warned := strings.Contains(r.err, "warning:") && strings.Contains(r.err, "https://other.example.com") && strings.Contains(r.err, h.URL)
+			warned := strings.Contains(r.err, "warning:") && strings.Contains(r.err, "https://other.example.com") && strings.Contains(r.err, e.URL)
 			if warned != tc.wantWarn {
 				t.Errorf("warning %v, want %v: %q", warned, tc.wantWarn, r.err)
 			}
@@ -281,8 +335,8 @@ func TestDeregisterSelection(t *testing.T) {
 // keeps the stored connection, which may be valid for its own Hub.
 func TestDeregisterFailureKeepsConnection(t *testing.T) {
 	setHome(t)
-	h := newFakeHub(t, "")
-	useHub(t, "team", h, "tok")
+	e := newHub(t, testenv.Options{})
+	useHub(t, "team", e.URL, e.AdminToken)
 	saveCreds(t, conn("gpu", "https://other.example.com", "b-9"))
 	r := runCLI(t, "", "runtime-broker", "deregister")
 	if r.code != 1 || !strings.Contains(r.err, "error: runtime_broker_not_found: ") {

@@ -3,6 +3,8 @@ package cli
 import (
 	"strings"
 	"testing"
+
+	"github.com/scion-go/scion/internal/testenv"
 )
 
 func TestErrorFormatAndExitCodes(t *testing.T) {
@@ -13,10 +15,10 @@ func TestErrorFormatAndExitCodes(t *testing.T) {
 		t.Errorf("%+v", r)
 	}
 	// A Hub error: code and message.
-	h := newFakeHub(t, "secret")
-	useHub(t, "team", h, "wrong")
+	e := newHub(t, testenv.Options{})
+	useHub(t, "team", e.URL, "wrong")
 	r = runCLI(t, "", "project", "list")
-	if r.code != 1 || r.err != "error: unauthorized: bad or missing token\n" || r.out != "" {
+	if r.code != 1 || r.err != "error: unauthorized: invalid or expired token\n" || r.out != "" {
 		t.Errorf("%+v", r)
 	}
 	// An unreachable Hub names it.
@@ -36,8 +38,8 @@ func TestErrorFormatAndExitCodes(t *testing.T) {
 // Bad command lines exit 2 with a clear message and never reach the Hub.
 func TestUsageErrors(t *testing.T) {
 	setHome(t)
-	h := newFakeHub(t, "")
-	useHub(t, "team", h, "tok")
+	e := newHub(t, testenv.Options{})
+	useHub(t, "team", e.URL, e.AdminToken)
 	cases := []struct {
 		args []string
 		want string
@@ -94,7 +96,7 @@ func TestUsageErrors(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
-			before := h.requestCount()
+			before := hubRequests(t, e)
 			r := runCLI(t, "", tc.args...)
 			if r.code != 2 {
 				t.Errorf("exit %d, want 2; stderr %q", r.code, r.err)
@@ -102,7 +104,7 @@ func TestUsageErrors(t *testing.T) {
 			if !strings.HasPrefix(r.err, "error: ") || !strings.Contains(r.err, tc.want) || !strings.Contains(r.err, "--help' for usage") {
 				t.Errorf("stderr %q, want it to contain %q", r.err, tc.want)
 			}
-			if h.requestCount() != before {
+			if hubRequests(t, e) != before {
 				t.Errorf("a bad command line reached the Hub")
 			}
 		})

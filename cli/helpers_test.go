@@ -3,12 +3,16 @@ package cli
 import (
 	"bytes"
 	"context"
+	"io"
+	"net/http"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/scion-go/scion/api"
 	"github.com/scion-go/scion/config"
+	"github.com/scion-go/scion/internal/testenv"
 )
 
 // setHome gives the test an empty Scion home and an environment without
@@ -52,18 +56,77 @@ func mustRun(t *testing.T, args ...string) result {
 	return r
 }
 
-// useHub makes h the current hub of the hub list, signed in with token.
-func useHub(t *testing.T, name string, h *fakeHub, token string) {
+// newHub starts a real Hub (internal/testenv: a hub.Server over SQLite,
+// with opts.Brokers in-process brokers on the fake runtime) for a CLI
+// test.
+func newHub(t *testing.T, opts testenv.Options) *testenv.Env {
+	t.Helper()
+	return testenv.New(t, opts)
+}
+
+// useHub makes the Hub at url the current hub of the hub list, signed in
+// with token.
+func useHub(t *testing.T, name, url, token string) {
 	t.Helper()
 	l, err := config.LoadHubList()
 	if err != nil {
 		t.Fatal(err)
 	}
-	l.Hubs[name] = &config.HubEntry{URL: h.URL, Token: token}
+	l.Hubs[name] = &config.HubEntry{URL: url, Token: token}
 	l.Current = name
 	if err := l.Save(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// hubRequests is how many requests the Hub has answered (its
+// scion_http_requests_total, reading /metrics aside), for tests that check
+// a command line never reached it.
+func hubRequests(t *testing.T, e *testenv.Env) int {
+	t.Helper()
+	resp, err := http.Get(e.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET /metrics: %s, %v", resp.Status, err)
+	}
+	n := 0
+	for _, l := range strings.Split(string(b), "\n") {
+		if !strings.HasPrefix(l, "scion_http_requests_total{") || strings.Contains(l, `route="GET /metrics"`) {
+			continue
+		}
+		f := strings.Fields(l)
+		v, err := strconv.ParseFloat(f[len(f)-1], 64)
+		if err != nil {
+			t.Fatalf("metrics line %q: %v", l, err)
+		}
+		n += int(v)
+	}
+	return n
+}
+
+// brokerID is the ID of the broker the Hub knows by name.
+func brokerID(t *testing.T, e *testenv.Env, name string) string {
+	t.Helper()
+	b, err := e.Admin.GetBroker(context.Background(), name)
+	if err != nil {
+		t.Fatalf("broker %s: %v", name, err)
+	}
+	return b.ID
+}
+
+// registerBroker registers a broker the way another machine would, and
+// returns its ID; nothing runs it, so the Hub shows it offline.
+func registerBroker(t *testing.T, e *testenv.Env, name string) string {
+	t.Helper()
+	c, err := e.Admin.RegisterBroker(context.Background(), api.RegisterBrokerRequest{Name: name})
+	if err != nil {
+		t.Fatalf("register %s: %v", name, err)
+	}
+	return c.BrokerID
 }
 
 func writeWorkstation(t *testing.T, url, token, brokerID string) {

@@ -12,6 +12,7 @@ import (
 	"github.com/scion-go/scion/hub"
 	"github.com/scion-go/scion/internal/testenv"
 	"github.com/scion-go/scion/internal/testenv/oidcprovider"
+	"github.com/scion-go/scion/internal/wait"
 )
 
 // oidcEnv is an in-process Hub with OIDC sign-in against an in-process
@@ -41,19 +42,20 @@ func loginAsync(t *testing.T) <-chan result {
 func userCode(t *testing.T, p *oidcprovider.Provider) string {
 	t.Helper()
 	var code string
-	testenv.Eventually(t, 10*time.Second, func() error {
-		if cs := p.UserCodes(); len(cs) == 1 {
-			code = cs[0]
-			return nil
+	wait.Eventually(t, 10*time.Second, wait.Interval, func() error {
+		cs := p.UserCodes()
+		if len(cs) != 1 {
+			return fmt.Errorf("pending sign-ins %v, want one", cs)
 		}
-		return fmt.Errorf("no pending sign-in yet")
+		code = cs[0]
+		return nil
 	})
 	return code
 }
 
 func waitPolls(t *testing.T, p *oidcprovider.Provider, code string, n int) {
 	t.Helper()
-	testenv.Eventually(t, 10*time.Second, func() error {
+	wait.Eventually(t, 10*time.Second, wait.Interval, func() error {
 		if got := p.Polls(code); got < n {
 			return fmt.Errorf("%d polls, want %d", got, n)
 		}

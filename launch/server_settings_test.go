@@ -3,6 +3,7 @@ package launch
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/scion-go/scion/config"
+	"github.com/scion-go/scion/internal/wait"
 )
 
 func TestHubListenAndDB(t *testing.T) {
@@ -75,25 +77,22 @@ func TestServerStartReadsHubListenAndDB(t *testing.T) {
 			t.Error("the Hub did not stop")
 		}
 	}()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		resp, err := http.Get("http://" + addr + "/readyz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				break
-			}
-		}
+	wait.Eventually(t, 20*time.Second, 50*time.Millisecond, func() error {
 		select {
 		case err := <-done:
 			t.Fatalf("the Hub ended (%v) before answering on %s", err, addr)
 		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no Hub answering on server.hub.listen %s: %v", addr, err)
+		resp, err := http.Get("http://" + addr + "/readyz")
+		if err != nil {
+			return fmt.Errorf("no Hub answering on server.hub.listen %s: %w", addr, err)
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("the Hub on server.hub.listen %s answers /readyz %s", addr, resp.Status)
+		}
+		return nil
+	})
 	if _, err := os.Stat(db); err != nil {
 		t.Fatalf("server.hub.db %s was not used: %v", db, err)
 	}

@@ -25,6 +25,7 @@ import (
 	"github.com/scion-go/scion/client"
 	"github.com/scion-go/scion/hub"
 	"github.com/scion-go/scion/internal/wait"
+	"github.com/scion-go/scion/runtime"
 	"github.com/scion-go/scion/runtime/fake"
 	"github.com/scion-go/scion/store"
 	"github.com/scion-go/scion/store/postgres"
@@ -59,6 +60,19 @@ type Options struct {
 	DropReply func(broker, method, key string) bool
 	// OIDC turns on the Hub's OIDC sign-in (see internal/testenv/oidcprovider).
 	OIDC *hub.OIDCConfig
+	// RuntimeNames is the runtime each broker reports to the Hub, by
+	// broker name: its fake runtime under another name ("kubernetes", for
+	// what the CLI shows of a Kubernetes broker). Default "fake".
+	RuntimeNames map[string]string
+	// ProjectResources makes brokers' runtimes keep resources for every
+	// project beyond its agents, as the Kubernetes runtime keeps a
+	// project's workspace claims: by broker name, what the runtime removes
+	// (and reports) at a project's cleanup. A broker named here (or in
+	// ProjectCleanupErr) reports project-cleanup.
+	ProjectResources map[string][]string
+	// ProjectCleanupErr fails the project cleanup of brokers' runtimes, by
+	// broker name.
+	ProjectCleanupErr map[string]error
 	// Capabilities are extra capabilities each broker reports, by broker
 	// name (passthrough:gcp, say).
 	Capabilities map[string][]string
@@ -229,8 +243,16 @@ func (e *Env) AddBroker(name string) *Broker {
 	if err != nil {
 		e.T.Fatalf("testenv: register %s: %v", name, err)
 	}
-	b := &Broker{ID: creds.BrokerID, Name: name, Secret: creds.Secret, DataDir: filepath.Join(tempDir(e.T), name)}
-	e.NeverLogged(creds.Secret)
+	return e.RunBroker(creds.BrokerID, name, creds.Secret)
+}
+
+// RunBroker starts a broker with the fake runtime under credentials the
+// Hub issued elsewhere (a `scion runtime-broker register` of the test,
+// say); it returns once the broker is online.
+func (e *Env) RunBroker(id, name, secret string) *Broker {
+	e.T.Helper()
+	b := &Broker{ID: id, Name: name, Secret: secret, DataDir: filepath.Join(tempDir(e.T), name)}
+	e.NeverLogged(secret)
 	e.StartBroker(b, fake.New())
 	e.mu.Lock()
 	e.brokers = append(e.brokers, b)
@@ -248,8 +270,17 @@ func (e *Env) StartBroker(b *Broker, rt *fake.Runtime) {
 	if e.opts.DropReply != nil {
 		drop = func(method, key string) bool { return e.opts.DropReply(b.Name, method, key) }
 	}
+	var brt runtime.Runtime = rt
+	if name := e.opts.RuntimeNames[b.Name]; name != "" {
+		brt = namedRuntime{rt, name}
+	}
+	res, keeps := e.opts.ProjectResources[b.Name]
+	cleanErr, fails := e.opts.ProjectCleanupErr[b.Name]
+	if keeps || fails {
+		brt = projectKeeper{brt, res, cleanErr}
+	}
 	b.Broker, err = broker.New(broker.Config{HubEndpoint: e.URL, BrokerID: b.ID, Name: b.Name, Secret: []byte(b.Secret),
-		Runtime: rt, DataDir: b.DataDir, Version: "test", Logger: e.log.With("broker", b.Name), Profiles: e.opts.Profiles[b.Name], Capabilities: e.opts.Capabilities[b.Name],
+		Runtime: brt, DataDir: b.DataDir, Version: "test", Logger: e.log.With("broker", b.Name), Profiles: e.opts.Profiles[b.Name], Capabilities: e.opts.Capabilities[b.Name],
 		HeartbeatInterval: e.opts.HeartbeatInterval, Grace: e.opts.Grace,
 		MinBackoff: e.opts.MinBackoff, MaxBackoff: e.opts.MaxBackoff, DropReply: drop})
 	if err != nil {
@@ -259,6 +290,29 @@ func (e *Env) StartBroker(b *Broker, rt *fake.Runtime) {
 	b.cancel, b.done = cancel, make(chan struct{})
 	go func() { defer close(b.done); _ = b.Broker.Run(ctx) }()
 	e.WaitBrokerStatus(b.ID, api.BrokerOnline)
+}
+
+// namedRuntime is the fake runtime reporting another runtime's name.
+type namedRuntime struct {
+	*fake.Runtime
+	name string
+}
+
+func (n namedRuntime) Name() string { return n.name }
+
+// projectKeeper is a runtime that keeps resources for every project
+// (runtime.ProjectCleaner).
+type projectKeeper struct {
+	runtime.Runtime
+	resources []string
+	err       error
+}
+
+func (p projectKeeper) CleanupProject(context.Context, string) ([]string, error) {
+	if p.err != nil {
+		return nil, p.err
+	}
+	return append([]string(nil), p.resources...), nil
 }
 
 // StopBroker stops a broker's daemon (its agents keep running in the
@@ -304,14 +358,6 @@ func (e *Env) WaitBrokerStatus(id, status string) {
 		}
 		return nil
 	})
-}
-
-// Eventually is wait.Eventually at its default interval.
-//
-// Deprecated: use wait.Eventually; this goes once the CLI tests use it.
-func Eventually(t testing.TB, timeout time.Duration, cond func() error) {
-	t.Helper()
-	wait.Eventually(t, timeout, wait.Interval, cond)
 }
 
 func tempDir(t testing.TB) string {
