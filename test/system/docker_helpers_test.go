@@ -428,26 +428,34 @@ func (h *host) attachEcho(name, project, line string) error {
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 	want := "agent got: " + line
-	deadline := time.After(15 * time.Second)
-	tick := time.NewTicker(pollInterval)
-	defer tick.Stop()
 	// Type the line once scion says it is attached, as a user would.
 	sent := false
-	for !strings.Contains(out.String(), want) {
+	var failed error // the write failed or scion exited: stop waiting
+	_, err = wait.Until(15*time.Second, pollInterval, func() error {
+		if strings.Contains(out.String(), want) {
+			return nil
+		}
 		if !sent && strings.Contains(errB.String(), "attached to") {
 			if _, err := io.WriteString(in, line+"\n"); err != nil {
-				return fmt.Errorf("attach %s: write: %v", name, err)
+				failed = fmt.Errorf("attach %s: write: %v", name, err)
+				return nil
 			}
 			sent = true
 		}
 		select {
 		case err := <-done:
-			return fmt.Errorf("attach %s exited (%v) before echoing %q; stdout %q, stderr %q", name, err, line, out.String(), errB.String())
-		case <-deadline:
-			in.Close()
-			return fmt.Errorf("attach %s: no %q within 15s (line sent: %v); stdout %q, stderr %q", name, want, sent, out.String(), errB.String())
-		case <-tick.C:
+			failed = fmt.Errorf("attach %s exited (%v) before echoing %q; stdout %q, stderr %q", name, err, line, out.String(), errB.String())
+			return nil
+		default:
 		}
+		return fmt.Errorf("attach %s: no %q (line sent: %v); stdout %q, stderr %q", name, want, sent, out.String(), errB.String())
+	})
+	if failed != nil {
+		return failed
+	}
+	if err != nil {
+		in.Close()
+		return err
 	}
 	in.Close()
 	select {
