@@ -169,6 +169,17 @@ func TestConnLimiterGlobalCapClosesQuietNotBusy(t *testing.T) {
 	if st := cl.Stats(); st.Evicted != 1 || st.Open != 2 {
 		t.Fatalf("stats %+v, want 1 closed to make room and 2 open", st)
 	}
+	// The client has its answer before the server marks the connection
+	// idle (http.Server's ConnState after the flush): wait until both
+	// open connections are quiet again.
+	wait.Eventually(t, 5*time.Second, time.Millisecond, func() error {
+		cl.mu.Lock()
+		defer cl.mu.Unlock()
+		if n := cl.quiet.Len(); n != 2 {
+			return fmt.Errorf("%d quiet connections, want 2", n)
+		}
+		return nil
+	})
 
 	// Two connections inside a request take the two slots (closing the
 	// quiet ones); they are never closed to make room: a third client is
