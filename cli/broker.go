@@ -106,6 +106,7 @@ name. Credentials and server.broker.hub_endpoint are saved as by register.`,
 			if err := checkNotRegistered(creds, t, force); err != nil {
 				return err
 			}
+			a.ownCredential = true
 			bc, err := cl.JoinBroker(cmd.Context(), token, name)
 			if err != nil {
 				return err

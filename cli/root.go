@@ -29,6 +29,10 @@ type app struct {
 	// target is the Hub the command resolved (set by connect), so that a
 	// 401 can say how to sign in to it.
 	target *hubTarget
+	// ownCredential: the command authenticates with a credential of its
+	// own (join's join token), so a 401 is about that credential and
+	// signing in would not help.
+	ownCredential bool
 }
 
 // NewRoot builds the scion command tree; d runs its daemons (see Daemons).
@@ -99,7 +103,7 @@ func explainErrors(c *cobra.Command, f func(error) error) {
 func (a *app) explain(err error) error {
 	var ae *api.Error
 	t := a.target
-	if t == nil || t.Token != "" || !errors.As(err, &ae) || ae.Status != http.StatusUnauthorized {
+	if t == nil || t.Token != "" || a.ownCredential || !errors.As(err, &ae) || ae.Status != http.StatusUnauthorized {
 		return err
 	}
 	login := "scion hub auth login"
