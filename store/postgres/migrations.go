@@ -22,13 +22,13 @@ const migrationLock int64 = 0x5c10_5707_0001
 // transaction together with its schema_migrations row, under the advisory
 // lock, and re-checks whether another process applied it meanwhile.
 // Transaction-scoped locks cannot leak on a pooled connection.
-func (s *Store) migrate(ctx context.Context) error {
+func (d *dialect) migrate(ctx context.Context) error {
 	ms, err := migrate.Load(migrationFS, "migrations")
 	if err != nil {
 		return fmt.Errorf("postgres: %w", err)
 	}
 	var have int
-	err = s.tx(ctx, func(tx pgx.Tx) error {
+	err = pgx.BeginFunc(ctx, d.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, migrationLock); err != nil {
 			return err
 		}
@@ -53,7 +53,7 @@ func (s *Store) migrate(ctx context.Context) error {
 		if m.Version <= have {
 			continue
 		}
-		err := s.tx(ctx, func(tx pgx.Tx) error {
+		err := pgx.BeginFunc(ctx, d.pool, func(tx pgx.Tx) error {
 			if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, migrationLock); err != nil {
 				return err
 			}

@@ -1,11 +1,11 @@
-// Package postgres implements store.Store on PostgreSQL (pgx/v5), for Hubs
-// that run several replicas or want a managed database.
+// Package postgres is the PostgreSQL dialect of store/sql (pgx/v5), for
+// Hubs that run several replicas or want a managed database.
 //
-// Every method is a single statement or one short transaction. Capacity
-// reservations serialise on the broker's row (SELECT ... FOR NO KEY UPDATE)
-// before counting, so concurrent Hubs never push a broker past its limit.
-// pgx prepares and caches each statement per connection, so the hot paths
-// are parsed once.
+// Every method is a single statement, one batch or one short READ
+// COMMITTED transaction. Capacity reservations serialise on the broker's
+// row (SELECT ... FOR NO KEY UPDATE) before counting, so concurrent Hubs
+// never push a broker past its limit. pgx prepares and caches each
+// statement per connection, so the hot paths are parsed once.
 package postgres
 
 import (
@@ -13,17 +13,20 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/scion-go/scion/store"
+	sqlstore "github.com/scion-go/scion/store/sql"
 )
 
 // Store is a store.Store backed by a PostgreSQL database.
 type Store struct {
-	pool *pgxpool.Pool
+	*sqlstore.Store
 }
 
 var _ store.Store = (*Store)(nil)
@@ -51,26 +54,32 @@ func Open(ctx context.Context, url string) (*Store, error) {
 		pool.Close()
 		return nil, fmt.Errorf("postgres: %w", err)
 	}
-	s := &Store{pool: pool}
-	if err := s.migrate(ctx); err != nil {
+	d := &dialect{pool: pool, q: &querier{pool}}
+	if err := d.migrate(ctx); err != nil {
 		pool.Close()
 		return nil, err
 	}
-	return s, nil
+	return &Store{sqlstore.New(d, sqlstore.Options{})}, nil
 }
 
-// Ping checks the database answers.
-func (s *Store) Ping(ctx context.Context) error { return s.pool.Ping(ctx) }
-
-// Close closes the pool. It is safe to call more than once.
-func (s *Store) Close() error {
-	s.pool.Close()
-	return nil
+// dialect is sqlstore.Dialect (and Batcher) for PostgreSQL.
+type dialect struct {
+	pool *pgxpool.Pool
+	q    *querier // on the pool
 }
 
-// tx runs fn in a READ COMMITTED transaction and commits it.
-func (s *Store) tx(ctx context.Context, fn func(pgx.Tx) error) error {
-	return pgx.BeginFunc(ctx, s.pool, fn)
+func (d *dialect) Reader() sqlstore.Querier { return d.q }
+func (d *dialect) Writer() sqlstore.Querier { return d.q }
+
+// Tx runs fn in a READ COMMITTED transaction and commits it.
+func (d *dialect) Tx(ctx context.Context, fn func(sqlstore.Querier) error) error {
+	return pgx.BeginFunc(ctx, d.pool, func(tx pgx.Tx) error { return fn(&querier{tx}) })
+}
+
+// Snapshot runs fn in a read-only REPEATABLE READ transaction.
+func (d *dialect) Snapshot(ctx context.Context, fn func(sqlstore.Querier) error) error {
+	return pgx.BeginTxFunc(ctx, d.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly},
+		func(tx pgx.Tx) error { return fn(&querier{tx}) })
 }
 
 // Postgres error codes we translate.
@@ -91,41 +100,81 @@ func refusedWith(err error, code string) bool {
 	return errors.As(err, &pe) && pe.Code == code
 }
 
-// mapErr turns driver errors into the store's sentinel errors, wrapped
-// with what failed so messages stay useful.
-func mapErr(err error, what string) error {
-	if err == nil {
-		return nil
-	}
-	if errors.Is(err, pgx.ErrNoRows) {
-		return fmt.Errorf("%s: %w", what, store.ErrNotFound)
-	}
+// Classify maps constraint violations and scion_refuse's refusals to the
+// store's errors.
+func (d *dialect) Classify(err error) error {
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) {
 		switch pe.Code {
 		case uniqueViolation:
-			return fmt.Errorf("%s: %w", what, store.ErrAlreadyExists)
+			return store.ErrAlreadyExists
 		case foreignKeyViolation:
 			// Inserts and updates only: a referenced row is missing.
-			return fmt.Errorf("%s: referenced record: %w", what, store.ErrNotFound)
+			return fmt.Errorf("referenced record: %w", store.ErrNotFound)
 		case codeNotFound:
-			return fmt.Errorf("%s: %s: %w", what, pe.Message, store.ErrNotFound)
+			return fmt.Errorf("%s: %w", pe.Message, store.ErrNotFound)
 		case codeKeyInUse:
-			return fmt.Errorf("%s: %w", what, store.ErrKeyInUse)
+			return store.ErrKeyInUse
 		case codeQuota:
-			return fmt.Errorf("%s: %w", what, store.ErrQuota)
+			return store.ErrQuota
 		}
 	}
-	return fmt.Errorf("%s: %w", what, err)
+	return nil
 }
 
-// mustAffect returns ErrNotFound when an UPDATE or DELETE hit no row.
-func mustAffect(tag pgconn.CommandTag, err error, what string) error {
-	if err != nil {
-		return mapErr(err, what)
-	}
-	if tag.RowsAffected() == 0 {
-		return fmt.Errorf("%s: %w", what, store.ErrNotFound)
+func (d *dialect) mapErr(err error, what string) error { return sqlstore.MapErr(d.Classify, err, what) }
+
+// Time binds t as it is: pgx sends timestamptz as an instant.
+func (d *dialect) Time(t time.Time) any { return t }
+
+func (d *dialect) ScanTime(dst *time.Time) any { return (*utcTime)(dst) }
+
+// utcTime reads a timestamptz in UTC (pgx would give the local zone).
+type utcTime time.Time
+
+func (u *utcTime) ScanTimestamptz(v pgtype.Timestamptz) error {
+	*u = utcTime{}
+	if v.Valid {
+		*u = utcTime(v.Time.UTC())
 	}
 	return nil
+}
+
+// JSON binds the encoded bytes; nil is NULL.
+func (d *dialect) JSON(b []byte) any {
+	if b == nil {
+		return nil
+	}
+	return b
+}
+
+// Ping checks the database answers.
+func (d *dialect) Ping(ctx context.Context) error { return d.pool.Ping(ctx) }
+
+// Close closes the pool. It is safe to call more than once.
+func (d *dialect) Close() error {
+	d.pool.Close()
+	return nil
+}
+
+// querier is sqlstore.Querier on the pool or a transaction.
+type querier struct {
+	q interface {
+		Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+		Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+		QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	}
+}
+
+func (q *querier) Exec(ctx context.Context, sql string, args ...any) (int64, error) {
+	tag, err := q.q.Exec(ctx, sql, args...)
+	return tag.RowsAffected(), err
+}
+
+func (q *querier) Query(ctx context.Context, sql string, args ...any) (sqlstore.Rows, error) {
+	return q.q.Query(ctx, sql, args...)
+}
+
+func (q *querier) QueryRow(ctx context.Context, sql string, args ...any) sqlstore.Row {
+	return q.q.QueryRow(ctx, sql, args...)
 }

@@ -34,7 +34,7 @@ func TestPragmas(t *testing.T) {
 		{"busy_timeout", "10000"},
 	} {
 		var got string
-		if err := s.w.QueryRowContext(ctx, "PRAGMA "+c.pragma).Scan(&got); err != nil {
+		if err := s.db.w.db.QueryRowContext(ctx, "PRAGMA "+c.pragma).Scan(&got); err != nil {
 			t.Fatal(err)
 		}
 		if got != c.want {
@@ -42,14 +42,14 @@ func TestPragmas(t *testing.T) {
 		}
 	}
 	var qo string
-	if err := s.r.QueryRowContext(ctx, "PRAGMA query_only").Scan(&qo); err != nil {
+	if err := s.db.r.db.QueryRowContext(ctx, "PRAGMA query_only").Scan(&qo); err != nil {
 		t.Fatal(err)
 	}
 	if qo != "1" {
 		t.Errorf("reader PRAGMA query_only = %s, want 1", qo)
 	}
 	var v int
-	if err := s.r.QueryRowContext(ctx, "SELECT max(version) FROM schema_migrations").Scan(&v); err != nil || v < 1 {
+	if err := s.db.r.db.QueryRowContext(ctx, "SELECT max(version) FROM schema_migrations").Scan(&v); err != nil || v < 1 {
 		t.Errorf("schema version %d, %v", v, err)
 	}
 }
@@ -62,7 +62,7 @@ func TestReadsDoNotWaitForWriter(t *testing.T) {
 	if err := s.CreateProject(ctx, &store.Project{Name: "committed"}); err != nil {
 		t.Fatal(err)
 	}
-	tx, err := s.w.BeginTx(ctx, nil)
+	tx, err := s.db.w.db.BeginTx(ctx, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +105,7 @@ func TestRefusesNewerSchema(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.w.ExecContext(t.Context(), `INSERT INTO schema_migrations (version, name, applied_at) VALUES (9999, 'future', 0)`); err != nil {
+	if _, err := s.db.w.db.ExecContext(t.Context(), `INSERT INTO schema_migrations (version, name, applied_at) VALUES (9999, 'future', 0)`); err != nil {
 		t.Fatal(err)
 	}
 	s.Close()

@@ -17,7 +17,7 @@ var migrationFS embed.FS
 // transaction together with its schema_migrations row. BEGIN IMMEDIATE
 // serialises concurrent Opens of one file (even from other processes), and
 // each transaction re-checks whether its version is already applied.
-func (s *Store) migrate(ctx context.Context) error {
+func (d *dialect) migrate(ctx context.Context) error {
 	ms, err := migrate.Load(migrationFS, "migrations")
 	if err != nil {
 		return fmt.Errorf("sqlite: %w", err)
@@ -27,7 +27,7 @@ func (s *Store) migrate(ctx context.Context) error {
 	// upgrade at once (SQLITE_BUSY, no busy wait) while another process
 	// opening the same file is writing. BEGIN IMMEDIATE takes the write
 	// lock up front, where the busy timeout applies.
-	if err := s.write(ctx, func(tx *sql.Tx) error {
+	if err := d.write(ctx, func(tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
 		version    INTEGER NOT NULL PRIMARY KEY,
 		name       TEXT    NOT NULL,
@@ -38,7 +38,7 @@ func (s *Store) migrate(ctx context.Context) error {
 		return fmt.Errorf("sqlite: create schema_migrations: %w", err)
 	}
 	var have sql.NullInt64
-	if err := s.w.QueryRowContext(ctx, `SELECT max(version) FROM schema_migrations`).Scan(&have); err != nil {
+	if err := d.w.db.QueryRowContext(ctx, `SELECT max(version) FROM schema_migrations`).Scan(&have); err != nil {
 		return fmt.Errorf("sqlite: read schema version: %w", err)
 	}
 	// A newer binary migrated this file; running old code against a schema
@@ -47,7 +47,7 @@ func (s *Store) migrate(ctx context.Context) error {
 		return fmt.Errorf("sqlite: database schema version %d is newer than this binary's %d", have.Int64, latest)
 	}
 	for _, m := range ms {
-		err := s.write(ctx, func(tx *sql.Tx) error {
+		err := d.write(ctx, func(tx *sql.Tx) error {
 			var n int
 			if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM schema_migrations WHERE version = ?`, m.Version).Scan(&n); err != nil {
 				return err
@@ -67,4 +67,17 @@ func (s *Store) migrate(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// write runs fn in a write transaction on the raw connection.
+func (d *dialect) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	tx, err := d.w.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	if err := fn(tx); err != nil {
+		tx.Rollback()
+		return err
+	}
+	return tx.Commit()
 }

@@ -1,5 +1,5 @@
-// Package sqlite implements store.Store on an embedded SQLite database
-// (modernc.org/sqlite, pure Go) for single-node Hubs.
+// Package sqlite is the SQLite dialect of store/sql: store.Store on an
+// embedded database (modernc.org/sqlite, pure Go) for single-node Hubs.
 //
 // The database runs in WAL mode with synchronous=NORMAL: a committed
 // transaction is in the WAL before the call returns, so it survives the
@@ -9,7 +9,8 @@
 // SQLite allows one writer at a time, so the Store keeps exactly one write
 // connection (queueing writers in Go instead of spinning on SQLITE_BUSY)
 // and a separate pool of read-only connections: in WAL mode readers see
-// the last committed state and never wait for the writer.
+// the last committed state and never wait for the writer. Every statement
+// is prepared once per connection and kept.
 package sqlite
 
 import (
@@ -18,6 +19,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"regexp"
 	"runtime"
 	"strings"
 	"sync"
@@ -27,35 +29,13 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/scion-go/scion/store"
-	"github.com/scion-go/scion/store/internal/dbutil"
+	sqlstore "github.com/scion-go/scion/store/sql"
 )
 
 // Store is a store.Store backed by a SQLite file.
 type Store struct {
-	w *sql.DB // exactly one connection; every write goes through it
-	r *sql.DB // read-only pool
-
-	// Statements on the hot path of agent creation and status updates,
-	// prepared once (on the single write connection, or per read
-	// connection) instead of parsed on every call.
-	insertAgent         *sql.Stmt
-	updateAgent         *sql.Stmt
-	updateAgentSameKeys *sql.Stmt
-	reserveCond         *sql.Stmt
-	selectAgent         *sql.Stmt
-	agentVersion        *sql.Stmt
-	// Read on every API call (the caller's token and user) and every
-	// create (its project, broker and providers).
-	selectToken      *sql.Stmt
-	selectUser       *sql.Stmt
-	selectTokenUser  *sql.Stmt
-	selectProject    *sql.Stmt
-	selectBroker     *sql.Stmt
-	selectBrokerFor  *sql.Stmt
-	projectProviders *sql.Stmt
-
-	closeOnce sync.Once
-	closeErr  error
+	*sqlstore.Store
+	db *dialect
 }
 
 var _ store.Store = (*Store)(nil)
@@ -89,15 +69,13 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	// Never recycle the write connection: its prepared statements live on it.
 	w.SetConnMaxLifetime(0)
 	w.SetConnMaxIdleTime(0)
-
-	s := &Store{w: w}
-	if err := s.migrateRetrying(ctx); err != nil {
+	d := &dialect{w: &conn{db: w}}
+	if err := d.migrateRetrying(ctx); err != nil {
 		w.Close()
 		return nil, err
 	}
 
-	rdsn := fmt.Sprintf("%s?_busy_timeout=%d&_query_only=1", path, busyTimeoutMS)
-	r, err := sql.Open("sqlite", rdsn)
+	r, err := sql.Open("sqlite", fmt.Sprintf("%s?_busy_timeout=%d&_query_only=1", path, busyTimeoutMS))
 	if err != nil {
 		w.Close()
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
@@ -105,12 +83,8 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	n := max(4, runtime.GOMAXPROCS(0))
 	r.SetMaxOpenConns(n)
 	r.SetMaxIdleConns(n)
-	s.r = r
-
-	if err := s.prepare(ctx); err != nil {
-		s.Close()
-		return nil, err
-	}
+	d.r = &conn{db: r}
+	s := &Store{Store: sqlstore.New(d, sqlstore.Options{SameKeysUpdate: true}), db: d}
 	if err := privatizeSidecars(path); err != nil {
 		s.Close()
 		return nil, err
@@ -118,139 +92,220 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	return s, nil
 }
 
-func (s *Store) prepare(ctx context.Context) error {
-	for _, p := range []struct {
-		db    *sql.DB
-		dst   **sql.Stmt
-		query string
-	}{
-		{s.w, &s.insertAgent, insertAgentSQL},
-		{s.w, &s.updateAgent, updateAgentSQL},
-		{s.w, &s.updateAgentSameKeys, updateAgentSameKeysSQL},
-		{s.w, &s.reserveCond, reserveCondSQL},
-		{s.r, &s.selectAgent, `SELECT ` + agentCols + ` FROM agents WHERE id = ?`},
-		{s.r, &s.agentVersion, `SELECT version FROM agents WHERE id = ?`},
-		{s.r, &s.selectToken, `SELECT ` + tokenCols + ` FROM tokens WHERE hash = ?`},
-		{s.r, &s.selectUser, `SELECT ` + userCols + ` FROM users WHERE id = ?`},
-		{s.r, &s.selectTokenUser, `SELECT ` + dbutil.Prefixed("t.", tokenCols) + `, ` + dbutil.Prefixed("u.", userCols) +
-			` FROM tokens t JOIN users u ON u.id = t.user_id WHERE t.hash = ?`},
-		{s.r, &s.selectProject, `SELECT ` + projectCols + ` FROM projects WHERE id = ?1 OR name = ?1 ORDER BY id <> ?1 LIMIT 1`},
-		{s.r, &s.selectBroker, `SELECT ` + brokerCols + ` FROM runtime_brokers WHERE id = ?1 OR name = ?1 ORDER BY id <> ?1 LIMIT 1`},
-		{s.r, &s.selectBrokerFor, `SELECT ` + brokerCols + `, EXISTS (SELECT 1 FROM project_providers
-			WHERE project_id = ?2 AND broker_id = runtime_brokers.id) FROM runtime_brokers WHERE id = ?1 OR name = ?1 ORDER BY id <> ?1 LIMIT 1`},
-		{s.r, &s.projectProviders, `SELECT broker_id FROM project_providers WHERE project_id = ? ORDER BY broker_id`},
-	} {
-		st, err := p.db.PrepareContext(ctx, p.query)
-		if err != nil {
-			return fmt.Errorf("sqlite: prepare: %w", err)
-		}
-		*p.dst = st
-	}
-	return nil
+// dialect is sqlstore.Dialect for SQLite.
+type dialect struct {
+	w *conn // exactly one connection; every write goes through it
+	r *conn // read-only pool
+
+	closeOnce sync.Once
+	closeErr  error
 }
 
-// Ping checks both the write connection and the read pool answer.
-func (s *Store) Ping(ctx context.Context) error {
-	if err := s.w.PingContext(ctx); err != nil {
-		return err
-	}
-	return s.r.PingContext(ctx)
+func (d *dialect) Reader() sqlstore.Querier { return d.r }
+func (d *dialect) Writer() sqlstore.Querier { return d.w }
+
+// Tx runs fn in a write transaction (BEGIN IMMEDIATE) and commits it.
+func (d *dialect) Tx(ctx context.Context, fn func(sqlstore.Querier) error) error {
+	return d.write(ctx, func(tx *sql.Tx) error { return fn(txConn{tx, d.w}) })
 }
 
-// Close closes the database. It is safe to call more than once.
-func (s *Store) Close() error {
-	s.closeOnce.Do(func() {
-		for _, st := range []*sql.Stmt{s.insertAgent, s.updateAgent, s.updateAgentSameKeys, s.reserveCond, s.selectAgent, s.agentVersion,
-			s.selectToken, s.selectUser, s.selectTokenUser, s.selectProject, s.selectBroker, s.selectBrokerFor, s.projectProviders} {
-			if st != nil {
-				st.Close()
-			}
-		}
-		var errs []error
-		if s.r != nil {
-			errs = append(errs, s.r.Close())
-		}
-		errs = append(errs, s.w.Close())
-		s.closeErr = errors.Join(errs...)
-	})
-	return s.closeErr
-}
-
-// write runs fn in a write transaction (BEGIN IMMEDIATE) and commits it.
-func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	tx, err := s.w.BeginTx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	if err := fn(tx); err != nil {
-		tx.Rollback()
-		return err
-	}
-	return tx.Commit()
-}
-
-// read runs fn in a read transaction so that its queries (a page and its
-// total, say) see one snapshot.
-func (s *Store) read(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	tx, err := s.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+// Snapshot runs fn in a read transaction, so that its queries (a page and
+// its total, say) see one snapshot.
+func (d *dialect) Snapshot(ctx context.Context, fn func(sqlstore.Querier) error) error {
+	tx, err := d.r.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		return err
 	}
 	defer tx.Rollback()
-	return fn(tx)
+	return fn(txConn{tx, d.r})
 }
 
-// mapErr turns driver errors into the store's sentinel errors, wrapped
-// with what failed so messages stay useful.
-func mapErr(err error, what string) error {
-	if err == nil {
-		return nil
-	}
-	if errors.Is(err, sql.ErrNoRows) {
-		return fmt.Errorf("%s: %w", what, store.ErrNotFound)
-	}
+// Classify maps constraint violations to the store's errors.
+func (d *dialect) Classify(err error) error {
 	var se *sqlite.Error
 	if errors.As(err, &se) {
 		switch se.Code() {
 		case sqlite3.SQLITE_CONSTRAINT_UNIQUE, sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY:
-			return fmt.Errorf("%s: %w", what, store.ErrAlreadyExists)
+			return store.ErrAlreadyExists
 		case sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY:
 			// Inserts and updates only: a referenced row is missing.
-			return fmt.Errorf("%s: referenced record: %w", what, store.ErrNotFound)
+			return fmt.Errorf("referenced record: %w", store.ErrNotFound)
 		}
-	}
-	return fmt.Errorf("%s: %w", what, err)
-}
-
-// mustAffect returns ErrNotFound when an UPDATE or DELETE hit no row.
-func mustAffect(res sql.Result, err error, what string) error {
-	if err != nil {
-		return mapErr(err, what)
-	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return mapErr(err, what)
-	}
-	if n == 0 {
-		return fmt.Errorf("%s: %w", what, store.ErrNotFound)
 	}
 	return nil
 }
 
-// scanner is *sql.Row or *sql.Rows.
-type scanner interface {
-	Scan(dest ...any) error
+// Times are stored as INTEGER microseconds since the Unix epoch (UTC).
+func (d *dialect) Time(t time.Time) any { return t.UnixMicro() }
+
+func (d *dialect) ScanTime(dst *time.Time) any { return (*micros)(dst) }
+
+// micros scans an INTEGER microseconds column into a time.Time.
+type micros time.Time
+
+func (m *micros) Scan(src any) error {
+	switch v := src.(type) {
+	case nil:
+		*m = micros{}
+	case int64:
+		*m = micros(time.UnixMicro(v).UTC())
+	default:
+		return fmt.Errorf("sqlite: time column holds %T", src)
+	}
+	return nil
 }
+
+// JSON binds a string: STRICT TEXT columns refuse the BLOB a []byte would
+// bind as. nil stays NULL.
+func (d *dialect) JSON(b []byte) any {
+	if b == nil {
+		return nil
+	}
+	return string(b)
+}
+
+// Ping checks both the write connection and the read pool answer.
+func (d *dialect) Ping(ctx context.Context) error {
+	if err := d.w.db.PingContext(ctx); err != nil {
+		return err
+	}
+	return d.r.db.PingContext(ctx)
+}
+
+// Close closes the database. It is safe to call more than once.
+func (d *dialect) Close() error {
+	d.closeOnce.Do(func() {
+		var errs []error
+		if d.r != nil {
+			errs = append(errs, d.r.close())
+		}
+		errs = append(errs, d.w.close())
+		d.closeErr = errors.Join(errs...)
+	})
+	return d.closeErr
+}
+
+// conn is a database with its prepared statements, by query text.
+type conn struct {
+	db    *sql.DB
+	stmts sync.Map // string -> *sql.Stmt
+}
+
+var (
+	castRE = regexp.MustCompile(`::[a-z]+`)
+	lockRE = regexp.MustCompile(`\s+FOR (UPDATE|NO KEY UPDATE|SHARE|KEY SHARE)\b`)
+)
+
+// rebind turns a query in PostgreSQL's syntax into SQLite's: $N is ?N,
+// casts go, and so do row-lock clauses (the single writer serialises
+// every write transaction, so there is nothing to lock). The queries hold
+// no '$' but their placeholders.
+func rebind(q string) string {
+	q = lockRE.ReplaceAllString(castRE.ReplaceAllString(q, ""), "")
+	return strings.ReplaceAll(q, "$", "?")
+}
+
+func (c *conn) stmt(ctx context.Context, q string) (*sql.Stmt, error) {
+	if st, ok := c.stmts.Load(q); ok {
+		return st.(*sql.Stmt), nil
+	}
+	st, err := c.db.PrepareContext(ctx, rebind(q))
+	if err != nil {
+		return nil, err
+	}
+	if old, loaded := c.stmts.LoadOrStore(q, st); loaded {
+		st.Close()
+		return old.(*sql.Stmt), nil
+	}
+	return st, nil
+}
+
+func (c *conn) close() error {
+	c.stmts.Range(func(_, st any) bool { st.(*sql.Stmt).Close(); return true })
+	return c.db.Close()
+}
+
+func (c *conn) Exec(ctx context.Context, q string, args ...any) (int64, error) {
+	return txConn{nil, c}.Exec(ctx, q, args...)
+}
+
+func (c *conn) Query(ctx context.Context, q string, args ...any) (sqlstore.Rows, error) {
+	return txConn{nil, c}.Query(ctx, q, args...)
+}
+
+func (c *conn) QueryRow(ctx context.Context, q string, args ...any) sqlstore.Row {
+	return txConn{nil, c}.QueryRow(ctx, q, args...)
+}
+
+// txConn runs c's statements in tx (nil: outside any transaction).
+type txConn struct {
+	tx *sql.Tx
+	c  *conn
+}
+
+func (t txConn) stmt(ctx context.Context, q string) (*sql.Stmt, error) {
+	if t.tx == nil {
+		return t.c.stmt(ctx, q)
+	}
+	if st, ok := t.c.stmts.Load(q); ok {
+		return t.tx.StmtContext(ctx, st.(*sql.Stmt)), nil
+	}
+	// Preparing on the database would wait for the connection this
+	// transaction holds: prepare for this transaction only, and for later
+	// ones once it is done.
+	go t.c.stmt(context.Background(), q)
+	return t.tx.PrepareContext(ctx, rebind(q))
+}
+
+func (t txConn) Exec(ctx context.Context, q string, args ...any) (int64, error) {
+	st, err := t.stmt(ctx, q)
+	if err != nil {
+		return 0, err
+	}
+	res, err := st.ExecContext(ctx, args...)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}
+
+func (t txConn) Query(ctx context.Context, q string, args ...any) (sqlstore.Rows, error) {
+	st, err := t.stmt(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	r, err := st.QueryContext(ctx, args...)
+	if err != nil {
+		return nil, err
+	}
+	return rows{r}, nil
+}
+
+func (t txConn) QueryRow(ctx context.Context, q string, args ...any) sqlstore.Row {
+	st, err := t.stmt(ctx, q)
+	if err != nil {
+		return errRow{err}
+	}
+	return st.QueryRowContext(ctx, args...)
+}
+
+type rows struct{ *sql.Rows }
+
+func (r rows) Close() { r.Rows.Close() }
+
+type errRow struct{ err error }
+
+func (r errRow) Scan(...any) error { return r.err }
 
 // migrateRetrying runs migrate, retrying while another process is turning
 // the same new file into a WAL database: during that switch SQLite answers
 // SQLITE_BUSY at once rather than through the busy timeout. Every step of
 // migrate is idempotent, so a retry only finishes what is left.
-func (s *Store) migrateRetrying(ctx context.Context) error {
+func (d *dialect) migrateRetrying(ctx context.Context) error {
 	deadline := time.Now().Add(time.Duration(busyTimeoutMS) * time.Millisecond)
 	wait := 5 * time.Millisecond
 	for {
-		err := s.migrate(ctx)
+		err := d.migrate(ctx)
 		if err == nil || !strings.Contains(err.Error(), "SQLITE_BUSY") || time.Now().After(deadline) {
 			return err
 		}

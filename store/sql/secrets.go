@@ -1,10 +1,8 @@
-package postgres
+package sqlstore
 
 import (
 	"context"
 	"fmt"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/scion-go/scion/store"
 	"github.com/scion-go/scion/store/internal/dbutil"
@@ -17,7 +15,9 @@ const secretCols = `project_id, name, ciphertext, created_by, created_at, update
 // project row exists, under a KEY SHARE lock: that lock conflicts with
 // DeleteProject's FOR UPDATE, so either the delete waits for this
 // statement's commit and then deletes the secret too, or this statement
-// waits for the delete, finds no project and writes nothing.
+// waits for the delete, finds no project and writes nothing (on SQLite the
+// one statement is atomic against DeleteProject's transaction). The casts
+// type the SELECT's parameters for PostgreSQL.
 const putSecretSQL = `WITH p AS (SELECT 1 FROM projects WHERE id = $1 FOR KEY SHARE)
 	INSERT INTO secrets (` + secretCols + `)
 	SELECT $1::text, $2::text, $3::bytea, $4::text, $5::timestamptz, $6::timestamptz
@@ -37,13 +37,12 @@ func (s *Store) PutSecret(ctx context.Context, sec *store.Secret) error {
 		n.CreatedAt = n.UpdatedAt
 	}
 	n.CreatedAt = dbutil.Time(n.CreatedAt)
-	err := s.pool.QueryRow(ctx, putSecretSQL, n.ProjectID, n.Name, n.Ciphertext, n.CreatedBy, n.CreatedAt, n.UpdatedAt).
-		Scan(&n.CreatedBy, &n.CreatedAt)
+	err := s.w.QueryRow(ctx, putSecretSQL, n.ProjectID, n.Name, n.Ciphertext, n.CreatedBy, s.d.Time(n.CreatedAt),
+		s.d.Time(n.UpdatedAt)).Scan(&n.CreatedBy, s.d.ScanTime(&n.CreatedAt))
 	if err != nil {
 		// No row: the project does not exist (ErrNotFound).
-		return mapErr(err, what)
+		return s.mapErr(err, what)
 	}
-	n.CreatedAt = utc(n.CreatedAt)
 	*sec = n
 	return nil
 }
@@ -51,38 +50,27 @@ func (s *Store) PutSecret(ctx context.Context, sec *store.Secret) error {
 // GetSecret returns a secret with its ciphertext.
 func (s *Store) GetSecret(ctx context.Context, projectID, name string) (*store.Secret, error) {
 	var sec store.Secret
-	err := s.pool.QueryRow(ctx, `SELECT `+secretCols+` FROM secrets WHERE project_id = $1 AND name = $2`,
-		projectID, name).Scan(&sec.ProjectID, &sec.Name, &sec.Ciphertext, &sec.CreatedBy, &sec.CreatedAt, &sec.UpdatedAt)
+	err := s.r.QueryRow(ctx, `SELECT `+secretCols+` FROM secrets WHERE project_id = $1 AND name = $2`, projectID, name).
+		Scan(&sec.ProjectID, &sec.Name, &sec.Ciphertext, &sec.CreatedBy, s.d.ScanTime(&sec.CreatedAt), s.d.ScanTime(&sec.UpdatedAt))
 	if err != nil {
-		return nil, mapErr(err, fmt.Sprintf("secret %q of project %q", name, projectID))
+		return nil, s.mapErr(err, fmt.Sprintf("secret %q of project %q", name, projectID))
 	}
-	sec.CreatedAt, sec.UpdatedAt = utc(sec.CreatedAt), utc(sec.UpdatedAt)
 	return &sec, nil
 }
 
 // ListSecrets returns a project's secrets by name, without ciphertexts.
 func (s *Store) ListSecrets(ctx context.Context, projectID string) ([]*store.Secret, error) {
-	rows, _ := s.pool.Query(ctx, `SELECT project_id, name, created_by, created_at, updated_at FROM secrets
+	rows, err := s.r.Query(ctx, `SELECT project_id, name, created_by, created_at, updated_at FROM secrets
 		WHERE project_id = $1 ORDER BY name`, projectID)
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*store.Secret, error) {
+	out, err := collect(rows, err, func(r Row) (*store.Secret, error) {
 		var sec store.Secret
-		if err := r.Scan(&sec.ProjectID, &sec.Name, &sec.CreatedBy, &sec.CreatedAt, &sec.UpdatedAt); err != nil {
-			return nil, err
-		}
-		sec.CreatedAt, sec.UpdatedAt = utc(sec.CreatedAt), utc(sec.UpdatedAt)
-		return &sec, nil
+		return &sec, r.Scan(&sec.ProjectID, &sec.Name, &sec.CreatedBy, s.d.ScanTime(&sec.CreatedAt), s.d.ScanTime(&sec.UpdatedAt))
 	})
-	if err != nil {
-		return nil, mapErr(err, fmt.Sprintf("secrets of project %q", projectID))
-	}
-	if out == nil {
-		out = []*store.Secret{}
-	}
-	return out, nil
+	return out, s.mapErr(err, fmt.Sprintf("secrets of project %q", projectID))
 }
 
 // DeleteSecret deletes a secret; ErrNotFound if there is none.
 func (s *Store) DeleteSecret(ctx context.Context, projectID, name string) error {
-	tag, err := s.pool.Exec(ctx, `DELETE FROM secrets WHERE project_id = $1 AND name = $2`, projectID, name)
-	return mustAffect(tag, err, fmt.Sprintf("delete secret %q of project %q", name, projectID))
+	n, err := s.w.Exec(ctx, `DELETE FROM secrets WHERE project_id = $1 AND name = $2`, projectID, name)
+	return s.mustAffect(n, err, fmt.Sprintf("delete secret %q of project %q", name, projectID))
 }

@@ -1,10 +1,8 @@
-package postgres
+package sqlstore
 
 import (
 	"context"
 	"fmt"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/scion-go/scion/store"
 	"github.com/scion-go/scion/store/internal/dbutil"
@@ -13,13 +11,12 @@ import (
 const projectCols = `id, name, git_remote, sharing_mode, default_broker_id, active_profile, created_by, created_at,
 	updated_at`
 
-func scanProject(row pgx.Row) (*store.Project, error) {
+func (s *Store) scanProject(row Row) (*store.Project, error) {
 	var p store.Project
 	if err := row.Scan(&p.ID, &p.Name, &p.GitRemote, &p.SharingMode, &p.DefaultBrokerID, &p.ActiveProfile,
-		&p.CreatedBy, &p.CreatedAt, &p.UpdatedAt); err != nil {
+		&p.CreatedBy, s.d.ScanTime(&p.CreatedAt), s.d.ScanTime(&p.UpdatedAt)); err != nil {
 		return nil, err
 	}
-	p.CreatedAt, p.UpdatedAt = utc(p.CreatedAt), utc(p.UpdatedAt)
 	return &p, nil
 }
 
@@ -37,10 +34,11 @@ func (s *Store) CreateProject(ctx context.Context, p *store.Project) error {
 		n.UpdatedAt = n.CreatedAt
 	}
 	n.UpdatedAt = dbutil.Time(n.UpdatedAt)
-	_, err := s.pool.Exec(ctx, `INSERT INTO projects (`+projectCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
-		n.ID, n.Name, n.GitRemote, n.SharingMode, n.DefaultBrokerID, n.ActiveProfile, n.CreatedBy, n.CreatedAt, n.UpdatedAt)
+	_, err := s.w.Exec(ctx, `INSERT INTO projects (`+projectCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+		n.ID, n.Name, n.GitRemote, n.SharingMode, n.DefaultBrokerID, n.ActiveProfile, n.CreatedBy,
+		s.d.Time(n.CreatedAt), s.d.Time(n.UpdatedAt))
 	if err != nil {
-		return mapErr(err, fmt.Sprintf("create project %q", n.Name))
+		return s.mapErr(err, fmt.Sprintf("create project %q", n.Name))
 	}
 	*p = n
 	return nil
@@ -49,32 +47,28 @@ func (s *Store) CreateProject(ctx context.Context, p *store.Project) error {
 // GetProject looks up by ID, then by name (an ID match wins when one
 // project's name equals another's ID).
 func (s *Store) GetProject(ctx context.Context, idOrName string) (*store.Project, error) {
-	p, err := scanProject(s.pool.QueryRow(ctx, `SELECT `+projectCols+` FROM projects
+	p, err := s.scanProject(s.r.QueryRow(ctx, `SELECT `+projectCols+` FROM projects
 		WHERE id = $1 OR name = $1 ORDER BY id <> $1 LIMIT 1`, idOrName))
 	if err != nil {
-		return nil, mapErr(err, fmt.Sprintf("project %q", idOrName))
+		return nil, s.mapErr(err, fmt.Sprintf("project %q", idOrName))
 	}
 	return p, nil
 }
 
 // ListProjects lists projects in ID order.
 func (s *Store) ListProjects(ctx context.Context, page store.Page) ([]*store.Project, string, int, error) {
-	items, next, total, err := list(ctx, s, "projects", projectCols, nil, page, scanProject,
+	return list(ctx, s, "list projects", "projects", projectCols, nil, page, s.scanProject,
 		func(p *store.Project) string { return p.ID })
-	if err != nil {
-		return nil, "", 0, mapErr(err, "list projects")
-	}
-	return items, next, total, nil
 }
 
 // UpdateProject writes every field but ID, CreatedBy and CreatedAt and
 // sets p.UpdatedAt to now.
 func (s *Store) UpdateProject(ctx context.Context, p *store.Project) error {
 	now := dbutil.Now()
-	tag, err := s.pool.Exec(ctx, `UPDATE projects SET name = $1, git_remote = $2, sharing_mode = $3,
+	n, err := s.w.Exec(ctx, `UPDATE projects SET name = $1, git_remote = $2, sharing_mode = $3,
 		default_broker_id = $4, active_profile = $5, updated_at = $6 WHERE id = $7`,
-		p.Name, p.GitRemote, p.SharingMode, p.DefaultBrokerID, p.ActiveProfile, now, p.ID)
-	if err := mustAffect(tag, err, fmt.Sprintf("update project %q", p.ID)); err != nil {
+		p.Name, p.GitRemote, p.SharingMode, p.DefaultBrokerID, p.ActiveProfile, s.d.Time(now), p.ID)
+	if err := s.mustAffect(n, err, fmt.Sprintf("update project %q", p.ID)); err != nil {
 		return err
 	}
 	p.UpdatedAt = now
@@ -82,70 +76,57 @@ func (s *Store) UpdateProject(ctx context.Context, p *store.Project) error {
 }
 
 // DeleteProject deletes the project, its provider links (by cascade) and
-// its secrets; it refuses with ErrConflict while the project has agents. The project row is locked
-// by one statement and the agents counted by the next (READ COMMITTED: a
-// fresh snapshot), so a CreateAgent that committed while we waited for the
-// lock is seen, and one that starts later waits for us and then fails its
-// foreign-key check.
+// its secrets; it refuses with ErrConflict while the project has agents.
+// The project row is locked by one statement and the agents counted by the
+// next (under READ COMMITTED a fresh snapshot), so a CreateAgent that
+// committed while we waited for the lock is seen, and one that starts
+// later waits for us and then fails its foreign-key check. The lock also
+// keeps PutSecret from adding a secret meanwhile (see putSecretSQL).
 func (s *Store) DeleteProject(ctx context.Context, id string) error {
 	what := fmt.Sprintf("delete project %q", id)
-	return s.tx(ctx, func(tx pgx.Tx) error {
+	return s.d.Tx(ctx, func(tx Querier) error {
 		var one int
 		if err := tx.QueryRow(ctx, `SELECT 1 FROM projects WHERE id = $1 FOR UPDATE`, id).Scan(&one); err != nil {
-			return mapErr(err, what)
+			return s.mapErr(err, what)
 		}
 		var hasAgents bool
 		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM agents WHERE project_id = $1)`, id).Scan(&hasAgents); err != nil {
-			return mapErr(err, what)
+			return s.mapErr(err, what)
 		}
 		if hasAgents {
 			return fmt.Errorf("%s: project still has agents: %w", what, store.ErrConflict)
 		}
-		// The lock also keeps PutSecret from adding a secret meanwhile
-		// (see putSecretSQL).
 		if _, err := tx.Exec(ctx, `DELETE FROM secrets WHERE project_id = $1`, id); err != nil {
-			return mapErr(err, what)
+			return s.mapErr(err, what)
 		}
 		_, err := tx.Exec(ctx, `DELETE FROM projects WHERE id = $1`, id)
-		return mapErr(err, what)
+		return s.mapErr(err, what)
 	})
 }
 
 // LinkProvider records that brokerID provides for projectID. Linking twice
 // is not an error.
 func (s *Store) LinkProvider(ctx context.Context, projectID, brokerID string) error {
-	_, err := s.pool.Exec(ctx, linkProviderSQL, projectID, brokerID)
-	return mapErr(err, fmt.Sprintf("link provider %q to project %q", brokerID, projectID))
+	_, err := s.w.Exec(ctx, LinkProviderSQL, projectID, brokerID)
+	return s.mapErr(err, fmt.Sprintf("link provider %q to project %q", brokerID, projectID))
 }
 
 // UnlinkProvider removes a link; ErrNotFound if there was none.
 func (s *Store) UnlinkProvider(ctx context.Context, projectID, brokerID string) error {
-	tag, err := s.pool.Exec(ctx, `DELETE FROM project_providers WHERE project_id = $1 AND broker_id = $2`, projectID, brokerID)
-	return mustAffect(tag, err, fmt.Sprintf("unlink provider %q from project %q", brokerID, projectID))
+	n, err := s.w.Exec(ctx, `DELETE FROM project_providers WHERE project_id = $1 AND broker_id = $2`, projectID, brokerID)
+	return s.mustAffect(n, err, fmt.Sprintf("unlink provider %q from project %q", brokerID, projectID))
 }
 
 // ProjectProviders returns the IDs of the brokers providing for a project,
 // sorted (never nil, so it encodes as a JSON array).
 func (s *Store) ProjectProviders(ctx context.Context, projectID string) ([]string, error) {
-	ids, err := s.strings(ctx, `SELECT broker_id FROM project_providers WHERE project_id = $1 ORDER BY broker_id`, projectID)
-	return ids, mapErr(err, fmt.Sprintf("providers of project %q", projectID))
+	return s.strings(ctx, fmt.Sprintf("providers of project %q", projectID),
+		`SELECT broker_id FROM project_providers WHERE project_id = $1 ORDER BY broker_id`, projectID)
 }
 
 // BrokerProjects returns the IDs of the projects a broker provides for,
 // sorted (never nil).
 func (s *Store) BrokerProjects(ctx context.Context, brokerID string) ([]string, error) {
-	ids, err := s.strings(ctx, `SELECT project_id FROM project_providers WHERE broker_id = $1 ORDER BY project_id`, brokerID)
-	return ids, mapErr(err, fmt.Sprintf("projects of broker %q", brokerID))
-}
-
-func (s *Store) strings(ctx context.Context, query string, args ...any) ([]string, error) {
-	rows, _ := s.pool.Query(ctx, query, args...)
-	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		return nil, err
-	}
-	if out == nil {
-		out = []string{}
-	}
-	return out, nil
+	return s.strings(ctx, fmt.Sprintf("projects of broker %q", brokerID),
+		`SELECT project_id FROM project_providers WHERE broker_id = $1 ORDER BY project_id`, brokerID)
 }

@@ -1,12 +1,9 @@
-package postgres
+package sqlstore
 
 import (
 	"context"
 	"fmt"
 	"time"
-
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/scion-go/scion/store"
 	"github.com/scion-go/scion/store/internal/dbutil"
@@ -15,12 +12,15 @@ import (
 const brokerCols = `id, name, status, version, protocol_version, runtime, capabilities, profiles, settings,
 	auto_provide, secret, created_by, last_seen, created_at, updated_at`
 
-func scanBroker(row pgx.Row) (*store.Broker, error) {
+const selectBrokerSQL = `SELECT ` + brokerCols + ` FROM runtime_brokers WHERE id = $1 OR name = $1 ORDER BY id <> $1 LIMIT 1`
+
+// scanBroker reads brokerCols and then extra.
+func (s *Store) scanBroker(row Row, extra ...any) (*store.Broker, error) {
 	var b store.Broker
 	var caps, profiles, settings []byte
-	var lastSeen *time.Time
-	if err := row.Scan(&b.ID, &b.Name, &b.Status, &b.Version, &b.ProtocolVersion, &b.Runtime, &caps, &profiles, &settings,
-		&b.AutoProvide, &b.Secret, &b.CreatedBy, &lastSeen, &b.CreatedAt, &b.UpdatedAt); err != nil {
+	if err := row.Scan(append([]any{&b.ID, &b.Name, &b.Status, &b.Version, &b.ProtocolVersion, &b.Runtime, &caps,
+		&profiles, &settings, &b.AutoProvide, &b.Secret, &b.CreatedBy, s.d.ScanTime(&b.LastSeen),
+		s.d.ScanTime(&b.CreatedAt), s.d.ScanTime(&b.UpdatedAt)}, extra...)...); err != nil {
 		return nil, err
 	}
 	if err := dbutil.UnJSON(caps, &b.Capabilities); err != nil {
@@ -32,35 +32,35 @@ func scanBroker(row pgx.Row) (*store.Broker, error) {
 	if err := dbutil.UnJSON(settings, &b.Settings); err != nil {
 		return nil, fmt.Errorf("broker %s settings: %w", b.ID, err)
 	}
-	b.LastSeen = fromNullTime(lastSeen)
-	b.CreatedAt, b.UpdatedAt = utc(b.CreatedAt), utc(b.UpdatedAt)
 	return &b, nil
 }
 
-// brokerJSON encodes a broker's JSON columns.
-func brokerJSON(b *store.Broker) (caps, profiles, settings []byte, err error) {
-	if caps, err = dbutil.JSON(b.Capabilities); err != nil {
-		return
+// brokerArgs encodes every column of b but id and created_at, in the
+// order UPDATE and INSERT below name them.
+func (s *Store) brokerArgs(b *store.Broker) ([]any, error) {
+	caps, err := dbutil.JSON(b.Capabilities)
+	if err != nil {
+		return nil, err
 	}
-	if profiles, err = dbutil.JSON(b.Profiles); err != nil {
-		return
+	profiles, err := dbutil.JSON(b.Profiles)
+	if err != nil {
+		return nil, err
 	}
-	settings, err = dbutil.JSON(b.Settings)
-	return
+	settings, err := dbutil.JSON(b.Settings)
+	if err != nil {
+		return nil, err
+	}
+	return []any{b.Name, b.Status, b.Version, b.ProtocolVersion, b.Runtime, s.d.JSON(caps), s.d.JSON(profiles),
+		s.d.JSON(settings), b.AutoProvide, b.Secret, b.CreatedBy, s.nullTime(b.LastSeen), s.d.Time(b.UpdatedAt)}, nil
 }
 
 // CreateBroker inserts b, filling in ID and times when zero.
 func (s *Store) CreateBroker(ctx context.Context, b *store.Broker) error {
-	return insertBroker(ctx, s.pool, b)
+	return s.insertBroker(ctx, s.w, b)
 }
 
-// execer is the pool or a transaction.
-type execer interface {
-	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
-}
-
-// insertBroker is CreateBroker on db (the pool, or a transaction).
-func insertBroker(ctx context.Context, db execer, b *store.Broker) error {
+// insertBroker is CreateBroker on q (the writer, or a transaction).
+func (s *Store) insertBroker(ctx context.Context, q Querier, b *store.Broker) error {
 	n := *b
 	if n.ID == "" {
 		n.ID = dbutil.NewID()
@@ -74,16 +74,17 @@ func insertBroker(ctx context.Context, db execer, b *store.Broker) error {
 	}
 	n.UpdatedAt = dbutil.Time(n.UpdatedAt)
 	n.LastSeen = dbutil.Time(n.LastSeen)
-	caps, profiles, settings, err := brokerJSON(&n)
+	what := fmt.Sprintf("create broker %q", n.Name)
+	args, err := s.brokerArgs(&n)
 	if err != nil {
-		return fmt.Errorf("create broker %q: %w", n.Name, err)
+		return fmt.Errorf("%s: %w", what, err)
 	}
-	_, err = db.Exec(ctx, `INSERT INTO runtime_brokers (`+brokerCols+`)
+	_, err = q.Exec(ctx, `INSERT INTO runtime_brokers (name, status, version, protocol_version, runtime, capabilities,
+		profiles, settings, auto_provide, secret, created_by, last_seen, updated_at, id, created_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`,
-		n.ID, n.Name, n.Status, n.Version, n.ProtocolVersion, n.Runtime, jsonArg(caps), jsonArg(profiles), jsonArg(settings),
-		n.AutoProvide, bytesArg(n.Secret), n.CreatedBy, nullTime(n.LastSeen), n.CreatedAt, n.UpdatedAt)
+		append(args, n.ID, s.d.Time(n.CreatedAt))...)
 	if err != nil {
-		return mapErr(err, fmt.Sprintf("create broker %q", n.Name))
+		return s.mapErr(err, what)
 	}
 	*b = n
 	return nil
@@ -92,11 +93,12 @@ func insertBroker(ctx context.Context, db execer, b *store.Broker) error {
 // JoinBroker consumes the join token and inserts the broker build makes
 // of it in one transaction: a failed insert (a taken name) or a refusal
 // from build rolls the consumption back. A racing second join with the
-// same token waits for the first's row lock and then finds it used.
+// same token waits for the first's row lock (or the single writer) and
+// then finds it used.
 func (s *Store) JoinBroker(ctx context.Context, hash []byte, now time.Time, build func(*store.JoinToken) (*store.Broker, error)) (*store.Broker, error) {
 	var out *store.Broker
-	err := s.tx(ctx, func(tx pgx.Tx) error {
-		t, err := consumeJoinToken(ctx, tx, hash, now)
+	err := s.d.Tx(ctx, func(tx Querier) error {
+		t, err := s.consumeJoinToken(ctx, tx, hash, now)
 		if err != nil {
 			return err
 		}
@@ -104,7 +106,7 @@ func (s *Store) JoinBroker(ctx context.Context, hash []byte, now time.Time, buil
 		if err != nil {
 			return err
 		}
-		if err := insertBroker(ctx, tx, b); err != nil {
+		if err := s.insertBroker(ctx, tx, b); err != nil {
 			return err
 		}
 		out = b
@@ -118,10 +120,9 @@ func (s *Store) JoinBroker(ctx context.Context, hash []byte, now time.Time, buil
 
 // GetBroker looks up by ID, then by name.
 func (s *Store) GetBroker(ctx context.Context, idOrName string) (*store.Broker, error) {
-	b, err := scanBroker(s.pool.QueryRow(ctx, `SELECT `+brokerCols+` FROM runtime_brokers
-		WHERE id = $1 OR name = $1 ORDER BY id <> $1 LIMIT 1`, idOrName))
+	b, err := s.scanBroker(s.r.QueryRow(ctx, selectBrokerSQL, idOrName))
 	if err != nil {
-		return nil, mapErr(err, fmt.Sprintf("broker %q", idOrName))
+		return nil, s.mapErr(err, fmt.Sprintf("broker %q", idOrName))
 	}
 	return b, nil
 }
@@ -130,53 +131,47 @@ func (s *Store) GetBroker(ctx context.Context, idOrName string) (*store.Broker, 
 // projectID in one statement.
 func (s *Store) GetBrokerForProject(ctx context.Context, idOrName, projectID string) (*store.Broker, bool, error) {
 	var provides bool
-	row := s.pool.QueryRow(ctx, `SELECT `+brokerCols+`, EXISTS (SELECT 1 FROM project_providers
+	b, err := s.scanBroker(s.r.QueryRow(ctx, `SELECT `+brokerCols+`, EXISTS (SELECT 1 FROM project_providers
 		WHERE project_id = $2 AND broker_id = runtime_brokers.id) FROM runtime_brokers
-		WHERE id = $1 OR name = $1 ORDER BY id <> $1 LIMIT 1`, idOrName, projectID)
-	b, err := scanBroker(dbutil.WithExtra{Row: row, Extra: []any{&provides}})
+		WHERE id = $1 OR name = $1 ORDER BY id <> $1 LIMIT 1`, idOrName, projectID), &provides)
 	if err != nil {
-		return nil, false, mapErr(err, fmt.Sprintf("broker %q", idOrName))
+		return nil, false, s.mapErr(err, fmt.Sprintf("broker %q", idOrName))
 	}
 	return b, provides, nil
 }
 
 // ListBrokers lists brokers in ID order.
 func (s *Store) ListBrokers(ctx context.Context, page store.Page) ([]*store.Broker, string, int, error) {
-	items, next, total, err := list(ctx, s, "runtime_brokers", brokerCols, nil, page, scanBroker,
-		func(b *store.Broker) string { return b.ID })
-	if err != nil {
-		return nil, "", 0, mapErr(err, "list brokers")
-	}
-	return items, next, total, nil
+	return list(ctx, s, "list brokers", "runtime_brokers", brokerCols, nil, page,
+		func(r Row) (*store.Broker, error) { return s.scanBroker(r) }, func(b *store.Broker) string { return b.ID })
 }
 
 // UpdateBroker writes every field but ID and CreatedAt and sets
 // b.UpdatedAt to now.
 func (s *Store) UpdateBroker(ctx context.Context, b *store.Broker) error {
-	caps, profiles, settings, err := brokerJSON(b)
+	n := *b
+	n.UpdatedAt, n.LastSeen = dbutil.Now(), dbutil.Time(b.LastSeen)
+	what := fmt.Sprintf("update broker %q", b.ID)
+	args, err := s.brokerArgs(&n)
 	if err != nil {
-		return fmt.Errorf("update broker %q: %w", b.ID, err)
+		return fmt.Errorf("%s: %w", what, err)
 	}
-	now := dbutil.Now()
-	lastSeen := dbutil.Time(b.LastSeen)
-	tag, err := s.pool.Exec(ctx, `UPDATE runtime_brokers SET name = $1, status = $2, version = $3, protocol_version = $4,
+	rows, err := s.w.Exec(ctx, `UPDATE runtime_brokers SET name = $1, status = $2, version = $3, protocol_version = $4,
 		runtime = $5, capabilities = $6, profiles = $7, settings = $8, auto_provide = $9, secret = $10, created_by = $11,
-		last_seen = $12, updated_at = $13 WHERE id = $14`,
-		b.Name, b.Status, b.Version, b.ProtocolVersion, b.Runtime, jsonArg(caps), jsonArg(profiles), jsonArg(settings),
-		b.AutoProvide, bytesArg(b.Secret), b.CreatedBy, nullTime(lastSeen), now, b.ID)
-	if err := mustAffect(tag, err, fmt.Sprintf("update broker %q", b.ID)); err != nil {
+		last_seen = $12, updated_at = $13 WHERE id = $14`, append(args, b.ID)...)
+	if err := s.mustAffect(rows, err, what); err != nil {
 		return err
 	}
-	b.LastSeen, b.UpdatedAt = lastSeen, now
+	b.LastSeen, b.UpdatedAt = n.LastSeen, n.UpdatedAt
 	return nil
 }
 
 // SetBrokerStatus changes only status and last-seen time (not UpdatedAt:
 // heartbeats are not edits).
 func (s *Store) SetBrokerStatus(ctx context.Context, id, status string, lastSeen time.Time) error {
-	tag, err := s.pool.Exec(ctx, `UPDATE runtime_brokers SET status = $1, last_seen = $2 WHERE id = $3`,
-		status, nullTime(dbutil.Time(lastSeen)), id)
-	return mustAffect(tag, err, fmt.Sprintf("set status of broker %q", id))
+	n, err := s.w.Exec(ctx, `UPDATE runtime_brokers SET status = $1, last_seen = $2 WHERE id = $3`,
+		status, s.nullTime(dbutil.Time(lastSeen)), id)
+	return s.mustAffect(n, err, fmt.Sprintf("set status of broker %q", id))
 }
 
 // DeleteBroker deletes the broker; foreign keys cascade to its provider
@@ -188,23 +183,23 @@ func (s *Store) SetBrokerStatus(ctx context.Context, id, status string, lastSeen
 // the broker gone. Agents keep their BrokerID and their reservations.
 func (s *Store) DeleteBroker(ctx context.Context, id string, force bool) error {
 	what := fmt.Sprintf("delete broker %q", id)
-	return s.tx(ctx, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, `DELETE FROM runtime_brokers WHERE id = $1`, id)
-		if err := mustAffect(tag, err, what); err != nil {
+	return s.d.Tx(ctx, func(tx Querier) error {
+		n, err := tx.Exec(ctx, `DELETE FROM runtime_brokers WHERE id = $1`, id)
+		if err := s.mustAffect(n, err, what); err != nil {
 			return err
 		}
 		if !force {
 			var busy bool
 			if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM agents WHERE broker_id = $1)
 				OR EXISTS (SELECT 1 FROM reservations WHERE broker_id = $1)`, id).Scan(&busy); err != nil {
-				return mapErr(err, what)
+				return s.mapErr(err, what)
 			}
 			if busy {
 				return fmt.Errorf("%s: it still has agents: %w", what, store.ErrConflict)
 			}
 		}
 		_, err = tx.Exec(ctx, `UPDATE projects SET default_broker_id = '', updated_at = $1 WHERE default_broker_id = $2`,
-			dbutil.Now(), id)
-		return mapErr(err, what)
+			s.d.Time(dbutil.Now()), id)
+		return s.mapErr(err, what)
 	})
 }

@@ -1,0 +1,174 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	sqlstore "github.com/scion-go/scion/store/sql"
+)
+
+// The batches send statements that refuse through scion_refuse (migration
+// 0005) rather than answer "no": an error aborts the implicit transaction
+// of the batch they are in (a single Sync), so an agent inserted in the
+// same batch is rolled back with them and a create is one round trip.
+
+// claimKeySQL is sqlstore.ClaimKeySQL, refusing (codeKeyInUse) when the
+// key is held. A concurrent claim of the same key waits on the primary key
+// for the first transaction and then sees its row, unexpired.
+const claimKeySQL = `WITH claimed AS (` + sqlstore.ClaimKeySQL + ` RETURNING 1)
+	SELECT CASE WHEN EXISTS (SELECT 1 FROM claimed) THEN 1
+		ELSE scion_refuse('` + codeKeyInUse + `', 'idempotency key in use') END`
+
+// replaceAgentSQL deletes the agent a create replaces (with its agent
+// tokens; its reservation goes by cascade) if it is still at the version
+// the Hub decided on, or refuses (codeStale).
+const replaceAgentSQL = `WITH a AS (DELETE FROM agents WHERE id = $1 AND version = $2 RETURNING id),
+		t AS (DELETE FROM tokens WHERE kind = 'agent' AND agent_id IN (SELECT id FROM a))
+	SELECT CASE WHEN EXISTS (SELECT 1 FROM a) THEN 1
+		ELSE scion_refuse('` + codeStale + `', 'the agent to replace has changed') END`
+
+// Reserving is two statements: lock the broker's row (FOR NO KEY UPDATE:
+// it excludes other reservers but not the key-share locks of foreign-key
+// checks), then reserveSQL, which decides and inserts. The decision must
+// be a separate statement from the lock: under READ COMMITTED each
+// statement takes a fresh snapshot, so the count sees every reservation
+// committed by whoever held the lock before us, while a count in the
+// locking statement itself could be stale. Arguments: broker.
+const lockBrokerSQL = `WITH locked AS (SELECT 1 FROM runtime_brokers WHERE id = $1 FOR NO KEY UPDATE)
+	SELECT CASE WHEN EXISTS (SELECT 1 FROM locked) THEN 1
+		ELSE scion_refuse('` + codeNotFound + `', 'no runtime broker ' || $1) END`
+
+// reserveSQL inserts (or moves) the agent's reservation if allowed: the
+// limit is 0 (unlimited), the agent already holds a slot on this broker
+// (idempotent: the upsert then changes nothing), or the broker is below
+// the limit; otherwise it refuses (codeQuota). A data-modifying WITH runs
+// whether or not the main query reads it. PostgreSQL evaluates the ORs
+// lazily, so an unlimited reservation does not count.
+// Arguments: agent, broker, created_at, limit.
+const reserveSQL = `WITH decision AS (
+		SELECT $4::int <= 0
+			OR EXISTS (SELECT 1 FROM reservations WHERE agent_id = $1 AND broker_id = $2)
+			OR (SELECT count(*) FROM reservations WHERE broker_id = $2) < $4::int AS allowed
+	), upsert AS (
+		INSERT INTO reservations (agent_id, broker_id, created_at)
+		SELECT $1, $2, $3 FROM decision WHERE allowed
+		ON CONFLICT (agent_id) DO UPDATE SET broker_id = excluded.broker_id, created_at = excluded.created_at
+			WHERE reservations.broker_id <> excluded.broker_id
+	)
+	SELECT CASE WHEN allowed THEN 1 ELSE scion_refuse('` + codeQuota + `', 'broker ' || $2 || ' is full') END FROM decision`
+
+// CreateAgent sends claim, replace, insert, link, lock and reserve in one
+// batch. The key goes first so that a replay is reported as ErrKeyInUse
+// rather than as its own duplicate slug; the agent before the reservation
+// so that a duplicate slug is reported as ErrAlreadyExists before any
+// quota question.
+func (d *dialect) CreateAgent(ctx context.Context, c *sqlstore.AgentCreate) (linked bool, _ error) {
+	a := c.Agent
+	what := fmt.Sprintf("create agent %q in project %q", a.Slug, a.ProjectID)
+	b := &pgx.Batch{}
+	if c.Key != nil {
+		b.Queue(claimKeySQL, c.KeyArgs...)
+	}
+	if c.Replace != nil {
+		b.Queue(replaceAgentSQL, c.Replace.ID, c.Replace.Version)
+	}
+	b.Queue(sqlstore.InsertAgentSQL, c.Args...)
+	if c.Link {
+		b.Queue(sqlstore.LinkProviderSQL, a.ProjectID, a.BrokerID)
+	}
+	if c.ReserveLimit != nil {
+		queueReserve(b, a.BrokerID, a.ID, *c.ReserveLimit, a.CreatedAt)
+	}
+	br := d.pool.SendBatch(ctx, b)
+	err := func() error {
+		var one int
+		if c.Key != nil {
+			err := br.QueryRow().Scan(&one)
+			if refusedWith(err, codeKeyInUse) {
+				return sqlstore.KeyInUse(c.Key)
+			}
+			if err != nil {
+				return d.mapErr(err, fmt.Sprintf("claim idempotency key %q", c.Key.Key))
+			}
+		}
+		if old := c.Replace; old != nil {
+			err := br.QueryRow().Scan(&one)
+			if refusedWith(err, codeStale) {
+				return sqlstore.ReplaceConflict(old)
+			}
+			if err != nil {
+				return d.mapErr(err, fmt.Sprintf("replace agent %q", old.ID))
+			}
+		}
+		if _, err := br.Exec(); err != nil {
+			return d.mapErr(err, what)
+		}
+		if c.Link {
+			tag, err := br.Exec()
+			if err != nil {
+				return d.mapErr(err, fmt.Sprintf("link provider %q to project %q", a.BrokerID, a.ProjectID))
+			}
+			linked = tag.RowsAffected() == 1
+		}
+		if c.ReserveLimit == nil {
+			return nil
+		}
+		return d.readReserve(br, a.BrokerID, a.ID, *c.ReserveLimit)
+	}()
+	// Close reports the commit: a batch's implicit transaction commits at
+	// its Sync, after the last statement.
+	if cerr := br.Close(); err == nil && cerr != nil {
+		err = d.mapErr(cerr, what)
+	}
+	return linked, err
+}
+
+// queueReserve adds the two reserving statements to b.
+func queueReserve(b *pgx.Batch, brokerID, agentID string, limit int, now time.Time) {
+	b.Queue(lockBrokerSQL, brokerID)
+	b.Queue(reserveSQL, agentID, brokerID, now, limit)
+}
+
+// readReserve reads the results of queueReserve's statements: nil, or
+// ErrQuota (broker full) or ErrNotFound (no such broker or agent).
+func (d *dialect) readReserve(br pgx.BatchResults, brokerID, agentID string, limit int) error {
+	what := fmt.Sprintf("reserve on broker %q for agent %q", brokerID, agentID)
+	var one int
+	if err := br.QueryRow().Scan(&one); err != nil {
+		return d.mapErr(err, "broker: "+what)
+	}
+	if err := br.QueryRow().Scan(&one); err != nil {
+		if refusedWith(err, codeQuota) {
+			return sqlstore.QuotaError(brokerID, limit)
+		}
+		return d.mapErr(err, what)
+	}
+	return nil
+}
+
+// Reserve sends the lock and the reservation in one batch, which runs as
+// one implicit transaction and so holds the broker lock until both are
+// done.
+func (d *dialect) Reserve(ctx context.Context, brokerID, agentID string, limit int, now time.Time) error {
+	b := &pgx.Batch{}
+	queueReserve(b, brokerID, agentID, limit, now)
+	br := d.pool.SendBatch(ctx, b)
+	err := d.readReserve(br, brokerID, agentID, limit)
+	if cerr := br.Close(); err == nil && cerr != nil {
+		err = d.mapErr(cerr, fmt.Sprintf("reserve on broker %q for agent %q", brokerID, agentID))
+	}
+	return err
+}
+
+// DeleteAgent deletes the agent, its reservation (by cascade) and its
+// agent tokens in one statement.
+func (d *dialect) DeleteAgent(ctx context.Context, id string) (bool, error) {
+	var n int
+	err := d.pool.QueryRow(ctx, `WITH a AS (DELETE FROM agents WHERE id = $1 RETURNING id),
+		t AS (DELETE FROM tokens WHERE kind = 'agent' AND agent_id IN (SELECT id FROM a))
+		SELECT count(*) FROM a`, id).Scan(&n)
+	return n > 0, err
+}

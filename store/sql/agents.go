@@ -1,0 +1,342 @@
+package sqlstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/scion-go/scion/store"
+	"github.com/scion-go/scion/store/internal/dbutil"
+)
+
+const agentCols = `id, slug, project_id, broker_id, profile, harness, image, command, env, phase, status_message,
+	container_status, run_id, generation, generations, role, created_by, delegator, parent_agent_id, payload,
+	ports, port_mappings, scopes, delegation_chain, passthrough, secret_names, version, created_at, updated_at`
+
+// InsertAgentSQL inserts an agent (AgentCreate.Args).
+const InsertAgentSQL = `INSERT INTO agents (` + agentCols + `) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10,
+	$11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29)`
+
+// updateAgentSQL writes everything but id and created_at, only if the
+// version still matches ($27 id, $28 expected version).
+const updateAgentSQL = `UPDATE agents SET slug = $1, project_id = $2, broker_id = $3, profile = $4, harness = $5,
+	image = $6, command = $7, env = $8, phase = $9, status_message = $10, container_status = $11, run_id = $12,
+	generation = $13, generations = $14, role = $15, created_by = $16, delegator = $17, parent_agent_id = $18,
+	payload = $19, ports = $20, port_mappings = $21, scopes = $22, delegation_chain = $23, passthrough = $24,
+	secret_names = $25, version = version + 1, updated_at = $26
+	WHERE id = $27 AND version = $28`
+
+// updateAgentSameKeysSQL is updateAgentSQL with the key columns moved
+// from the SET list to the WHERE clause (Options.SameKeysUpdate), taking
+// the same arguments.
+const updateAgentSameKeysSQL = `UPDATE agents SET profile = $4, harness = $5,
+	image = $6, command = $7, env = $8, phase = $9, status_message = $10, container_status = $11, run_id = $12,
+	generation = $13, generations = $14, role = $15, created_by = $16, delegator = $17, parent_agent_id = $18,
+	payload = $19, ports = $20, port_mappings = $21, scopes = $22, delegation_chain = $23, passthrough = $24,
+	secret_names = $25, version = version + 1, updated_at = $26
+	WHERE id = $27 AND version = $28 AND slug = $1 AND project_id = $2 AND broker_id = $3`
+
+// LinkProviderSQL links a broker ($2) to a project ($1); a link already
+// there is kept (no row affected).
+const LinkProviderSQL = `INSERT INTO project_providers (project_id, broker_id) VALUES ($1, $2) ON CONFLICT DO NOTHING`
+
+func (s *Store) scanAgent(row Row) (*store.Agent, error) {
+	var a store.Agent
+	var cmd, env, gens, payload, ports, mappings, scopes, chain, secrets []byte
+	if err := row.Scan(&a.ID, &a.Slug, &a.ProjectID, &a.BrokerID, &a.Profile, &a.Harness, &a.Image, &cmd, &env,
+		&a.Phase, &a.StatusMessage, &a.ContainerStatus, &a.RunID, &a.Generation, &gens, &a.Role, &a.CreatedBy,
+		&a.Delegator, &a.ParentAgentID, &payload, &ports, &mappings, &scopes, &chain,
+		&a.Passthrough, &secrets, &a.Version, s.d.ScanTime(&a.CreatedAt), s.d.ScanTime(&a.UpdatedAt)); err != nil {
+		return nil, err
+	}
+	for _, c := range []struct {
+		name string
+		b    []byte
+		v    any
+	}{
+		{"command", cmd, &a.Command}, {"env", env, &a.Env}, {"generations", gens, &a.Generations},
+		{"ports", ports, &a.Ports}, {"port mappings", mappings, &a.PortMappings}, {"scopes", scopes, &a.Scopes},
+		{"delegation chain", chain, &a.DelegationChain}, {"secret names", secrets, &a.SecretNames},
+	} {
+		if err := dbutil.UnJSON(c.b, c.v); err != nil {
+			return nil, fmt.Errorf("agent %s %s: %w", a.ID, c.name, err)
+		}
+	}
+	if payload != nil {
+		a.Payload = payload
+	}
+	return &a, nil
+}
+
+// agentFields encodes the columns UpdateAgent writes, in updateAgentSQL's
+// order (InsertAgentSQL puts id first and version and times last).
+func (s *Store) agentFields(a *store.Agent) ([]any, error) {
+	payload, err := dbutil.Payload(a.Payload)
+	if err != nil {
+		return nil, err
+	}
+	var enc [8][]byte
+	for i, c := range []struct {
+		name string
+		v    any
+	}{
+		{"command", a.Command}, {"env", a.Env}, {"generations", a.Generations}, {"ports", a.Ports},
+		{"port mappings", a.PortMappings},
+	} {
+		if enc[i], err = dbutil.JSON(c.v); err != nil {
+			return nil, fmt.Errorf("%s: %w", c.name, err)
+		}
+	}
+	// String lists skip the reflection (agent writes are on the hot path).
+	for i, l := range [][]string{a.Scopes, a.DelegationChain, a.SecretNames} {
+		if enc[5+i], err = dbutil.Strings(l); err != nil {
+			return nil, err
+		}
+	}
+	j := s.d.JSON
+	return []any{a.Slug, a.ProjectID, a.BrokerID, a.Profile, a.Harness, a.Image, j(enc[0]), j(enc[1]), a.Phase,
+		a.StatusMessage, a.ContainerStatus, a.RunID, a.Generation, j(enc[2]), a.Role, a.CreatedBy, a.Delegator,
+		a.ParentAgentID, j(payload), j(enc[3]), j(enc[4]), j(enc[5]), j(enc[6]), a.Passthrough, j(enc[7])}, nil
+}
+
+// AgentCreate is a create and what it writes with it, prepared by the
+// Store for a Batcher, which runs, in one transaction and in this order:
+// the key claim, the replaced agent's deletion (ErrConflict unless it is
+// at Replace.Version), InsertAgentSQL with Args, LinkProviderSQL when
+// Link, and the reservation when ReserveLimit is not nil.
+type AgentCreate struct {
+	Agent        *store.Agent // as it is inserted
+	Args         []any
+	Key          *store.IdempotencyRecord // nil: no key to claim
+	KeyArgs      []any                    // ClaimKeySQL's arguments
+	Replace      *store.Agent
+	Link         bool
+	ReserveLimit *int
+}
+
+// CreateAgent inserts a (filling in ID, times and Version 1 when zero) and,
+// when reserveLimit is not nil, takes its capacity reservation on
+// a.BrokerID in the same transaction.
+func (s *Store) CreateAgent(ctx context.Context, a *store.Agent, reserveLimit *int) error {
+	_, err := s.createAgent(ctx, a, store.CreateAgentOptions{ReserveLimit: reserveLimit}, nil)
+	return err
+}
+
+// CreateAgentWith creates the agent with what o asks for in one
+// transaction; see store.Store.
+func (s *Store) CreateAgentWith(ctx context.Context, a *store.Agent, o store.CreateAgentOptions) (bool, error) {
+	if o.Key == nil {
+		return s.createAgent(ctx, a, o, nil)
+	}
+	r, err := claimable(o.Key)
+	if err != nil {
+		return false, err
+	}
+	linked, err := s.createAgent(ctx, a, o, &r)
+	if err != nil {
+		return false, err
+	}
+	r.AgentID = a.ID
+	*o.Key = r
+	return linked, nil
+}
+
+// createAgent inserts the agent and, in the same transaction, claims the
+// idempotency record rec first (when not nil), deletes the agent it
+// replaces, links its broker to its project and takes its reservation, as
+// o asks. It reports whether it made the link.
+func (s *Store) createAgent(ctx context.Context, a *store.Agent, o store.CreateAgentOptions, rec *store.IdempotencyRecord) (linked bool, _ error) {
+	n := *a
+	if n.ID == "" {
+		n.ID = dbutil.NewID()
+	}
+	if n.CreatedAt.IsZero() {
+		n.CreatedAt = dbutil.Now()
+	}
+	n.CreatedAt = dbutil.Time(n.CreatedAt)
+	if n.UpdatedAt.IsZero() {
+		n.UpdatedAt = n.CreatedAt
+	}
+	n.UpdatedAt = dbutil.Time(n.UpdatedAt)
+	if n.Version == 0 {
+		n.Version = 1
+	}
+	n.Generations = dbutil.Generations(n.Generations)
+	what := fmt.Sprintf("create agent %q in project %q", n.Slug, n.ProjectID)
+	fields, err := s.agentFields(&n)
+	if err != nil {
+		return false, fmt.Errorf("%s: %w", what, err)
+	}
+	args := make([]any, 0, 29)
+	args = append(args, n.ID)
+	args = append(args, fields...)
+	args = append(args, n.Version, s.d.Time(n.CreatedAt), s.d.Time(n.UpdatedAt))
+
+	c := &AgentCreate{Agent: &n, Args: args, Key: rec, Replace: o.Replace, Link: o.LinkProvider, ReserveLimit: o.ReserveLimit}
+	if rec != nil {
+		c.KeyArgs = s.claimArgs(rec, n.ID)
+	}
+	switch {
+	case o.ReserveLimit == nil && rec == nil && !o.LinkProvider && o.Replace == nil:
+		// A single statement commits on its own: no BEGIN/COMMIT needed.
+		if _, err := s.w.Exec(ctx, InsertAgentSQL, args...); err != nil {
+			return false, s.mapErr(err, what)
+		}
+	case s.batch != nil:
+		if linked, err = s.batch.CreateAgent(ctx, c); err != nil {
+			return false, err
+		}
+	default:
+		err := s.d.Tx(ctx, func(tx Querier) error {
+			var err error
+			linked, err = s.createAgentTx(ctx, tx, c, what)
+			return err
+		})
+		if err != nil {
+			return false, err
+		}
+	}
+	*a = n
+	return linked, nil
+}
+
+// createAgentTx runs c's statements one after the other in tx.
+func (s *Store) createAgentTx(ctx context.Context, tx Querier, c *AgentCreate, what string) (linked bool, _ error) {
+	if c.Key != nil {
+		if err := s.claimKeyTx(ctx, tx, c.Key, c.KeyArgs); err != nil {
+			return false, err
+		}
+	}
+	if old := c.Replace; old != nil {
+		n, err := tx.Exec(ctx, `DELETE FROM agents WHERE id = $1 AND version = $2`, old.ID, old.Version)
+		if err := s.mustAffect(n, err, fmt.Sprintf("replace agent %q", old.ID)); err != nil {
+			if errors.Is(err, store.ErrNotFound) {
+				err = ReplaceConflict(old)
+			}
+			return false, err
+		}
+		if _, err := tx.Exec(ctx, `DELETE FROM tokens WHERE kind = $1 AND agent_id = $2`, store.TokenAgent, old.ID); err != nil {
+			return false, s.mapErr(err, fmt.Sprintf("replace agent %q", old.ID))
+		}
+	}
+	if _, err := tx.Exec(ctx, InsertAgentSQL, c.Args...); err != nil {
+		return false, s.mapErr(err, what)
+	}
+	a := c.Agent
+	if c.Link {
+		n, err := tx.Exec(ctx, LinkProviderSQL, a.ProjectID, a.BrokerID)
+		if err != nil {
+			return false, s.mapErr(err, fmt.Sprintf("link provider %q to project %q", a.BrokerID, a.ProjectID))
+		}
+		linked = n == 1
+	}
+	if c.ReserveLimit == nil {
+		return linked, nil
+	}
+	return linked, s.reserveTx(ctx, tx, a.BrokerID, a.ID, *c.ReserveLimit)
+}
+
+// ReplaceConflict is the error for a replaced agent that has changed.
+func ReplaceConflict(old *store.Agent) error {
+	return fmt.Errorf("replace agent %q at version %d: %w", old.ID, old.Version, store.ErrConflict)
+}
+
+// GetAgent looks up by ID.
+func (s *Store) GetAgent(ctx context.Context, id string) (*store.Agent, error) {
+	a, err := s.scanAgent(s.r.QueryRow(ctx, `SELECT `+agentCols+` FROM agents WHERE id = $1`, id))
+	if err != nil {
+		return nil, s.mapErr(err, fmt.Sprintf("agent %q", id))
+	}
+	return a, nil
+}
+
+// GetAgentBySlug looks up by project and slug.
+func (s *Store) GetAgentBySlug(ctx context.Context, projectID, slug string) (*store.Agent, error) {
+	a, err := s.scanAgent(s.r.QueryRow(ctx, `SELECT `+agentCols+` FROM agents WHERE project_id = $1 AND slug = $2`, projectID, slug))
+	if err != nil {
+		return nil, s.mapErr(err, fmt.Sprintf("agent %q in project %q", slug, projectID))
+	}
+	return a, nil
+}
+
+// ListAgents lists the agents matching f in ID order.
+func (s *Store) ListAgents(ctx context.Context, f store.AgentFilter, page store.Page) ([]*store.Agent, string, int, error) {
+	var fs []filter
+	for _, c := range []filter{{"project_id", f.ProjectID}, {"broker_id", f.BrokerID}, {"phase", f.Phase}} {
+		if c.val != "" {
+			fs = append(fs, c)
+		}
+	}
+	return list(ctx, s, "list agents", "agents", agentCols, fs, page, s.scanAgent, func(a *store.Agent) string { return a.ID })
+}
+
+// UpdateAgent writes a if a.Version is the stored version, then increments
+// a.Version and sets a.UpdatedAt; ErrConflict if the stored version moved
+// on, ErrNotFound if the agent is gone.
+func (s *Store) UpdateAgent(ctx context.Context, a *store.Agent) error {
+	n, err := s.updateAgent(ctx, s.w, s.r, a, s.opt.SameKeysUpdate)
+	if err == nil {
+		*a = *n
+	}
+	return err
+}
+
+// updateAgent writes a copy of a with q if its version matches (reading
+// the stored version with check when it does not) and returns the copy as
+// written. With sameKeys it tries updateAgentSameKeysSQL first; if that
+// matches nothing, the full statement either changes the keys or meets
+// the version conflict.
+func (s *Store) updateAgent(ctx context.Context, q, check Querier, a *store.Agent, sameKeys bool) (*store.Agent, error) {
+	what := fmt.Sprintf("update agent %q", a.ID)
+	n := *a
+	n.Generations = dbutil.Generations(a.Generations)
+	fields, err := s.agentFields(&n)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	now := dbutil.Now()
+	args := append(fields, s.d.Time(now), a.ID, a.Version)
+	var rows int64
+	if sameKeys {
+		rows, err = q.Exec(ctx, updateAgentSameKeysSQL, args...)
+	}
+	if err == nil && rows == 0 {
+		rows, err = q.Exec(ctx, updateAgentSQL, args...)
+	}
+	if err != nil {
+		return nil, s.mapErr(err, what)
+	}
+	if rows == 0 {
+		// Tell a stale copy from a deleted agent. The answer can race with
+		// a concurrent delete, but either error is then true.
+		var v int64
+		if err := check.QueryRow(ctx, `SELECT version FROM agents WHERE id = $1`, a.ID).Scan(&v); err != nil {
+			return nil, s.mapErr(err, what)
+		}
+		return nil, fmt.Errorf("%s: version %d, stored %d: %w", what, a.Version, v, store.ErrConflict)
+	}
+	n.Version++
+	n.UpdatedAt = now
+	return &n, nil
+}
+
+// DeleteAgent deletes the agent, its reservation (by cascade) and its
+// agent tokens, which must not outlive it.
+func (s *Store) DeleteAgent(ctx context.Context, id string) error {
+	what := fmt.Sprintf("delete agent %q", id)
+	if s.batch != nil {
+		ok, err := s.batch.DeleteAgent(ctx, id)
+		if err == nil && !ok {
+			err = store.ErrNotFound
+		}
+		return s.mapErr(err, what)
+	}
+	return s.d.Tx(ctx, func(tx Querier) error {
+		n, err := tx.Exec(ctx, `DELETE FROM agents WHERE id = $1`, id)
+		if err := s.mustAffect(n, err, what); err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `DELETE FROM tokens WHERE kind = $1 AND agent_id = $2`, store.TokenAgent, id)
+		return s.mapErr(err, what)
+	})
+}

@@ -1,0 +1,297 @@
+// Package sqlstore is the one SQL implementation of store.Store. Every
+// query and all shared logic (normalisation, scanners, filters, the queue,
+// reservations, tokens, secrets, settings, nonces, idempotency records) are
+// written here once, against a Dialect that holds only what differs between
+// engines: how to reach the database, how errors and types map, and the
+// fast paths one engine has. store/sqlite and store/postgres are dialects.
+//
+// Queries are written in PostgreSQL's syntax ($N placeholders, ::type
+// casts, row-lock clauses); a dialect for another engine rewrites the text
+// (SQLite's drops casts and lock clauses: it serialises every write).
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/scion-go/scion/store"
+	"github.com/scion-go/scion/store/internal/dbutil"
+)
+
+// Querier runs statements: the engine's pool, its connection or a
+// transaction. Exec returns the number of rows affected.
+type Querier interface {
+	Exec(ctx context.Context, query string, args ...any) (int64, error)
+	Query(ctx context.Context, query string, args ...any) (Rows, error)
+	QueryRow(ctx context.Context, query string, args ...any) Row
+}
+
+// Row is one result row; a missing row is an error wrapping sql.ErrNoRows.
+type Row interface {
+	Scan(dest ...any) error
+}
+
+// Rows is a result set.
+type Rows interface {
+	Next() bool
+	Scan(dest ...any) error
+	Err() error
+	Close()
+}
+
+// Dialect is what differs between engines.
+type Dialect interface {
+	// Reader runs single-statement reads, Writer single-statement writes
+	// (each commits on its own).
+	Reader() Querier
+	Writer() Querier
+	// Tx runs fn in a write transaction and commits it if fn returns nil.
+	Tx(ctx context.Context, fn func(Querier) error) error
+	// Snapshot runs fn in a read-only transaction that sees one snapshot.
+	Snapshot(ctx context.Context, fn func(Querier) error) error
+	// Classify returns the store error err is (an error wrapping
+	// store.ErrAlreadyExists for a unique violation, store.ErrNotFound for
+	// a missing referenced row, ...), or nil for any other error.
+	Classify(err error) error
+	// Time is the argument for a time column; ScanTime the destination
+	// that reads one back (UTC; NULL reads as the zero time).
+	Time(t time.Time) any
+	ScanTime(dst *time.Time) any
+	// JSON is the argument for an encoded JSON column (nil: NULL).
+	JSON(b []byte) any
+	Ping(ctx context.Context) error
+	Close() error
+}
+
+// Options are the engine's traits the Store's statements depend on.
+type Options struct {
+	// SameKeysUpdate makes UpdateAgent try a statement that leaves the
+	// indexed key columns (slug, project_id, broker_id) out of its SET
+	// list, requiring them unchanged, before the full one. SQLite rewrites
+	// an index entry whenever its column is assigned, even to the same
+	// value: this saves three index page writes per status update.
+	SameKeysUpdate bool
+}
+
+// Batcher is implemented by a dialect that runs a create, a reservation
+// and an agent's deletion in one round trip; the Store then uses it instead
+// of its own transactions. A dialect whose write transactions run
+// concurrently must implement it: the Store's own create and Reserve count
+// a broker's reservations and insert under no row lock, which is safe only
+// when write transactions are serialised (SQLite's single writer).
+type Batcher interface {
+	CreateAgent(ctx context.Context, c *AgentCreate) (linked bool, err error)
+	Reserve(ctx context.Context, brokerID, agentID string, limit int, now time.Time) error
+	// DeleteAgent deletes the agent and its agent tokens; false if there
+	// was no such agent.
+	DeleteAgent(ctx context.Context, id string) (bool, error)
+}
+
+// Store is a store.Store over a Dialect.
+type Store struct {
+	d     Dialect
+	r, w  Querier
+	opt   Options
+	batch Batcher // nil when the dialect has no batches
+}
+
+var _ store.Store = (*Store)(nil)
+
+// New returns the Store over d, whose schema must be up to date.
+func New(d Dialect, opt Options) *Store {
+	s := &Store{d: d, r: d.Reader(), w: d.Writer(), opt: opt}
+	s.batch, _ = d.(Batcher)
+	return s
+}
+
+// Ping checks the database answers.
+func (s *Store) Ping(ctx context.Context) error { return s.d.Ping(ctx) }
+
+// Close closes the database. It is safe to call more than once.
+func (s *Store) Close() error { return s.d.Close() }
+
+// MapErr turns a driver error into the store's errors (through classify),
+// wrapped with what failed so messages stay useful.
+func MapErr(classify func(error) error, err error, what string) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("%s: %w", what, store.ErrNotFound)
+	}
+	if c := classify(err); c != nil {
+		return fmt.Errorf("%s: %w", what, c)
+	}
+	return fmt.Errorf("%s: %w", what, err)
+}
+
+func (s *Store) mapErr(err error, what string) error { return MapErr(s.d.Classify, err, what) }
+
+// mustAffect returns ErrNotFound when an UPDATE or DELETE hit no row.
+func (s *Store) mustAffect(n int64, err error, what string) error {
+	if err != nil {
+		return s.mapErr(err, what)
+	}
+	if n == 0 {
+		return fmt.Errorf("%s: %w", what, store.ErrNotFound)
+	}
+	return nil
+}
+
+// nullTime binds a zero time as NULL (e.g. a broker never seen).
+func (s *Store) nullTime(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return s.d.Time(t)
+}
+
+// ptrTime binds an optional time; nil (or zero) is NULL.
+func (s *Store) ptrTime(t *time.Time) any {
+	if t == nil {
+		return nil
+	}
+	return s.nullTime(*t)
+}
+
+// ptrOf is what ptrTime stored, read back: nil for NULL.
+func ptrOf(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
+}
+
+// collect scans every row of a query with scan; never nil.
+func collect[T any](rows Rows, err error, scan func(Row) (T, error)) ([]T, error) {
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []T{}
+	for rows.Next() {
+		v, err := scan(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
+}
+
+func scanString(r Row) (s string, err error) { return s, r.Scan(&s) }
+
+func (s *Store) strings(ctx context.Context, what, query string, args ...any) ([]string, error) {
+	rows, err := s.r.Query(ctx, query, args...)
+	ids, err := collect(rows, err, scanString)
+	return ids, s.mapErr(err, what)
+}
+
+// filter is one "column = value" condition of a list.
+type filter struct {
+	col string
+	val any
+}
+
+// list returns one page of table, in ID order, and the size of the whole
+// filtered set, both read from one snapshot.
+//
+// Keyset pagination: the cursor is the last ID returned and the next page
+// is "id > cursor", so a client following cursors sees each row once and
+// terminates even while rows are inserted or deleted. One extra row is
+// fetched to learn whether there is a next page, so the last page never
+// hands out a cursor to an empty page.
+func list[T any](ctx context.Context, s *Store, what, table, cols string, filters []filter, page store.Page,
+	scan func(Row) (T, error), id func(T) string) ([]T, string, int, error) {
+	after, err := dbutil.DecodeCursor(page.Cursor)
+	if err != nil {
+		return nil, "", 0, s.mapErr(err, what)
+	}
+	limit := dbutil.Limit(page)
+	var where string
+	var args []any
+	cond := func(c string, v any) {
+		if where == "" {
+			where = " WHERE "
+		} else {
+			where += " AND "
+		}
+		args = append(args, v)
+		where += fmt.Sprintf("%s $%d", c, len(args))
+	}
+	for _, f := range filters {
+		cond(f.col+" =", f.val)
+	}
+	countQuery, nfilter := `SELECT count(*) FROM `+table+where, len(args)
+	if after != "" {
+		cond("id >", after)
+	}
+	args = append(args, limit+1)
+	pageQuery := fmt.Sprintf(`SELECT %s FROM %s%s ORDER BY id LIMIT $%d`, cols, table, where, len(args))
+
+	var items []T
+	var total int
+	err = s.d.Snapshot(ctx, func(q Querier) error {
+		rows, err := q.Query(ctx, pageQuery, args...)
+		if items, err = collect(rows, err, scan); err != nil {
+			return err
+		}
+		return q.QueryRow(ctx, countQuery, args[:nfilter]...).Scan(&total)
+	})
+	if err != nil {
+		return nil, "", 0, s.mapErr(err, what)
+	}
+	next := ""
+	if len(items) > limit {
+		items = items[:limit]
+		next = dbutil.EncodeCursor(id(items[limit-1]))
+	}
+	return items, next, total, nil
+}
+
+// GetSetting returns the value stored under key; ErrNotFound if unset.
+func (s *Store) GetSetting(ctx context.Context, key string) ([]byte, error) {
+	var v []byte
+	if err := s.r.QueryRow(ctx, `SELECT value FROM settings WHERE key = $1`, key).Scan(&v); err != nil {
+		return nil, s.mapErr(err, fmt.Sprintf("setting %q", key))
+	}
+	if v == nil {
+		v = []byte{}
+	}
+	return v, nil
+}
+
+// PutSetting stores value under key, replacing any previous value.
+func (s *Store) PutSetting(ctx context.Context, key string, value []byte) error {
+	if value == nil {
+		value = []byte{} // the column is NOT NULL; nil means "empty" here
+	}
+	_, err := s.w.Exec(ctx, `INSERT INTO settings (key, value) VALUES ($1, $2)
+		ON CONFLICT (key) DO UPDATE SET value = excluded.value`, key, value)
+	return s.mapErr(err, fmt.Sprintf("put setting %q", key))
+}
+
+// UseNonce records a broker's nonce as used; see store.BrokerNonces. An
+// expired row for the same nonce is taken over, in the same statement.
+func (s *Store) UseNonce(ctx context.Context, brokerID, nonce string, now, expiresAt time.Time) error {
+	n, err := s.w.Exec(ctx, `INSERT INTO broker_nonces (broker_id, nonce, expires_at) VALUES ($1, $2, $3)
+		ON CONFLICT (broker_id, nonce) DO UPDATE SET expires_at = excluded.expires_at
+		WHERE broker_nonces.expires_at <= $4`, brokerID, nonce, s.d.Time(expiresAt), s.d.Time(now))
+	what := fmt.Sprintf("nonce of broker %q", brokerID)
+	if err != nil {
+		return s.mapErr(err, what)
+	}
+	if n == 0 {
+		return fmt.Errorf("%s: used before: %w", what, store.ErrAlreadyExists)
+	}
+	return nil
+}
+
+// PruneNonces deletes the nonces expired at now.
+func (s *Store) PruneNonces(ctx context.Context, now time.Time) (int, error) {
+	n, err := s.w.Exec(ctx, `DELETE FROM broker_nonces WHERE expires_at <= $1`, s.d.Time(now))
+	return int(n), s.mapErr(err, "prune broker nonces")
+}
