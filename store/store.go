@@ -1,7 +1,8 @@
 // Package store is the Hub's persistence: the Store interface, its records,
-// and the errors every implementation returns. store/sqlite (embedded,
-// modernc.org/sqlite in WAL mode) and store/postgres (pgx) implement it;
-// store/storetest is the conformance suite both pass.
+// and the errors every implementation returns. store/sql implements it
+// once over a dialect; store/sqlite (embedded, modernc.org/sqlite in WAL
+// mode) and store/postgres (pgx) are its dialects; store/storetest is the
+// conformance suite both pass.
 //
 // Every method is one transaction: when it returns nil the change is
 // durable (it survives kill -9 of the Hub).

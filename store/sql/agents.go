@@ -27,14 +27,14 @@ const updateAgentSQL = `UPDATE agents SET slug = $1, project_id = $2, broker_id 
 	WHERE id = $27 AND version = $28`
 
 // updateAgentSameKeysSQL is updateAgentSQL with the key columns moved
-// from the SET list to the WHERE clause (Options.SameKeysUpdate), taking
-// the same arguments.
-const updateAgentSameKeysSQL = `UPDATE agents SET profile = $4, harness = $5,
-	image = $6, command = $7, env = $8, phase = $9, status_message = $10, container_status = $11, run_id = $12,
-	generation = $13, generations = $14, role = $15, created_by = $16, delegator = $17, parent_agent_id = $18,
-	payload = $19, ports = $20, port_mappings = $21, scopes = $22, delegation_chain = $23, passthrough = $24,
-	secret_names = $25, version = version + 1, updated_at = $26
-	WHERE id = $27 AND version = $28 AND slug = $1 AND project_id = $2 AND broker_id = $3`
+// from the SET list to the WHERE clause (Options.SameKeysUpdate). Its
+// arguments are updateAgentSQL's with the three keys moved to the end.
+const updateAgentSameKeysSQL = `UPDATE agents SET profile = $1, harness = $2,
+	image = $3, command = $4, env = $5, phase = $6, status_message = $7, container_status = $8, run_id = $9,
+	generation = $10, generations = $11, role = $12, created_by = $13, delegator = $14, parent_agent_id = $15,
+	payload = $16, ports = $17, port_mappings = $18, scopes = $19, delegation_chain = $20, passthrough = $21,
+	secret_names = $22, version = version + 1, updated_at = $23
+	WHERE id = $24 AND version = $25 AND slug = $26 AND project_id = $27 AND broker_id = $28`
 
 // LinkProviderSQL links a broker ($2) to a project ($1); a link already
 // there is kept (no row affected).
@@ -298,7 +298,9 @@ func (s *Store) updateAgent(ctx context.Context, q, check Querier, a *store.Agen
 	args := append(fields, s.d.Time(now), a.ID, a.Version)
 	var rows int64
 	if sameKeys {
-		rows, err = q.Exec(ctx, updateAgentSameKeysSQL, args...)
+		const nkeys = 3 // slug, project_id, broker_id lead the fields
+		fast := append(append(make([]any, 0, len(args)), args[nkeys:]...), args[:nkeys]...)
+		rows, err = q.Exec(ctx, updateAgentSameKeysSQL, fast...)
 	}
 	if err == nil && rows == 0 {
 		rows, err = q.Exec(ctx, updateAgentSQL, args...)

@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
@@ -112,5 +113,52 @@ func TestRefusesNewerSchema(t *testing.T) {
 	if s, err := Open(t.Context(), path); err == nil {
 		s.Close()
 		t.Fatal("Open succeeded on a database with a newer schema")
+	}
+}
+
+// TestRebind: the shared queries' PostgreSQL syntax becomes SQLite's:
+// placeholders in order become '?', others keep their numbers (a reused
+// $1 stays one argument), casts and row-lock clauses go.
+func TestRebind(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{`SELECT 1 FROM t WHERE id = $1 OR name = $1 ORDER BY id <> $1 LIMIT $2`,
+			`SELECT 1 FROM t WHERE id = ?1 OR name = ?1 ORDER BY id <> ?1 LIMIT ?2`},
+		{`SELECT $1::text, $3::bytea, $5::timestamptz WHERE $1::text = ''`, `SELECT ?1, ?3, ?5 WHERE ?1 = ''`},
+		{"SELECT 1 FROM projects WHERE id = $1 FOR UPDATE", "SELECT 1 FROM projects WHERE id = ?"},
+		{"WITH p AS (SELECT 1 FROM projects WHERE id = $1\n\tFOR KEY SHARE) SELECT", "WITH p AS (SELECT 1 FROM projects WHERE id = ?) SELECT"},
+		{"UPDATE b SET x = $1 WHERE id = $2 FOR NO KEY UPDATE", "UPDATE b SET x = ? WHERE id = ?"},
+		{"UPDATE b SET x = $2 WHERE id = $1", "UPDATE b SET x = ?2 WHERE id = ?1"},
+		{"SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11", "SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?"},
+	} {
+		if got := rebind(c.in); got != c.want {
+			t.Errorf("rebind(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}
+
+// TestStatementsPreparedOnce: a query run again, in a transaction or not,
+// reuses the statement prepared the first time.
+func TestStatementsPreparedOnce(t *testing.T) {
+	s := openInternal(t)
+	ctx := t.Context()
+	p := &store.Project{Name: "p"}
+	if err := s.CreateProject(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	count := func(c *conn) (n int) {
+		c.stmts.Range(func(_, _ any) bool { n++; return true })
+		return n
+	}
+	w, r := count(s.db.w), count(s.db.r)
+	for i := range 3 {
+		if err := s.CreateProject(ctx, &store.Project{Name: fmt.Sprint(i)}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.GetProject(ctx, p.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if w2, r2 := count(s.db.w), count(s.db.r); w2 != w || r2 != r+1 {
+		t.Errorf("statements after repeating: writer %d -> %d, reader %d -> %d; want one new reader statement", w, w2, r, r2)
 	}
 }

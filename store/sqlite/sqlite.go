@@ -192,16 +192,29 @@ type conn struct {
 }
 
 var (
-	castRE = regexp.MustCompile(`::[a-z]+`)
-	lockRE = regexp.MustCompile(`\s+FOR (UPDATE|NO KEY UPDATE|SHARE|KEY SHARE)\b`)
+	castRE  = regexp.MustCompile(`::[a-z]+`)
+	lockRE  = regexp.MustCompile(`\s+FOR (UPDATE|NO KEY UPDATE|SHARE|KEY SHARE)\b`)
+	paramRE = regexp.MustCompile(`\$[0-9]+`)
 )
 
 // rebind turns a query in PostgreSQL's syntax into SQLite's: $N is ?N,
 // casts go, and so do row-lock clauses (the single writer serialises
 // every write transaction, so there is nothing to lock). The queries hold
-// no '$' but their placeholders.
+// no '$' but their placeholders. When they are $1, $2, ... in order, each
+// once, they become plain '?': the driver looks up the name of every
+// numbered parameter on every bind, an allocation each.
 func rebind(q string) string {
 	q = lockRE.ReplaceAllString(castRE.ReplaceAllString(q, ""), "")
+	n := 0
+	q2 := paramRE.ReplaceAllStringFunc(q, func(p string) string {
+		if n++; p != fmt.Sprintf("$%d", n) {
+			n = -1 << 30
+		}
+		return "?"
+	})
+	if n >= 0 {
+		return q2
+	}
 	return strings.ReplaceAll(q, "$", "?")
 }
 

@@ -1,5 +1,5 @@
-// Package dbutil holds what the SQL implementations of store.Store share so
-// that they behave identically: ID generation, time normalisation, page
+// Package dbutil holds the engine-neutral helpers of store/sql, so that
+// both dialects behave identically: ID generation, time normalisation, page
 // limits and cursors, and the JSON encoding of list and map columns.
 package dbutil
 
@@ -151,18 +151,3 @@ func Prefixed(prefix, cols string) string {
 	}
 	return strings.Join(parts, ", ")
 }
-
-// Scanner is a row to scan: *sql.Row, *sql.Rows and pgx.Row all are.
-type Scanner interface {
-	Scan(dest ...any) error
-}
-
-// WithExtra is a row with more columns after the ones a scan function
-// asks for: Scan fills Extra with them, so the engine's usual scan
-// function serves a query that selects a little more.
-type WithExtra struct {
-	Row   Scanner
-	Extra []any
-}
-
-func (w WithExtra) Scan(dest ...any) error { return w.Row.Scan(append(dest, w.Extra...)...) }
