@@ -24,18 +24,18 @@ const reserveCondSQL = `INSERT INTO reservations (agent_id, broker_id, created_a
 // reserveTx takes a slot for agentID on brokerID inside tx, or fails with
 // ErrQuota (broker full) or ErrNotFound (no such broker or agent).
 func (s *Store) reserveTx(ctx context.Context, tx Querier, brokerID, agentID string, limit int) error {
-	what := fmt.Sprintf("reserve on broker %q for agent %q", brokerID, agentID)
 	n, err := tx.Exec(ctx, reserveCondSQL, agentID, brokerID, s.d.Time(dbutil.Now()), limit)
+	what := func() string { return fmt.Sprintf("reserve on broker %q for agent %q", brokerID, agentID) }
 	if err != nil {
-		return s.mapErr(err, what)
+		return s.mapErr(err, what())
 	}
 	if n == 0 {
 		var exists bool
 		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM runtime_brokers WHERE id = $1)`, brokerID).Scan(&exists); err != nil {
-			return s.mapErr(err, what)
+			return s.mapErr(err, what())
 		}
 		if !exists {
-			return fmt.Errorf("%s: no such broker: %w", what, store.ErrNotFound)
+			return fmt.Errorf("%s: no such broker: %w", what(), store.ErrNotFound)
 		}
 		return QuotaError(brokerID, limit)
 	}
