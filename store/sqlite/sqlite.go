@@ -106,7 +106,10 @@ func (d *dialect) Writer() sqlstore.Querier { return d.w }
 
 // Tx runs fn in a write transaction (BEGIN IMMEDIATE) and commits it.
 func (d *dialect) Tx(ctx context.Context, fn func(sqlstore.Querier) error) error {
-	return d.write(ctx, func(tx *sql.Tx) error { return fn(txConn{tx, d.w}) })
+	t := &txConn{c: d.w}
+	err := d.write(ctx, func(tx *sql.Tx) error { t.tx = tx; return fn(t) })
+	t.prepareMissed(ctx)
+	return err
 }
 
 // Snapshot runs fn in a read transaction, so that its queries (a page and
@@ -116,8 +119,10 @@ func (d *dialect) Snapshot(ctx context.Context, fn func(sqlstore.Querier) error)
 	if err != nil {
 		return err
 	}
-	defer tx.Rollback()
-	return fn(txConn{tx, d.r})
+	t := &txConn{tx: tx, c: d.r}
+	err = func() error { defer tx.Rollback(); return fn(t) }()
+	t.prepareMissed(ctx)
+	return err
 }
 
 // Classify maps constraint violations to the store's errors.
@@ -239,24 +244,28 @@ func (c *conn) close() error {
 }
 
 func (c *conn) Exec(ctx context.Context, q string, args ...any) (int64, error) {
-	return txConn{nil, c}.Exec(ctx, q, args...)
+	t := txConn{c: c}
+	return t.Exec(ctx, q, args...)
 }
 
 func (c *conn) Query(ctx context.Context, q string, args ...any) (sqlstore.Rows, error) {
-	return txConn{nil, c}.Query(ctx, q, args...)
+	t := txConn{c: c}
+	return t.Query(ctx, q, args...)
 }
 
 func (c *conn) QueryRow(ctx context.Context, q string, args ...any) sqlstore.Row {
-	return txConn{nil, c}.QueryRow(ctx, q, args...)
+	t := txConn{c: c}
+	return t.QueryRow(ctx, q, args...)
 }
 
 // txConn runs c's statements in tx (nil: outside any transaction).
 type txConn struct {
-	tx *sql.Tx
-	c  *conn
+	tx     *sql.Tx
+	c      *conn
+	missed []string // queries tx prepared for itself
 }
 
-func (t txConn) stmt(ctx context.Context, q string) (*sql.Stmt, error) {
+func (t *txConn) stmt(ctx context.Context, q string) (*sql.Stmt, error) {
 	if t.tx == nil {
 		return t.c.stmt(ctx, q)
 	}
@@ -265,12 +274,20 @@ func (t txConn) stmt(ctx context.Context, q string) (*sql.Stmt, error) {
 	}
 	// Preparing on the database would wait for the connection this
 	// transaction holds: prepare for this transaction only, and for later
-	// ones once it is done.
-	go t.c.stmt(context.Background(), q)
+	// ones once it is done (prepareMissed).
+	t.missed = append(t.missed, q)
 	return t.tx.PrepareContext(ctx, rebind(q))
 }
 
-func (t txConn) Exec(ctx context.Context, q string, args ...any) (int64, error) {
+// prepareMissed prepares on the database what the finished transaction
+// had to prepare for itself. Errors are the next statement's to report.
+func (t *txConn) prepareMissed(ctx context.Context) {
+	for _, q := range t.missed {
+		t.c.stmt(ctx, q)
+	}
+}
+
+func (t *txConn) Exec(ctx context.Context, q string, args ...any) (int64, error) {
 	st, err := t.stmt(ctx, q)
 	if err != nil {
 		return 0, err
@@ -282,7 +299,7 @@ func (t txConn) Exec(ctx context.Context, q string, args ...any) (int64, error) 
 	return res.RowsAffected()
 }
 
-func (t txConn) Query(ctx context.Context, q string, args ...any) (sqlstore.Rows, error) {
+func (t *txConn) Query(ctx context.Context, q string, args ...any) (sqlstore.Rows, error) {
 	st, err := t.stmt(ctx, q)
 	if err != nil {
 		return nil, err
@@ -294,7 +311,7 @@ func (t txConn) Query(ctx context.Context, q string, args ...any) (sqlstore.Rows
 	return rows{r}, nil
 }
 
-func (t txConn) QueryRow(ctx context.Context, q string, args ...any) sqlstore.Row {
+func (t *txConn) QueryRow(ctx context.Context, q string, args ...any) sqlstore.Row {
 	st, err := t.stmt(ctx, q)
 	if err != nil {
 		return errRow{err}
