@@ -120,6 +120,17 @@ type CreateAgentOptions struct {
 	Key *IdempotencyRecord
 }
 
+// UpdateAgentOptions is what UpdateAgentWith writes together with the
+// agent.
+type UpdateAgentOptions struct {
+	// ReserveLimit, when not nil, takes the agent's capacity reservation
+	// on its broker (a.BrokerID) as Reserve does: ErrQuota if the broker
+	// already holds *ReserveLimit reservations (0 = unlimited), nothing to
+	// take for an agent already holding its slot there, a slot held on
+	// another broker moved.
+	ReserveLimit *int
+}
+
 // User is a person. Issuer and Subject are the OIDC identity the user
 // signs in with (both "" for the bootstrap admin); a non-empty
 // (Issuer, Subject) belongs to at most one user.
@@ -239,6 +250,10 @@ type Store interface {
 	// UpdateAgent writes a if a.Version matches the stored version, then
 	// increments a.Version; otherwise ErrConflict.
 	UpdateAgent(ctx context.Context, a *Agent) error
+	// UpdateAgentWith is UpdateAgent that also writes what o asks for in
+	// the same transaction, so that a write refused at any step (a stale
+	// Version, a deleted agent, a full broker) writes nothing at all.
+	UpdateAgentWith(ctx context.Context, a *Agent, o UpdateAgentOptions) error
 	// DeleteAgent removes the agent and its reservation.
 	DeleteAgent(ctx context.Context, id string) error
 

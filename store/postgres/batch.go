@@ -30,6 +30,13 @@ const replaceAgentSQL = `WITH a AS (DELETE FROM agents WHERE id = $1 AND version
 	SELECT CASE WHEN EXISTS (SELECT 1 FROM a) THEN 1
 		ELSE scion_refuse('` + codeStale + `', 'the agent to replace has changed') END`
 
+// updateAgentSQL is sqlstore.UpdateAgentSQL, refusing (codeStale) when it
+// matches no row (a stale version or a deleted agent), so that the
+// reservation queued after it is not written either.
+const updateAgentSQL = `WITH u AS (` + sqlstore.UpdateAgentSQL + ` RETURNING 1)
+	SELECT CASE WHEN EXISTS (SELECT 1 FROM u) THEN 1
+		ELSE scion_refuse('` + codeStale + `', 'the agent to update has changed') END`
+
 // Reserving is two statements: lock the broker's row (FOR NO KEY UPDATE:
 // it excludes other reservers but not the key-share locks of foreign-key
 // checks), then reserveSQL, which decides and inserts. The decision must
@@ -161,6 +168,34 @@ func (d *dialect) Reserve(ctx context.Context, brokerID, agentID string, limit i
 		err = d.mapErr(cerr, fmt.Sprintf("reserve on broker %q for agent %q", brokerID, agentID))
 	}
 	return err
+}
+
+// UpdateAgent sends the update, the lock and the reservation in one batch
+// (one implicit transaction: a refused reservation rolls the update back).
+func (d *dialect) UpdateAgent(ctx context.Context, u *sqlstore.AgentUpdate) (updated bool, _ error) {
+	a := u.Agent
+	b := &pgx.Batch{}
+	b.Queue(updateAgentSQL, u.Args...)
+	queueReserve(b, a.BrokerID, a.ID, u.ReserveLimit, a.UpdatedAt)
+	br := d.pool.SendBatch(ctx, b)
+	what := fmt.Sprintf("update agent %q", a.ID)
+	updated = true
+	err := func() error {
+		var one int
+		err := br.QueryRow().Scan(&one)
+		if refusedWith(err, codeStale) {
+			updated = false
+			return nil
+		}
+		if err != nil {
+			return d.mapErr(err, what)
+		}
+		return d.readReserve(br, a.BrokerID, a.ID, u.ReserveLimit)
+	}()
+	if cerr := br.Close(); err == nil && updated && cerr != nil {
+		err = d.mapErr(cerr, what)
+	}
+	return updated, err
 }
 
 // DeleteAgent deletes the agent, its reservation (by cascade) and its

@@ -17,18 +17,18 @@ const agentCols = `id, slug, project_id, broker_id, profile, harness, image, com
 const InsertAgentSQL = `INSERT INTO agents (` + agentCols + `) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10,
 	$11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29)`
 
-// updateAgentSQL writes everything but id and created_at, only if the
+// UpdateAgentSQL (AgentUpdate.Args) writes everything but id and created_at, only if the
 // version still matches ($27 id, $28 expected version).
-const updateAgentSQL = `UPDATE agents SET slug = $1, project_id = $2, broker_id = $3, profile = $4, harness = $5,
+const UpdateAgentSQL = `UPDATE agents SET slug = $1, project_id = $2, broker_id = $3, profile = $4, harness = $5,
 	image = $6, command = $7, env = $8, phase = $9, status_message = $10, container_status = $11, run_id = $12,
 	generation = $13, generations = $14, role = $15, created_by = $16, delegator = $17, parent_agent_id = $18,
 	payload = $19, ports = $20, port_mappings = $21, scopes = $22, delegation_chain = $23, passthrough = $24,
 	secret_names = $25, version = version + 1, updated_at = $26
 	WHERE id = $27 AND version = $28`
 
-// updateAgentSameKeysSQL is updateAgentSQL with the key columns moved
+// updateAgentSameKeysSQL is UpdateAgentSQL with the key columns moved
 // from the SET list to the WHERE clause (Options.SameKeysUpdate). Its
-// arguments are updateAgentSQL's with the three keys moved to the end.
+// arguments are UpdateAgentSQL's with the three keys moved to the end.
 const updateAgentSameKeysSQL = `UPDATE agents SET profile = $1, harness = $2,
 	image = $3, command = $4, env = $5, phase = $6, status_message = $7, container_status = $8, run_id = $9,
 	generation = $10, generations = $11, role = $12, created_by = $13, delegator = $14, parent_agent_id = $15,
@@ -68,7 +68,7 @@ func (s *Store) scanAgent(row Row) (*store.Agent, error) {
 	return &a, nil
 }
 
-// agentFields encodes the columns UpdateAgent writes, in updateAgentSQL's
+// agentFields encodes the columns UpdateAgent writes, in UpdateAgentSQL's
 // order (InsertAgentSQL puts id first and version and times last).
 func (s *Store) agentFields(a *store.Agent) ([]any, error) {
 	payload, err := dbutil.Payload(a.Payload)
@@ -281,12 +281,56 @@ func (s *Store) UpdateAgent(ctx context.Context, a *store.Agent) error {
 	return err
 }
 
-// updateAgent writes a copy of a with q if its version matches (reading
-// the stored version with check when it does not) and returns the copy as
-// written. With sameKeys it tries updateAgentSameKeysSQL first; if that
-// matches nothing, the full statement either changes the keys or meets
-// the version conflict.
-func (s *Store) updateAgent(ctx context.Context, q, check Querier, a *store.Agent, sameKeys bool) (*store.Agent, error) {
+// UpdateAgentWith writes a and, in the same transaction, what o asks
+// for; see store.Store.
+func (s *Store) UpdateAgentWith(ctx context.Context, a *store.Agent, o store.UpdateAgentOptions) error {
+	if o.ReserveLimit == nil {
+		return s.UpdateAgent(ctx, a)
+	}
+	limit := *o.ReserveLimit
+	var n *store.Agent
+	var err error
+	if s.batch != nil {
+		var u *AgentUpdate
+		if u, err = s.agentUpdate(a); err == nil {
+			u.ReserveLimit = limit
+			n = u.Agent
+			var updated bool
+			if updated, err = s.batch.UpdateAgent(ctx, u); err == nil && !updated {
+				err = s.staleAgent(ctx, s.r, a, u.what)
+			}
+		}
+	} else {
+		err = s.d.Tx(ctx, func(tx Querier) error {
+			var err error
+			if n, err = s.updateAgent(ctx, tx, tx, a, s.opt.SameKeysUpdate); err != nil {
+				return err
+			}
+			return s.reserveOnceTx(ctx, tx, n.BrokerID, n.ID, limit)
+		})
+	}
+	if err != nil {
+		return err
+	}
+	*a = *n
+	return nil
+}
+
+// AgentUpdate is an agent's update and the reservation written with it,
+// prepared by the Store for a Batcher, which runs in one transaction
+// UpdateAgentSQL with Args (nothing written, updated false, if it matches
+// no row), then the reservation of ReserveLimit on the agent's broker at
+// the agent's UpdatedAt.
+type AgentUpdate struct {
+	Agent        *store.Agent // as it is written
+	Args         []any
+	ReserveLimit int
+	what         string
+}
+
+// agentUpdate prepares a's update: the agent as written (version
+// incremented, UpdatedAt now) and UpdateAgentSQL's arguments.
+func (s *Store) agentUpdate(a *store.Agent) (*AgentUpdate, error) {
 	what := fmt.Sprintf("update agent %q", a.ID)
 	n := *a
 	n.Generations = dbutil.Generations(a.Generations)
@@ -294,8 +338,22 @@ func (s *Store) updateAgent(ctx context.Context, q, check Querier, a *store.Agen
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", what, err)
 	}
-	now := dbutil.Now()
-	args := append(fields, s.d.Time(now), a.ID, a.Version)
+	n.UpdatedAt = dbutil.Now()
+	n.Version = a.Version + 1
+	return &AgentUpdate{Agent: &n, Args: append(fields, s.d.Time(n.UpdatedAt), a.ID, a.Version), what: what}, nil
+}
+
+// updateAgent writes a copy of a with q if its version matches (reading
+// the stored version with check when it does not) and returns the copy as
+// written. With sameKeys it tries updateAgentSameKeysSQL first; if that
+// matches nothing, the full statement either changes the keys or meets
+// the version conflict.
+func (s *Store) updateAgent(ctx context.Context, q, check Querier, a *store.Agent, sameKeys bool) (*store.Agent, error) {
+	u, err := s.agentUpdate(a)
+	if err != nil {
+		return nil, err
+	}
+	args := u.Args
 	var rows int64
 	if sameKeys {
 		const nkeys = 3 // slug, project_id, broker_id lead the fields
@@ -303,23 +361,27 @@ func (s *Store) updateAgent(ctx context.Context, q, check Querier, a *store.Agen
 		rows, err = q.Exec(ctx, updateAgentSameKeysSQL, fast...)
 	}
 	if err == nil && rows == 0 {
-		rows, err = q.Exec(ctx, updateAgentSQL, args...)
+		rows, err = q.Exec(ctx, UpdateAgentSQL, args...)
 	}
 	if err != nil {
-		return nil, s.mapErr(err, what)
+		return nil, s.mapErr(err, u.what)
 	}
 	if rows == 0 {
-		// Tell a stale copy from a deleted agent. The answer can race with
-		// a concurrent delete, but either error is then true.
-		var v int64
-		if err := check.QueryRow(ctx, `SELECT version FROM agents WHERE id = $1`, a.ID).Scan(&v); err != nil {
-			return nil, s.mapErr(err, what)
-		}
-		return nil, fmt.Errorf("%s: version %d, stored %d: %w", what, a.Version, v, store.ErrConflict)
+		return nil, s.staleAgent(ctx, check, a, u.what)
 	}
-	n.Version++
-	n.UpdatedAt = now
-	return &n, nil
+	return u.Agent, nil
+}
+
+// staleAgent is the error for an update of a that matched no row: the
+// stored version moved on (ErrConflict), or the agent is gone
+// (ErrNotFound). The answer can race with a concurrent delete, but either
+// error is then true.
+func (s *Store) staleAgent(ctx context.Context, check Querier, a *store.Agent, what string) error {
+	var v int64
+	if err := check.QueryRow(ctx, `SELECT version FROM agents WHERE id = $1`, a.ID).Scan(&v); err != nil {
+		return s.mapErr(err, what)
+	}
+	return fmt.Errorf("%s: version %d, stored %d: %w", what, a.Version, v, store.ErrConflict)
 }
 
 // DeleteAgent deletes the agent, its reservation (by cascade) and its

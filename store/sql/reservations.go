@@ -55,17 +55,21 @@ func (s *Store) Reserve(ctx context.Context, brokerID, agentID string, limit int
 	if s.batch != nil {
 		return s.batch.Reserve(ctx, brokerID, agentID, limit, dbutil.Now())
 	}
-	return s.d.Tx(ctx, func(tx Querier) error {
-		var cur string
-		err := tx.QueryRow(ctx, `SELECT broker_id FROM reservations WHERE agent_id = $1`, agentID).Scan(&cur)
-		switch {
-		case err == nil && cur == brokerID:
-			return nil
-		case err != nil && !errors.Is(err, sql.ErrNoRows):
-			return s.mapErr(err, fmt.Sprintf("reservation of agent %q", agentID))
-		}
-		return s.reserveTx(ctx, tx, brokerID, agentID, limit)
-	})
+	return s.d.Tx(ctx, func(tx Querier) error { return s.reserveOnceTx(ctx, tx, brokerID, agentID, limit) })
+}
+
+// reserveOnceTx is Reserve inside tx: nothing to take for an agent already
+// holding its slot on brokerID, reserveTx otherwise.
+func (s *Store) reserveOnceTx(ctx context.Context, tx Querier, brokerID, agentID string, limit int) error {
+	var cur string
+	err := tx.QueryRow(ctx, `SELECT broker_id FROM reservations WHERE agent_id = $1`, agentID).Scan(&cur)
+	switch {
+	case err == nil && cur == brokerID:
+		return nil
+	case err != nil && !errors.Is(err, sql.ErrNoRows):
+		return s.mapErr(err, fmt.Sprintf("reservation of agent %q", agentID))
+	}
+	return s.reserveTx(ctx, tx, brokerID, agentID, limit)
 }
 
 // Release frees the agent's slot, if it holds one.

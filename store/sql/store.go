@@ -76,15 +76,19 @@ type Options struct {
 	SameKeysUpdate bool
 }
 
-// Batcher is implemented by a dialect that runs a create, a reservation
-// and an agent's deletion in one round trip; the Store then uses it instead
-// of its own transactions. A dialect whose write transactions run
-// concurrently must implement it: the Store's own create and Reserve count
+// Batcher is implemented by a dialect that runs a create, a reservation,
+// an update with a reservation and an agent's deletion in one round trip;
+// the Store then uses it instead of its own transactions. A dialect whose
+// write transactions run concurrently must implement it: the Store's own
+// create, Reserve and UpdateAgentWith count
 // a broker's reservations and insert under no row lock, which is safe only
 // when write transactions are serialised (SQLite's single writer).
 type Batcher interface {
 	CreateAgent(ctx context.Context, c *AgentCreate) (linked bool, err error)
 	Reserve(ctx context.Context, brokerID, agentID string, limit int, now time.Time) error
+	// UpdateAgent runs u; updated is false, and nothing is written, when
+	// its update matched no row (the Store then tells why).
+	UpdateAgent(ctx context.Context, u *AgentUpdate) (updated bool, err error)
 	// DeleteAgent deletes the agent and its agent tokens; false if there
 	// was no such agent.
 	DeleteAgent(ctx context.Context, id string) (bool, error)

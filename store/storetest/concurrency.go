@@ -3,6 +3,7 @@ package storetest
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -62,6 +63,45 @@ func testReserveRace(t *testing.T, s store.Store) {
 	must(t, err)
 	if n != 50 {
 		t.Fatalf("CountReservations = %d, want 50", n)
+	}
+}
+
+// testUpdateAgentReserveRace: 100 agent updates with their slots race for
+// 20 slots; only the winners' updates are written.
+func testUpdateAgentReserveRace(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	p := newProject(t, s, "p")
+	b := newBroker(t, s, "b")
+	agents := make([]*store.Agent, 100)
+	for i := range agents {
+		agents[i] = newAgent(t, s, p.ID, slug(i), b.ID)
+	}
+	limit := 20
+	won := race(t, len(agents), store.ErrQuota, func(i int) error {
+		a := *agents[i]
+		a.Delegator = "winner"
+		return s.UpdateAgentWith(ctx, &a, store.UpdateAgentOptions{ReserveLimit: &limit})
+	})
+	if won != limit {
+		t.Fatalf("%d updates succeeded, want exactly %d", won, limit)
+	}
+	n, err := s.CountReservations(ctx, b.ID)
+	must(t, err)
+	reserved, err := s.ReservedAgents(ctx, b.ID)
+	must(t, err)
+	written := 0
+	for _, a := range agents {
+		got, err := s.GetAgent(ctx, a.ID)
+		must(t, err)
+		if got.Delegator == "winner" {
+			written++
+			if !slices.Contains(reserved, a.ID) {
+				t.Fatalf("agent %s written without its slot", a.ID)
+			}
+		}
+	}
+	if n != limit || written != limit {
+		t.Fatalf("%d reservations and %d agents written, want %d of each", n, written, limit)
 	}
 }
 

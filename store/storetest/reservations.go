@@ -112,3 +112,82 @@ func testCreateAgentReserve(t *testing.T, s store.Store) {
 		t.Fatalf("CountReservations = %d, want 2", n)
 	}
 }
+
+// testUpdateAgentReserve: UpdateAgentWith writes the agent and its slot
+// together, or neither.
+func testUpdateAgentReserve(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	p := newProject(t, s, "p")
+	b, b2 := newBroker(t, s, "b"), newBroker(t, s, "b2")
+	holder, a, other := newAgent(t, s, p.ID, "holder", b.ID), newAgent(t, s, p.ID, "a", b.ID), newAgent(t, s, p.ID, "other", b2.ID)
+	one := 1
+	must(t, s.Reserve(ctx, b.ID, holder.ID, 1))
+	reserved := func(want map[string]int) {
+		t.Helper()
+		counts, err := s.ReservationCounts(ctx)
+		must(t, err)
+		equal(t, counts, want)
+	}
+	stored := func(id, delegator string, version int64) {
+		t.Helper()
+		got, err := s.GetAgent(ctx, id)
+		must(t, err)
+		if got.Delegator != delegator || got.Version != version {
+			t.Fatalf("stored agent %s: delegator %q version %d, want %q and %d", id, got.Delegator, got.Version, delegator, version)
+		}
+	}
+
+	// A full broker: ErrQuota, and neither the agent nor the slot written;
+	// the argument is untouched.
+	c := *a
+	c.Delegator = "user-1"
+	wantErr(t, s.UpdateAgentWith(ctx, &c, store.UpdateAgentOptions{ReserveLimit: &one}), store.ErrQuota)
+	if c.Version != a.Version {
+		t.Fatalf("refused update moved the argument's version to %d", c.Version)
+	}
+	stored(a.ID, "", a.Version)
+	reserved(map[string]int{b.ID: 1})
+
+	// Under the limit: both written, the argument as stored.
+	must(t, s.UpdateAgentWith(ctx, &c, store.UpdateAgentOptions{ReserveLimit: new(2)}))
+	if c.Version != a.Version+1 {
+		t.Fatalf("version %d after the update, want %d", c.Version, a.Version+1)
+	}
+	stored(a.ID, "user-1", c.Version)
+	reserved(map[string]int{b.ID: 2})
+
+	// Idempotent for the slot's holder, even at the limit.
+	c.Delegator = "user-2"
+	must(t, s.UpdateAgentWith(ctx, &c, store.UpdateAgentOptions{ReserveLimit: &one}))
+	stored(a.ID, "user-2", c.Version)
+	reserved(map[string]int{b.ID: 2})
+
+	// A stale version: ErrConflict, and neither written.
+	stale := *other
+	stale.Delegator = "user-3"
+	fresh := *other
+	must(t, s.UpdateAgent(ctx, &fresh))
+	wantErr(t, s.UpdateAgentWith(ctx, &stale, store.UpdateAgentOptions{ReserveLimit: new(0)}), store.ErrConflict)
+	stored(other.ID, "", fresh.Version)
+	reserved(map[string]int{b.ID: 2})
+
+	// A deleted agent: ErrNotFound.
+	gone := fresh
+	must(t, s.DeleteAgent(ctx, other.ID))
+	wantErr(t, s.UpdateAgentWith(ctx, &gone, store.UpdateAgentOptions{ReserveLimit: new(0)}), store.ErrNotFound)
+	reserved(map[string]int{b.ID: 2})
+
+	// A slot held on another broker moves with the agent's broker.
+	c.BrokerID = b2.ID
+	must(t, s.UpdateAgentWith(ctx, &c, store.UpdateAgentOptions{ReserveLimit: &one}))
+	stored(a.ID, "user-2", c.Version)
+	reserved(map[string]int{b.ID: 1, b2.ID: 1})
+
+	// No limit: UpdateAgent, no slot.
+	h := *holder
+	must(t, s.Release(ctx, holder.ID))
+	h.Delegator = "user-4"
+	must(t, s.UpdateAgentWith(ctx, &h, store.UpdateAgentOptions{}))
+	stored(holder.ID, "user-4", h.Version)
+	reserved(map[string]int{b2.ID: 1})
+}
