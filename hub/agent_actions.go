@@ -3,6 +3,7 @@ package hub
 import (
 	"context"
 	"net/http"
+	"time"
 
 	"github.com/scion-go/scion/api"
 	"github.com/scion-go/scion/hub/authz"
@@ -115,26 +116,47 @@ func (s *Server) loadActionRun(ctx context.Context, c *Caller, plan actionPlan, 
 	return in, again, nil
 }
 
-// commitAction makes the action's writes, after every check: the
-// delegator, the slot, phase stopping. It returns the agent as written.
+// commitAction makes the action's writes, after every check, in one
+// transaction: the agent record the plan wants (actionRecord) with the
+// slot it runs in (store.UpdateAgentWith), or only the slot when the
+// record stays as it is. A concurrent change of the agent is met as
+// mutateAgentFrom meets it: read again, decide again, write again. It
+// returns the agent as written.
 func (s *Server) commitAction(ctx context.Context, plan actionPlan, run runPlan, a *store.Agent) (*store.Agent, error) {
-	if plan.Redelegate && a.Delegator != plan.Delegator {
-		var err error
-		if a, err = s.mutateAgentFrom(ctx, a.ID, a, func(x *store.Agent) error { x.Delegator = plan.Delegator; return nil }); err != nil {
-			return nil, err
-		}
-	}
+	var limit *int
 	if run.Reserve {
-		if err := s.store.Reserve(ctx, a.BrokerID, a.ID, run.Limit); err != nil {
+		limit = &run.Limit
+	}
+	for range 20 {
+		next, changed := actionRecord(plan, run, a)
+		if !changed {
+			if run.Reserve {
+				if err := s.store.Reserve(ctx, a.BrokerID, a.ID, run.Limit); err != nil {
+					return nil, run.reserveErr(err)
+				}
+			}
+			return a, nil
+		}
+		next.UpdatedAt = time.Now().UTC()
+		err := s.store.UpdateAgentWith(ctx, next, store.UpdateAgentOptions{ReserveLimit: limit})
+		if err == nil {
+			return next, nil
+		}
+		if !isConflict(err) && !isNotFound(err) {
 			return nil, run.reserveErr(err)
 		}
-	}
-	if run.MarkStopping {
-		if _, err := s.setPhaseIf(ctx, a.ID, api.PhaseRunning, api.PhaseStopping); err != nil {
-			return nil, err
+		// Stale or gone; or, for a not-found with a slot, the broker gone,
+		// which the read tells apart from the agent.
+		cur, gerr := s.store.GetAgent(ctx, a.ID)
+		if gerr != nil {
+			return nil, storeErr(gerr, api.CodeAgentNotFound, "agent")
 		}
+		if !isConflict(err) {
+			return nil, run.reserveErr(err)
+		}
+		a = cur
 	}
-	return a, nil
+	return nil, api.Conflict(api.CodeConflict, "agent is being changed concurrently; try again")
 }
 
 // runAction sends the action's command and records and answers what its

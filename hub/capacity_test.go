@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 
@@ -111,4 +112,74 @@ func TestLimitPrecedence(t *testing.T) {
 	if _, err := e.Admin.AgentAction(ctx, "a1", "default", "restart"); err != nil {
 		t.Fatalf("restart of an agent that holds its slot: %v", err)
 	}
+}
+
+// An action's writes are one transaction: a start or a restart by a user
+// of an agent with no recorded delegator, refused by a full broker, writes
+// nothing (the delegator stays unrecorded, the version where it was) and
+// answers quota_exceeded; with room, the delegator and the slot are
+// written together.
+func TestActionOnFullBrokerWritesNothing(t *testing.T) {
+	engines(t, func(t *testing.T, pg bool) {
+		e := testenv.New(t, testenv.Options{Postgres: pg, Brokers: 1})
+		ctx := context.Background()
+		b := e.Brokers()[0]
+		if _, err := e.Admin.PutLimits(ctx, api.Limits{MaxAgentsPerBroker: 1}); err != nil {
+			t.Fatal(err)
+		}
+		create := func(name string) string {
+			a, err := e.Admin.CreateAgent(ctx, api.CreateAgentRequest{Name: name, Project: "default", Start: true, Command: []string{"x"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return a.ID
+		}
+		id := create("idle")
+		if _, err := e.Admin.AgentAction(ctx, "idle", "default", "stop"); err != nil {
+			t.Fatal(err) // gives up its slot
+		}
+		create("holder")
+		// No recorded provenance: a user running it again becomes its
+		// delegator (authz.Redelegate).
+		a, err := e.Store.GetAgent(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a.Delegator = ""
+		if err := e.Store.UpdateAgent(ctx, a); err != nil {
+			t.Fatal(err)
+		}
+		for _, verb := range []string{"start", "restart"} {
+			_, err := e.Admin.AgentAction(ctx, "idle", "default", verb)
+			apiErr(t, err, 429, api.CodeQuotaExceeded)
+			got, err := e.Store.GetAgent(ctx, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Delegator != "" || got.Version != a.Version {
+				t.Fatalf("refused %s wrote the agent: delegator %q version %d, want \"\" and %d", verb, got.Delegator, got.Version, a.Version)
+			}
+			if n, err := e.Store.CountReservations(ctx, b.ID); err != nil || n != 1 {
+				t.Fatalf("refused %s: %d reservations (%v), want 1", verb, n, err)
+			}
+		}
+		zero := 0
+		if _, err := e.Admin.UpdateBroker(ctx, b.ID, api.UpdateBrokerRequest{Settings: &api.BrokerSettings{MaxAgents: &zero}}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.Admin.AgentAction(ctx, "idle", "default", "start"); err != nil {
+			t.Fatal(err)
+		}
+		got, err := e.Store.GetAgent(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		reserved, err := e.Store.ReservedAgents(ctx, b.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Delegator != "user:admin" || !slices.Contains(reserved, id) {
+			t.Fatalf("start with room: delegator %q, reserved %v; want user:admin and the agent's slot", got.Delegator, reserved)
+		}
+	})
 }

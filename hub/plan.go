@@ -21,8 +21,10 @@
 //     (plan_*_test.go).
 //  3. commit: the plan's writes. A create is one transaction
 //     (store.CreateAgentWith: the agent, the auto-link, the slot, the
-//     Idempotency-Key's record). An action writes the agent record and its
-//     slot (store.Reserve), after every check.
+//     Idempotency-Key's record). An action is one transaction too, after
+//     every check: the agent record it wants (its delegator, phase
+//     stopping) with its slot (store.UpdateAgentWith), or only the slot
+//     (store.Reserve) when the record stays as it is.
 //  4. dispatch: the command the plan names, to the broker it names.
 //  5. answer: what the plan (or, for what only the broker can tell, the
 //     outcome functions classifyCreate and actionOutcome) says.

@@ -239,6 +239,24 @@ func planActionRun(in runInput) (runPlan, error) {
 	}, nil
 }
 
+// actionRecord is the agent record an action writes, from a as stored:
+// the caller as its delegator when the plan re-delegates, phase stopping
+// for a running agent it stops; changed is false (and next nil) when that
+// is a as it is.
+func actionRecord(plan actionPlan, run runPlan, a *store.Agent) (next *store.Agent, changed bool) {
+	n := *a
+	if plan.Redelegate && n.Delegator != plan.Delegator {
+		n.Delegator, changed = plan.Delegator, true
+	}
+	if run.MarkStopping && n.Phase == api.PhaseRunning {
+		n.Phase, changed = api.PhaseStopping, true
+	}
+	if !changed {
+		return nil, false
+	}
+	return &n, true
+}
+
 // reserveErr is the answer to a slot the store refused with err.
 func (p runPlan) reserveErr(err error) error {
 	if errors.Is(err, store.ErrQuota) {

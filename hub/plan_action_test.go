@@ -348,3 +348,38 @@ func TestPlanDeleteMatrix(t *testing.T) {
 		}
 	}
 }
+
+// TestActionRecord: the record an action writes with its slot, decided on
+// the agent as stored (a retry after a conflict decides again).
+func TestActionRecord(t *testing.T) {
+	redelegate := actionPlan{Redelegate: true, Delegator: "user:u1"}
+	stopping := runPlan{MarkStopping: true}
+	with := func(a *store.Agent, f func(*store.Agent)) *store.Agent { f(a); return a }
+	for _, tc := range []struct {
+		name      string
+		plan      actionPlan
+		run       runPlan
+		agent     *store.Agent
+		changed   bool
+		delegator string
+		phase     string
+	}{
+		{"nothing to write", actionPlan{}, runPlan{Reserve: true}, tAgentOn(api.PhaseStopped), false, "", ""},
+		{"delegator", redelegate, runPlan{Reserve: true}, with(tAgentOn(api.PhaseStopped), func(a *store.Agent) { a.Delegator = "" }), true, "user:u1", api.PhaseStopped},
+		{"delegator recorded meanwhile", redelegate, runPlan{Reserve: true}, with(tAgentOn(api.PhaseStopped), func(a *store.Agent) { a.Delegator = "user:u1" }), false, "", ""},
+		{"stopping", actionPlan{}, stopping, tAgentOn(api.PhaseRunning), true, tAgentOn(api.PhaseRunning).Delegator, api.PhaseStopping},
+		{"no longer running", actionPlan{}, stopping, tAgentOn(api.PhaseStopped), false, "", ""},
+	} {
+		before := *tc.agent
+		next, changed := actionRecord(tc.plan, tc.run, tc.agent)
+		if changed != tc.changed || (next != nil) != changed {
+			t.Fatalf("%s: changed %v, record %v; want changed %v", tc.name, changed, next, tc.changed)
+		}
+		if tc.agent.Delegator != before.Delegator || tc.agent.Phase != before.Phase {
+			t.Fatalf("%s: the stored copy was changed", tc.name)
+		}
+		if changed && (next.Delegator != tc.delegator || next.Phase != tc.phase) {
+			t.Fatalf("%s: delegator %q phase %q, want %q %q", tc.name, next.Delegator, next.Phase, tc.delegator, tc.phase)
+		}
+	}
+}
