@@ -17,8 +17,9 @@ const agentCols = `id, slug, project_id, broker_id, profile, harness, image, com
 const InsertAgentSQL = `INSERT INTO agents (` + agentCols + `) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10,
 	$11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29)`
 
-// UpdateAgentSQL (AgentUpdate.Args) writes everything but id and created_at, only if the
-// version still matches ($27 id, $28 expected version).
+// UpdateAgentSQL writes everything but id and created_at, only if the
+// version still matches ($27 id, $28 expected version). Its arguments are
+// AgentUpdate.Args.
 const UpdateAgentSQL = `UPDATE agents SET slug = $1, project_id = $2, broker_id = $3, profile = $4, harness = $5,
 	image = $6, command = $7, env = $8, phase = $9, status_message = $10, container_status = $11, run_id = $12,
 	generation = $13, generations = $14, role = $15, created_by = $16, delegator = $17, parent_agent_id = $18,
@@ -291,15 +292,7 @@ func (s *Store) UpdateAgentWith(ctx context.Context, a *store.Agent, o store.Upd
 	var n *store.Agent
 	var err error
 	if s.batch != nil {
-		var u *AgentUpdate
-		if u, err = s.agentUpdate(a); err == nil {
-			u.ReserveLimit = limit
-			n = u.Agent
-			var updated bool
-			if updated, err = s.batch.UpdateAgent(ctx, u); err == nil && !updated {
-				err = s.staleAgent(ctx, s.r, a, u.what)
-			}
-		}
+		n, err = s.updateAgentBatch(ctx, a, limit)
 	} else {
 		err = s.d.Tx(ctx, func(tx Querier) error {
 			var err error
@@ -314,6 +307,24 @@ func (s *Store) UpdateAgentWith(ctx context.Context, a *store.Agent, o store.Upd
 	}
 	*a = *n
 	return nil
+}
+
+// updateAgentBatch is UpdateAgentWith's update and reservation sent to the
+// Batcher; it returns the agent as written.
+func (s *Store) updateAgentBatch(ctx context.Context, a *store.Agent, limit int) (*store.Agent, error) {
+	u, err := s.agentUpdate(a)
+	if err != nil {
+		return nil, err
+	}
+	u.ReserveLimit = limit
+	updated, err := s.batch.UpdateAgent(ctx, u)
+	if err == nil && !updated {
+		err = s.staleAgent(ctx, s.r, a, u.what)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return u.Agent, nil
 }
 
 // AgentUpdate is an agent's update and the reservation written with it,
