@@ -148,17 +148,7 @@ func (s *Store) CreateAgentWith(ctx context.Context, a *store.Agent, o store.Cre
 // o asks. It reports whether it made the link.
 func (s *Store) createAgent(ctx context.Context, a *store.Agent, o store.CreateAgentOptions, rec *store.IdempotencyRecord) (linked bool, _ error) {
 	n := *a
-	if n.ID == "" {
-		n.ID = dbutil.NewID()
-	}
-	if n.CreatedAt.IsZero() {
-		n.CreatedAt = dbutil.Now()
-	}
-	n.CreatedAt = dbutil.Time(n.CreatedAt)
-	if n.UpdatedAt.IsZero() {
-		n.UpdatedAt = n.CreatedAt
-	}
-	n.UpdatedAt = dbutil.Time(n.UpdatedAt)
+	stamp(&n.ID, &n.CreatedAt, &n.UpdatedAt)
 	if n.Version == 0 {
 		n.Version = 1
 	}

@@ -23,14 +23,14 @@ func (s *Store) scanBroker(row Row, extra ...any) (*store.Broker, error) {
 		s.d.ScanTime(&b.CreatedAt), s.d.ScanTime(&b.UpdatedAt)}, extra...)...); err != nil {
 		return nil, err
 	}
-	if err := dbutil.UnJSON(caps, &b.Capabilities); err != nil {
-		return nil, fmt.Errorf("broker %s capabilities: %w", b.ID, err)
-	}
-	if err := dbutil.UnJSON(profiles, &b.Profiles); err != nil {
-		return nil, fmt.Errorf("broker %s profiles: %w", b.ID, err)
-	}
-	if err := dbutil.UnJSON(settings, &b.Settings); err != nil {
-		return nil, fmt.Errorf("broker %s settings: %w", b.ID, err)
+	for _, c := range []struct {
+		name string
+		b    []byte
+		v    any
+	}{{"capabilities", caps, &b.Capabilities}, {"profiles", profiles, &b.Profiles}, {"settings", settings, &b.Settings}} {
+		if err := dbutil.UnJSON(c.b, c.v); err != nil {
+			return nil, fmt.Errorf("broker %s %s: %w", b.ID, c.name, err)
+		}
 	}
 	return &b, nil
 }
@@ -38,20 +38,15 @@ func (s *Store) scanBroker(row Row, extra ...any) (*store.Broker, error) {
 // brokerArgs encodes every column of b but id and created_at, in the
 // order UPDATE and INSERT below name them.
 func (s *Store) brokerArgs(b *store.Broker) ([]any, error) {
-	caps, err := dbutil.JSON(b.Capabilities)
-	if err != nil {
-		return nil, err
+	var enc [3][]byte
+	for i, v := range []any{b.Capabilities, b.Profiles, b.Settings} {
+		var err error
+		if enc[i], err = dbutil.JSON(v); err != nil {
+			return nil, err
+		}
 	}
-	profiles, err := dbutil.JSON(b.Profiles)
-	if err != nil {
-		return nil, err
-	}
-	settings, err := dbutil.JSON(b.Settings)
-	if err != nil {
-		return nil, err
-	}
-	return []any{b.Name, b.Status, b.Version, b.ProtocolVersion, b.Runtime, s.d.JSON(caps), s.d.JSON(profiles),
-		s.d.JSON(settings), b.AutoProvide, b.Secret, b.CreatedBy, s.nullTime(b.LastSeen), s.d.Time(b.UpdatedAt)}, nil
+	return []any{b.Name, b.Status, b.Version, b.ProtocolVersion, b.Runtime, s.d.JSON(enc[0]), s.d.JSON(enc[1]),
+		s.d.JSON(enc[2]), b.AutoProvide, b.Secret, b.CreatedBy, s.nullTime(b.LastSeen), s.d.Time(b.UpdatedAt)}, nil
 }
 
 // CreateBroker inserts b, filling in ID and times when zero.
@@ -62,17 +57,7 @@ func (s *Store) CreateBroker(ctx context.Context, b *store.Broker) error {
 // insertBroker is CreateBroker on q (the writer, or a transaction).
 func (s *Store) insertBroker(ctx context.Context, q Querier, b *store.Broker) error {
 	n := *b
-	if n.ID == "" {
-		n.ID = dbutil.NewID()
-	}
-	if n.CreatedAt.IsZero() {
-		n.CreatedAt = dbutil.Now()
-	}
-	n.CreatedAt = dbutil.Time(n.CreatedAt)
-	if n.UpdatedAt.IsZero() {
-		n.UpdatedAt = n.CreatedAt
-	}
-	n.UpdatedAt = dbutil.Time(n.UpdatedAt)
+	stamp(&n.ID, &n.CreatedAt, &n.UpdatedAt)
 	n.LastSeen = dbutil.Time(n.LastSeen)
 	what := fmt.Sprintf("create broker %q", n.Name)
 	args, err := s.brokerArgs(&n)

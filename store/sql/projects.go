@@ -23,17 +23,7 @@ func (s *Store) scanProject(row Row) (*store.Project, error) {
 // CreateProject inserts p, filling in ID and times when zero.
 func (s *Store) CreateProject(ctx context.Context, p *store.Project) error {
 	n := *p
-	if n.ID == "" {
-		n.ID = dbutil.NewID()
-	}
-	if n.CreatedAt.IsZero() {
-		n.CreatedAt = dbutil.Now()
-	}
-	n.CreatedAt = dbutil.Time(n.CreatedAt)
-	if n.UpdatedAt.IsZero() {
-		n.UpdatedAt = n.CreatedAt
-	}
-	n.UpdatedAt = dbutil.Time(n.UpdatedAt)
+	stamp(&n.ID, &n.CreatedAt, &n.UpdatedAt)
 	_, err := s.w.Exec(ctx, `INSERT INTO projects (`+projectCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
 		n.ID, n.Name, n.GitRemote, n.SharingMode, n.DefaultBrokerID, n.ActiveProfile, n.CreatedBy,
 		s.d.Time(n.CreatedAt), s.d.Time(n.UpdatedAt))

@@ -145,6 +145,24 @@ func (s *Store) mustAffect(n int64, err error, what string) error {
 	return nil
 }
 
+// stamp fills in a new record's ID and creation time when they are empty
+// and normalises its times; updated (when not nil) defaults to created.
+func stamp(id *string, created, updated *time.Time) {
+	if *id == "" {
+		*id = dbutil.NewID()
+	}
+	if created.IsZero() {
+		*created = dbutil.Now()
+	}
+	*created = dbutil.Time(*created)
+	if updated != nil {
+		if updated.IsZero() {
+			*updated = *created
+		}
+		*updated = dbutil.Time(*updated)
+	}
+}
+
 // nullTime binds a zero time as NULL (e.g. a broker never seen).
 func (s *Store) nullTime(t time.Time) any {
 	if t.IsZero() {

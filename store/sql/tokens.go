@@ -17,13 +17,7 @@ const userCols = `id, name, email, role, issuer, subject, created_at`
 // ErrAlreadyExists for a taken ID or a taken non-empty (Issuer, Subject).
 func (s *Store) CreateUser(ctx context.Context, u *store.User) error {
 	n := *u
-	if n.ID == "" {
-		n.ID = dbutil.NewID()
-	}
-	if n.CreatedAt.IsZero() {
-		n.CreatedAt = dbutil.Now()
-	}
-	n.CreatedAt = dbutil.Time(n.CreatedAt)
+	stamp(&n.ID, &n.CreatedAt, nil)
 	_, err := s.w.Exec(ctx, `INSERT INTO users (`+userCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
 		n.ID, n.Name, n.Email, n.Role, n.Issuer, n.Subject, s.d.Time(n.CreatedAt))
 	if err != nil {
@@ -89,13 +83,7 @@ func (s *Store) CreateToken(ctx context.Context, t *store.Token) error {
 		return errors.New("create token: empty hash")
 	}
 	n := *t
-	if n.ID == "" {
-		n.ID = dbutil.NewID()
-	}
-	if n.CreatedAt.IsZero() {
-		n.CreatedAt = dbutil.Now()
-	}
-	n.CreatedAt = dbutil.Time(n.CreatedAt)
+	stamp(&n.ID, &n.CreatedAt, nil)
 	n.ExpiresAt, n.RevokedAt = dbutil.TimePtr(n.ExpiresAt), dbutil.TimePtr(n.RevokedAt)
 	scopes, err := dbutil.JSON(n.Scopes)
 	if err != nil {

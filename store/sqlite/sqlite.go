@@ -101,8 +101,8 @@ type dialect struct {
 	closeErr  error
 }
 
-func (d *dialect) Reader() sqlstore.Querier { return d.r }
-func (d *dialect) Writer() sqlstore.Querier { return d.w }
+func (d *dialect) Reader() sqlstore.Querier { return &txConn{c: d.r} }
+func (d *dialect) Writer() sqlstore.Querier { return &txConn{c: d.w} }
 
 // Tx runs fn in a write transaction (BEGIN IMMEDIATE) and commits it.
 func (d *dialect) Tx(ctx context.Context, fn func(sqlstore.Querier) error) error {
@@ -241,21 +241,6 @@ func (c *conn) stmt(ctx context.Context, q string) (*sql.Stmt, error) {
 func (c *conn) close() error {
 	c.stmts.Range(func(_, st any) bool { st.(*sql.Stmt).Close(); return true })
 	return c.db.Close()
-}
-
-func (c *conn) Exec(ctx context.Context, q string, args ...any) (int64, error) {
-	t := txConn{c: c}
-	return t.Exec(ctx, q, args...)
-}
-
-func (c *conn) Query(ctx context.Context, q string, args ...any) (sqlstore.Rows, error) {
-	t := txConn{c: c}
-	return t.Query(ctx, q, args...)
-}
-
-func (c *conn) QueryRow(ctx context.Context, q string, args ...any) sqlstore.Row {
-	t := txConn{c: c}
-	return t.QueryRow(ctx, q, args...)
 }
 
 // txConn runs c's statements in tx (nil: outside any transaction).
