@@ -171,20 +171,43 @@ func (s *Store) nullTime(t time.Time) any {
 	return s.d.Time(t)
 }
 
-// ptrTime binds an optional time; nil (or zero) is NULL.
+// ptrTime binds an optional time; nil is NULL. A set time is stored as
+// it is, the zero time included (a token revoked at it stays revoked).
 func (s *Store) ptrTime(t *time.Time) any {
 	if t == nil {
 		return nil
 	}
-	return s.nullTime(*t)
+	return s.d.Time(*t)
 }
 
-// ptrOf is what ptrTime stored, read back: nil for NULL.
-func ptrOf(t time.Time) *time.Time {
-	if t.IsZero() {
+// scanPtrTime is the destination that reads what ptrTime stored back:
+// nil for NULL, a pointer to the time (zero or not) otherwise.
+func (s *Store) scanPtrTime(dst **time.Time) any { return &ptrTimeDest{d: s.d, dst: dst} }
+
+type ptrTimeDest struct {
+	d   Dialect
+	dst **time.Time
+}
+
+func (p *ptrTimeDest) Scan(src any) error {
+	if src == nil {
+		*p.dst = nil
 		return nil
 	}
-	return &t
+	var t time.Time
+	if v, ok := src.(time.Time); ok { // a driver that decodes times itself
+		t = v.UTC()
+	} else {
+		sc, ok := p.d.ScanTime(&t).(sql.Scanner)
+		if !ok {
+			return fmt.Errorf("optional time column holds %T", src)
+		}
+		if err := sc.Scan(src); err != nil {
+			return err
+		}
+	}
+	*p.dst = &t
+	return nil
 }
 
 // collect scans every row of a query with scan; never nil.

@@ -103,15 +103,13 @@ func (s *Store) CreateToken(ctx context.Context, t *store.Token) error {
 func (s *Store) scanToken(row Row, extra ...any) (*store.Token, error) {
 	var t store.Token
 	var scopes []byte
-	var expires, revoked time.Time
 	if err := row.Scan(append([]any{&t.ID, &t.Hash, &t.Kind, &t.UserID, &t.AgentID, &t.ProjectID, &scopes, &t.Name,
-		s.d.ScanTime(&expires), s.d.ScanTime(&revoked), s.d.ScanTime(&t.CreatedAt)}, extra...)...); err != nil {
+		s.scanPtrTime(&t.ExpiresAt), s.scanPtrTime(&t.RevokedAt), s.d.ScanTime(&t.CreatedAt)}, extra...)...); err != nil {
 		return nil, err
 	}
 	if err := dbutil.UnJSON(scopes, &t.Scopes); err != nil {
 		return nil, fmt.Errorf("token %s scopes: %w", t.ID, err)
 	}
-	t.ExpiresAt, t.RevokedAt = ptrOf(expires), ptrOf(revoked)
 	return &t, nil
 }
 
@@ -205,10 +203,9 @@ func (s *Store) ConsumeJoinToken(ctx context.Context, hash []byte, now time.Time
 // consumeJoinToken is ConsumeJoinToken on q (the writer, or a transaction).
 func (s *Store) consumeJoinToken(ctx context.Context, q Querier, hash []byte, now time.Time) (*store.JoinToken, error) {
 	var t store.JoinToken
-	var used time.Time
 	err := q.QueryRow(ctx, `UPDATE join_tokens SET used_at = $1
 		WHERE hash = $2 AND used_at IS NULL AND expires_at > $1 RETURNING `+joinTokenCols, s.d.Time(dbutil.Time(now)), hash).Scan(
-		&t.Hash, &t.Name, &t.CreatedBy, s.d.ScanTime(&t.ExpiresAt), s.d.ScanTime(&used), s.d.ScanTime(&t.CreatedAt))
+		&t.Hash, &t.Name, &t.CreatedBy, s.d.ScanTime(&t.ExpiresAt), s.scanPtrTime(&t.UsedAt), s.d.ScanTime(&t.CreatedAt))
 	if errors.Is(err, sql.ErrNoRows) {
 		var exists bool
 		if err := q.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM join_tokens WHERE hash = $1)`, hash).Scan(&exists); err != nil {
@@ -222,6 +219,5 @@ func (s *Store) consumeJoinToken(ctx context.Context, q Querier, hash []byte, no
 	if err != nil {
 		return nil, s.mapErr(err, "consume join token")
 	}
-	t.UsedAt = ptrOf(used)
 	return &t, nil
 }

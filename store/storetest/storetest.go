@@ -65,6 +65,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Users", testUsers},
 		{"UserIdentity", testUserIdentity},
 		{"Tokens", testTokens},
+		{"ZeroTimes", testZeroTimes},
 		{"TokenAndUser", testTokenAndUser},
 		{"ListTokens", testListTokens},
 		{"JoinTokens", testJoinTokens},

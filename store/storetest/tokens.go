@@ -321,3 +321,34 @@ func testSettings(t *testing.T, s store.Store) {
 func testPing(t *testing.T, s store.Store) {
 	must(t, s.Ping(t.Context()))
 }
+
+// testZeroTimes: an optional time that is set reads back set, the zero
+// instant included, as it did before the stores were merged: a token
+// revoked or expiring at the zero time must not read back as never
+// revoked or never expiring, nor a join token used at it as unused.
+func testZeroTimes(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	var zero time.Time
+	tok := &store.Token{Hash: []byte("zero-times"), Kind: store.TokenUser, UserID: "u1", ExpiresAt: &zero, RevokedAt: &zero}
+	must(t, s.CreateToken(ctx, tok))
+	got, err := s.GetToken(ctx, tok.ID)
+	must(t, err)
+	if got.ExpiresAt == nil || got.RevokedAt == nil {
+		t.Fatalf("token created expiring and revoked at the zero time read back with ExpiresAt %v, RevokedAt %v", got.ExpiresAt, got.RevokedAt)
+	}
+	equal(t, got, tok)
+
+	other := &store.Token{Hash: []byte("revoked-at-zero"), Kind: store.TokenUser, UserID: "u1"}
+	must(t, s.CreateToken(ctx, other))
+	must(t, s.RevokeToken(ctx, other.ID, zero))
+	got, err = s.GetTokenByHash(ctx, other.Hash)
+	must(t, err)
+	if got.RevokedAt == nil || !got.RevokedAt.IsZero() {
+		t.Fatalf("token revoked at the zero time read back with RevokedAt %v", got.RevokedAt)
+	}
+
+	jt := &store.JoinToken{Hash: []byte("used-at-zero"), Name: "j", ExpiresAt: time.Now().Add(time.Hour), UsedAt: &zero}
+	must(t, s.CreateJoinToken(ctx, jt))
+	_, err = s.ConsumeJoinToken(ctx, jt.Hash, time.Now())
+	wantErr(t, err, store.ErrTokenUsed)
+}
