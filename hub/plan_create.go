@@ -148,9 +148,14 @@ func (p createPlan) room(n int) error {
 }
 
 // insertErr is the answer to a create whose transaction failed with err.
+// store.ErrKeyInUse stays as it is: handleCreateAgent answers it by
+// replaying the create that won the key's claim (another Hub's).
 func (p createPlan) insertErr(err error) error {
-	if errors.Is(err, store.ErrQuota) {
+	switch {
+	case errors.Is(err, store.ErrQuota):
 		return quotaError(p.Broker, p.Limit)
+	case errors.Is(err, store.ErrKeyInUse):
+		return err
 	}
 	return storeErr(err, api.CodeAgentNotFound, fmt.Sprintf("an agent named %q in project %q", p.Agent.Slug, p.Project.Name))
 }

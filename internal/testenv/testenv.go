@@ -94,6 +94,10 @@ type Options struct {
 	// LogTo receives every Hub and broker log line (at debug level), for
 	// tests that read the logs (a scan for secrets, say).
 	LogTo io.Writer
+	// WrapStore, when set, wraps the store the Hub runs on (and Env.Store
+	// is the wrapper): a test injects what another Hub over the same
+	// database would make the store answer.
+	WrapStore func(store.Store) store.Store
 }
 
 // Env is a running Hub with its brokers.
@@ -198,6 +202,9 @@ func New(t testing.TB, opts Options) *Env {
 	}
 	if err != nil {
 		t.Fatalf("testenv: open store: %v", err)
+	}
+	if opts.WrapStore != nil {
+		e.Store = opts.WrapStore(e.Store)
 	}
 	e.Hub, err = hub.New(ctx, hub.Options{Store: e.Store, Logger: e.log, Version: "test",
 		HeartbeatInterval: opts.HeartbeatInterval, Grace: opts.Grace, DispatchTimeout: opts.DispatchTimeout, OIDC: opts.OIDC, SecretsKey: e.secretsKey, AgentTokenTTL: opts.AgentTokenTTL, RateLimits: opts.RateLimits, Now: opts.Now})
