@@ -48,12 +48,23 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 // 400, say): they have internal addresses scrubbed (the log keeps them).
 // The Hub's own refusals (4xx) are left as they are: what they quote is
 // the caller's input.
+//
+// A broker's answer is the broker's, whatever it says: the Hub
+// authenticated and authorized the caller itself, so a broker's 401, 403
+// or 407 (or its code unauthorized or forbidden) would read as the
+// caller's own credentials or rights failing. It is answered as the
+// broker's failure, 502 runtime_error, with the broker's words (peerAuth).
 func publicError(e *api.Error) *api.Error {
 	switch {
 	case e == nil || (e.Status < 500 && !e.FromPeer):
 		return e
 	case e.Code == api.CodeInternal:
 		return api.Internal("internal error; see the Hub log")
+	case peerAuth(e):
+		c := *e
+		c.Status, c.Code = api.StatusForCode(api.CodeRuntimeError), api.CodeRuntimeError
+		c.Message = "the runtime broker refused the request: " + scrubAddresses(e.Message)
+		return &c
 	}
 	if m := scrubAddresses(e.Message); m != e.Message {
 		c := *e
@@ -61,6 +72,19 @@ func publicError(e *api.Error) *api.Error {
 		return &c
 	}
 	return e
+}
+
+// peerAuth reports whether e is a broker's answer that only the Hub may
+// give: an authentication or authorization failure.
+func peerAuth(e *api.Error) bool {
+	if !e.FromPeer {
+		return false
+	}
+	switch e.Status {
+	case http.StatusUnauthorized, http.StatusForbidden, http.StatusProxyAuthRequired:
+		return true
+	}
+	return e.Code == api.CodeUnauthorized || e.Code == api.CodeForbidden
 }
 
 // decodeJSON reads a bounded JSON body into v, refusing unknown fields,
