@@ -43,9 +43,13 @@ const updateAgentSQL = `WITH u AS (` + sqlstore.UpdateAgentSQL + ` RETURNING 1)
 // be a separate statement from the lock: under READ COMMITTED each
 // statement takes a fresh snapshot, so the count sees every reservation
 // committed by whoever held the lock before us, while a count in the
-// locking statement itself could be stale. Arguments: broker.
+// locking statement itself could be stale. A broker that is gone refuses
+// (codeNotFound) unless the agent holds its slot there (a forced
+// deregistration leaves it, migration 0007): reserveSQL then keeps it, as
+// for any holder. Arguments: broker, agent.
 const lockBrokerSQL = `WITH locked AS (SELECT 1 FROM runtime_brokers WHERE id = $1 FOR NO KEY UPDATE)
-	SELECT CASE WHEN EXISTS (SELECT 1 FROM locked) THEN 1
+	SELECT CASE WHEN EXISTS (SELECT 1 FROM locked)
+			OR EXISTS (SELECT 1 FROM reservations WHERE agent_id = $2 AND broker_id = $1) THEN 1
 		ELSE scion_refuse('` + codeNotFound + `', 'no runtime broker ' || $1) END`
 
 // reserveSQL inserts (or moves) the agent's reservation if allowed: the
@@ -135,7 +139,7 @@ func (d *dialect) CreateAgent(ctx context.Context, c *sqlstore.AgentCreate) (lin
 
 // queueReserve adds the two reserving statements to b.
 func queueReserve(b *pgx.Batch, brokerID, agentID string, limit int, now time.Time) {
-	b.Queue(lockBrokerSQL, brokerID)
+	b.Queue(lockBrokerSQL, brokerID, agentID)
 	b.Queue(reserveSQL, agentID, brokerID, now, limit)
 }
 

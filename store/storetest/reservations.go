@@ -191,3 +191,26 @@ func testUpdateAgentReserve(t *testing.T, s store.Store) {
 	stored(holder.ID, "user-4", h.Version)
 	reserved(map[string]int{b2.ID: 1})
 }
+
+// testReserveOnGoneBroker: a force-deregistered broker's agents keep their
+// slots (migration 0007); reserving a holder's slot there again is
+// idempotent, as for any holder, alone or with an agent update, while a
+// new slot on the gone broker is ErrNotFound.
+func testReserveOnGoneBroker(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	p := newProject(t, s, "p")
+	b := newBroker(t, s, "b")
+	a, other := newAgent(t, s, p.ID, "a", b.ID), newAgent(t, s, p.ID, "other", b.ID)
+	must(t, s.Reserve(ctx, b.ID, a.ID, 1))
+	must(t, s.DeleteBroker(ctx, b.ID, true))
+	must(t, s.Reserve(ctx, b.ID, a.ID, 1))
+	c := *a
+	c.Delegator = "user-1"
+	must(t, s.UpdateAgentWith(ctx, &c, store.UpdateAgentOptions{ReserveLimit: new(1)}))
+	wantErr(t, s.Reserve(ctx, b.ID, other.ID, 0), store.ErrNotFound)
+	n, err := s.CountReservations(ctx, b.ID)
+	must(t, err)
+	if n != 1 {
+		t.Fatalf("CountReservations = %d, want 1", n)
+	}
+}

@@ -62,6 +62,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Reservations", testReservations},
 		{"CreateAgentReserve", testCreateAgentReserve},
 		{"UpdateAgentReserve", testUpdateAgentReserve},
+		{"ReserveOnGoneBroker", testReserveOnGoneBroker},
 		{"Users", testUsers},
 		{"UserIdentity", testUserIdentity},
 		{"Tokens", testTokens},
