@@ -132,6 +132,9 @@ func (s *Server) commitAction(ctx context.Context, plan actionPlan, run runPlan,
 		if !changed {
 			if run.Reserve {
 				if err := s.store.Reserve(ctx, a.BrokerID, a.ID, run.Limit); err != nil {
+					if isNotFound(err) {
+						return nil, s.slotNotFound(ctx, a)
+					}
 					return nil, run.reserveErr(err)
 				}
 			}
@@ -151,12 +154,27 @@ func (s *Server) commitAction(ctx context.Context, plan actionPlan, run runPlan,
 		if gerr != nil {
 			return nil, storeErr(gerr, api.CodeAgentNotFound, "agent")
 		}
+		if isNotFound(err) && run.Reserve {
+			return nil, reachCheck(reachInput{Agent: cur, BrokerMissing: true})
+		}
 		if !isConflict(err) {
 			return nil, run.reserveErr(err)
 		}
 		a = cur
 	}
 	return nil, api.Conflict(api.CodeConflict, "agent is being changed concurrently; try again")
+}
+
+// slotNotFound is the answer to a slot the store could not take for
+// agent a because the agent or its broker is gone: the broker was
+// deregistered (with force) after the action's checks, which reachCheck
+// answers as it does for one already gone.
+func (s *Server) slotNotFound(ctx context.Context, a *store.Agent) error {
+	cur, err := s.store.GetAgent(ctx, a.ID)
+	if err != nil {
+		return storeErr(err, api.CodeAgentNotFound, "agent")
+	}
+	return reachCheck(reachInput{Agent: cur, BrokerMissing: true})
 }
 
 // runAction sends the action's command and records and answers what its
