@@ -156,6 +156,8 @@ func (p createPlan) insertErr(err error) error {
 		return quotaError(p.Broker, p.Limit)
 	case errors.Is(err, store.ErrKeyInUse):
 		return err
+	case errors.Is(err, store.ErrNotFound): // its slot's broker: deregistered since placement
+		return api.NotFound(api.CodeBrokerNotFound, "runtime broker %q not found: it was deregistered while the agent was being created", p.Broker.Name)
 	}
 	return storeErr(err, api.CodeAgentNotFound, fmt.Sprintf("an agent named %q in project %q", p.Agent.Slug, p.Project.Name))
 }
