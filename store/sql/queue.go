@@ -54,23 +54,32 @@ func (s *Store) EnqueueDispatch(ctx context.Context, d *store.Dispatch, agent *s
 	var updated *store.Agent
 	err = s.d.Tx(ctx, func(tx Querier) error {
 		existing, updated = nil, nil
-		err := tx.QueryRow(ctx, `INSERT INTO dispatch_queue (id, broker_id, agent_id, run_id, method, body, key,
+		// The pending dispatch the insert met can be finished (under READ
+		// COMMITTED, by a drain that commits in between) before the read
+		// sees it: then there is none pending, and the insert goes again.
+		for range 10 {
+			err := tx.QueryRow(ctx, `INSERT INTO dispatch_queue (id, broker_id, agent_id, run_id, method, body, key,
 			status, attempts, result, created_by, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 0, '', $9, $10, $11)
 			ON CONFLICT (agent_id, method) WHERE status = 'pending' DO NOTHING RETURNING seq`,
-			n.ID, n.BrokerID, n.AgentID, n.RunID, n.Method, s.d.JSON(body), n.Key, n.Status, n.CreatedBy,
-			s.d.Time(n.CreatedAt), s.d.Time(n.UpdatedAt)).Scan(&n.Seq)
-		if errors.Is(err, sql.ErrNoRows) {
-			existing, err = s.scanDispatch(tx.QueryRow(ctx, `SELECT `+dispatchCols+` FROM dispatch_queue
+				n.ID, n.BrokerID, n.AgentID, n.RunID, n.Method, s.d.JSON(body), n.Key, n.Status, n.CreatedBy,
+				s.d.Time(n.CreatedAt), s.d.Time(n.UpdatedAt)).Scan(&n.Seq)
+			if errors.Is(err, sql.ErrNoRows) {
+				existing, err = s.scanDispatch(tx.QueryRow(ctx, `SELECT `+dispatchCols+` FROM dispatch_queue
 				WHERE agent_id = $1 AND method = $2 AND status = 'pending'`, n.AgentID, n.Method))
-			return s.mapErr(err, what)
+				if errors.Is(err, sql.ErrNoRows) {
+					continue
+				}
+				return s.mapErr(err, what)
+			}
+			if err != nil {
+				return s.mapErr(err, what)
+			}
+			if agent != nil {
+				updated, err = s.updateAgent(ctx, tx, tx, agent, false)
+			}
+			return err
 		}
-		if err != nil {
-			return s.mapErr(err, what)
-		}
-		if agent != nil {
-			updated, err = s.updateAgent(ctx, tx, tx, agent, false)
-		}
-		return err
+		return fmt.Errorf("%s: the pending dispatch kept being finished: %w", what, store.ErrConflict)
 	})
 	if err != nil {
 		return false, err

@@ -3,6 +3,7 @@ package storetest
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"slices"
 	"sync"
 	"testing"
@@ -411,5 +412,51 @@ func testCreateAgentReplacing(t *testing.T, s store.Store) {
 	}
 	if _, err := s.GetTokenByHash(ctx, []byte("h-old")); err == nil {
 		t.Fatal("the replaced agent's token is still there")
+	}
+}
+
+// testEnqueueWhileFinishing: enqueues for one agent racing with a drain
+// that finishes each pending dispatch as it appears: every enqueue either
+// creates the pending dispatch or returns the one pending, never fails
+// because the one it met was finished before it could read it.
+func testEnqueueWhileFinishing(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	p := newProject(t, s, "p")
+	b := newBroker(t, s, "b")
+	a := newAgent(t, s, p.ID, "a", b.ID)
+	done := make(chan struct{})
+	drained := make(chan error, 1)
+	go func() {
+		for {
+			select {
+			case <-done:
+				drained <- nil
+				return
+			default:
+			}
+			ds, err := s.PendingDispatches(ctx, b.ID, 0)
+			if err != nil {
+				drained <- err
+				return
+			}
+			for _, d := range ds {
+				if err := s.FinishDispatch(ctx, d.ID, store.DispatchDelivered, ""); err != nil && !errors.Is(err, store.ErrConflict) {
+					drained <- err
+					return
+				}
+			}
+		}
+	}()
+	var failed error
+	for range 300 {
+		if _, err := s.EnqueueDispatch(ctx, stopFor(b, a), nil); err != nil {
+			failed = err
+			break
+		}
+	}
+	close(done)
+	must(t, <-drained)
+	if failed != nil {
+		t.Fatalf("enqueue while the queue drains: %v", failed)
 	}
 }

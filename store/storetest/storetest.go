@@ -89,6 +89,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"DeleteProjectRace", testDeleteProjectRace},
 		{"DispatchQueue", testDispatchQueue},
 		{"EnqueueDispatchRace", testEnqueueDispatchRace},
+		{"EnqueueWhileFinishing", testEnqueueWhileFinishing},
 		{"IdempotencyKeys", testIdempotencyKeys},
 		{"CreateAgentKeyedRace", testCreateAgentKeyedRace},
 		{"CreateAgentWithLink", testCreateAgentWithLink},
