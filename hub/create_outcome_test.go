@@ -295,3 +295,24 @@ func TestKeyedRetryRefusedForQuotaIsNotStored(t *testing.T) {
 		t.Fatalf("runtime saw %d creates, want 3", n)
 	}
 }
+
+// TestKeyedCreateBrokerBusyIsNotStored: a broker that answers a keyed
+// create with 429 (its runtime or its channel busy: retry later) did not
+// refuse the request for good. The answer is not stored for the key, so
+// the retry with the same key creates the agent, as the broker's own
+// record of keyed commands does not keep a 429 either.
+func TestKeyedCreateBrokerBusyIsNotStored(t *testing.T) {
+	e := testenv.New(t, testenv.Options{Brokers: 1})
+	rt := e.Brokers()[0].Runtime
+	rt.FailNext("Create", api.Errorf(api.CodeRateLimited, "the runtime is busy; retry later"))
+	req := api.CreateAgentRequest{Name: "k", Project: "default", Start: true, Command: []string{"x"}}
+	key := client.NewIdempotencyKey()
+	if st, body := post(t, e, "/agents", key, req); st != http.StatusTooManyRequests {
+		t.Fatalf("first create: %d %s, want the broker's 429", st, body)
+	}
+	st, body := post(t, e, "/agents", key, req)
+	var a api.Agent
+	if st != http.StatusCreated || json.Unmarshal(body, &a) != nil || a.Phase != api.PhaseRunning || a.Slug != "k" {
+		t.Fatalf("retry once the broker has room: %d %s, want 201 running", st, body)
+	}
+}

@@ -19,7 +19,8 @@ import (
 // A create that carries the header claims (caller, key) in the same
 // transaction that inserts the agent (store.CreateAgentWith), so the
 // record exists exactly when the agent does. Only a final answer is
-// stored: the agent as created (201) or a refusal (4xx). A retry with the
+// stored: the agent as created (201) or a refusal (4xx, but not 408 or
+// 429). A retry with the
 // same key and the same request within idempotencyTTL gets that answer
 // and creates nothing; the same key with a different request is refused
 // with 409 idempotency_key_reused. A retry that arrives while the first
@@ -165,9 +166,15 @@ func startUnfinished(a *store.Agent, req api.CreateAgentRequest) bool {
 }
 
 // finalAnswer reports whether an answer is one to store for the key: a
-// success or a refusal, not a failure the next try may not meet (5xx).
+// success or a refusal, not a failure the next try may not meet (5xx), nor
+// a "try again later" (408, 429: a busy broker or runtime), which the
+// broker's own record of keyed commands does not keep either.
 func finalAnswer(err error) bool {
-	return err == nil || api.AsError(err).Status < 500
+	if err == nil {
+		return true
+	}
+	st := api.AsError(err).Status
+	return st < 500 && st != http.StatusRequestTimeout && st != http.StatusTooManyRequests
 }
 
 // recordCreate stores the final answer of a keyed create: what serveAPI
