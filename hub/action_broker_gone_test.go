@@ -2,12 +2,14 @@ package hub_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"sync/atomic"
 	"testing"
 
 	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/client"
 	"github.com/scion-go/scion/internal/testenv"
 	"github.com/scion-go/scion/store"
 )
@@ -59,5 +61,29 @@ func TestStartWhoseBrokerIsDeregisteredAtTheCommit(t *testing.T) {
 	var ae *api.Error
 	if !errors.As(err, &ae) || ae.Status != http.StatusConflict || ae.Code != api.CodeBrokerMissing {
 		t.Fatalf("start: %v (%+v), want 409 %s", err, ae, api.CodeBrokerMissing)
+	}
+}
+
+// TestKeyedRetryWhoseBrokerIsDeregisteredAtTheReserve: the keyed retry of
+// a create the broker refused sends it again; when the broker is
+// deregistered between the retry's checks and its slot, the answer is 409
+// runtime_broker_missing, as for a broker found gone.
+func TestKeyedRetryWhoseBrokerIsDeregisteredAtTheReserve(t *testing.T) {
+	var ws *deregisterAtReserve
+	e := testenv.New(t, testenv.Options{Brokers: 1, WrapStore: func(s store.Store) store.Store {
+		ws = &deregisterAtReserve{Store: s}
+		return ws
+	}})
+	e.Brokers()[0].Runtime.FailNext("Create", errors.New("disk full"))
+	req := api.CreateAgentRequest{Name: "k", Project: "default", Start: true, Command: []string{"x"}}
+	key := client.NewIdempotencyKey()
+	if st, body := post(t, e, "/agents", key, req); st != http.StatusBadGateway {
+		t.Fatalf("first create: %d %s, want 502", st, body)
+	}
+	ws.armed.Store(true)
+	st, body := post(t, e, "/agents", key, req)
+	var eb api.ErrorBody
+	if st != http.StatusConflict || json.Unmarshal(body, &eb) != nil || eb.Error.Code != api.CodeBrokerMissing {
+		t.Fatalf("keyed retry: %d %s, want 409 %s", st, body, api.CodeBrokerMissing)
 	}
 }

@@ -180,8 +180,11 @@ func (s *Server) reprovision(ctx context.Context, a *store.Agent, b *store.Broke
 	if start {
 		limit, err := s.brokerLimit(ctx, b)
 		if err == nil {
-			if err = s.store.Reserve(ctx, b.ID, a.ID, limit); errors.Is(err, store.ErrQuota) {
+			switch err = s.store.Reserve(ctx, b.ID, a.ID, limit); {
+			case errors.Is(err, store.ErrQuota):
 				err = quotaError(b, limit)
+			case isNotFound(err):
+				err = s.slotNotFound(ctx, a)
 			}
 		}
 		if err != nil {
