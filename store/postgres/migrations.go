@@ -3,7 +3,6 @@ package postgres
 import (
 	"context"
 	"embed"
-	"fmt"
 
 	"github.com/jackc/pgx/v5"
 
@@ -18,63 +17,53 @@ var migrationFS embed.FS
 // (CREATE TABLE IF NOT EXISTS alone is not safe under concurrency).
 const migrationLock int64 = 0x5c10_5707_0001
 
-// migrate applies pending migrations in order. Each runs in its own
-// transaction together with its schema_migrations row, under the advisory
-// lock, and re-checks whether another process applied it meanwhile.
-// Transaction-scoped locks cannot leak on a pooled connection.
+// migrate applies pending migrations (migrate.Apply), every transaction
+// under the advisory lock.
 func (d *dialect) migrate(ctx context.Context) error {
-	ms, err := migrate.Load(migrationFS, "migrations")
-	if err != nil {
-		return fmt.Errorf("postgres: %w", err)
-	}
-	var have int
-	err = pgx.BeginFunc(ctx, d.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, migrationLock); err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+	return migrate.Apply(ctx, migrate.Engine{Name: "postgres",
+		Prepare: func(ctx context.Context) (have int, err error) {
+			err = d.locked(ctx, func(tx pgx.Tx) error {
+				if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
 			version    integer PRIMARY KEY,
 			name       text        NOT NULL,
 			applied_at timestamptz NOT NULL DEFAULT now()
 		)`); err != nil {
+					return err
+				}
+				return tx.QueryRow(ctx, `SELECT coalesce(max(version), 0) FROM schema_migrations`).Scan(&have)
+			})
+			return have, err
+		},
+		InTx: func(ctx context.Context, fn func(migrate.Tx) error) error {
+			return d.locked(ctx, func(tx pgx.Tx) error { return fn(migrationTx{tx}) })
+		}}, migrationFS, "migrations")
+}
+
+// locked runs fn in a transaction that holds the migration lock.
+// Transaction-scoped locks cannot leak on a pooled connection.
+func (d *dialect) locked(ctx context.Context, fn func(pgx.Tx) error) error {
+	return pgx.BeginFunc(ctx, d.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, migrationLock); err != nil {
 			return err
 		}
-		return tx.QueryRow(ctx, `SELECT coalesce(max(version), 0) FROM schema_migrations`).Scan(&have)
+		return fn(tx)
 	})
-	if err != nil {
-		return fmt.Errorf("postgres: schema_migrations: %w", err)
+}
+
+type migrationTx struct{ tx pgx.Tx }
+
+func (t migrationTx) Applied(ctx context.Context, version int) (bool, error) {
+	var done bool
+	err := t.tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM schema_migrations WHERE version = $1)`, version).Scan(&done)
+	return done, err
+}
+
+// Run runs m with no arguments: pgx then uses the simple protocol, which
+// runs a multi-statement script.
+func (t migrationTx) Run(ctx context.Context, m migrate.Migration) error {
+	if _, err := t.tx.Exec(ctx, m.SQL); err != nil {
+		return err
 	}
-	// A newer binary migrated this database; running old code against a
-	// schema it does not know could corrupt data.
-	if latest := migrate.Latest(ms); have > latest {
-		return fmt.Errorf("postgres: database schema version %d is newer than this binary's %d", have, latest)
-	}
-	for _, m := range ms {
-		if m.Version <= have {
-			continue
-		}
-		err := pgx.BeginFunc(ctx, d.pool, func(tx pgx.Tx) error {
-			if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, migrationLock); err != nil {
-				return err
-			}
-			var done bool
-			if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM schema_migrations WHERE version = $1)`, m.Version).Scan(&done); err != nil {
-				return err
-			}
-			if done {
-				return nil
-			}
-			// No arguments: pgx uses the simple protocol, which runs a
-			// multi-statement script.
-			if _, err := tx.Exec(ctx, m.SQL); err != nil {
-				return err
-			}
-			_, err := tx.Exec(ctx, `INSERT INTO schema_migrations (version, name) VALUES ($1, $2)`, m.Version, m.Name)
-			return err
-		})
-		if err != nil {
-			return fmt.Errorf("postgres: migration %s: %w", m.Name, err)
-		}
-	}
-	return nil
+	_, err := t.tx.Exec(ctx, `INSERT INTO schema_migrations (version, name) VALUES ($1, $2)`, m.Version, m.Name)
+	return err
 }
