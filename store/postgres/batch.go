@@ -52,6 +52,18 @@ const lockBrokerSQL = `WITH locked AS (SELECT 1 FROM runtime_brokers WHERE id = 
 			OR EXISTS (SELECT 1 FROM reservations WHERE agent_id = $2 AND broker_id = $1) THEN 1
 		ELSE scion_refuse('` + codeNotFound + `', 'no runtime broker ' || $1) END`
 
+// keyShareBrokerSQL checks that the broker of a create taking no slot
+// exists and holds it FOR KEY SHARE until the create commits: that
+// conflicts with the FOR UPDATE lock of DeleteBroker's DELETE (but not
+// with reservers' FOR NO KEY UPDATE nor with status updates), so a
+// concurrent deletion either waits for the create and then counts its
+// agent, or is committed first and this refuses (codeNotFound: under READ
+// COMMITTED a row deleted while we waited is not returned).
+// Arguments: broker.
+const keyShareBrokerSQL = `WITH locked AS (SELECT 1 FROM runtime_brokers WHERE id = $1 FOR KEY SHARE)
+	SELECT CASE WHEN EXISTS (SELECT 1 FROM locked) THEN 1
+		ELSE scion_refuse('` + codeNotFound + `', 'no runtime broker ' || $1) END`
+
 // reserveSQL inserts (or moves) the agent's reservation if allowed: the
 // limit is 0 (unlimited), the agent already holds a slot on this broker
 // (idempotent: the upsert then changes nothing), or the broker is below
@@ -71,8 +83,8 @@ const reserveSQL = `WITH decision AS (
 	)
 	SELECT CASE WHEN allowed THEN 1 ELSE scion_refuse('` + codeQuota + `', 'broker ' || $2 || ' is full') END FROM decision`
 
-// CreateAgent sends claim, replace, insert, link, lock and reserve in one
-// batch. The key goes first so that a replay is reported as ErrKeyInUse
+// CreateAgent sends claim, replace, insert, link, lock and reserve (or,
+// taking no slot, keyShareBrokerSQL) in one batch. The key goes first so that a replay is reported as ErrKeyInUse
 // rather than as its own duplicate slug; the agent before the reservation
 // so that a duplicate slug is reported as ErrAlreadyExists before any
 // quota question.
@@ -90,8 +102,11 @@ func (d *dialect) CreateAgent(ctx context.Context, c *sqlstore.AgentCreate) (lin
 	if c.Link {
 		b.Queue(sqlstore.LinkProviderSQL, a.ProjectID, a.BrokerID)
 	}
+	checkBroker := c.ReserveLimit == nil && a.BrokerID != ""
 	if c.ReserveLimit != nil {
 		queueReserve(b, a.BrokerID, a.ID, *c.ReserveLimit, a.CreatedAt)
+	} else if checkBroker {
+		b.Queue(keyShareBrokerSQL, a.BrokerID)
 	}
 	br := d.pool.SendBatch(ctx, b)
 	err := func() error {
@@ -120,9 +135,17 @@ func (d *dialect) CreateAgent(ctx context.Context, c *sqlstore.AgentCreate) (lin
 		if c.Link {
 			tag, err := br.Exec()
 			if err != nil {
-				return d.mapErr(err, fmt.Sprintf("link provider %q to project %q", a.BrokerID, a.ProjectID))
+				return d.mapErr(err, fmt.Sprintf("link provider broker %q to project %q", a.BrokerID, a.ProjectID))
 			}
 			linked = tag.RowsAffected() == 1
+		}
+		if checkBroker {
+			if err := br.QueryRow().Scan(&one); err != nil {
+				if refusedWith(err, codeNotFound) {
+					return sqlstore.BrokerGone(a.BrokerID, what)
+				}
+				return d.mapErr(err, fmt.Sprintf("broker %q of %s", a.BrokerID, what))
+			}
 		}
 		if c.ReserveLimit == nil {
 			return nil

@@ -37,6 +37,17 @@ const updateAgentSameKeysSQL = `UPDATE agents SET profile = $1, harness = $2,
 	secret_names = $22, version = version + 1, updated_at = $23
 	WHERE id = $24 AND version = $25 AND slug = $26 AND project_id = $27 AND broker_id = $28`
 
+// insertAgentOnBrokerSQL is InsertAgentSQL inserting nothing when the
+// agent's broker ($4) does not exist.
+const insertAgentOnBrokerSQL = `INSERT INTO agents (` + agentCols + `) SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10,
+	$11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29
+	WHERE EXISTS (SELECT 1 FROM runtime_brokers WHERE id = $4)`
+
+// BrokerGone is the error for a create whose broker does not exist.
+func BrokerGone(brokerID, what string) error {
+	return fmt.Errorf("broker %q of %s: no such broker: %w", brokerID, what, store.ErrNotFound)
+}
+
 // LinkProviderSQL links a broker ($2) to a project ($1); a link already
 // there is kept (no row affected).
 const LinkProviderSQL = `INSERT INTO project_providers (project_id, broker_id) VALUES ($1, $2) ON CONFLICT DO NOTHING`
@@ -104,7 +115,10 @@ func (s *Store) agentFields(a *store.Agent) ([]any, error) {
 // Store for a Batcher, which runs, in one transaction and in this order:
 // the key claim, the replaced agent's deletion (ErrConflict unless it is
 // at Replace.Version), InsertAgentSQL with Args, LinkProviderSQL when
-// Link, and the reservation when ReserveLimit is not nil.
+// Link, and the reservation when ReserveLimit is not nil; without it, a
+// check that the agent's broker (when it names one) exists, under a lock
+// that DeleteBroker's conflicts with where writes run concurrently. A
+// broker that is gone is ErrNotFound (BrokerGone) and nothing is written.
 type AgentCreate struct {
 	Agent        *store.Agent // as it is inserted
 	Args         []any
@@ -167,11 +181,22 @@ func (s *Store) createAgent(ctx context.Context, a *store.Agent, o store.CreateA
 	if rec != nil {
 		c.KeyArgs = s.claimArgs(rec, n.ID)
 	}
+	simple := o.ReserveLimit == nil && rec == nil && !o.LinkProvider && o.Replace == nil
 	switch {
-	case o.ReserveLimit == nil && rec == nil && !o.LinkProvider && o.Replace == nil:
+	case simple && n.BrokerID == "":
 		// A single statement commits on its own: no BEGIN/COMMIT needed.
 		if _, err := s.w.Exec(ctx, InsertAgentSQL, args...); err != nil {
 			return false, s.mapErr(err, what)
+		}
+	case simple && s.batch == nil:
+		// Writes are serialised (Batcher): the broker's existence checked
+		// in the insert itself holds until it commits.
+		m, err := s.w.Exec(ctx, insertAgentOnBrokerSQL, args...)
+		if err != nil {
+			return false, s.mapErr(err, what)
+		}
+		if m == 0 {
+			return false, BrokerGone(n.BrokerID, what)
 		}
 	case s.batch != nil:
 		if linked, err = s.batch.CreateAgent(ctx, c); err != nil {
@@ -217,11 +242,22 @@ func (s *Store) createAgentTx(ctx context.Context, tx Querier, c *AgentCreate, w
 	if c.Link {
 		n, err := tx.Exec(ctx, LinkProviderSQL, a.ProjectID, a.BrokerID)
 		if err != nil {
-			return false, s.mapErr(err, fmt.Sprintf("link provider %q to project %q", a.BrokerID, a.ProjectID))
+			return false, s.mapErr(err, fmt.Sprintf("link provider broker %q to project %q", a.BrokerID, a.ProjectID))
 		}
 		linked = n == 1
 	}
 	if c.ReserveLimit == nil {
+		if a.BrokerID == "" {
+			return linked, nil
+		}
+		// Without a slot, check the broker here (reserveTx does otherwise).
+		var exists bool
+		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM runtime_brokers WHERE id = $1)`, a.BrokerID).Scan(&exists); err != nil {
+			return false, s.mapErr(err, what)
+		}
+		if !exists {
+			return false, BrokerGone(a.BrokerID, what)
+		}
 		return linked, nil
 	}
 	return linked, s.reserveTx(ctx, tx, a.BrokerID, a.ID, *c.ReserveLimit)

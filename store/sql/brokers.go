@@ -163,9 +163,10 @@ func (s *Store) SetBrokerStatus(ctx context.Context, id, status string, lastSeen
 // links and queued dispatches, and projects that had it as their default
 // lose that default. Without force it refuses (ErrConflict) while an agent
 // is assigned to the broker or holds a slot on it: the DELETE takes the
-// broker's row lock first, so a reservation being taken concurrently (it
-// locks that row too) is either committed and seen by the check, or finds
-// the broker gone. Agents keep their BrokerID and their reservations.
+// broker's row lock first and checks after it, in a later statement, so
+// a reservation or a create being taken concurrently (each locks that row
+// too, or on SQLite is serialised with it) is either committed and seen by
+// the check, or finds the broker gone. Agents keep their BrokerID and their reservations.
 func (s *Store) DeleteBroker(ctx context.Context, id string, force bool) error {
 	what := fmt.Sprintf("delete broker %q", id)
 	return s.d.Tx(ctx, func(tx Querier) error {

@@ -3,6 +3,7 @@ package storetest
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -216,6 +217,110 @@ func testDeleteBrokerRace(t *testing.T, s store.Store) {
 		case errors.Is(createErr, store.ErrNotFound) && deleteErr == nil:
 		default:
 			t.Fatalf("round %d: create %v, delete %v; want exactly one to succeed", k, createErr, deleteErr)
+		}
+	}
+}
+
+// testCreateOnGoneBroker: a create naming a broker that was deregistered
+// (forced) fails with ErrNotFound and writes nothing, whatever it writes
+// with the agent.
+func testCreateOnGoneBroker(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	p := newProject(t, s, "p")
+	b := newBroker(t, s, "b")
+	must(t, s.DeleteBroker(ctx, b.ID, true))
+	zero, one := 0, 1
+	key := func() *store.IdempotencyRecord {
+		now := time.Now()
+		return &store.IdempotencyRecord{Caller: "user:u1", Key: "k", RequestHash: "h", CreatedAt: now, ExpiresAt: now.Add(time.Hour)}
+	}
+	for i, o := range []store.CreateAgentOptions{
+		{},
+		{ReserveLimit: &zero},
+		{ReserveLimit: &one},
+		{LinkProvider: true},
+		{Key: key()},
+		{Key: key(), ReserveLimit: &zero, LinkProvider: true},
+	} {
+		_, err := s.CreateAgentWith(ctx, &store.Agent{Slug: slug(i), ProjectID: p.ID, BrokerID: b.ID, Phase: api.PhaseCreated}, o)
+		if !errors.Is(err, store.ErrNotFound) || !strings.Contains(err.Error(), "broker") {
+			t.Fatalf("create %d (%+v): %v, want a broker's ErrNotFound", i, o, err)
+		}
+	}
+	wantErr(t, s.CreateAgent(ctx, &store.Agent{Slug: "plain", ProjectID: p.ID, BrokerID: b.ID}, nil), store.ErrNotFound)
+	_, _, total, err := s.ListAgents(ctx, store.AgentFilter{}, store.Page{})
+	must(t, err)
+	if total != 0 {
+		t.Fatalf("%d agents written on a gone broker, want none", total)
+	}
+	if n, err := s.CountReservations(ctx, b.ID); err != nil || n != 0 {
+		t.Fatalf("reservations on the gone broker: %d (%v), want none", n, err)
+	}
+	// The key was not claimed either: a create on a live broker may use it.
+	live := newBroker(t, s, "live")
+	_, err = s.CreateAgentWith(ctx, &store.Agent{Slug: "ok", ProjectID: p.ID, BrokerID: live.ID}, store.CreateAgentOptions{Key: key()})
+	must(t, err)
+}
+
+// testDeleteBrokerCreateWithoutSlotRace: a deregistration without force
+// racing creates that take no slot on the broker ends either with the
+// broker gone and no agent on it (every create ErrNotFound) or with the
+// broker kept (ErrConflict) and its agents refusing a later deletion: never
+// an agent whose broker is gone.
+func testDeleteBrokerCreateWithoutSlotRace(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	p := newProject(t, s, "p")
+	const creates = 4
+	deleted, kept := 0, 0
+	defer func() { t.Logf("broker deleted in %d rounds, kept in %d", deleted, kept) }()
+	for k := range 25 {
+		b := newBroker(t, s, fmt.Sprintf("b%d", k))
+		createErr := make([]error, creates)
+		var deleteErr error
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		for i := range creates {
+			wg.Go(func() {
+				<-start
+				a := &store.Agent{Slug: fmt.Sprintf("a%d-%d", k, i), ProjectID: p.ID, BrokerID: b.ID, Phase: api.PhaseCreated}
+				_, createErr[i] = s.CreateAgentWith(ctx, a, store.CreateAgentOptions{})
+			})
+		}
+		wg.Go(func() {
+			<-start
+			deleteErr = s.DeleteBroker(ctx, b.ID, false)
+		})
+		close(start)
+		wg.Wait()
+		_, _, onBroker, err := s.ListAgents(ctx, store.AgentFilter{BrokerID: b.ID}, store.Page{})
+		must(t, err)
+		created := 0
+		for i, err := range createErr {
+			switch {
+			case err == nil:
+				created++
+			case !errors.Is(err, store.ErrNotFound):
+				t.Fatalf("round %d: create %d: %v, want success or ErrNotFound", k, i, err)
+			}
+		}
+		if onBroker != created {
+			t.Fatalf("round %d: %d agents on the broker, %d creates succeeded", k, onBroker, created)
+		}
+		_, gone := s.GetBroker(ctx, b.ID)
+		switch {
+		case deleteErr == nil:
+			if !errors.Is(gone, store.ErrNotFound) || created != 0 {
+				t.Fatalf("round %d: broker deleted (%v) with %d agents created on it", k, gone, created)
+			}
+			deleted++
+		case errors.Is(deleteErr, store.ErrConflict):
+			if gone != nil || created == 0 {
+				t.Fatalf("round %d: deletion refused, broker %v, %d agents", k, gone, created)
+			}
+			wantErr(t, s.DeleteBroker(ctx, b.ID, false), store.ErrConflict)
+			kept++
+		default:
+			t.Fatalf("round %d: delete %v", k, deleteErr)
 		}
 	}
 }

@@ -53,6 +53,8 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Brokers", testBrokers},
 		{"DeleteBroker", testDeleteBroker},
 		{"DeleteBrokerRace", testDeleteBrokerRace},
+		{"CreateOnGoneBroker", testCreateOnGoneBroker},
+		{"DeleteBrokerCreateWithoutSlotRace", testDeleteBrokerCreateWithoutSlotRace},
 		{"Agents", testAgents},
 		{"UpdateAgent", testUpdateAgent},
 		{"AgentPorts", testAgentPorts},
