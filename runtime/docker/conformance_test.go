@@ -1,41 +1,13 @@
 package docker_test
 
 import (
-	"fmt"
-	"os"
-	"path/filepath"
 	"strconv"
-	"syscall"
 	"testing"
-	"time"
 
-	"github.com/scion-go/scion/internal/wait"
 	"github.com/scion-go/scion/runtime"
 	"github.com/scion-go/scion/runtime/docker"
 	"github.com/scion-go/scion/runtime/runtimetest"
 )
-
-// finish makes a serving test agent exit with code by writing it into
-// its control FIFO, which lives in its workspace: bind-mounted, so the
-// host end works as for a local process. Opening it non-blocking fails
-// until the agent has opened it for reading, so retry until then.
-func finish(t *testing.T, _ runtime.Runtime, spec runtime.Spec, code int) {
-	t.Helper()
-	fifo := filepath.Join(spec.WorkDir, "ctl")
-	var f *os.File
-	wait.Eventually(t, 30*time.Second, wait.Interval, func() error {
-		var err error
-		if f, err = os.OpenFile(fifo, os.O_WRONLY|syscall.O_NONBLOCK, 0); err != nil {
-			return fmt.Errorf("finish %s: the agent has not opened its FIFO: %w", spec.AgentID, err)
-		}
-		return nil
-	})
-	_, err := f.WriteString(strconv.Itoa(code) + "\n")
-	f.Close()
-	if err != nil {
-		t.Fatalf("finish %s: %v", spec.AgentID, err)
-	}
-}
 
 func TestConformance(t *testing.T) {
 	needEngine(t)
@@ -53,7 +25,7 @@ func TestConformance(t *testing.T) {
 			}
 			return cmd
 		},
-		Finish:          finish,
+		Finish:          runtimetest.FinishFIFO,
 		SupportsSuspend: true,
 		Restart: func(t *testing.T, old runtime.Runtime) runtime.Runtime {
 			rt, err := docker.New(opts)

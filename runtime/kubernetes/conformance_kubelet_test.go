@@ -1,17 +1,13 @@
 package kubernetes_test
 
 import (
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"sync"
-	"syscall"
 	"testing"
-	"time"
 
-	"github.com/scion-go/scion/internal/wait"
 	"github.com/scion-go/scion/runtime"
 	k8srt "github.com/scion-go/scion/runtime/kubernetes"
 	"github.com/scion-go/scion/runtime/runtimetest"
@@ -46,7 +42,7 @@ func TestConformanceWithLocalKubelet(t *testing.T) {
 			}
 			return cmd
 		},
-		Finish:       finish,
+		Finish:       runtimetest.FinishFIFO,
 		LogsPerStart: true,
 		ExecCommand: func(out string, code int) []string {
 			return []string{agent, "exit", strconv.Itoa(code), out}
@@ -56,26 +52,6 @@ func TestConformanceWithLocalKubelet(t *testing.T) {
 			return newRuntime(t)
 		},
 	})
-}
-
-// finish makes a serving test agent exit with code through its control
-// FIFO in its workspace (a host directory here).
-func finish(t *testing.T, _ runtime.Runtime, spec runtime.Spec, code int) {
-	t.Helper()
-	fifo := filepath.Join(spec.WorkDir, "ctl")
-	var f *os.File
-	wait.Eventually(t, 30*time.Second, wait.Interval, func() error {
-		var err error
-		if f, err = os.OpenFile(fifo, os.O_WRONLY|syscall.O_NONBLOCK, 0); err != nil {
-			return fmt.Errorf("finish %s: the agent has not opened its FIFO: %w", spec.AgentID, err)
-		}
-		return nil
-	})
-	_, err := f.WriteString(strconv.Itoa(code) + "\n")
-	f.Close()
-	if err != nil {
-		t.Fatalf("finish %s: %v", spec.AgentID, err)
-	}
 }
 
 var (

@@ -3,15 +3,9 @@ package process_test
 import (
 	"context"
 	"errors"
-	"fmt"
-	"os"
-	"path/filepath"
 	"strconv"
-	"syscall"
 	"testing"
-	"time"
 
-	"github.com/scion-go/scion/internal/wait"
 	"github.com/scion-go/scion/runtime"
 	"github.com/scion-go/scion/runtime/process"
 	"github.com/scion-go/scion/runtime/runtimetest"
@@ -34,25 +28,8 @@ func command(marker string, ignoreTerm bool) []string {
 	return []string{"/bin/sh", "-c", script, "test-agent", marker}
 }
 
-// finish writes code into the agent's FIFO. Opening it non-blocking fails
-// until the agent has it open for reading, so retry until then.
-func finish(t *testing.T, _ runtime.Runtime, spec runtime.Spec, code int) {
-	t.Helper()
-	fifo := filepath.Join(spec.WorkDir, "ctl")
-	var f *os.File
-	wait.Eventually(t, 30*time.Second, wait.Interval, func() error {
-		var err error
-		if f, err = os.OpenFile(fifo, os.O_WRONLY|syscall.O_NONBLOCK, 0); err != nil {
-			return fmt.Errorf("finish %s: the agent has not opened its FIFO: %w", spec.AgentID, err)
-		}
-		return nil
-	})
-	_, err := f.WriteString(strconv.Itoa(code) + "\n")
-	f.Close()
-	if err != nil {
-		t.Fatalf("finish %s: %v", spec.AgentID, err)
-	}
-}
+// finish makes a serving test agent exit with code (its control FIFO).
+var finish = runtimetest.FinishFIFO
 
 // newRuntime returns a runtime over a fresh state directory. Its cleanup
 // kills whatever agents are left there through a fresh Runtime, so that no
