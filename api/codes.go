@@ -50,6 +50,25 @@ const (
 	// CodeBrokerHasAgents: a deregistration without force of a broker that
 	// still has agents (details.agents lists them).
 	CodeBrokerHasAgents = "runtime_broker_has_agents"
+	// Flat Runtime Brokers (multi-broker spec, "Flat Runtime Brokers",
+	// "Inconsistent agent placement", "Capacity of flat Runtime Brokers").
+	// CodeTargetMoveUnsupported: a pinned agent cannot move, and nothing
+	// moves onto a flat broker.
+	CodeTargetMoveUnsupported = "runtime_target_move_unsupported"
+	// CodeTargetPinStale: the agent's pin does not name the broker it is
+	// assigned to, is incomplete, or the agent has no broker.
+	CodeTargetPinStale = "runtime_target_pin_stale"
+	// CodeTargetMismatch: the agent's broker no longer serves a single
+	// runtime target, or serves another one than the agent's pin.
+	CodeTargetMismatch = "runtime_target_mismatch"
+	// CodeReservationScopeConflict: the agent holds a capacity
+	// reservation on another broker than the one asked for; reservations
+	// never move.
+	CodeReservationScopeConflict = "broker_reservation_scope_conflict"
+	// CodeExperimentDisabled: the request needs a Hub experiment that is
+	// off (a flat instance's first registration with
+	// hub.flat_runtime_brokers off).
+	CodeExperimentDisabled = "experiment_disabled"
 
 	// CodeAttachClosed: the attach session's terminal is closed; input
 	// sent to it is lost (410).
@@ -136,6 +155,12 @@ var codeStatus = map[string]int{
 	CodeIdempotencyKeyReused:  http.StatusConflict,
 	CodeBrokerMissing:         http.StatusConflict,
 	CodeBrokerHasAgents:       http.StatusConflict,
+
+	CodeTargetMoveUnsupported:    http.StatusConflict,
+	CodeTargetPinStale:           http.StatusConflict,
+	CodeTargetMismatch:           http.StatusConflict,
+	CodeReservationScopeConflict: http.StatusConflict,
+	CodeExperimentDisabled:       http.StatusConflict,
 
 	CodeAttachClosed: http.StatusGone,
 

@@ -51,6 +51,11 @@ var wantCodes = map[string]int{
 	"idempotency_key_reused":            409,
 	"runtime_broker_missing":            409, // spec
 	"runtime_broker_has_agents":         409,
+	"runtime_target_move_unsupported":   409, // spec
+	"runtime_target_pin_stale":          409, // spec
+	"runtime_target_mismatch":           409, // spec
+	"broker_reservation_scope_conflict": 409, // spec
+	"experiment_disabled":               409,
 
 	"attach_closed": 410,
 

@@ -126,22 +126,25 @@ type BrokerSettings struct {
 
 // RuntimeBroker is a machine that runs agents.
 type RuntimeBroker struct {
-	ID                 string          `json:"id"`
-	Name               string          `json:"name"`
-	Status             string          `json:"status"`
-	Version            string          `json:"version,omitempty"`
-	ProtocolVersion    int             `json:"protocolVersion,omitempty"`
-	Capabilities       []string        `json:"capabilities"`
-	Runtime            string          `json:"runtime,omitempty"`
-	Profiles           []BrokerProfile `json:"profiles,omitempty"`
-	Settings           BrokerSettings  `json:"settings"`
-	AutoProvide        bool            `json:"autoProvide"`
-	Projects           []string        `json:"projects"` // project IDs it provides for
-	RunningAgents      int             `json:"runningAgents"`
-	EffectiveMaxAgents int             `json:"effectiveMaxAgents"` // 0 = unlimited
-	LastSeen           *time.Time      `json:"lastSeen,omitempty"`
-	CreatedAt          time.Time       `json:"createdAt"`
-	UpdatedAt          time.Time       `json:"updatedAt"`
+	ID              string          `json:"id"`
+	Name            string          `json:"name"`
+	Status          string          `json:"status"`
+	Version         string          `json:"version,omitempty"`
+	ProtocolVersion int             `json:"protocolVersion,omitempty"`
+	Capabilities    []string        `json:"capabilities"`
+	Runtime         string          `json:"runtime,omitempty"`
+	Profiles        []BrokerProfile `json:"profiles,omitempty"`
+	// RuntimeTarget is set on a flat Runtime Broker: the one runtime
+	// target it serves (it then offers no profiles).
+	RuntimeTarget      *RuntimeTarget `json:"runtimeTarget,omitempty"`
+	Settings           BrokerSettings `json:"settings"`
+	AutoProvide        bool           `json:"autoProvide"`
+	Projects           []string       `json:"projects"` // project IDs it provides for
+	RunningAgents      int            `json:"runningAgents"`
+	EffectiveMaxAgents int            `json:"effectiveMaxAgents"` // 0 = unlimited
+	LastSeen           *time.Time     `json:"lastSeen,omitempty"`
+	CreatedAt          time.Time      `json:"createdAt"`
+	UpdatedAt          time.Time      `json:"updatedAt"`
 }
 
 // RegisterBrokerRequest is the body of POST /runtime-brokers (register, as
@@ -152,6 +155,10 @@ type RegisterBrokerRequest struct {
 	Name        string `json:"name"`
 	JoinToken   string `json:"joinToken,omitempty"`
 	AutoProvide bool   `json:"autoProvide,omitempty"`
+	// RuntimeTarget registers a flat Runtime Broker instance serving that
+	// one target (refused with 409 experiment_disabled while the
+	// hub.flat_runtime_brokers experiment is off).
+	RuntimeTarget *RuntimeTarget `json:"runtimeTarget,omitempty"`
 }
 
 // BrokerCredentials are issued once at register/join. The secret signs
@@ -186,33 +193,36 @@ type CreateJoinTokenRequest struct {
 
 // Agent is a harness running in a container on a broker.
 type Agent struct {
-	ID              string            `json:"id"`
-	Slug            string            `json:"slug"`
-	ProjectID       string            `json:"projectId"`
-	BrokerID        string            `json:"runtimeBrokerId,omitempty"`
-	BrokerName      string            `json:"runtimeBrokerName,omitempty"`
-	Profile         string            `json:"profile,omitempty"`
-	Harness         string            `json:"harness"`
-	Image           string            `json:"image,omitempty"`
-	Command         []string          `json:"command,omitempty"`
-	Env             map[string]string `json:"env,omitempty"`
-	Ports           []PortMapping     `json:"ports,omitempty"` // published while the container holds them; see PortMapping
-	Phase           string            `json:"phase"`
-	StatusMessage   string            `json:"statusMessage,omitempty"`
-	ContainerStatus string            `json:"containerStatus,omitempty"`
-	RunID           string            `json:"runId,omitempty"`
-	Generation      int               `json:"generation"`
-	Generations     []Generation      `json:"generations,omitempty"`
-	Role            string            `json:"role,omitempty"`
-	CreatedBy       string            `json:"createdBy,omitempty"`
-	Delegator       string            `json:"delegator,omitempty"`
-	DelegationChain []string          `json:"delegationChain,omitempty"`
-	Scopes          []string          `json:"scopes,omitempty"`
-	Passthrough     string            `json:"passthrough,omitempty"`
-	Secrets         []string          `json:"secrets,omitempty"` // names only, never values
-	ParentAgentID   string            `json:"parentAgentId,omitempty"`
-	CreatedAt       time.Time         `json:"createdAt"`
-	UpdatedAt       time.Time         `json:"updatedAt"`
+	ID         string `json:"id"`
+	Slug       string `json:"slug"`
+	ProjectID  string `json:"projectId"`
+	BrokerID   string `json:"runtimeBrokerId,omitempty"`
+	BrokerName string `json:"runtimeBrokerName,omitempty"`
+	Profile    string `json:"profile,omitempty"`
+	// PinnedRuntimeTarget is set, read-only, on an agent placed on a flat
+	// Runtime Broker: that broker and its runtime target.
+	PinnedRuntimeTarget *PinnedRuntimeTarget `json:"pinnedRuntimeTarget,omitempty"`
+	Harness             string               `json:"harness"`
+	Image               string               `json:"image,omitempty"`
+	Command             []string             `json:"command,omitempty"`
+	Env                 map[string]string    `json:"env,omitempty"`
+	Ports               []PortMapping        `json:"ports,omitempty"` // published while the container holds them; see PortMapping
+	Phase               string               `json:"phase"`
+	StatusMessage       string               `json:"statusMessage,omitempty"`
+	ContainerStatus     string               `json:"containerStatus,omitempty"`
+	RunID               string               `json:"runId,omitempty"`
+	Generation          int                  `json:"generation"`
+	Generations         []Generation         `json:"generations,omitempty"`
+	Role                string               `json:"role,omitempty"`
+	CreatedBy           string               `json:"createdBy,omitempty"`
+	Delegator           string               `json:"delegator,omitempty"`
+	DelegationChain     []string             `json:"delegationChain,omitempty"`
+	Scopes              []string             `json:"scopes,omitempty"`
+	Passthrough         string               `json:"passthrough,omitempty"`
+	Secrets             []string             `json:"secrets,omitempty"` // names only, never values
+	ParentAgentID       string               `json:"parentAgentId,omitempty"`
+	CreatedAt           time.Time            `json:"createdAt"`
+	UpdatedAt           time.Time            `json:"updatedAt"`
 	// QueuedDispatch is set in the 202 Accepted answer to an action the
 	// Hub queued because the agent's runtime broker is offline (a stop):
 	// the command waiting for the broker to reconnect.
@@ -292,6 +302,9 @@ type AgentDefaults struct {
 // HubSettings is GET/PUT /settings.
 type HubSettings struct {
 	AgentDefaults AgentDefaults `json:"agent_defaults"`
+	// Experiments turns Hub experiments on (see Experiments); a missing
+	// name is off.
+	Experiments map[string]bool `json:"experiments,omitempty"`
 }
 
 // Limits is GET/PUT /admin/limits.

@@ -29,6 +29,10 @@ var (
 	ErrQuota = errors.New("quota exceeded")
 	// ErrTokenUsed is returned by ConsumeJoinToken for a used or expired token.
 	ErrTokenUsed = errors.New("token used or expired")
+	// ErrReservationScope is returned by Reserve (and the writes that take
+	// a slot) for an agent that holds its reservation on another broker:
+	// a reservation is never moved between brokers.
+	ErrReservationScope = errors.New("reservation held on another broker")
 )
 
 // Project is a project record.
@@ -55,23 +59,28 @@ type Broker struct {
 	Runtime         string
 	Capabilities    []string
 	Profiles        []api.BrokerProfile
-	Settings        api.BrokerSettings
-	AutoProvide     bool
-	Secret          []byte
-	CreatedBy       string
-	LastSeen        time.Time
-	CreatedAt       time.Time
-	UpdatedAt       time.Time
+	// RuntimeTarget is set for a flat Runtime Broker (its one target).
+	RuntimeTarget *api.RuntimeTarget
+	Settings      api.BrokerSettings
+	AutoProvide   bool
+	Secret        []byte
+	CreatedBy     string
+	LastSeen      time.Time
+	CreatedAt     time.Time
+	UpdatedAt     time.Time
 }
 
 // Agent is an agent record. Version is bumped by every UpdateAgent and
 // checked against the caller's copy (optimistic concurrency).
 type Agent struct {
-	ID              string
-	Slug            string
-	ProjectID       string
-	BrokerID        string
-	Profile         string
+	ID        string
+	Slug      string
+	ProjectID string
+	BrokerID  string
+	Profile   string
+	// Pin is set when the agent was placed on a flat broker; never
+	// changed after its create.
+	Pin             *api.PinnedRuntimeTarget
 	Harness         string
 	Image           string
 	Command         []string

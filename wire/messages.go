@@ -63,15 +63,19 @@ const (
 
 // Hello is the first request a broker sends after the WebSocket opens.
 type Hello struct {
-	ProtocolVersion int               `json:"protocolVersion"`
-	BrokerID        string            `json:"brokerId"`
-	Name            string            `json:"name"`
-	Version         string            `json:"version"`
-	Runtime         string            `json:"runtime"`
-	Capabilities    []string          `json:"capabilities"`
-	Profiles        []Profile         `json:"profiles,omitempty"`
-	Inventory       []AgentStatus     `json:"inventory"`
-	Labels          map[string]string `json:"labels,omitempty"`
+	ProtocolVersion int       `json:"protocolVersion"`
+	BrokerID        string    `json:"brokerId"`
+	Name            string    `json:"name"`
+	Version         string    `json:"version"`
+	Runtime         string    `json:"runtime"`
+	Capabilities    []string  `json:"capabilities"`
+	Profiles        []Profile `json:"profiles,omitempty"`
+	// RuntimeTarget is a flat Runtime Broker instance's one target
+	// (resolved: a Kubernetes context and namespace are filled in); such
+	// a broker sends no profiles.
+	RuntimeTarget *api.RuntimeTarget `json:"runtimeTarget,omitempty"`
+	Inventory     []AgentStatus      `json:"inventory"`
+	Labels        map[string]string  `json:"labels,omitempty"`
 	// WorkspaceStorage says where the broker keeps agent workspaces
 	// ("local", or "nfs" with the share's server, export and subpath_root).
 	WorkspaceStorage *WorkspaceStorage `json:"workspaceStorage,omitempty"`
@@ -119,9 +123,13 @@ type AgentSpec struct {
 	Env         map[string]string `json:"env,omitempty"`
 	Ports       []int             `json:"ports,omitempty"` // container ports to publish from the broker's port pool
 	Profile     string            `json:"profile,omitempty"`
-	SharingMode string            `json:"sharingMode,omitempty"`
-	GitRemote   string            `json:"gitRemote,omitempty"`
-	AgentToken  string            `json:"agentToken,omitempty"`
+	// Pin is the agent's pinned runtime target when it runs on a flat
+	// broker: the broker refuses (409 runtime_target_mismatch) a spec
+	// whose pin names another broker or target than its own.
+	Pin         *api.PinnedRuntimeTarget `json:"pinnedRuntimeTarget,omitempty"`
+	SharingMode string                   `json:"sharingMode,omitempty"`
+	GitRemote   string                   `json:"gitRemote,omitempty"`
+	AgentToken  string                   `json:"agentToken,omitempty"`
 	// Secrets are the values of the Hub secrets the agent names, by name;
 	// the broker puts them in the agent's environment and nowhere else.
 	Secrets map[string]string `json:"secrets,omitempty"`
@@ -143,6 +151,8 @@ type AgentRef struct {
 	// resume: the broker writes it where the agent's CLI reads it (the
 	// container's environment still holds the token of its create).
 	AgentToken string `json:"agentToken,omitempty"`
+	// Pin is the agent's pinned runtime target (see AgentSpec.Pin).
+	Pin *api.PinnedRuntimeTarget `json:"pinnedRuntimeTarget,omitempty"`
 }
 
 // AgentStatus is a broker's view of one agent container.
