@@ -24,9 +24,10 @@ var Rules = []Rule{
 	{
 		// Commands parse flags, call the Hub through client and render;
 		// the daemons come in through cli.Daemons (cmd/scion fills them
-		// from launch), never as imports.
-		Name: "cli imports only api, client and config",
-		Pkgs: []string{"cli/..."}, Only: []string{"api", "client", "config"},
+		// from launch), never as imports. internal/splitplan is the
+		// pure decision behind 'runtime-broker plan-split'.
+		Name: "cli imports only api, client, config and internal/splitplan",
+		Pkgs: []string{"cli/..."}, Only: []string{"api", "client", "config", "internal/splitplan"},
 	},
 	{
 		// launch wires everything together; only the binary's main may
@@ -59,5 +60,11 @@ var Rules = []Rule{
 		// processes, and net/http for its status constants only.
 		Name: "hub/placement and hub/authz are pure",
 		Pkgs: []string{"hub/placement/...", "hub/authz/..."}, Only: []string{"api"}, Pure: true,
+	},
+	{
+		// The legacy broker split planner: a decision over plain values
+		// that the CLI runs; it imports nothing of ours.
+		Name: "internal/splitplan is pure",
+		Pkgs: []string{"internal/splitplan"}, Only: []string{}, Pure: true,
 	},
 }
