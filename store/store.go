@@ -257,7 +257,8 @@ type Store interface {
 	GetAgentBySlug(ctx context.Context, projectID, slug string) (*Agent, error)
 	ListAgents(ctx context.Context, f AgentFilter, page Page) (items []*Agent, next string, total int, err error)
 	// UpdateAgent writes a if a.Version matches the stored version, then
-	// increments a.Version; otherwise ErrConflict.
+	// increments a.Version; otherwise ErrConflict. It never writes Pin:
+	// the agent keeps the pin of its create whatever a.Pin holds.
 	UpdateAgent(ctx context.Context, a *Agent) error
 	// UpdateAgentWith is UpdateAgent that also writes what o asks for in
 	// the same transaction, so that a write refused at any step (a stale

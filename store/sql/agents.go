@@ -11,11 +11,14 @@ import (
 
 const agentCols = `id, slug, project_id, broker_id, profile, harness, image, command, env, phase, status_message,
 	container_status, run_id, generation, generations, role, created_by, delegator, parent_agent_id, payload,
-	ports, port_mappings, scopes, delegation_chain, passthrough, secret_names, version, created_at, updated_at`
+	ports, port_mappings, scopes, delegation_chain, passthrough, secret_names, version, created_at, updated_at,
+	pinned_runtime_target`
 
-// InsertAgentSQL inserts an agent (AgentCreate.Args).
+// InsertAgentSQL inserts an agent (AgentCreate.Args). It is the only
+// statement that writes pinned_runtime_target: the pin is read-only after
+// the create, so neither update statement below names it.
 const InsertAgentSQL = `INSERT INTO agents (` + agentCols + `) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10,
-	$11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29)`
+	$11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30)`
 
 // UpdateAgentSQL writes everything but id and created_at, only if the
 // version still matches ($27 id, $28 expected version). Its arguments are
@@ -40,7 +43,7 @@ const updateAgentSameKeysSQL = `UPDATE agents SET profile = $1, harness = $2,
 // insertAgentOnBrokerSQL is InsertAgentSQL inserting nothing when the
 // agent's broker ($4) does not exist.
 const insertAgentOnBrokerSQL = `INSERT INTO agents (` + agentCols + `) SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10,
-	$11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29
+	$11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30
 	WHERE EXISTS (SELECT 1 FROM runtime_brokers WHERE id = $4)`
 
 // BrokerGone is the error for a create whose broker does not exist.
@@ -54,11 +57,11 @@ const LinkProviderSQL = `INSERT INTO project_providers (project_id, broker_id) V
 
 func (s *Store) scanAgent(row Row) (*store.Agent, error) {
 	var a store.Agent
-	var cmd, env, gens, payload, ports, mappings, scopes, chain, secrets []byte
+	var cmd, env, gens, payload, ports, mappings, scopes, chain, secrets, pin []byte
 	if err := row.Scan(&a.ID, &a.Slug, &a.ProjectID, &a.BrokerID, &a.Profile, &a.Harness, &a.Image, &cmd, &env,
 		&a.Phase, &a.StatusMessage, &a.ContainerStatus, &a.RunID, &a.Generation, &gens, &a.Role, &a.CreatedBy,
 		&a.Delegator, &a.ParentAgentID, &payload, &ports, &mappings, &scopes, &chain,
-		&a.Passthrough, &secrets, &a.Version, s.d.ScanTime(&a.CreatedAt), s.d.ScanTime(&a.UpdatedAt)); err != nil {
+		&a.Passthrough, &secrets, &a.Version, s.d.ScanTime(&a.CreatedAt), s.d.ScanTime(&a.UpdatedAt), &pin); err != nil {
 		return nil, err
 	}
 	for _, c := range []struct {
@@ -69,6 +72,7 @@ func (s *Store) scanAgent(row Row) (*store.Agent, error) {
 		{"command", cmd, &a.Command}, {"env", env, &a.Env}, {"generations", gens, &a.Generations},
 		{"ports", ports, &a.Ports}, {"port mappings", mappings, &a.PortMappings}, {"scopes", scopes, &a.Scopes},
 		{"delegation chain", chain, &a.DelegationChain}, {"secret names", secrets, &a.SecretNames},
+		{"pinned runtime target", pin, &a.Pin},
 	} {
 		if err := dbutil.UnJSON(c.b, c.v); err != nil {
 			return nil, fmt.Errorf("agent %s %s: %w", a.ID, c.name, err)
@@ -172,10 +176,15 @@ func (s *Store) createAgent(ctx context.Context, a *store.Agent, o store.CreateA
 	if err != nil {
 		return false, fmt.Errorf("%s: %w", what, err)
 	}
-	args := make([]any, 0, 29)
+	// A nil pin (an agent not on a flat broker) encodes as NULL.
+	pin, err := dbutil.JSON(n.Pin)
+	if err != nil {
+		return false, fmt.Errorf("%s: pinned runtime target: %w", what, err)
+	}
+	args := make([]any, 0, 30)
 	args = append(args, n.ID)
 	args = append(args, fields...)
-	args = append(args, n.Version, s.d.Time(n.CreatedAt), s.d.Time(n.UpdatedAt))
+	args = append(args, n.Version, s.d.Time(n.CreatedAt), s.d.Time(n.UpdatedAt), s.d.JSON(pin))
 
 	c := &AgentCreate{Agent: &n, Args: args, Key: rec, Replace: o.Replace, Link: o.LinkProvider, ReserveLimit: o.ReserveLimit}
 	if rec != nil {

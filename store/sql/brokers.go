@@ -10,16 +10,16 @@ import (
 )
 
 const brokerCols = `id, name, status, version, protocol_version, runtime, capabilities, profiles, settings,
-	auto_provide, secret, created_by, last_seen, created_at, updated_at`
+	auto_provide, secret, created_by, last_seen, runtime_target, created_at, updated_at`
 
 const selectBrokerSQL = `SELECT ` + brokerCols + ` FROM runtime_brokers WHERE id = $1 OR name = $1 ORDER BY id <> $1 LIMIT 1`
 
 // scanBroker reads brokerCols and then extra.
 func (s *Store) scanBroker(row Row, extra ...any) (*store.Broker, error) {
 	var b store.Broker
-	var caps, profiles, settings []byte
+	var caps, profiles, settings, target []byte
 	if err := row.Scan(append([]any{&b.ID, &b.Name, &b.Status, &b.Version, &b.ProtocolVersion, &b.Runtime, &caps,
-		&profiles, &settings, &b.AutoProvide, &b.Secret, &b.CreatedBy, s.d.ScanTime(&b.LastSeen),
+		&profiles, &settings, &b.AutoProvide, &b.Secret, &b.CreatedBy, s.d.ScanTime(&b.LastSeen), &target,
 		s.d.ScanTime(&b.CreatedAt), s.d.ScanTime(&b.UpdatedAt)}, extra...)...); err != nil {
 		return nil, err
 	}
@@ -27,7 +27,8 @@ func (s *Store) scanBroker(row Row, extra ...any) (*store.Broker, error) {
 		name string
 		b    []byte
 		v    any
-	}{{"capabilities", caps, &b.Capabilities}, {"profiles", profiles, &b.Profiles}, {"settings", settings, &b.Settings}} {
+	}{{"capabilities", caps, &b.Capabilities}, {"profiles", profiles, &b.Profiles}, {"settings", settings, &b.Settings},
+		{"runtime target", target, &b.RuntimeTarget}} {
 		if err := dbutil.UnJSON(c.b, c.v); err != nil {
 			return nil, fmt.Errorf("broker %s %s: %w", b.ID, c.name, err)
 		}
@@ -38,15 +39,17 @@ func (s *Store) scanBroker(row Row, extra ...any) (*store.Broker, error) {
 // brokerArgs encodes every column of b but id and created_at, in the
 // order UPDATE and INSERT below name them.
 func (s *Store) brokerArgs(b *store.Broker) ([]any, error) {
-	var enc [3][]byte
-	for i, v := range []any{b.Capabilities, b.Profiles, b.Settings} {
+	var enc [4][]byte
+	// A nil RuntimeTarget (a broker that is not flat) encodes as NULL.
+	for i, v := range []any{b.Capabilities, b.Profiles, b.Settings, b.RuntimeTarget} {
 		var err error
 		if enc[i], err = dbutil.JSON(v); err != nil {
 			return nil, err
 		}
 	}
 	return []any{b.Name, b.Status, b.Version, b.ProtocolVersion, b.Runtime, s.d.JSON(enc[0]), s.d.JSON(enc[1]),
-		s.d.JSON(enc[2]), b.AutoProvide, b.Secret, b.CreatedBy, s.nullTime(b.LastSeen), s.d.Time(b.UpdatedAt)}, nil
+		s.d.JSON(enc[2]), b.AutoProvide, b.Secret, b.CreatedBy, s.nullTime(b.LastSeen), s.d.JSON(enc[3]),
+		s.d.Time(b.UpdatedAt)}, nil
 }
 
 // CreateBroker inserts b, filling in ID and times when zero.
@@ -65,8 +68,8 @@ func (s *Store) insertBroker(ctx context.Context, q Querier, b *store.Broker) er
 		return fmt.Errorf("%s: %w", what, err)
 	}
 	_, err = q.Exec(ctx, `INSERT INTO runtime_brokers (name, status, version, protocol_version, runtime, capabilities,
-		profiles, settings, auto_provide, secret, created_by, last_seen, updated_at, id, created_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`,
+		profiles, settings, auto_provide, secret, created_by, last_seen, runtime_target, updated_at, id, created_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)`,
 		append(args, n.ID, s.d.Time(n.CreatedAt))...)
 	if err != nil {
 		return s.mapErr(err, what)
@@ -143,7 +146,7 @@ func (s *Store) UpdateBroker(ctx context.Context, b *store.Broker) error {
 	}
 	rows, err := s.w.Exec(ctx, `UPDATE runtime_brokers SET name = $1, status = $2, version = $3, protocol_version = $4,
 		runtime = $5, capabilities = $6, profiles = $7, settings = $8, auto_provide = $9, secret = $10, created_by = $11,
-		last_seen = $12, updated_at = $13 WHERE id = $14`, append(args, b.ID)...)
+		last_seen = $12, runtime_target = $13, updated_at = $14 WHERE id = $15`, append(args, b.ID)...)
 	if err := s.mustAffect(rows, err, what); err != nil {
 		return err
 	}

@@ -98,6 +98,9 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"CreateAgentReplacing", testCreateAgentReplacing},
 		{"BrokerNonces", testBrokerNonces},
 		{"UseNonceRace", testUseNonceRace},
+		{"BrokerRuntimeTarget", testBrokerRuntimeTarget},
+		{"AgentPin", testAgentPin},
+		{"PinReadOnly", testPinReadOnly},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
