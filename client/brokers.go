@@ -21,8 +21,13 @@ func (c *Client) RegisterBroker(ctx context.Context, req api.RegisterBrokerReque
 // JoinBroker registers a Runtime Broker with a one-time join token. It
 // sends no bearer token: the join token is the credential.
 func (c *Client) JoinBroker(ctx context.Context, token, name string) (*api.BrokerCredentials, error) {
+	return c.JoinBrokerRequest(ctx, api.RegisterBrokerRequest{Name: name, JoinToken: token})
+}
+
+// JoinBrokerRequest is JoinBroker with the whole request (a flat
+// instance's join names its RuntimeTarget); req.JoinToken is required.
+func (c *Client) JoinBrokerRequest(ctx context.Context, req api.RegisterBrokerRequest) (*api.BrokerCredentials, error) {
 	var cr api.BrokerCredentials
-	req := api.RegisterBrokerRequest{Name: name, JoinToken: token}
 	if err := c.do(ctx, request{method: http.MethodPost, path: apiPath("runtime-brokers", "join"), body: req, noAuth: true}, &cr); err != nil {
 		return nil, err
 	}

@@ -127,14 +127,18 @@ func (s *Server) brokerHasAgents(ctx context.Context, c *Caller, b *store.Broker
 // between) does no harm: it holds the deleted broker's ID, which the
 // cascade and GET /admin/settings read as no default (liveBrokerRef).
 func (s *Server) forgetHubDefault(ctx context.Context, b *store.Broker) {
-	v, err := s.hubSettings(ctx)
-	if err == nil {
+	cleared := false
+	err := s.updateHubSettings(ctx, func(v *api.HubSettings) (bool, error) {
 		ref := v.AgentDefaults.DefaultRuntimeBroker
 		if ref == "" || (ref != b.ID && ref != b.Name) {
-			return
+			return false, nil
 		}
 		v.AgentDefaults.DefaultRuntimeBroker = ""
-		err = s.saveSetting(ctx, settingHub, v, func() { s.settings = &v })
+		cleared = true
+		return true, nil
+	})
+	if err == nil && !cleared {
+		return
 	}
 	if err != nil {
 		s.log.Error("could not clear the Hub's default_runtime_broker after a deregistration", "broker", b.Name, "broker_id", b.ID, "err", err)

@@ -19,20 +19,36 @@ import (
 // newBrokerRecord is a new, offline broker with a fresh signing secret,
 // and that secret: the record holds it sealed (see signing_keys.go), so
 // the broker's credentials are made from the plain one.
-func (s *Server) newBrokerRecord(name, createdBy string, autoProvide bool) (*store.Broker, string) {
+// A flat instance's record carries its target (nil for a regular broker).
+func (s *Server) newBrokerRecord(name, createdBy string, autoProvide bool, target *api.RuntimeTarget) (*store.Broker, string) {
 	now := time.Now().UTC()
 	id, secret := mustV7(), hex.EncodeToString(newSecret(32))
-	return &store.Broker{ID: id, Name: name, Status: api.BrokerOffline, Capabilities: []string{},
+	if target != nil {
+		t := *target
+		target = &t
+	}
+	return &store.Broker{ID: id, Name: name, Status: api.BrokerOffline, Capabilities: []string{}, RuntimeTarget: target,
 		AutoProvide: autoProvide, Secret: s.storedKey(brokerKeyPurpose(id), []byte(secret)), CreatedBy: createdBy, CreatedAt: now, UpdatedAt: now}, secret
 }
 
 // issueBroker creates a broker record with a fresh signing secret and
-// returns its one-time credentials.
-func (s *Server) issueBroker(ctx context.Context, name, createdBy string, autoProvide bool) (api.BrokerCredentials, error) {
+// returns its one-time credentials. target registers a flat instance
+// (checkFlatRegistration); maxAgents, when set, is its own limit.
+func (s *Server) issueBroker(ctx context.Context, name, createdBy string, autoProvide bool, target *api.RuntimeTarget, maxAgents *int) (api.BrokerCredentials, error) {
 	if err := validName("runtime broker", name); err != nil {
 		return api.BrokerCredentials{}, err
 	}
-	b, secret := s.newBrokerRecord(name, createdBy, autoProvide)
+	if err := checkMaxAgents(maxAgents); err != nil {
+		return api.BrokerCredentials{}, err
+	}
+	if err := s.checkFlatRegistration(ctx, name, target); err != nil {
+		return api.BrokerCredentials{}, err
+	}
+	b, secret := s.newBrokerRecord(name, createdBy, autoProvide, target)
+	if maxAgents != nil {
+		n := *maxAgents
+		b.Settings.MaxAgents = &n
+	}
 	if err := s.store.CreateBroker(ctx, b); err != nil {
 		if isExists(err) {
 			return api.BrokerCredentials{}, brokerNameTaken(name, false)
@@ -68,7 +84,7 @@ func (s *Server) handleRegisterBroker(r *http.Request, c *Caller) (int, any, err
 	if req.JoinToken != "" {
 		return 0, nil, api.BadRequest("joinToken belongs to POST /api/v1/runtime-brokers/join")
 	}
-	creds, err := s.issueBroker(r.Context(), req.Name, c.ID, req.AutoProvide)
+	creds, err := s.issueBroker(r.Context(), req.Name, c.ID, req.AutoProvide, req.RuntimeTarget, nil)
 	return http.StatusCreated, creds, err
 }
 
@@ -111,8 +127,14 @@ func (s *Server) handleJoinBroker(w http.ResponseWriter, r *http.Request) {
 			if err := validName("runtime broker", name); err != nil {
 				return nil, err
 			}
+			// Checked once the token is: an unauthenticated caller
+			// learns nothing about the Hub's experiments. A refusal
+			// rolls the token's consumption back.
+			if err := s.checkFlatRegistration(r.Context(), name, req.RuntimeTarget); err != nil {
+				return nil, err
+			}
 			var b *store.Broker
-			b, secret = s.newBrokerRecord(name, jt.CreatedBy, req.AutoProvide)
+			b, secret = s.newBrokerRecord(name, jt.CreatedBy, req.AutoProvide, req.RuntimeTarget)
 			return b, nil
 		})
 		switch {

@@ -30,7 +30,7 @@ func (s *Server) brokerView(ctx context.Context, c *Caller, b *store.Broker, cou
 		return api.RuntimeBroker{}, err
 	}
 	v := api.RuntimeBroker{ID: b.ID, Name: b.Name, Status: api.BrokerOffline, Version: b.Version,
-		ProtocolVersion: b.ProtocolVersion, Capabilities: b.Capabilities, Runtime: b.Runtime, Profiles: b.Profiles,
+		ProtocolVersion: b.ProtocolVersion, Capabilities: b.Capabilities, Runtime: b.Runtime, Profiles: b.Profiles, RuntimeTarget: b.RuntimeTarget,
 		Settings: b.Settings, AutoProvide: b.AutoProvide, Projects: projects, RunningAgents: counts[b.ID],
 		EffectiveMaxAgents: placement.EffectiveLimit(b.Settings.MaxAgents, lim.MaxAgentsPerBroker),
 		CreatedAt:          b.CreatedAt, UpdatedAt: b.UpdatedAt}

@@ -11,7 +11,18 @@ import (
 // RegisterBroker registers a broker directly (the workstation's own broker
 // and test harnesses; remote brokers use the register/join routes).
 func (s *Server) RegisterBroker(ctx context.Context, name, createdBy string, autoProvide bool) (api.BrokerCredentials, error) {
-	return s.issueBroker(ctx, name, createdBy, autoProvide)
+	return s.issueBroker(ctx, name, createdBy, autoProvide, nil, nil)
+}
+
+// RegisterFlatBroker registers a flat Runtime Broker instance serving
+// target (the workstation's in-process registration of its
+// server.broker.instances). It is refused, writing nothing, for an
+// incomplete target (400 invalid_request) and, while the
+// hub.flat_runtime_brokers experiment is off, with 409
+// experiment_disabled. maxAgents, when set, is the instance's own limit
+// (nil inherits the hub-wide default, 0 is unlimited).
+func (s *Server) RegisterFlatBroker(ctx context.Context, name, createdBy string, autoProvide bool, target api.RuntimeTarget, maxAgents *int) (api.BrokerCredentials, error) {
+	return s.issueBroker(ctx, name, createdBy, autoProvide, &target, maxAgents)
 }
 
 // BrokerExists reports whether a broker ID is registered.
@@ -57,6 +68,13 @@ func (s *Server) EnsureDefaultImage(ctx context.Context, build func() (string, e
 	if err != nil {
 		return err
 	}
-	cur.AgentDefaults.DefaultImage = img
-	return s.saveSetting(ctx, settingHub, cur, func() { s.settings = &cur })
+	// build may take long: it runs outside the settings lock, and the
+	// image is set only if no one set one meanwhile.
+	return s.updateHubSettings(ctx, func(v *api.HubSettings) (bool, error) {
+		if v.AgentDefaults.DefaultImage != "" {
+			return false, nil
+		}
+		v.AgentDefaults.DefaultImage = img
+		return true, nil
+	})
 }

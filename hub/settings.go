@@ -3,7 +3,9 @@ package hub
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"net/http"
+	"slices"
 
 	"github.com/scion-go/scion/api"
 	"github.com/scion-go/scion/hub/authz"
@@ -19,6 +21,14 @@ import (
 func (s *Server) hubSettings(ctx context.Context) (api.HubSettings, error) {
 	s.cfgMu.Lock()
 	defer s.cfgMu.Unlock()
+	v, err := s.hubSettingsLocked(ctx)
+	return cloneHubSettings(v), err
+}
+
+// hubSettingsLocked is the cached settings, loaded on first use; cfgMu
+// is held. The copy shares the cache's Experiments map: callers clone it
+// (cloneHubSettings) before they hand it out or change it.
+func (s *Server) hubSettingsLocked(ctx context.Context) (api.HubSettings, error) {
 	if s.settings != nil {
 		return *s.settings, nil
 	}
@@ -28,6 +38,32 @@ func (s *Server) hubSettings(ctx context.Context) (api.HubSettings, error) {
 	}
 	s.settings = &v
 	return v, nil
+}
+
+// cloneHubSettings is v with its own Experiments map, so that no reader
+// changes the cached settings through it.
+func cloneHubSettings(v api.HubSettings) api.HubSettings {
+	v.Experiments = maps.Clone(v.Experiments)
+	return v
+}
+
+// updateHubSettings changes the stored settings with change, which sees
+// the current ones and reports whether it changed them, all under cfgMu:
+// a read-modify-write of one field (the Hub clearing a deregistered
+// default broker, say) never writes back an older copy over a PUT that
+// came in between, such as one turning an experiment on.
+func (s *Server) updateHubSettings(ctx context.Context, change func(*api.HubSettings) (bool, error)) error {
+	s.cfgMu.Lock()
+	defer s.cfgMu.Unlock()
+	cur, err := s.hubSettingsLocked(ctx)
+	if err != nil {
+		return err
+	}
+	v := cloneHubSettings(cur)
+	if ok, err := change(&v); err != nil || !ok {
+		return err
+	}
+	return s.putSettingLocked(ctx, settingHub, v, func() { s.settings = &v })
 }
 
 func (s *Server) hubLimits(ctx context.Context) (api.Limits, error) {
@@ -66,7 +102,7 @@ func (s *Server) handleGetSettings(r *http.Request, c *Caller) (int, any, error)
 	if v.AgentDefaults.DefaultRuntimeBroker, err = s.liveBrokerRef(r.Context(), v.AgentDefaults.DefaultRuntimeBroker); err != nil {
 		return 0, nil, err
 	}
-	return http.StatusOK, v, nil
+	return http.StatusOK, settingsView(v), nil
 }
 
 // liveBrokerRef is ref when it names a registered broker, else "". The
@@ -99,6 +135,9 @@ func (s *Server) handlePutSettings(r *http.Request, c *Caller) (int, any, error)
 	if err := checkAgentDefaults(v.AgentDefaults); err != nil {
 		return 0, nil, err
 	}
+	if err := checkExperiments(v.Experiments); err != nil {
+		return 0, nil, err
+	}
 	// The default is kept as the broker's ID, whether it was given by
 	// name or ID: a broker deregistered and another registered under its
 	// name must not become the default by that name.
@@ -112,7 +151,33 @@ func (s *Server) handlePutSettings(r *http.Request, c *Caller) (int, any, error)
 	if err := s.saveSetting(r.Context(), settingHub, v, func() { s.settings = &v }); err != nil {
 		return 0, nil, err
 	}
-	return http.StatusOK, v, nil
+	return http.StatusOK, settingsView(v), nil
+}
+
+// settingsView is the settings as GET and PUT answer them: every known
+// experiment named, off or on, so that a reader sees what it can turn
+// on.
+func settingsView(v api.HubSettings) api.HubSettings {
+	v = cloneHubSettings(v)
+	if v.Experiments == nil {
+		v.Experiments = make(map[string]bool, len(api.Experiments))
+	}
+	for _, e := range api.Experiments {
+		v.Experiments[e] = v.Experiments[e]
+	}
+	return v
+}
+
+// checkExperiments refuses an experiment this Hub does not know: a typo
+// would otherwise be stored as on and do nothing.
+func checkExperiments(m map[string]bool) error {
+	for _, name := range slices.Sorted(maps.Keys(m)) {
+		if !api.KnownExperiment(name) {
+			return api.BadRequest("unknown experiment %s: this Hub knows %s", api.Quote(name), api.ExperimentList()).
+				WithDetail("experiments", api.Experiments)
+		}
+	}
+	return nil
 }
 
 func (s *Server) handleGetLimits(r *http.Request, c *Caller) (int, any, error) {
@@ -177,12 +242,17 @@ func (r limitsRequest) limits() (api.Limits, error) {
 // copy (cache, run under cfgMu) so readers never see a value the database
 // does not hold.
 func (s *Server) saveSetting(ctx context.Context, key string, v any, cache func()) error {
+	s.cfgMu.Lock()
+	defer s.cfgMu.Unlock()
+	return s.putSettingLocked(ctx, key, v, cache)
+}
+
+// putSettingLocked is saveSetting with cfgMu held.
+func (s *Server) putSettingLocked(ctx context.Context, key string, v any, cache func()) error {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return err
 	}
-	s.cfgMu.Lock()
-	defer s.cfgMu.Unlock()
 	if err := s.store.PutSetting(ctx, key, b); err != nil {
 		return err
 	}
@@ -195,23 +265,24 @@ func (s *Server) saveSetting(ctx context.Context, key string, v any, cache func(
 // that names no broker (a Hub killed between a deregistration and its
 // clearing the setting).
 func (s *Server) pinHubDefault(ctx context.Context) error {
-	v, err := s.hubSettings(ctx)
-	if err != nil || v.AgentDefaults.DefaultRuntimeBroker == "" {
-		return err
-	}
-	ref := v.AgentDefaults.DefaultRuntimeBroker
-	b, err := s.store.GetBroker(ctx, ref)
-	switch {
-	case isNotFound(err):
-		v.AgentDefaults.DefaultRuntimeBroker = ""
-		s.log.Info("cleared the Hub's default_runtime_broker: its broker is no longer registered", "default_runtime_broker", ref)
-	case err != nil:
-		return err
-	case b.ID == ref:
-		return nil
-	default:
-		v.AgentDefaults.DefaultRuntimeBroker = b.ID
-		s.log.Info("the Hub's default_runtime_broker now holds its broker's ID", "broker", b.Name, "broker_id", b.ID)
-	}
-	return s.saveSetting(ctx, settingHub, v, func() { s.settings = &v })
+	return s.updateHubSettings(ctx, func(v *api.HubSettings) (bool, error) {
+		ref := v.AgentDefaults.DefaultRuntimeBroker
+		if ref == "" {
+			return false, nil
+		}
+		b, err := s.store.GetBroker(ctx, ref)
+		switch {
+		case isNotFound(err):
+			v.AgentDefaults.DefaultRuntimeBroker = ""
+			s.log.Info("cleared the Hub's default_runtime_broker: its broker is no longer registered", "default_runtime_broker", ref)
+		case err != nil:
+			return false, err
+		case b.ID == ref:
+			return false, nil
+		default:
+			v.AgentDefaults.DefaultRuntimeBroker = b.ID
+			s.log.Info("the Hub's default_runtime_broker now holds its broker's ID", "broker", b.Name, "broker_id", b.ID)
+		}
+		return true, nil
+	})
 }

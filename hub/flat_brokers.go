@@ -1,0 +1,82 @@
+// Flat Runtime Brokers (multi-broker spec, "Flat Runtime Brokers
+// (experimental)"): the Hub's side of their registration and of their
+// hello. A flat broker serves exactly one runtime target; its record
+// carries it (store.Broker.RuntimeTarget), and it never offers profiles.
+//
+// The hub.flat_runtime_brokers experiment gates only first
+// registrations: a registration naming a target, or the first hello that
+// declares a target for a record without one. A broker already recorded
+// with a target keeps working when the experiment is turned off later,
+// so that its pinned agents stay reachable.
+
+package hub
+
+import (
+	"context"
+
+	"github.com/scion-go/scion/api"
+)
+
+// experimentOn reports whether the named Hub experiment is on.
+func (s *Server) experimentOn(ctx context.Context, name string) (bool, error) {
+	v, err := s.hubSettings(ctx)
+	if err != nil {
+		return false, err
+	}
+	return v.Experiments[name], nil
+}
+
+// checkRuntimeTarget refuses an incomplete runtime target (400): a flat
+// broker's target is its identity, so it must name one fully.
+func checkRuntimeTarget(field string, t api.RuntimeTarget) error {
+	if t.Complete() {
+		return nil
+	}
+	switch t.Type {
+	case api.RuntimeTargetDocker:
+		return api.BadRequest("invalid %s: a docker target names no context or namespace", field)
+	case api.RuntimeTargetKubernetes:
+		return api.BadRequest("invalid %s: a kubernetes target needs both its context and its namespace (got context %s, namespace %s)",
+			field, api.Quote(t.Context), api.Quote(t.Namespace))
+	}
+	return api.BadRequest("invalid %s: unknown type %s (use %s or %s)", field, api.Quote(t.Type),
+		api.RuntimeTargetDocker, api.RuntimeTargetKubernetes)
+}
+
+// checkFlatRegistration is the check before a flat instance's first
+// registration: a complete target, and the experiment on (409
+// experiment_disabled otherwise). target nil is a regular broker: no
+// check.
+func (s *Server) checkFlatRegistration(ctx context.Context, name string, target *api.RuntimeTarget) error {
+	if target == nil {
+		return nil
+	}
+	if err := checkRuntimeTarget("runtimeTarget", *target); err != nil {
+		return err
+	}
+	on, err := s.experimentOn(ctx, api.ExperimentFlatRuntimeBrokers)
+	if err != nil {
+		return err
+	}
+	if !on {
+		return flatExperimentOff(name, *target)
+	}
+	return nil
+}
+
+// flatExperimentOff is the refusal of a flat instance's first
+// registration while the experiment is off.
+func flatExperimentOff(name string, t api.RuntimeTarget) error {
+	return api.Conflict(api.CodeExperimentDisabled,
+		"runtime broker %s is a flat instance serving %s, and flat Runtime Brokers are an experiment that is off on this Hub: an admin turns it on with 'scion hub settings set --experiment %s=on'",
+		api.Quote(name), t.String(), api.ExperimentFlatRuntimeBrokers).WithDetail("experiment", api.ExperimentFlatRuntimeBrokers)
+}
+
+// checkMaxAgents refuses a negative per-broker limit (nil inherits the
+// hub-wide default, 0 is unlimited).
+func checkMaxAgents(n *int) error {
+	if n != nil && *n < 0 {
+		return api.BadRequest("maxAgents must be 0 (unlimited) or more")
+	}
+	return nil
+}
