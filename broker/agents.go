@@ -72,6 +72,11 @@ func (b *Broker) createAgentOnce(ctx context.Context, spec wire.AgentSpec) (_ ru
 	if err != nil {
 		return runtime.Status{}, err
 	}
+	if spec.Image == "" {
+		// Only the harness's default image: one the create names wins
+		// as it is, as it did over a profile's registry.
+		image = withRegistry(b.cfg.AgentDefaults.ImageRegistry, image)
+	}
 	if image, err = b.imageFor(spec, image); err != nil {
 		return runtime.Status{}, err
 	}
@@ -365,9 +370,18 @@ func (a *agentLocks) lock(ctx context.Context, key string) (unlock func(), err e
 var profileLabelKeys = map[string]string{"memory": "scion.memory", "cpus": "scion.cpus"}
 
 // profileLabels returns the labels the agent's profile supplies (its
-// resource limits), or an empty map.
+// resource limits), or an empty map. A flat instance has no profiles: its
+// agent_defaults supply them instead.
 func (b *Broker) profileLabels(profile string) map[string]string {
 	out := map[string]string{}
+	if b.cfg.RuntimeTarget != nil {
+		for label, v := range map[string]string{profileLabelKeys["memory"]: b.cfg.AgentDefaults.Memory, profileLabelKeys["cpus"]: b.cfg.AgentDefaults.CPUs} {
+			if v != "" {
+				out[label] = v
+			}
+		}
+		return out
+	}
 	for _, p := range b.cfg.Profiles {
 		if p.Name != profile {
 			continue

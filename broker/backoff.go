@@ -29,3 +29,14 @@ func backoffDelay(attempt int, minDelay, maxDelay time.Duration, r float64) time
 	}
 	return time.Duration(r * float64(ceil))
 }
+
+// refusedDelay is the wait before asking a Hub that refused the broker
+// again: uniformly in [slow/2, slow), r in [0, 1). Never near zero, as a
+// refusal is not a blip; jittered, so that a host's instances do not ask
+// in lockstep.
+func refusedDelay(slow time.Duration, r float64) time.Duration {
+	if r < 0 || r >= 1 {
+		r = 0
+	}
+	return slow/2 + time.Duration(r*float64(slow/2))
+}

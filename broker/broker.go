@@ -24,6 +24,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/scion-go/scion/api"
 	"github.com/scion-go/scion/broker/idempotency"
 	"github.com/scion-go/scion/broker/portpool"
 	"github.com/scion-go/scion/config"
@@ -44,7 +45,21 @@ type Config struct {
 	Version      string
 	Capabilities []string
 	Profiles     []wire.Profile
-	Logger       *slog.Logger
+	// RuntimeTarget makes the broker a flat Runtime Broker instance
+	// serving that one target, resolved (see flat.go): its hello reports
+	// it and no profiles, so Profiles must be empty. InstanceKey is the
+	// instance's key in server.broker.instances, for its log lines, and
+	// AgentDefaults its agent_defaults that the broker applies.
+	RuntimeTarget *api.RuntimeTarget
+	InstanceKey   string
+	AgentDefaults AgentDefaults
+	// RefusedBackoff is a flat instance's delay between attempts while
+	// the Hub refuses it (not activated: the experiment is off, its
+	// credentials are revoked): jittered over [RefusedBackoff/2,
+	// RefusedBackoff), default 30s, so that turning the experiment on
+	// activates the instance without a restart.
+	RefusedBackoff time.Duration
+	Logger         *slog.Logger
 	// HeartbeatInterval and Grace tune the channel's dead-peer detection
 	// (defaults: those of wire.Options).
 	HeartbeatInterval, Grace time.Duration
@@ -99,6 +114,9 @@ type Status struct {
 	Reconnects int
 	// LastError is why the last dial, hello or session failed.
 	LastError string
+	// Refused is set while the Hub refuses a flat instance ("code:
+	// message" of the refusal: the instance is not activated).
+	Refused string
 }
 
 // Broker is a Runtime Broker. Create it with New and run it with Run.
@@ -137,6 +155,9 @@ func New(cfg Config) (*Broker, error) {
 	case cfg.DataDir == "":
 		return nil, errors.New("broker: DataDir is required")
 	}
+	if err := cfg.flatErr(); err != nil {
+		return nil, err
+	}
 	u, err := connectURL(cfg.HubEndpoint)
 	if err != nil {
 		return nil, err
@@ -162,6 +183,7 @@ func New(cfg Config) (*Broker, error) {
 	cfg.MinBackoff = cmp.Or(cfg.MinBackoff, 100*time.Millisecond)
 	cfg.MaxBackoff = max(cmp.Or(cfg.MaxBackoff, 10*time.Second), cfg.MinBackoff)
 	cfg.StopGrace = cmp.Or(cfg.StopGrace, 10*time.Second)
+	cfg.RefusedBackoff = cmp.Or(cfg.RefusedBackoff, 30*time.Second)
 	cfg.Capabilities = slices.Clone(cfg.Capabilities)
 	if !slices.Contains(cfg.Capabilities, wire.CapLogsFollow) {
 		cfg.Capabilities = append(cfg.Capabilities, wire.CapLogsFollow)
@@ -180,6 +202,7 @@ func New(cfg Config) (*Broker, error) {
 	}
 	l := layout{root: cfg.DataDir}
 	if cfg.Workspaces == nil {
+		cfg.GitWorkspaces.CloneDepth = cmp.Or(cfg.GitWorkspaces.CloneDepth, cfg.AgentDefaults.CloneDepth)
 		cfg.GitWorkspaces.Logger = cmp.Or(cfg.GitWorkspaces.Logger, cfg.Logger)
 		if cfg.Workspaces, err = NewGitWorkspaces(cfg.DataDir, cfg.GitWorkspaces); err != nil {
 			return nil, fmt.Errorf("broker: %w", err)
@@ -208,7 +231,7 @@ func New(cfg Config) (*Broker, error) {
 	return &Broker{
 		ports:   ports,
 		cfg:     cfg,
-		log:     cfg.Logger.With("broker_id", cfg.BrokerID),
+		log:     brokerLogger(cfg),
 		rt:      cfg.Runtime,
 		url:     u,
 		layout:  l,
@@ -289,4 +312,14 @@ func (b *Broker) currentConn() *wire.Conn {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.conn
+}
+
+// brokerLogger is the broker's logger: its lines name its ID, and a flat
+// instance's also its key.
+func brokerLogger(cfg Config) *slog.Logger {
+	l := cfg.Logger.With("broker_id", cfg.BrokerID)
+	if cfg.InstanceKey != "" {
+		l = l.With("instance", cfg.InstanceKey)
+	}
+	return l
 }

@@ -67,8 +67,21 @@ func (b *Broker) connectLoop(ctx context.Context) {
 		}
 		delay := backoffDelay(attempt, b.cfg.MinBackoff, b.cfg.MaxBackoff, rand.Float64())
 		attempt++
-		b.log.Warn("control channel down; reconnecting", "err", err, "after", delay)
-		b.update(func() { b.status.LastError = err.Error() })
+		refused := ""
+		if ae := refusal(err); ae != nil && b.cfg.RuntimeTarget != nil {
+			// Not a failure a quick retry fixes: say so once, not at every
+			// attempt, and ask again slowly.
+			refused = ae.Code + ": " + ae.Message
+			delay = refusedDelay(b.cfg.RefusedBackoff, rand.Float64())
+			if refused != b.Status().Refused {
+				b.log.Error(fmt.Sprintf("instance %s not activated: %s", b.cfg.InstanceKey, refused), "after", delay)
+			} else {
+				b.log.Debug("instance still not activated", "err", err, "after", delay)
+			}
+		} else {
+			b.log.Warn("control channel down; reconnecting", "err", err, "after", delay)
+		}
+		b.update(func() { b.status.LastError, b.status.Refused = err.Error(), refused })
 		t := time.NewTimer(delay)
 		select {
 		case <-ctx.Done():
@@ -110,6 +123,10 @@ func (b *Broker) session(ctx context.Context) (up time.Duration, err error) {
 		}
 		b.conn = conn
 		b.status.Connected, b.status.SessionID, b.status.LastConnect = true, reply.SessionID, since
+		if b.status.Refused != "" {
+			b.log.Info(fmt.Sprintf("instance %s activated", b.cfg.InstanceKey))
+			b.status.Refused = ""
+		}
 	})
 	err = <-ended
 	b.update(func() {
@@ -136,24 +153,29 @@ func (b *Broker) dial(ctx context.Context) (*websocket.Conn, error) {
 	})
 	if err != nil {
 		if resp != nil && resp.StatusCode != http.StatusSwitchingProtocols {
-			return nil, fmt.Errorf("hub refused the control channel: %s%s", resp.Status, hubMessage(resp.Body))
+			if ae := hubError(resp); ae != nil {
+				return nil, fmt.Errorf("hub refused the control channel: %s: %w", resp.Status, ae)
+			}
+			return nil, fmt.Errorf("hub refused the control channel: %s", resp.Status)
 		}
 		return nil, fmt.Errorf("dial %s: %w", b.url, err)
 	}
 	return ws, nil
 }
 
-// hubMessage extracts ": code: message" from an error body of the Hub.
-func hubMessage(body io.Reader) string {
-	if body == nil {
-		return ""
+// hubError is the Hub's error in a refused upgrade's body, with the
+// response's status, or nil when the body holds none.
+func hubError(resp *http.Response) *api.Error {
+	if resp.Body == nil {
+		return nil
 	}
 	var eb api.ErrorBody
-	data, _ := io.ReadAll(io.LimitReader(body, 4096))
+	data, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 	if json.Unmarshal(data, &eb) != nil || eb.Error == nil {
-		return ""
+		return nil
 	}
-	return ": " + eb.Error.Error()
+	eb.Error.Status = resp.StatusCode
+	return eb.Error
 }
 
 // hello introduces the broker. It fails if the inventory cannot be read:
@@ -175,6 +197,7 @@ func (b *Broker) hello(ctx context.Context, conn *wire.Conn) (wire.HelloReply, e
 		Runtime:         b.rt.Name(),
 		Capabilities:    b.cfg.Capabilities,
 		Profiles:        b.cfg.Profiles,
+		RuntimeTarget:   b.cfg.RuntimeTarget,
 		Inventory:       inv.Agents,
 	}
 	ws := b.WorkspaceStorage()

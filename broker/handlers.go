@@ -16,14 +16,14 @@ import (
 
 // register installs the Hub-to-broker methods on a new channel.
 func (b *Broker) register(c *wire.Conn) {
-	c.Handle(wire.MethodAgentCreate, b.keyed(c, onAgent(b, b.createAgent)))
-	c.Handle(wire.MethodAgentStart, b.keyed(c, onAgent(b, b.startAgent)))
-	c.Handle(wire.MethodAgentStop, b.keyed(c, onAgent(b, b.stopAgent)))
-	c.Handle(wire.MethodAgentRestart, b.keyed(c, onAgent(b, b.restartAgent)))
-	c.Handle(wire.MethodAgentSuspend, b.keyed(c, onAgent(b, b.suspendAgent)))
-	c.Handle(wire.MethodAgentResume, b.keyed(c, onAgent(b, b.resumeAgent)))
-	c.Handle(wire.MethodAgentDelete, b.keyed(c, onAgent(b, b.deleteAgent)))
-	c.Handle(wire.MethodAgentInspect, onAgent(b, b.inspectAgent))
+	c.Handle(wire.MethodAgentCreate, b.pinned(b.keyed(c, onAgent(b, b.createAgent))))
+	c.Handle(wire.MethodAgentStart, b.pinned(b.keyed(c, onAgent(b, b.startAgent))))
+	c.Handle(wire.MethodAgentStop, b.pinned(b.keyed(c, onAgent(b, b.stopAgent))))
+	c.Handle(wire.MethodAgentRestart, b.pinned(b.keyed(c, onAgent(b, b.restartAgent))))
+	c.Handle(wire.MethodAgentSuspend, b.pinned(b.keyed(c, onAgent(b, b.suspendAgent))))
+	c.Handle(wire.MethodAgentResume, b.pinned(b.keyed(c, onAgent(b, b.resumeAgent))))
+	c.Handle(wire.MethodAgentDelete, b.pinned(b.keyed(c, onAgent(b, b.deleteAgent))))
+	c.Handle(wire.MethodAgentInspect, b.pinned(onAgent(b, b.inspectAgent)))
 	c.HandleStream(wire.MethodAgentLogs, b.handleLogs)
 	c.HandleStream(wire.MethodAgentExec, b.handleExec)
 	c.HandleStream(wire.MethodAgentAttach, b.handleAttach)

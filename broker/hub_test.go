@@ -31,6 +31,9 @@ type testHub struct {
 
 	dials        atomic.Int32
 	rejectHellos atomic.Int32 // refuse this many more hellos
+	// refuseWith, while set, is the answer to every hello (a Hub that
+	// refuses the broker: experiment_disabled, say).
+	refuseWith atomic.Pointer[api.Error]
 	hellos       chan wire.Hello
 	statuses     chan wire.AgentStatus
 
@@ -71,6 +74,9 @@ func (h *testHub) connect(w http.ResponseWriter, r *http.Request) {
 			return nil, api.BadRequest("%v", err)
 		}
 		h.hellos <- hello
+		if e := h.refuseWith.Load(); e != nil {
+			return nil, e
+		}
 		if h.rejectHellos.Add(-1) >= 0 {
 			return nil, api.BadRequest("hello refused by the test")
 		}
