@@ -34,8 +34,8 @@ type testHub struct {
 	// refuseWith, while set, is the answer to every hello (a Hub that
 	// refuses the broker: experiment_disabled, say).
 	refuseWith atomic.Pointer[api.Error]
-	hellos       chan wire.Hello
-	statuses     chan wire.AgentStatus
+	hellos     chan wire.Hello
+	statuses   chan wire.AgentStatus
 
 	mu   sync.Mutex
 	conn *wire.Conn // the session whose hello was accepted last
