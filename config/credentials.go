@@ -10,10 +10,15 @@ import (
 )
 
 // BrokerConnection is a Runtime Broker's registration with one Hub. A
-// broker may hold several (one per Hub it serves).
+// broker may hold several (one per Hub it serves). A flat instance
+// (server.broker.instances) has its own connection per Hub, under its
+// key: each instance is its own broker ID with its own secret.
 type BrokerConnection struct {
 	// Name identifies the connection locally (default: the broker name).
-	Name        string `yaml:"name"`
+	Name string `yaml:"name"`
+	// Instance is the key of the flat instance this connection belongs
+	// to; "" for the regular broker.
+	Instance    string `yaml:"instance,omitempty"`
 	HubEndpoint string `yaml:"hub_endpoint"`
 	BrokerID    string `yaml:"broker_id"`
 	BrokerName  string `yaml:"broker_name"`
@@ -59,20 +64,28 @@ func (c *BrokerCredentials) Save() error {
 
 func sameHub(a, b string) bool { return strings.TrimRight(a, "/") == strings.TrimRight(b, "/") }
 
-// ForHub returns the connection for a Hub endpoint, or nil.
+// ForHub returns the regular broker's connection for a Hub endpoint, or
+// nil (an instance's connection is never it: see ForInstance).
 func (c *BrokerCredentials) ForHub(endpoint string) *BrokerConnection {
+	return c.ForInstance(endpoint, "")
+}
+
+// ForInstance returns the connection of the flat instance with key
+// instance for a Hub endpoint ("" the regular broker's), or nil.
+func (c *BrokerCredentials) ForInstance(endpoint, instance string) *BrokerConnection {
 	for _, x := range c.Connections {
-		if sameHub(x.HubEndpoint, endpoint) {
+		if x.Instance == instance && sameHub(x.HubEndpoint, endpoint) {
 			return x
 		}
 	}
 	return nil
 }
 
-// Put adds or replaces the connection for conn.HubEndpoint.
+// Put adds or replaces the connection for conn.HubEndpoint and
+// conn.Instance.
 func (c *BrokerCredentials) Put(conn *BrokerConnection) {
 	for i, x := range c.Connections {
-		if sameHub(x.HubEndpoint, conn.HubEndpoint) {
+		if x.Instance == conn.Instance && sameHub(x.HubEndpoint, conn.HubEndpoint) {
 			c.Connections[i] = conn
 			return
 		}

@@ -57,8 +57,11 @@ type BrokerSettings struct {
 	// the broker's user can. Paths inside the broker's data directory are
 	// refused even when it is on. A workstation always allows them (its
 	// Hub and broker serve the host's own user).
-	AllowLocalGitRemotes bool           `yaml:"allow_local_git_remotes,omitempty"`
-	Extra                map[string]any `yaml:",inline"`
+	AllowLocalGitRemotes bool `yaml:"allow_local_git_remotes,omitempty"`
+	// Instances are the flat Runtime Broker instances this process hosts
+	// instead of a regular broker (see instances.go); Parse them.
+	Instances InstanceList   `yaml:"instances,omitempty"`
+	Extra     map[string]any `yaml:",inline"`
 }
 
 // ProfileSettings is one entry of server.broker.profiles.

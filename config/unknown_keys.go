@@ -39,9 +39,19 @@ func UnknownKeys(doc []byte) []string {
 	return out
 }
 
+// shapes are the types that keep their YAML undecoded (so that loading
+// settings.yaml never fails on them), with the type their YAML decodes
+// into later.
+var shapes = map[reflect.Type]reflect.Type{
+	reflect.TypeFor[InstanceList](): reflect.TypeFor[[]Instance](),
+}
+
 func walkKeys(n *yaml.Node, t reflect.Type, path string, out *[]string) {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
+	}
+	if s, ok := shapes[t]; ok {
+		t = s
 	}
 	if n.Kind == yaml.AliasNode && n.Alias != nil {
 		n = n.Alias

@@ -56,7 +56,7 @@ server:
 		{"in kubernetes", "server:\n  broker:\n    kubernetes:\n      kubeconfg: /k\n",
 			[]string{"server.broker.kubernetes.kubeconfg (line 4): unknown key; did you mean kubeconfig?"}},
 		{"far from every key", "server:\n  broker:\n    colour: blue\n",
-			[]string{"server.broker.colour (line 3): unknown key; known keys here: agent_hub_endpoint, allow_local_git_remotes, allow_passthrough, broker_id, data_dir, hub_endpoint, kubernetes, name, profiles, runtime"}},
+			[]string{"server.broker.colour (line 3): unknown key; known keys here: agent_hub_endpoint, allow_local_git_remotes, allow_passthrough, broker_id, data_dir, hub_endpoint, instances, kubernetes, name, profiles, runtime"}},
 		{"upper case", "server:\n  Broker:\n    runtime: fake\n",
 			[]string{"server.Broker (line 2): unknown key; did you mean broker?"}},
 		{"near miss at the top", "sever:\n  broker: {}\n",
