@@ -30,7 +30,7 @@ broker-credentials.yaml.`,
 	})
 	c.AddCommand(newBrokerStartCmd(d), newBrokerRegisterCmd(a), newBrokerJoinCmd(a),
 		newBrokerProvideCmd(a, true), newBrokerProvideCmd(a, false), newBrokerStatusCmd(a),
-		newBrokerDeregisterCmd(a))
+		newBrokerDeregisterCmd(a), newBrokerPlanSplitCmd(a))
 	return c
 }
 
