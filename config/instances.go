@@ -5,10 +5,9 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
-
-	"github.com/scion-go/scion/api"
 )
 
 // Flat Runtime Broker instances (multi-broker spec, "Flat Runtime Brokers
@@ -60,7 +59,7 @@ type Instance struct {
 // The keys are those of runtime/kubernetes's settings (KubernetesSettings
 // gives them as such a map).
 type RuntimeTargetSettings struct {
-	// Type is api.RuntimeTargetDocker or api.RuntimeTargetKubernetes.
+	// Type is TargetDocker or TargetKubernetes.
 	Type string `yaml:"type"`
 	// Context is the kubeconfig context ("" the current one) and
 	// Namespace the agents' namespace ("" default).
@@ -115,18 +114,43 @@ type HarnessOverride struct {
 	Resources     *Resources `yaml:"resources,omitempty"`
 }
 
+// Runtime target types (api.RuntimeTargetDocker and
+// api.RuntimeTargetKubernetes: config imports nothing of ours, and a test
+// checks they agree).
+const (
+	TargetDocker     = "docker"
+	TargetKubernetes = "kubernetes"
+)
+
+// RuntimeTarget is api.RuntimeTarget's shape (config imports nothing of
+// ours): convert with api.RuntimeTarget(t).
+type RuntimeTarget struct {
+	Type      string
+	Context   string
+	Namespace string
+}
+
+// String is api.RuntimeTarget.String: "docker" or
+// "kubernetes:<context>/<namespace>".
+func (t RuntimeTarget) String() string {
+	if t.Type != TargetKubernetes {
+		return t.Type
+	}
+	return t.Type + ":" + t.Context + "/" + t.Namespace
+}
+
 // Target is the target as configured: a Kubernetes context or namespace
 // left unset stays empty (ResolveTarget fills them).
-func (t RuntimeTargetSettings) Target() api.RuntimeTarget {
-	return api.RuntimeTarget{Type: t.Type, Context: t.Context, Namespace: t.Namespace}
+func (t RuntimeTargetSettings) Target() RuntimeTarget {
+	return RuntimeTarget{Type: t.Type, Context: t.Context, Namespace: t.Namespace}
 }
 
 // ResolveTarget is the target the instance reports: for Kubernetes, an
 // unset context is currentContext (the kubeconfig's current context) and
 // an unset namespace is "default".
-func (t RuntimeTargetSettings) ResolveTarget(currentContext string) api.RuntimeTarget {
+func (t RuntimeTargetSettings) ResolveTarget(currentContext string) RuntimeTarget {
 	r := t.Target()
-	if r.Type == api.RuntimeTargetKubernetes {
+	if r.Type == TargetKubernetes {
 		if r.Context == "" {
 			r.Context = currentContext
 		}
@@ -223,6 +247,20 @@ func FindInstance(instances []Instance, key string) (*Instance, error) {
 	return nil, fmt.Errorf("no instance %q in server.broker.instances; the keys are: %s", key, strings.Join(keys, ", "))
 }
 
+// quote is api.Quote: a value quoted and cut short, so that a hostile
+// one is echoed neither whole nor raw.
+func quote(s string) string {
+	const max = 64
+	if len(s) <= max {
+		return strconv.Quote(s)
+	}
+	cut := max
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return strconv.Quote(s[:cut]) + "..."
+}
+
 // instancesPath is the settings path of the list, for messages.
 const instancesPath = "server.broker.instances"
 
@@ -232,7 +270,7 @@ func entryLabel(i int, key string) string {
 	if key == "" {
 		return fmt.Sprintf("%s[%d]", instancesPath, i)
 	}
-	return fmt.Sprintf("%s[%d] (key %s)", instancesPath, i, api.Quote(key))
+	return fmt.Sprintf("%s[%d] (key %s)", instancesPath, i, quote(key))
 }
 
 // ParseInstances decodes the YAML of server.broker.instances and

@@ -63,7 +63,7 @@ func TestParseInstancesTheSpecExample(t *testing.T) {
 	if got[0].MaxAgents == nil || *got[0].MaxAgents != 0 || *got[1].MaxAgents != 20 {
 		t.Errorf("maxAgents = %v, %v", got[0].MaxAgents, got[1].MaxAgents)
 	}
-	if tg := got[1].RuntimeTarget.Target(); tg != (api.RuntimeTarget{Type: "kubernetes", Context: "batch-cluster", Namespace: "agents"}) {
+	if tg := api.RuntimeTarget(got[1].RuntimeTarget.Target()); tg != (api.RuntimeTarget{Type: "kubernetes", Context: "batch-cluster", Namespace: "agents"}) {
 		t.Errorf("target = %+v", tg)
 	}
 	wantK8s := map[string]string{"context": "batch-cluster", "namespace": "agents", "shared_dir_size": "40Gi", "safe_to_evict": "false"}
@@ -237,7 +237,7 @@ func TestResolveTargets(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []api.RuntimeTarget{{Type: "docker"}, {Type: "kubernetes", Context: "kind-dev", Namespace: "default"}, {Type: "kubernetes", Context: "other", Namespace: "agents"}}
+	want := []RuntimeTarget{{Type: "docker"}, {Type: "kubernetes", Context: "kind-dev", Namespace: "default"}, {Type: "kubernetes", Context: "other", Namespace: "agents"}}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("targets = %+v, want %+v", got, want)
 	}
@@ -282,5 +282,32 @@ func TestUnknownKeysInInstances(t *testing.T) {
 	want := []string{"server.broker.instances[1].nme (line 10): unknown key; did you mean name?"}
 	if got := UnknownKeys([]byte(doc)); !reflect.DeepEqual(got, want) {
 		t.Errorf("warnings = %q, want %q", got, want)
+	}
+}
+
+// config repeats a few of api's rules (it imports nothing of ours): they
+// must agree.
+func TestConfigRulesAreAPIs(t *testing.T) {
+	if TargetDocker != api.RuntimeTargetDocker || TargetKubernetes != api.RuntimeTargetKubernetes {
+		t.Error("target types differ from api's")
+	}
+	if !reflect.DeepEqual(harnesses, api.Harnesses) || maxNameLen != api.MaxNameLen {
+		t.Errorf("harnesses %v / max name %d differ from api's %v / %d", harnesses, maxNameLen, api.Harnesses, api.MaxNameLen)
+	}
+	for _, n := range []string{"", "a", "a-b", "-a", "a-", "A", "a_b", "a.b", "k8s-batch", strings.Repeat("a", 63), strings.Repeat("a", 64),
+		"0123456789abcdef0123456789abcdef", "01234567-89ab-cdef-0123-456789abcdef", "01234567-89ab-cdef-0123-456789abcdeg", "0123456789abcdef0123456789abcdeZ"} {
+		if validName(n) != api.ValidName(n) {
+			t.Errorf("%q: config says %v, api %v", n, validName(n), api.ValidName(n))
+		}
+	}
+	for _, s := range []string{"a", strings.Repeat("é", 40)} {
+		if quote(s) != api.Quote(s) {
+			t.Errorf("quote(%q) = %s, api %s", s, quote(s), api.Quote(s))
+		}
+	}
+	for _, tg := range []RuntimeTarget{{Type: "docker"}, {Type: "kubernetes", Context: "c", Namespace: "n"}} {
+		if tg.String() != api.RuntimeTarget(tg).String() {
+			t.Errorf("%+v: %s, api %s", tg, tg.String(), api.RuntimeTarget(tg).String())
+		}
 	}
 }

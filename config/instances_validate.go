@@ -8,8 +8,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
-
-	"github.com/scion-go/scion/api"
 )
 
 // ValidateInstances checks decoded server.broker.instances entries: a
@@ -26,7 +24,7 @@ import (
 // told apart only once the context is known (ResolveTargets).
 func ValidateInstances(instances []Instance) error {
 	keys, names := map[string]int{}, map[string]int{}
-	targets := map[api.RuntimeTarget]int{}
+	targets := map[RuntimeTarget]int{}
 	for i, in := range instances {
 		label := entryLabel(i, in.Key)
 		fail := func(format string, args ...any) error {
@@ -39,11 +37,11 @@ func ValidateInstances(instances []Instance) error {
 			return fail("%v", err)
 		}
 		if j, ok := keys[in.Key]; ok {
-			return fail("key %s: already the key of %s; each instance needs its own key", api.Quote(in.Key), entryLabel(j, in.Key))
+			return fail("key %s: already the key of %s; each instance needs its own key", quote(in.Key), entryLabel(j, in.Key))
 		}
 		keys[in.Key] = i
 		if j, ok := names[in.Name]; ok {
-			return fail("name %s: already the name of %s; each instance registers under its own name", api.Quote(in.Name), entryLabel(j, instances[j].Key))
+			return fail("name %s: already the name of %s; each instance registers under its own name", quote(in.Name), entryLabel(j, instances[j].Key))
 		}
 		names[in.Name] = i
 		if err := validateRuntimeTarget(in.RuntimeTarget); err != nil {
@@ -67,12 +65,12 @@ func ValidateInstances(instances []Instance) error {
 // ResolveTargets are the instances' targets as they report them, an
 // unset Kubernetes context being currentContext; two instances that
 // resolve to one target are refused as in ValidateInstances.
-func ResolveTargets(instances []Instance, currentContext string) ([]api.RuntimeTarget, error) {
-	out := make([]api.RuntimeTarget, len(instances))
-	seen := map[api.RuntimeTarget]int{}
+func ResolveTargets(instances []Instance, currentContext string) ([]RuntimeTarget, error) {
+	out := make([]RuntimeTarget, len(instances))
+	seen := map[RuntimeTarget]int{}
 	for i, in := range instances {
 		out[i] = in.RuntimeTarget.ResolveTarget(currentContext)
-		if j, ok := seen[out[i]]; ok && out[i].Complete() {
+		if j, ok := seen[out[i]]; ok {
 			return nil, fmt.Errorf("%s: runtime_target: %s is already served by %s; keep one instance per runtime target",
 				entryLabel(i, in.Key), out[i].String(), entryLabel(j, instances[j].Key))
 		}
@@ -83,7 +81,7 @@ func ResolveTargets(instances []Instance, currentContext string) ([]api.RuntimeT
 
 func describeTarget(t RuntimeTargetSettings) string {
 	r := t.ResolveTarget("")
-	if r.Type == api.RuntimeTargetKubernetes && r.Context == "" {
+	if r.Type == TargetKubernetes && r.Context == "" {
 		return r.Type + ":(current context)/" + r.Namespace
 	}
 	return r.String()
@@ -93,9 +91,9 @@ func checkInstanceName(fieldName, v string) error {
 	if v == "" {
 		return fmt.Errorf("%s: missing", fieldName)
 	}
-	if !api.ValidName(v) {
+	if !validName(v) {
 		return fmt.Errorf("%s %s: use 1-%d lower-case letters, digits and '-', starting and ending with a letter or digit, and not shaped like an ID",
-			fieldName, api.Quote(v), api.MaxNameLen)
+			fieldName, quote(v), maxNameLen)
 	}
 	return nil
 }
@@ -104,39 +102,39 @@ func validateRuntimeTarget(t RuntimeTargetSettings) error {
 	switch t.Type {
 	case "":
 		return fmt.Errorf("runtime_target.type: missing: use docker or kubernetes")
-	case api.RuntimeTargetDocker:
+	case TargetDocker:
 		for _, k := range sortedFieldKeys(t.kubernetesFields()) {
 			if t.kubernetesFields()[k] != "" {
 				return fmt.Errorf("runtime_target.%s: a kubernetes field, but runtime_target.type is docker (one entry serves one target: give each target its own entry)", k)
 			}
 		}
 		return nil
-	case api.RuntimeTargetKubernetes:
+	case TargetKubernetes:
 	default:
-		return fmt.Errorf("runtime_target.type %s: use docker or kubernetes", api.Quote(t.Type))
+		return fmt.Errorf("runtime_target.type %s: use docker or kubernetes", quote(t.Type))
 	}
 	if t.Context != "" && strings.TrimSpace(t.Context) != t.Context {
-		return fmt.Errorf("runtime_target.context %s: no leading or trailing spaces", api.Quote(t.Context))
+		return fmt.Errorf("runtime_target.context %s: no leading or trailing spaces", quote(t.Context))
 	}
 	if t.Namespace != "" {
 		if errs := validation.IsDNS1123Label(t.Namespace); len(errs) > 0 {
-			return fmt.Errorf("runtime_target.namespace %s: not a Kubernetes namespace name: %s", api.Quote(t.Namespace), errs[0])
+			return fmt.Errorf("runtime_target.namespace %s: not a Kubernetes namespace name: %s", quote(t.Namespace), errs[0])
 		}
 	}
 	if t.SharedDirSize != "" {
 		if _, err := resource.ParseQuantity(t.SharedDirSize); err != nil {
-			return fmt.Errorf("runtime_target.shared_dir_size %s: not a quantity like 10Gi", api.Quote(t.SharedDirSize))
+			return fmt.Errorf("runtime_target.shared_dir_size %s: not a quantity like 10Gi", quote(t.SharedDirSize))
 		}
 	}
 	switch t.SharedDirStorage {
 	case "", "pvc", "nfs":
 	default:
-		return fmt.Errorf("runtime_target.shared_dir_storage %s: use pvc or nfs", api.Quote(t.SharedDirStorage))
+		return fmt.Errorf("runtime_target.shared_dir_storage %s: use pvc or nfs", quote(t.SharedDirStorage))
 	}
 	switch t.HomeStorage {
 	case "", "emptydir", "pvc", "nfs":
 	default:
-		return fmt.Errorf("runtime_target.home_storage %s: use emptydir, pvc or nfs", api.Quote(t.HomeStorage))
+		return fmt.Errorf("runtime_target.home_storage %s: use emptydir, pvc or nfs", quote(t.HomeStorage))
 	}
 	return nil
 }
@@ -155,11 +153,11 @@ func sortedFieldKeys(m map[string]string) []string {
 func validateAgentDefaults(d AgentDefaults) error {
 	if r := d.ImageRegistry; r != "" {
 		if strings.Contains(r, "://") || strings.ContainsAny(r, " \t\n") || strings.HasSuffix(r, "/") {
-			return fmt.Errorf("image_registry %s: give a registry and optional path like registry.example.com/agents (no scheme, spaces or trailing /)", api.Quote(r))
+			return fmt.Errorf("image_registry %s: give a registry and optional path like registry.example.com/agents (no scheme, spaces or trailing /)", quote(r))
 		}
 	}
 	if strings.TrimSpace(d.HarnessConfig) != d.HarnessConfig {
-		return fmt.Errorf("harness_config %s: no leading or trailing spaces", api.Quote(d.HarnessConfig))
+		return fmt.Errorf("harness_config %s: no leading or trailing spaces", quote(d.HarnessConfig))
 	}
 	for i, v := range d.Volumes {
 		switch {
@@ -168,11 +166,11 @@ func validateAgentDefaults(d AgentDefaults) error {
 		case v.Target == "":
 			return fmt.Errorf("volumes[%d].target: missing", i)
 		case !path.IsAbs(v.Target):
-			return fmt.Errorf("volumes[%d].target %s: an absolute path in the agent is expected", i, api.Quote(v.Target))
+			return fmt.Errorf("volumes[%d].target %s: an absolute path in the agent is expected", i, quote(v.Target))
 		}
 		for j := range i {
 			if path.Clean(d.Volumes[j].Target) == path.Clean(v.Target) {
-				return fmt.Errorf("volumes[%d].target %s: already the target of volumes[%d]", i, api.Quote(v.Target), j)
+				return fmt.Errorf("volumes[%d].target %s: already the target of volumes[%d]", i, quote(v.Target), j)
 			}
 		}
 	}
@@ -180,8 +178,8 @@ func validateAgentDefaults(d AgentDefaults) error {
 		return err
 	}
 	for _, h := range sortedOverrideKeys(d.HarnessOverrides) {
-		if !slices.Contains(api.Harnesses, h) {
-			return fmt.Errorf("harness_overrides.%s: unknown harness: use one of %v", h, api.Harnesses)
+		if !slices.Contains(harnesses, h) {
+			return fmt.Errorf("harness_overrides.%s: unknown harness: use one of %v", h, harnesses)
 		}
 		if err := validateResources("harness_overrides."+h+".resources", d.HarnessOverrides[h].Resources); err != nil {
 			return err
@@ -189,10 +187,10 @@ func validateAgentDefaults(d AgentDefaults) error {
 	}
 	for i, s := range d.RequiredSecrets {
 		if s == "" || strings.TrimSpace(s) != s {
-			return fmt.Errorf("required_secrets[%d] %s: a secret name is expected", i, api.Quote(s))
+			return fmt.Errorf("required_secrets[%d] %s: a secret name is expected", i, quote(s))
 		}
 		if j := slices.Index(d.RequiredSecrets[:i], s); j >= 0 {
-			return fmt.Errorf("required_secrets[%d] %s: already required_secrets[%d]", i, api.Quote(s), j)
+			return fmt.Errorf("required_secrets[%d] %s: already required_secrets[%d]", i, quote(s), j)
 		}
 	}
 	if d.CloneDepth != nil && *d.CloneDepth < 0 {
@@ -211,7 +209,7 @@ func validateResources(fieldPath string, r *Resources) error {
 		}
 		q, err := resource.ParseQuantity(f.v)
 		if err != nil || q.Sign() <= 0 {
-			return fmt.Errorf("%s.%s %s: a positive quantity like %s is expected", fieldPath, f.key, api.Quote(f.v), f.example)
+			return fmt.Errorf("%s.%s %s: a positive quantity like %s is expected", fieldPath, f.key, quote(f.v), f.example)
 		}
 	}
 	return nil
@@ -224,4 +222,52 @@ func sortedOverrideKeys(m map[string]HarnessOverride) []string {
 	}
 	slices.Sort(ks)
 	return ks
+}
+
+// The rules below are api's (config imports nothing of ours);
+// TestConfigRulesAreAPIs checks they agree.
+
+// harnesses is api.Harnesses.
+var harnesses = []string{"claude", "gemini", "generic"}
+
+// maxNameLen is api.MaxNameLen.
+const maxNameLen = 63
+
+// validName is api.ValidName: 1 to 63 lower-case ASCII letters, digits
+// and '-', starting and ending with a letter or digit, not a UUID.
+func validName(n string) bool {
+	if len(n) == 0 || len(n) > maxNameLen || looksLikeUUID(n) {
+		return false
+	}
+	for i := 0; i < len(n); i++ {
+		c := n[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= '0' && c <= '9':
+		case c == '-' && i > 0 && i < len(n)-1:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// looksLikeUUID: 8-4-4-4-12 hex digits, or 32 without the dashes.
+func looksLikeUUID(n string) bool {
+	switch len(n) {
+	case 32:
+	case 36:
+		if n[8] != '-' || n[13] != '-' || n[18] != '-' || n[23] != '-' {
+			return false
+		}
+	default:
+		return false
+	}
+	for i := 0; i < len(n); i++ {
+		c := n[i]
+		hex := c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
+		if !hex && !(len(n) == 36 && (i == 8 || i == 13 || i == 18 || i == 23)) {
+			return false
+		}
+	}
+	return true
 }
