@@ -135,8 +135,9 @@ type UpdateAgentOptions struct {
 	// ReserveLimit, when not nil, takes the agent's capacity reservation
 	// on its broker (a.BrokerID) as Reserve does: ErrQuota if the broker
 	// already holds *ReserveLimit reservations (0 = unlimited), nothing to
-	// take for an agent already holding its slot there, a slot held on
-	// another broker moved.
+	// take for an agent already holding its slot there,
+	// ErrReservationScope for a slot held on another broker (never moved).
+	// Either refusal writes nothing, the agent included.
 	ReserveLimit *int
 }
 
@@ -269,7 +270,9 @@ type Store interface {
 
 	// Capacity reservations: one row per agent holding a slot on a broker.
 	// Reserve is idempotent for an agent that already holds a slot on that
-	// broker; limit 0 means unlimited.
+	// broker; limit 0 means unlimited. A reservation is never moved: an
+	// agent holding its slot on another broker is ErrReservationScope
+	// (nothing written; Release, then Reserve, changes brokers).
 	Reserve(ctx context.Context, brokerID, agentID string, limit int) error
 	Release(ctx context.Context, agentID string) error
 	CountReservations(ctx context.Context, brokerID string) (int, error)

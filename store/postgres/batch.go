@@ -64,24 +64,39 @@ const keyShareBrokerSQL = `WITH locked AS (SELECT 1 FROM runtime_brokers WHERE i
 	SELECT CASE WHEN EXISTS (SELECT 1 FROM locked) THEN 1
 		ELSE scion_refuse('` + codeNotFound + `', 'no runtime broker ' || $1) END`
 
-// reserveSQL inserts (or moves) the agent's reservation if allowed: the
-// limit is 0 (unlimited), the agent already holds a slot on this broker
-// (idempotent: the upsert then changes nothing), or the broker is below
-// the limit; otherwise it refuses (codeQuota). A data-modifying WITH runs
-// whether or not the main query reads it. PostgreSQL evaluates the ORs
-// lazily, so an unlimited reservation does not count.
+// reserveSQL takes the agent's reservation, never moving one (multi-broker
+// spec, "Capacity of flat Runtime Brokers"): an agent already holding its
+// slot on this broker has nothing to take (idempotent); one holding it on
+// another broker is refused (codeScope); otherwise the slot is inserted
+// if the limit is 0 (unlimited) or the broker is below it, else refused
+// (codeQuota). The broker's lock does not cover the agent's other slot: a
+// concurrent Reserve of the same agent on another broker can insert after
+// our snapshot, so the insert meets its row on the primary key, waits for
+// it to commit and then updates it only if it is on this broker (a racing
+// Reserve here: RETURNING one row, success); a row on another broker is
+// left alone, RETURNING nothing, and refused (codeScope). A
+// data-modifying WITH runs whether or not the main query reads it.
 // Arguments: agent, broker, created_at, limit.
 const reserveSQL = `WITH decision AS (
-		SELECT $4::int <= 0
-			OR EXISTS (SELECT 1 FROM reservations WHERE agent_id = $1 AND broker_id = $2)
-			OR (SELECT count(*) FROM reservations WHERE broker_id = $2) < $4::int AS allowed
-	), upsert AS (
+		SELECT held,
+			held IS NULL AND ($4::int <= 0
+				OR (SELECT count(*) FROM reservations WHERE broker_id = $2) < $4::int) AS take
+		FROM (SELECT (SELECT broker_id FROM reservations WHERE agent_id = $1) AS held) h
+	), ins AS (
 		INSERT INTO reservations (agent_id, broker_id, created_at)
-		SELECT $1, $2, $3 FROM decision WHERE allowed
-		ON CONFLICT (agent_id) DO UPDATE SET broker_id = excluded.broker_id, created_at = excluded.created_at
-			WHERE reservations.broker_id <> excluded.broker_id
+		SELECT $1, $2, $3 FROM decision WHERE take
+		ON CONFLICT (agent_id) DO UPDATE SET broker_id = reservations.broker_id
+			WHERE reservations.broker_id = excluded.broker_id
+		RETURNING 1
 	)
-	SELECT CASE WHEN allowed THEN 1 ELSE scion_refuse('` + codeQuota + `', 'broker ' || $2 || ' is full') END FROM decision`
+	SELECT CASE
+		WHEN held = $2 THEN 1
+		WHEN held IS NOT NULL THEN scion_refuse('` + codeScope + `',
+			'agent ' || $1 || ' holds its slot on broker ' || held)
+		WHEN NOT take THEN scion_refuse('` + codeQuota + `', 'broker ' || $2 || ' is full')
+		WHEN EXISTS (SELECT 1 FROM ins) THEN 1
+		ELSE scion_refuse('` + codeScope + `', 'agent ' || $1 || ' took its slot on another broker')
+	END FROM decision`
 
 // CreateAgent sends claim, replace, insert, link, lock and reserve (or,
 // taking no slot, keyShareBrokerSQL) in one batch. The key goes first so that a replay is reported as ErrKeyInUse
@@ -167,7 +182,8 @@ func queueReserve(b *pgx.Batch, brokerID, agentID string, limit int, now time.Ti
 }
 
 // readReserve reads the results of queueReserve's statements: nil, or
-// ErrQuota (broker full) or ErrNotFound (no such broker or agent).
+// ErrQuota (broker full), ErrReservationScope (the agent holds its slot
+// on another broker) or ErrNotFound (no such broker or agent).
 func (d *dialect) readReserve(br pgx.BatchResults, brokerID, agentID string, limit int) error {
 	what := fmt.Sprintf("reserve on broker %q for agent %q", brokerID, agentID)
 	var one int
@@ -178,7 +194,7 @@ func (d *dialect) readReserve(br pgx.BatchResults, brokerID, agentID string, lim
 		if refusedWith(err, codeQuota) {
 			return sqlstore.QuotaError(brokerID, limit)
 		}
-		return d.mapErr(err, what)
+		return d.mapErr(err, what) // codeScope: its message names the broker
 	}
 	return nil
 }

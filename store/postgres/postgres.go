@@ -92,6 +92,7 @@ const (
 	codeNotFound = "SC404" // a record the statement needs is missing
 	codeQuota    = "SC429" // the broker holds its limit of reservations
 	codeStale    = "SC412" // the row to replace is not at the version expected
+	codeScope    = "SC421" // the agent holds its reservation on another broker
 )
 
 // refusedWith says whether err is scion_refuse's error with code.
@@ -117,6 +118,8 @@ func (d *dialect) Classify(err error) error {
 			return store.ErrKeyInUse
 		case codeQuota:
 			return store.ErrQuota
+		case codeScope:
+			return fmt.Errorf("%s: %w", pe.Message, store.ErrReservationScope)
 		}
 	}
 	return nil

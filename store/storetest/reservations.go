@@ -51,11 +51,21 @@ func testReservations(t *testing.T, s store.Store) {
 	must(t, err)
 	equal(t, counts, map[string]int{b.ID: 2, b2.ID: 1})
 
-	// A slot held elsewhere moves, subject to the new broker's limit.
+	// A slot held elsewhere is never moved (spec: "its reservation is
+	// never moved"), under the limit or not; Release, then Reserve,
+	// changes brokers, subject to the new broker's limit.
+	wantErr(t, s.Reserve(ctx, b2.ID, a[0].ID, 1), store.ErrReservationScope)
+	wantErr(t, s.Reserve(ctx, b2.ID, a[0].ID, 2), store.ErrReservationScope)
+	count(b.ID, 2)
+	count(b2.ID, 1)
+	must(t, s.Release(ctx, a[0].ID))
 	wantErr(t, s.Reserve(ctx, b2.ID, a[0].ID, 1), store.ErrQuota)
 	must(t, s.Reserve(ctx, b2.ID, a[0].ID, 2))
 	count(b.ID, 1)
 	count(b2.ID, 2)
+	// A broker that does not exist is that, even for an agent holding a
+	// slot elsewhere.
+	wantErr(t, s.Reserve(ctx, "missing", a[0].ID, 0), store.ErrNotFound)
 
 	wantErr(t, s.Reserve(ctx, "missing", a[4].ID, 0), store.ErrNotFound)
 	wantErr(t, s.Reserve(ctx, b.ID, "missing", 0), store.ErrNotFound)
@@ -177,7 +187,22 @@ func testUpdateAgentReserve(t *testing.T, s store.Store) {
 	wantErr(t, s.UpdateAgentWith(ctx, &gone, store.UpdateAgentOptions{ReserveLimit: new(0)}), store.ErrNotFound)
 	reserved(map[string]int{b.ID: 2})
 
-	// A slot held on another broker moves with the agent's broker.
+	// A slot held on another broker is never moved with the agent's
+	// broker (spec: "its reservation is never moved"): ErrReservationScope,
+	// and neither the agent (its broker included) nor the slot written.
+	// Release, then the update, changes brokers.
+	moved := c
+	moved.BrokerID, moved.Delegator = b2.ID, "user-5"
+	wantErr(t, s.UpdateAgentWith(ctx, &moved, store.UpdateAgentOptions{ReserveLimit: &one}), store.ErrReservationScope)
+	if moved.Version != c.Version {
+		t.Fatalf("refused update moved the argument's version to %d", moved.Version)
+	}
+	stored(a.ID, "user-2", c.Version)
+	if got, err := s.GetAgent(ctx, a.ID); err != nil || got.BrokerID != b.ID {
+		t.Fatalf("refused update: agent %+v, %v; want it still on broker %s", got, err, b.ID)
+	}
+	reserved(map[string]int{b.ID: 2})
+	must(t, s.Release(ctx, a.ID))
 	c.BrokerID = b2.ID
 	must(t, s.UpdateAgentWith(ctx, &c, store.UpdateAgentOptions{ReserveLimit: &one}))
 	stored(a.ID, "user-2", c.Version)

@@ -13,8 +13,8 @@
 //     included.
 //   - List-like methods return empty, non-nil slices and maps.
 //   - Release of a slot not held is not an error; UnlinkProvider of a link
-//     that does not exist is ErrNotFound; Reserve moves a slot held on
-//     another broker.
+//     that does not exist is ErrNotFound; Reserve never moves a slot held
+//     on another broker (ErrReservationScope, nothing written).
 //   - A foreign key to a missing record (CreateAgent's project, Reserve's
 //     agent or broker, LinkProvider's ends) is ErrNotFound.
 //   - DeleteAgent also deletes the agent's tokens.
@@ -101,6 +101,8 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"BrokerRuntimeTarget", testBrokerRuntimeTarget},
 		{"AgentPin", testAgentPin},
 		{"PinReadOnly", testPinReadOnly},
+		{"ReserveScope", testReserveScope},
+		{"ReserveScopeRace", testReserveScopeRace},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
