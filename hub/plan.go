@@ -33,15 +33,16 @@
 //
 //   - Flat brokers' placement consistency (multi-broker spec, "Inconsistent
 //     agent placement"): every operation that reaches a broker for an
-//     existing agent runs reachCheck first, in planAction and planDelete.
-//     Its first rules are today's (no broker: 409 conflict; a broker no
-//     longer registered: 409 runtime_broker_missing). The pin rules
+//     existing agent runs reachCheck (plan_reach.go) first, in planAction
+//     and planDelete, and in the streams (logs, exec, attach) and the
+//     delivery of queued dispatches. For an unpinned agent its rules are
+//     today's (no broker: 409 conflict; a broker no longer registered: 409
+//     runtime_broker_missing); for a pinned one the spec's
 //     (runtime_target_pin_stale, runtime_target_mismatch, a pin naming a
-//     deregistered broker) are more rules there, over more fields of
-//     reachInput (the agent's pin, the broker's runtime target), which
-//     the load fills from the records it reads already. The other
-//     operations that reach a broker (logs, exec, attach, messages, queued
-//     dispatches) call the same reachCheck on the same input.
+//     deregistered broker), over reachInput (the agent's pin, its broker's
+//     runtime target, which brokers are registered), which the loads fill
+//     from the records they read already (loadReach: one more read when
+//     the pin names another broker than the assigned one).
 //   - Moves: a move is one more plan over the same inputs (the agent, the
 //     source and target brokers, the project, the caller), planMove,
 //     returning the ordered checks (hub/move) and the saga's steps; its

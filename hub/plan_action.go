@@ -55,33 +55,6 @@ func actionFor(verb string) (action, error) {
 	return act, nil
 }
 
-// reachInput is what reachCheck knows about the placement of an agent an
-// operation is about to reach its broker for. The flat brokers' checks
-// add the agent's pin and the broker's runtime target here.
-type reachInput struct {
-	Agent *store.Agent
-	// BrokerMissing: the agent's broker is no longer registered.
-	BrokerMissing bool
-}
-
-// reachCheck is the check every operation that reaches a broker for an
-// existing agent runs before anything is sent: nothing is sent, and no
-// other broker is looked for, when the agent's saved placement cannot be
-// reached. Its rules, in order:
-//
-//  1. the broker is no longer registered: 409 runtime_broker_missing.
-//
-// The flat brokers' placement consistency rules (409
-// runtime_target_pin_stale, runtime_target_mismatch, runtime_broker_missing
-// for a pin naming a deregistered broker) come next, over the pin and
-// target fields reachInput will carry.
-func reachCheck(in reachInput) error {
-	if in.BrokerMissing {
-		return brokerMissing(in.Agent)
-	}
-	return nil
-}
-
 // actionInput is what a lifecycle action decides on, as its first load
 // read it.
 type actionInput struct {
@@ -93,6 +66,9 @@ type actionInput struct {
 	// which BrokerMissing says).
 	Broker        *store.Broker
 	BrokerMissing bool
+	// PinnedMissing: the broker a pinned agent's pin names is no longer
+	// registered (reachInput).
+	PinnedMissing bool
 	// KeyHeader is the caller's Idempotency-Key; FreshKey a new unique
 	// key suffix for a command without one.
 	KeyHeader, FreshKey string
@@ -119,10 +95,16 @@ type actionPlan struct {
 	Offline error
 }
 
+// reach is what reachCheck decides on, from in.
+func (in actionInput) reach() reachInput {
+	return reachInput{Agent: in.Agent, Broker: in.Broker, BrokerMissing: in.BrokerMissing, PinnedMissing: in.PinnedMissing}
+}
+
 // planAction decides an action on the agent as first loaded, refusing in
 // this order: an unknown verb, an Idempotency-Key too long, an agent with
-// no broker, the authority to run it again (start, restart, resume),
-// reachCheck, the broker's passthrough.
+// no broker (a pinned one: reachCheck's runtime_target_pin_stale), the
+// authority to run it again (start, restart, resume), reachCheck, the
+// broker's passthrough.
 func planAction(in actionInput) (actionPlan, error) {
 	act, err := actionFor(in.Verb)
 	if err != nil {
@@ -133,8 +115,8 @@ func planAction(in actionInput) (actionPlan, error) {
 		// Bounded: it is kept with a queued stop and on the broker.
 		return actionPlan{}, api.BadRequest("%s is longer than %d bytes", api.HeaderIdempotencyKey, maxIdempotencyKey)
 	}
-	if a.BrokerID == "" {
-		return actionPlan{}, api.Conflict(api.CodeConflict, "agent %q has no runtime broker", a.Slug)
+	if a.BrokerID == "" && a.Pin == nil {
+		return actionPlan{}, reachCheck(in.reach())
 	}
 	p := actionPlan{Verb: in.Verb, Action: act}
 	if act.running {
@@ -149,7 +131,7 @@ func planAction(in actionInput) (actionPlan, error) {
 			p.Redelegate, p.Delegator = true, d
 		}
 	}
-	if err := reachCheck(reachInput{Agent: a, BrokerMissing: in.BrokerMissing}); err != nil {
+	if err := reachCheck(in.reach()); err != nil {
 		return actionPlan{}, err
 	}
 	b := in.Broker
@@ -232,7 +214,7 @@ func planActionRun(in runInput) (runPlan, error) {
 		MarkStopping: act.method == wire.MethodAgentStop && a.Phase == api.PhaseRunning,
 		Recreate:     needsRecreate(act, a),
 		Method:       act.method,
-		Ref:          wire.AgentRef{AgentID: a.ID, RunID: a.RunID},
+		Ref:          wire.AgentRef{AgentID: a.ID, RunID: a.RunID, Pin: a.Pin},
 		MintToken:    act.running,
 		Key:          in.Plan.Key,
 		broker:       in.Broker,
@@ -306,9 +288,13 @@ type deleteInput struct {
 	Agent  *store.Agent
 	Force  bool
 	// Online: the agent's broker has a session. BrokerMissing (read only
-	// when it has none): the broker is no longer registered.
+	// when it has none, or the agent is pinned): the broker is no longer
+	// registered.
 	Online        bool
 	BrokerMissing bool
+	// Broker and PinnedMissing are read for a pinned agent (reachInput).
+	Broker        *store.Broker
+	PinnedMissing bool
 }
 
 // deletePlan is a delete decided: the broker's delete first (Dispatch,
@@ -324,15 +310,24 @@ type deletePlan struct {
 // planDelete decides a delete. Removing the record without reaching the
 // broker could leave a workload running with its capacity released: only
 // for a broker that is gone for good (reachCheck), and only when forced.
+// A pinned agent whose placement is inconsistent is refused with or
+// without force (reachCheck), its record and slot left as they are: its
+// workload may run on a broker the Hub can no longer tell.
 func planDelete(in deleteInput) (deletePlan, error) {
 	a := in.Agent
+	reach := reachInput{Agent: a, Broker: in.Broker, BrokerMissing: in.BrokerMissing, PinnedMissing: in.PinnedMissing}
+	if a.Pin != nil {
+		if err := reachCheck(reach); err != nil {
+			return deletePlan{}, err
+		}
+	}
 	if a.BrokerID == "" {
 		return deletePlan{}, nil
 	}
 	if in.Online {
 		return deletePlan{Dispatch: true, Key: "delete:" + a.ID}, nil
 	}
-	err := reachCheck(reachInput{Agent: a, BrokerMissing: in.BrokerMissing})
+	err := reachCheck(reach)
 	if err == nil {
 		err = api.Errorf(api.CodeBrokerOffline,
 			"the agent's runtime broker is offline; delete it when the broker reconnects")
