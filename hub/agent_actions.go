@@ -77,14 +77,17 @@ func (s *Server) loadAction(ctx context.Context, c *Caller, r *http.Request, ver
 		return actionInput{}, err
 	}
 	in := actionInput{Verb: verb, Caller: *c, Agent: a, KeyHeader: r.Header.Get(api.HeaderIdempotencyKey), FreshKey: mustV7()}
-	if a.BrokerID == "" || len(in.KeyHeader) > maxIdempotencyKey {
+	if (a.BrokerID == "" && a.Pin == nil) || len(in.KeyHeader) > maxIdempotencyKey {
 		return in, nil // refused before a broker is needed
 	}
-	in.Broker, err = s.store.GetBroker(ctx, a.BrokerID)
-	if isNotFound(err) {
-		in.BrokerMissing, err = true, nil
+	// The broker's record (its runtime target too) and, for a pin naming
+	// another broker, whether that one is registered: reachCheck's input.
+	reach, err := s.loadReach(ctx, a)
+	if err != nil {
+		return in, err
 	}
-	return in, err
+	in.Broker, in.BrokerMissing, in.PinnedMissing = reach.Broker, reach.BrokerMissing, reach.PinnedMissing
+	return in, nil
 }
 
 // loadActionRun reads what planActionRun decides on, once the broker's
@@ -182,7 +185,7 @@ func (s *Server) slotNotFound(ctx context.Context, a *store.Agent) error {
 func (s *Server) runAction(ctx context.Context, c *Caller, plan actionPlan, run runPlan, a *store.Agent, b *store.Broker) (int, any, error) {
 	var st wire.AgentStatus
 	s.inflight.add(a.ID)
-	ref := wire.AgentRef{AgentID: a.ID, RunID: a.RunID}
+	ref := wire.AgentRef{AgentID: a.ID, RunID: a.RunID, Pin: a.Pin}
 	if run.MintToken { // the agent runs again, with a fresh token
 		ref.AgentToken = s.mintAgentToken(a)
 	}
@@ -254,7 +257,15 @@ func (s *Server) handleDeleteAgent(r *http.Request, c *Caller) (int, any, error)
 		return 0, nil, err
 	}
 	in := deleteInput{Caller: *c, Agent: a, Force: force, Online: a.BrokerID != "" && s.brokerOnline(a.BrokerID)}
-	if a.BrokerID != "" && !in.Online {
+	if a.Pin != nil {
+		// A pinned agent's placement is checked online or not, with or
+		// without force (reachCheck); a failed read refuses the delete.
+		reach, err := s.loadReach(ctx, a)
+		if err != nil {
+			return 0, nil, err
+		}
+		in.Broker, in.BrokerMissing, in.PinnedMissing = reach.Broker, reach.BrokerMissing, reach.PinnedMissing
+	} else if a.BrokerID != "" && !in.Online {
 		// Read only for a broker with no session; a failed read leaves it
 		// offline, not missing.
 		_, gerr := s.store.GetBroker(ctx, a.BrokerID)
@@ -269,7 +280,7 @@ func (s *Server) handleDeleteAgent(r *http.Request, c *Caller) (int, any, error)
 			"agent", a.Slug, "agent_id", a.ID, "project_id", a.ProjectID, "broker_id", a.BrokerID, "by", c.Principal())
 	}
 	if plan.Dispatch {
-		err := s.dispatch(ctx, a.BrokerID, wire.MethodAgentDelete, wire.AgentRef{AgentID: a.ID, RunID: a.RunID}, nil, plan.Key)
+		err := s.dispatch(ctx, a.BrokerID, wire.MethodAgentDelete, wire.AgentRef{AgentID: a.ID, RunID: a.RunID, Pin: a.Pin}, nil, plan.Key)
 		if err != nil && !api.IsCode(err, api.CodeAgentNotFound) {
 			return 0, nil, err
 		}
@@ -287,7 +298,7 @@ func (s *Server) resendStop(ctx context.Context, a *store.Agent, b *store.Broker
 	if _, err := s.setPhaseIf(ctx, a.ID, api.PhaseRunning, api.PhaseStopping); err != nil {
 		return err
 	}
-	err := s.dispatch(ctx, b.ID, wire.MethodAgentStop, wire.AgentRef{AgentID: a.ID, RunID: a.RunID}, st, key)
+	err := s.dispatch(ctx, b.ID, wire.MethodAgentStop, wire.AgentRef{AgentID: a.ID, RunID: a.RunID, Pin: a.Pin}, st, key)
 	if err != nil {
 		_, _ = s.setPhaseIf(context.WithoutCancel(ctx), a.ID, api.PhaseStopping, api.PhaseRunning)
 	}

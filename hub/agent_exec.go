@@ -87,6 +87,9 @@ func (s *Server) agentSession(ctx context.Context, c *Caller, r *http.Request) (
 	if err != nil {
 		return "", nil, err
 	}
+	if err := s.checkReach(ctx, a); err != nil {
+		return "", nil, err
+	}
 	if a.Phase != api.PhaseRunning {
 		return "", nil, api.Conflict(api.CodeInvalidPhase, "agent %q is %s, not running; start it first", a.Slug, a.Phase)
 	}

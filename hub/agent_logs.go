@@ -20,6 +20,10 @@ func (s *Server) handleAgentLogs(w http.ResponseWriter, r *http.Request, c *Call
 		s.writeError(w, r, err)
 		return
 	}
+	if err := s.checkReach(ctx, a); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
 	req := wire.LogsRequest{AgentID: a.ID, Follow: r.URL.Query().Get("follow") == "true"}
 	if t := r.URL.Query().Get("tail"); t != "" {
 		if req.Tail, err = strconv.Atoi(t); err != nil || req.Tail < 0 {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"time"
@@ -81,7 +82,7 @@ func (s *Server) queueStop(ctx context.Context, c *Caller, a *store.Agent, b *st
 		if err != nil {
 			return false, view, storeErr(err, api.CodeAgentNotFound, "agent")
 		}
-		body, err := json.Marshal(wire.AgentRef{AgentID: cur.ID, RunID: cur.RunID})
+		body, err := json.Marshal(wire.AgentRef{AgentID: cur.ID, RunID: cur.RunID, Pin: cur.Pin})
 		if err != nil {
 			return false, view, err
 		}
@@ -218,6 +219,11 @@ func (s *Server) deliverQueued(ctx context.Context, sess *session, d *store.Disp
 	case err != nil:
 		log.Error("queued dispatch: reading its agent", "err", err)
 		return queuedRetry
+	}
+	if out, refused := s.refuseQueued(ctx, d, a, log); refused {
+		return out
+	}
+	switch {
 	case a.BrokerID != d.BrokerID || (d.RunID != "" && a.RunID != d.RunID):
 		log.Warn("queued dispatch skipped: its agent moved to another runtime broker or run before delivery",
 			"agent_broker_id", a.BrokerID, "agent_run_id", a.RunID, "queued_run_id", d.RunID)
@@ -275,6 +281,41 @@ func (s *Server) deliverQueued(ctx context.Context, sess *session, d *store.Disp
 			return s.finishQueued(ctx, d, store.DispatchFailed, api.AsError(err).Error(), queuedFailed)
 		}
 	}
+}
+
+// refuseQueued runs reachCheck for a pinned agent's queued dispatch
+// before it is delivered (refused: it is not). A refused one is finished
+// as skipped with the refusal as its result, and the agent is left as
+// its queue left it: stopped with container status stop_queued, keeping
+// its capacity slot until an inventory shows its container gone or its
+// placement is repaired (slotChange, planReconcile). Nothing is sent to
+// any broker.
+func (s *Server) refuseQueued(ctx context.Context, d *store.Dispatch, a *store.Agent, log *slog.Logger) (queuedOutcome, bool) {
+	if a.Pin == nil {
+		return queuedDone, false
+	}
+	in, err := s.loadReach(ctx, a)
+	if err != nil {
+		log.Error("queued dispatch: reading its agent's placement", "err", err)
+		return queuedRetry, true
+	}
+	e := api.AsError(reachCheck(in))
+	if e == nil {
+		return queuedDone, false
+	}
+	log.Error("queued dispatch not delivered: its agent's placement is inconsistent; the agent stays stop_queued and keeps its capacity slot",
+		"agent", a.Slug, "pinned_broker_id", a.Pin.BrokerID, "agent_broker_id", a.BrokerID, "code", e.Code, "reason", e.Message)
+	_, err = s.mutateAgent(ctx, a.ID, func(a *store.Agent) error {
+		if a.ContainerStatus == api.ContainerStopQueued {
+			a.StatusMessage = truncate("queued stop not delivered: "+e.Message, 1000)
+		}
+		return nil
+	})
+	if err != nil && !api.IsCode(err, api.CodeAgentNotFound) {
+		log.Error("queued dispatch: recording its refusal", "err", err)
+		return queuedRetry, true
+	}
+	return s.finishQueued(ctx, d, store.DispatchSkipped, e.Code+": "+e.Message, queuedDone), true
 }
 
 // finishQueued records a dispatch's final status and returns outcome.

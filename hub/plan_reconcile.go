@@ -25,6 +25,11 @@ type reconcileInput struct {
 	// InFlight are the agents with a create or lifecycle command on its
 	// way in this Hub: left to their command's outcome.
 	InFlight map[string]bool
+	// Broker is the broker's record (its runtime target); Elsewhere the
+	// agents holding a slot on it that are assigned to another broker
+	// (or none), for the pinned agents among them.
+	Broker    *store.Broker
+	Elsewhere map[string]*store.Agent
 }
 
 // reconcileStep is one agent's status to apply, and whether it held a
@@ -42,6 +47,13 @@ type reconcilePlan struct {
 	Apply []reconcileStep
 	// Skipped: agents in flight.
 	Skipped []string
+	// Misplaced: pinned agents whose placement is inconsistent
+	// (reachCheck), left as they are with their slot: this broker's
+	// inventory cannot speak for a runtime target it does not serve, nor
+	// for an agent assigned elsewhere. An agent pinned here but assigned
+	// elsewhere loses its slot here only when this broker, serving the
+	// pinned target, no longer reports its container.
+	Misplaced []string
 	// Release: slots of agents no longer on the broker, not in flight.
 	Release []string
 	// Unknown: containers the Hub has no agent for, flagged in the log,
@@ -70,22 +82,46 @@ func planReconcile(in reconcileInput) reconcilePlan {
 			p.Skipped = append(p.Skipped, a.ID)
 			continue
 		}
+		if misplaced(a, in.Broker) {
+			p.Misplaced = append(p.Misplaced, a.ID)
+			continue
+		}
 		if !ok {
 			st = wire.AgentStatus{AgentID: a.ID, RunID: a.RunID, State: api.ContainerMissing}
 		}
 		p.Apply = append(p.Apply, reconcileStep{Agent: a, Status: st, Held: h})
 	}
 	for id := range held {
-		if !in.InFlight[id] {
-			p.Release = append(p.Release, id)
+		if in.InFlight[id] {
+			continue
 		}
+		if o := in.Elsewhere[id]; o != nil && o.Pin != nil && o.Pin.BrokerID == in.BrokerID {
+			if _, live := reported[id]; live || !servesPin(in.Broker, o.Pin) {
+				delete(reported, id) // its container, known
+				p.Misplaced = append(p.Misplaced, id)
+				continue
+			}
+		}
+		p.Release = append(p.Release, id)
 	}
 	for id := range reported {
 		p.Unknown = append(p.Unknown, id)
 	}
 	slices.Sort(p.Release)
 	slices.Sort(p.Unknown)
+	slices.Sort(p.Misplaced)
 	return p
+}
+
+// misplaced reports whether a is a pinned agent whose placement on
+// broker b (nil: not registered) is inconsistent.
+func misplaced(a *store.Agent, b *store.Broker) bool {
+	return a.Pin != nil && reachCheck(reachInput{Agent: a, Broker: b, BrokerMissing: b == nil}) != nil
+}
+
+// servesPin reports whether broker b serves pin's runtime target.
+func servesPin(b *store.Broker, pin *api.PinnedRuntimeTarget) bool {
+	return b != nil && b.RuntimeTarget != nil && pin.Complete() && *b.RuntimeTarget == pin.RuntimeTarget
 }
 
 // slotChange is what an agent's slot needs once its status is applied

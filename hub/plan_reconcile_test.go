@@ -111,3 +111,59 @@ func TestPlanReconcileFleet(t *testing.T) {
 		t.Error("an agent deleted meanwhile: no slot change")
 	}
 }
+
+// TestPlanReconcileMisplaced: a pinned agent whose placement is
+// inconsistent keeps its record and its slot through a reconciliation,
+// except one pinned to this broker, assigned elsewhere, whose container
+// this broker (serving the pinned target) no longer reports: gone.
+func TestPlanReconcileMisplaced(t *testing.T) {
+	kube, docker := tKube, tDocker
+	pinned := func(id, brokerID string) *store.Agent {
+		return &store.Agent{ID: id, BrokerID: brokerID, Phase: api.PhaseStopped, ContainerStatus: api.ContainerStopQueued,
+			Pin: &api.PinnedRuntimeTarget{BrokerID: "b1", RuntimeTarget: tKube}}
+	}
+	for _, tc := range []struct {
+		name      string
+		broker    *store.Broker
+		agent     *store.Agent // assigned to b1, or held here only
+		reported  bool
+		misplaced bool
+		release   bool
+		applied   bool
+	}{
+		{"consistent: reconciled as usual", tFlat("b1", &kube), pinned("a", "b1"), false, false, false, true},
+		{"broker serves another target, not reported", tFlat("b1", &docker), pinned("a", "b1"), false, true, false, false},
+		{"broker serves no single target, reported", tFlat("b1", nil), pinned("a", "b1"), true, true, false, false},
+		{"assigned here, pinned elsewhere", tFlat("b1", &kube), func() *store.Agent { a := pinned("a", "b1"); a.Pin.BrokerID = "b9"; return a }(), false, true, false, false},
+		{"pin incomplete", tFlat("b1", &kube), func() *store.Agent { a := pinned("a", "b1"); a.Pin.Namespace = ""; return a }(), true, true, false, false},
+		{"pinned here, assigned elsewhere, container reported", tFlat("b1", &kube), pinned("a", "b2"), true, true, false, false},
+		{"pinned here, assigned elsewhere, container gone", tFlat("b1", &kube), pinned("a", "b2"), false, false, true, false},
+		{"pinned here, assigned elsewhere, broker serves another target", tFlat("b1", &docker), pinned("a", "b2"), false, true, false, false},
+		{"pinned elsewhere, assigned elsewhere: its slot here is freed", tFlat("b1", &kube), func() *store.Agent { a := pinned("a", "b2"); a.Pin.BrokerID = "b2"; return a }(), false, false, true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := reconcileInput{BrokerID: "b1", Broker: tc.broker, Reserved: []string{"a"}, InFlight: map[string]bool{}, Elsewhere: map[string]*store.Agent{}}
+			if tc.agent.BrokerID == "b1" {
+				in.Agents = []*store.Agent{tc.agent}
+			} else {
+				in.Elsewhere["a"] = tc.agent
+			}
+			if tc.reported {
+				in.Inventory = []wire.AgentStatus{{AgentID: "a", State: api.ContainerRunning}}
+			}
+			p := planReconcile(in)
+			if got := slices.Equal(p.Misplaced, []string{"a"}); got != tc.misplaced {
+				t.Errorf("misplaced %v", p.Misplaced)
+			}
+			if got := slices.Equal(p.Release, []string{"a"}); got != tc.release {
+				t.Errorf("release %v", p.Release)
+			}
+			if got := len(p.Apply) == 1; got != tc.applied {
+				t.Errorf("apply %+v", p.Apply)
+			}
+			if len(p.Unknown) != 0 {
+				t.Errorf("a misplaced agent's container is known, not flagged: %v", p.Unknown)
+			}
+		})
+	}
+}

@@ -182,6 +182,9 @@ func (s *Server) reconcileInventory(ctx context.Context, brokerID string, inv []
 			return err
 		}
 	}
+	for _, id := range plan.Misplaced {
+		s.log.Warn("reconciliation leaves a pinned agent whose placement is inconsistent as it is, with its capacity slot", "broker_id", brokerID, "agent_id", id)
+	}
 	for _, id := range plan.Unknown {
 		s.log.Warn("runtime broker reports a container the hub has no agent for; leaving it alone", "broker_id", brokerID, "agent_id", id)
 	}
@@ -211,10 +214,34 @@ func (s *Server) loadReconcile(ctx context.Context, brokerID string, inv []wire.
 		}
 		page.Cursor = next
 	}
+	assigned := make(map[string]bool, len(in.Agents))
 	for _, a := range in.Agents {
+		assigned[a.ID] = true
 		if s.inflight.skip(a.ID) {
 			in.InFlight[a.ID] = true
 		}
+	}
+	// The broker's runtime target, and the agents holding a slot here
+	// that are assigned elsewhere (rare: read one by one), for pinned
+	// agents whose placement is inconsistent (planReconcile).
+	b, err := s.store.GetBroker(ctx, brokerID)
+	if err != nil && !isNotFound(err) {
+		return in, err
+	}
+	in.Broker = b
+	in.Elsewhere = map[string]*store.Agent{}
+	for _, id := range in.Reserved {
+		if assigned[id] {
+			continue
+		}
+		a, err := s.store.GetAgent(ctx, id)
+		if isNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return in, err
+		}
+		in.Elsewhere[id] = a
 	}
 	for _, id := range in.Reserved {
 		if _, seen := in.InFlight[id]; !seen && s.inflight.has(id) {
