@@ -132,7 +132,11 @@ func Make(in Input) (Plan, error) {
 		p.Reasons = append(p.Reasons, fmt.Sprintf("the operator's caps sum to %d of the legacy broker's maxAgents of %d", sum(caps), *l))
 	default:
 		p.Verdict, caps = Split, defaultSplit(*l, n)
-		p.Reasons = append(p.Reasons, fmt.Sprintf("the legacy broker's maxAgents of %d split across %d instances: %d each, the remainder %d to the first instance", *l, n, *l/n, *l%n))
+		r := fmt.Sprintf("the legacy broker's maxAgents of %d split across %d instances: %d each", *l, n, *l/n)
+		if *l%n != 0 {
+			r += fmt.Sprintf(", the remainder %d to the first instance", *l%n)
+		}
+		p.Reasons = append(p.Reasons, r)
 	}
 	if in.Caps != nil && p.Verdict != Split {
 		return Plan{}, fmt.Errorf("operator caps apply only to a split, and this legacy broker's limit is not split: %s", p.Reasons[0])
@@ -159,7 +163,11 @@ func Make(in Input) (Plan, error) {
 func flags(in Input, p Plan, recv string) []Flag {
 	out := []Flag{}
 	if !in.QuotasEnforced {
-		out = append(out, Flag{FlagQuotasNotEnforced, "broker quotas are not enforced (the hub-wide max_agents_per_broker is 0, unlimited): an instance without its own maxAgents has no limit, so set every instance's cap"})
+		why := ""
+		if in.HubMaxAgents == 0 {
+			why = " (the hub-wide max_agents_per_broker is 0, unlimited)"
+		}
+		out = append(out, Flag{FlagQuotasNotEnforced, "broker quotas are not enforced" + why + ": an instance without its own maxAgents has no limit, so set every instance's cap"})
 	}
 	for _, inst := range p.Instances {
 		if inst.Name != recv {

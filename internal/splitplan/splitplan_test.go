@@ -167,3 +167,22 @@ func TestReceivingFlagMessage(t *testing.T) {
 		t.Errorf("%+v", p.Flags)
 	}
 }
+
+// A reason says how the caps were made.
+func TestSplitReason(t *testing.T) {
+	for _, tc := range []struct {
+		l, n int
+		want string
+	}{
+		{10, 3, "the legacy broker's maxAgents of 10 split across 3 instances: 3 each, the remainder 1 to the first instance"},
+		{9, 3, "the legacy broker's maxAgents of 9 split across 3 instances: 3 each"},
+	} {
+		p, err := Make(Input{LegacyMaxAgents: ptr(tc.l), HubMaxAgents: 100, QuotasEnforced: true, Instances: []string{"a", "b", "c"}[:tc.n]})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(p.Reasons) != 1 || p.Reasons[0] != tc.want {
+			t.Errorf("L=%d n=%d: %q, want %q", tc.l, tc.n, p.Reasons, tc.want)
+		}
+	}
+}
