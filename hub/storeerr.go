@@ -34,6 +34,12 @@ func storeErr(err error, notFound, what string) error {
 		return api.Conflict(api.CodeConflict, "%s was changed concurrently or is in a state that forbids this; try again", what)
 	case errors.Is(err, store.ErrQuota):
 		return api.Errorf(api.CodeQuotaExceeded, "%s: the runtime broker is at its limit of running agents", what)
+	case errors.Is(err, store.ErrReservationScope):
+		// The store never moves a slot (multi-broker spec, "Capacity of flat
+		// Runtime Brokers"); the operator frees it (stop or delete the agent
+		// where it runs) before the agent can take one elsewhere.
+		return api.Errorf(api.CodeReservationScopeConflict, "%s holds its capacity slot on another runtime broker; "+
+			"reservations are never moved between brokers: stop the agent there (which frees the slot) and try again", what)
 	case errors.Is(err, store.ErrTokenUsed):
 		return api.Unauthorized("invalid, used or expired token")
 	case errors.Is(err, store.ErrKeyInUse):

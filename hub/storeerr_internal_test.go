@@ -26,6 +26,7 @@ func TestStoreErr(t *testing.T) {
 		{store.ErrAlreadyExists, http.StatusConflict, api.CodeAlreadyExists, `secret "k" already exists`},
 		{wrapped(store.ErrConflict), http.StatusConflict, api.CodeConflict, ""},
 		{store.ErrQuota, http.StatusTooManyRequests, api.CodeQuotaExceeded, ""},
+		{wrapped(store.ErrReservationScope), http.StatusConflict, api.CodeReservationScopeConflict, ""},
 		{store.ErrTokenUsed, http.StatusUnauthorized, api.CodeUnauthorized, ""},
 		{store.ErrKeyInUse, http.StatusConflict, api.CodeConflict, ""},
 		{store.ErrBadCursor, http.StatusBadRequest, api.CodeInvalidRequest, ""},
@@ -37,6 +38,12 @@ func TestStoreErr(t *testing.T) {
 		if e.Status != tc.status || e.Code != tc.code || (tc.msg != "" && e.Message != tc.msg) {
 			t.Errorf("%v: got %d %s %q, want %d %s %q", tc.err, e.Status, e.Code, e.Message, tc.status, tc.code, tc.msg)
 		}
+	}
+	// The scope conflict tells the operator why and what to do.
+	e := api.AsError(storeErr(wrapped(store.ErrReservationScope), api.CodeAgentNotFound, `agent "web-1"`))
+	if want := `agent "web-1" holds its capacity slot on another runtime broker; reservations are never moved ` +
+		`between brokers: stop the agent there (which frees the slot) and try again`; e.Message != want {
+		t.Errorf("scope conflict message %q, want %q", e.Message, want)
 	}
 	if storeErr(nil, api.CodeNotFound, "x") != nil {
 		t.Error("nil is not nil")
