@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"io"
 	"net/url"
 	"os"
 	"strings"
@@ -35,7 +36,7 @@ broker-credentials.yaml.`,
 }
 
 func newBrokerRegisterCmd(a *app) *cobra.Command {
-	var name string
+	var name, instance string
 	var autoProvide, force bool
 	c := &cobra.Command{
 		Use:   "register",
@@ -44,11 +45,26 @@ func newBrokerRegisterCmd(a *app) *cobra.Command {
 the Hub the CLI selects. The credentials the Hub issues are saved in
 broker-credentials.yaml for that Hub, and server.broker.hub_endpoint is set
 to the Hub when it is unset (except on a host that runs a workstation Hub,
-whose broker is already connected to it).`,
+whose broker is already connected to it).
+
+With --instance <key>, it registers that flat Runtime Broker instance of
+server.broker.instances instead (an experiment the Hub's admin turns on with
+'scion hub settings set --experiment hub.flat_runtime_brokers=on'): under the
+entry's name and with its runtime target (a Kubernetes target's unset context
+is the kubeconfig's current context, its unset namespace "default"). The
+instance's own credentials are saved under its key, and the entry's
+maxAgents, when set, becomes the broker's limit.`,
 		Example: `  scion runtime-broker register
-  scion runtime-broker register --name gpu-box --auto-provide --hub team`,
+  scion runtime-broker register --name gpu-box --auto-provide --hub team
+  scion runtime-broker register --instance k8s-batch`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if instance != "" {
+				if name != "" {
+					return usageErrorf("--name and --instance: an instance registers under its entry's name")
+				}
+				return a.registerInstance(cmd, instance, autoProvide, force)
+			}
 			t, cl, err := a.connect()
 			if err != nil {
 				return err
@@ -73,6 +89,7 @@ whose broker is already connected to it).`,
 	c.Flags().StringVar(&name, "name", "", "broker name (default: server.broker.name, else the host name)")
 	c.Flags().BoolVar(&autoProvide, "auto-provide", false, "provide for new projects automatically")
 	c.Flags().BoolVar(&force, "force", false, "register again even if a registration for this Hub is stored (replacing it)")
+	c.Flags().StringVar(&instance, "instance", "", "register the flat instance with this key of server.broker.instances")
 	return c
 }
 
@@ -181,8 +198,25 @@ type registration struct {
 // server.broker.hub_endpoint when it is unset and no workstation Hub runs
 // on this host (that Hub's co-located broker must keep pointing at it).
 func (a *app) saveRegistration(cmd *cobra.Command, t *hubTarget, creds *config.BrokerCredentials, s *config.Settings, bc *api.BrokerCredentials) error {
+	r, ws, err := storeRegistration(t, creds, s, bc, "")
+	if err != nil {
+		return err
+	}
+	if a.json() {
+		return writeJSON(cmd.OutOrStdout(), r)
+	}
+	printRegistration(cmd.OutOrStdout(), t, s, ws, r)
+	fmt.Fprintf(cmd.OutOrStdout(), "Next: 'scion runtime-broker start', then 'scion runtime-broker provide --project <project>'.\n")
+	return nil
+}
+
+// storeRegistration saves the credentials the Hub issued, as the
+// connection of the flat instance with key instance ("" the regular
+// broker), and server.broker.hub_endpoint as saveRegistration says.
+func storeRegistration(t *hubTarget, creds *config.BrokerCredentials, s *config.Settings, bc *api.BrokerCredentials, instance string) (registration, *config.Workstation, error) {
 	conn := &config.BrokerConnection{
 		Name:        connectionName(creds, bc.Name, t.URL),
+		Instance:    instance,
 		HubEndpoint: t.URL,
 		BrokerID:    bc.BrokerID,
 		BrokerName:  bc.Name,
@@ -190,28 +224,29 @@ func (a *app) saveRegistration(cmd *cobra.Command, t *hubTarget, creds *config.B
 	}
 	creds.Put(conn)
 	if err := creds.Save(); err != nil {
-		return fmt.Errorf("registered broker %s (%s) but could not save its credentials: %w", bc.Name, bc.BrokerID, err)
+		return registration{}, nil, fmt.Errorf("registered broker %s (%s) but could not save its credentials: %w", bc.Name, bc.BrokerID, err)
 	}
 	ws, err := config.LoadWorkstation()
 	if err != nil {
-		return err
+		return registration{}, nil, err
 	}
 	r := registration{BrokerID: bc.BrokerID, Name: bc.Name, Connection: conn.Name, HubEndpoint: t.URL,
 		CredentialsFile: config.BrokerCredentialsPath()}
 	if ws == nil && s.Server.Broker.HubEndpoint == "" {
 		s.Server.Broker.HubEndpoint = t.URL
 		if err := s.Save(); err != nil {
-			return err
+			return registration{}, nil, err
 		}
 		r.HubEndpointSaved = true
 	}
 	r.BrokerHubEndpoint = s.Server.Broker.HubEndpoint
-	if a.json() {
-		return writeJSON(cmd.OutOrStdout(), r)
-	}
-	w := cmd.OutOrStdout()
-	fmt.Fprintf(w, "Registered Runtime Broker %s (%s) with %s.\n", bc.Name, bc.BrokerID, t.URL)
-	fmt.Fprintf(w, "Credentials saved to %s (connection %s).\n", r.CredentialsFile, conn.Name)
+	return r, ws, nil
+}
+
+// printRegistration tells what storeRegistration did.
+func printRegistration(w io.Writer, t *hubTarget, s *config.Settings, ws *config.Workstation, r registration) {
+	fmt.Fprintf(w, "Registered Runtime Broker %s (%s) with %s.\n", r.Name, r.BrokerID, t.URL)
+	fmt.Fprintf(w, "Credentials saved to %s (connection %s).\n", r.CredentialsFile, r.Connection)
 	switch {
 	case r.HubEndpointSaved:
 		fmt.Fprintf(w, "Set server.broker.hub_endpoint to %s in %s.\n", t.URL, config.SettingsPath())
@@ -221,8 +256,6 @@ func (a *app) saveRegistration(cmd *cobra.Command, t *hubTarget, creds *config.B
 		fmt.Fprintf(w, "Note: the Runtime Broker process connects to %s (server.broker.hub_endpoint), not to %s.\n",
 			s.Server.Broker.HubEndpoint, t.URL)
 	}
-	fmt.Fprintf(w, "Next: 'scion runtime-broker start', then 'scion runtime-broker provide --project <project>'.\n")
-	return nil
 }
 
 // connectionName is the broker name, or name@hub-host when another Hub's

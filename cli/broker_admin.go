@@ -152,10 +152,23 @@ func newBrokerStatusCmd(a *app) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "status",
 		Short: "Show this broker's own state as the Hub sees it",
+		Long: `Show this machine's Runtime Broker as the Hub the CLI selects sees it. With
+server.broker.instances configured, it lists every flat instance instead: its
+key, name, broker ID (or "not registered"), runtime target and state at the
+Hub (online, offline, "not registered at the Hub", or "unknown" when the Hub
+cannot be asked).`,
 		Example: `  scion runtime-broker status
   scion runtime-broker status --name gpu-box -o json`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			settings, err := config.LoadSettings()
+			if err != nil {
+				return err
+			}
+			if settings.Server.Broker.Instances.Configured() && name == "" {
+				// A process with instances hosts only them.
+				return a.showInstances(cmd, settings)
+			}
 			t, cl, err := a.connect()
 			if err != nil {
 				return err
@@ -165,10 +178,6 @@ func newBrokerStatusCmd(a *app) *cobra.Command {
 				return err
 			}
 			warnOtherHub(cmd, r, t)
-			settings, err := config.LoadSettings()
-			if err != nil {
-				return err
-			}
 			b, err := cl.GetBroker(cmd.Context(), r.BrokerID)
 			if err != nil {
 				return err
