@@ -40,7 +40,7 @@ func pkg(rel string, deps ...string) Package {
 // clean is a module that keeps every rule.
 func clean() []Package {
 	return []Package{
-		pkg("api", "fmt"), pkg("client", "api"), pkg("config", "os"), pkg("cli", "api", "client", "config", "os"),
+		pkg("api", "fmt"), pkg("client", "api"), pkg("config", "os"), pkg("cli", "api", "client", "config", "internal/splitplan", "os"), pkg("internal/splitplan", "fmt"),
 		pkg("store", "api"), pkg("store/sqlite", "store", "api"), pkg("wire", "api"), pkg("runtime"),
 		pkg("runtime/docker", "runtime"), pkg("hub/placement", "api", "fmt"), pkg("hub/authz", "fmt"),
 		pkg("hub", "api", "store", "wire", "hub/placement", "hub/authz", "net"),
@@ -78,6 +78,7 @@ func TestCheckCatchesViolations(t *testing.T) {
 		{"idempotency imports broker", "broker/idempotency", "broker", "broker/idempotency imports broker "},
 		{"portpool imports runtime", "broker/portpool", "runtime", "broker/portpool imports runtime "},
 		{"placement imports store", "hub/placement", "store", "hub/placement imports store "},
+		{"splitplan imports client", "internal/splitplan", "client", "internal/splitplan imports client "},
 		{"authz imports os", "hub/authz", "os", "hub/authz imports os; a pure package does no I/O"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
