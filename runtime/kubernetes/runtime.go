@@ -51,6 +51,10 @@ type Options struct {
 	// of copying it with an init container.
 	ScionImage  string
 	ImageVolume bool
+	// CheckTimeout bounds New's check that each target's API server
+	// answers (15s). A flat instance's is shorter: an unreachable
+	// cluster is refused at start while the other instances serve.
+	CheckTimeout time.Duration
 }
 
 // Runtime runs agents as pods. See the package documentation.
@@ -126,7 +130,7 @@ func New(opts Options) (*Runtime, error) {
 	if len(layers) == 0 {
 		layers = append(layers, opts.Defaults)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), cmp.Or(opts.CheckTimeout, 15*time.Second))
 	defer cancel()
 	for _, s := range layers {
 		t, err := r.target(s)
@@ -305,4 +309,20 @@ func (r *Runtime) emit(st runtime.Status) {
 
 func notFound(agentID string) error {
 	return fmt.Errorf("kubernetes runtime: agent %q: %w", agentID, runtime.ErrNotFound)
+}
+
+// CurrentContext is the current context of the kubeconfig (kubeconfig,
+// or with "" $KUBECONFIG then ~/.kube/config): the context an unset
+// context setting means. "" when the kubeconfig names none, or there is
+// no kubeconfig (a broker in a pod uses its in-cluster account).
+func CurrentContext(kubeconfig string) (string, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	if kubeconfig != "" {
+		rules.ExplicitPath = kubeconfig
+	}
+	raw, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).RawConfig()
+	if err != nil {
+		return "", fmt.Errorf("kubernetes: kubeconfig: %w", err)
+	}
+	return raw.CurrentContext, nil
 }
