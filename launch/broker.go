@@ -4,8 +4,10 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/scion-go/scion/broker"
@@ -33,6 +35,9 @@ func Broker(parent context.Context, o config.BrokerOptions) error {
 	creds, err := config.LoadBrokerCredentials()
 	if err != nil {
 		return err
+	}
+	if s.Server.Broker.Instances.Configured() {
+		return brokerInstances(ctx, s, creds, o, log)
 	}
 	conn := creds.ForHub(ep)
 	if conn == nil {
@@ -75,4 +80,52 @@ func Broker(parent context.Context, o config.BrokerOptions) error {
 	}
 	log.Info("runtime broker starting", "name", conn.BrokerName, "broker_id", conn.BrokerID, "hub", ep, "runtime", rt.Name())
 	return b.Run(ctx)
+}
+
+// brokerInstances hosts server.broker.instances, and nothing else, until
+// ctx ends: each instance with the credentials saved for it by
+// `scion runtime-broker register --instance <key>`. An entry that does
+// not validate refuses the start; so does having no instance that can
+// serve.
+func brokerInstances(ctx context.Context, s *config.Settings, creds *config.BrokerCredentials, o config.BrokerOptions, log *slog.Logger) error {
+	ins, targets, err := parseInstances(s)
+	if err != nil {
+		return err
+	}
+	if len(ins) == 0 {
+		return fmt.Errorf("server.broker.instances is empty: add an instance, or remove the key to run a regular runtime broker")
+	}
+	ep := s.Server.Broker.HubEndpoint
+	conns := make([]*config.BrokerConnection, len(ins))
+	for i, in := range ins {
+		conns[i] = creds.ForInstance(ep, in.Key)
+	}
+	h := &instanceHost{settings: s, hub: ep, version: o.Version, heartbeat: o.HeartbeatInterval, grace: o.HeartbeatGrace,
+		portRange: o.PortRange, dataDir: brokerDataDir(s), localRemotes: s.Server.Broker.AllowLocalGitRemotes, log: log,
+		runtime: instanceRuntimeFor}
+	hosted, refused, err := h.prepare(ctx, ins, targets, conns)
+	if err != nil {
+		return err
+	}
+	if len(hosted) == 0 {
+		return fmt.Errorf("no instance of server.broker.instances can serve: %s", refusalList(ins, refused))
+	}
+	runInstances(ctx, hosted, log)
+	return nil
+}
+
+// brokerDataDir is server.broker.data_dir, or <home>/broker.
+func brokerDataDir(s *config.Settings) string {
+	return cmp.Or(s.Server.Broker.DataDir, config.Path("broker"))
+}
+
+// refusalList is "key: reason; ..." in config order.
+func refusalList(ins []config.Instance, refused map[string]error) string {
+	var parts []string
+	for _, in := range ins {
+		if err := refused[in.Key]; err != nil {
+			parts = append(parts, in.Key+": "+err.Error())
+		}
+	}
+	return strings.Join(parts, "; ")
 }

@@ -1,0 +1,306 @@
+package launch
+
+// Flat Runtime Broker instances (multi-broker spec, "Flat Runtime Brokers
+// (experimental)"): a process with server.broker.instances hosts only
+// them, one broker.Broker session per instance, each with its own broker
+// ID and credentials, its own runtime on its one target, its own data
+// directory (<data_dir>/instances/<key>) and its own part of the port
+// range. An entry that does not validate stops the start; an instance that
+// cannot serve (no credentials, its Docker daemon or cluster unreachable)
+// is refused and reported while the others run.
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/broker"
+	"github.com/scion-go/scion/config"
+	"github.com/scion-go/scion/runtime"
+	"github.com/scion-go/scion/runtime/docker"
+	"github.com/scion-go/scion/runtime/kubernetes"
+)
+
+// clusterCheckTimeout is how long an instance's API server has to answer
+// at start before the instance is refused.
+const clusterCheckTimeout = 5 * time.Second
+
+// instanceHost builds the instances of one process: what they share.
+type instanceHost struct {
+	settings *config.Settings
+	hub      string // the Hub endpoint the instances dial
+	version  string
+	// heartbeat and grace tune the control channels (0: defaults).
+	heartbeat, grace time.Duration
+	portRange        [2]int // the process's range, split among the instances
+	dataDir          string // server.broker.data_dir (or the default)
+	localRemotes     bool
+	log              *slog.Logger
+	// runtime builds an instance's runtime (newInstanceRuntime; tests
+	// replace it).
+	runtime func(ctx context.Context, h *instanceHost, in config.Instance, target api.RuntimeTarget, brokerID, dataDir string) (instanceRuntime, error)
+
+	dockerOnce   sync.Once
+	dockerEnv    dockerEnv // the agents' network and image, made once for every Docker instance
+	dockerEnvErr error
+}
+
+// instanceRuntime is an instance's runtime with what its broker needs to
+// know about it.
+type instanceRuntime struct {
+	rt           runtime.Runtime
+	agentHub     string // the Hub address agents use, when not the broker's
+	defaultImage string // a Docker instance's locally built demo image
+}
+
+type dockerEnv struct{ network, agentHub, defaultImage string }
+
+// hostedInstance is an instance ready to serve.
+type hostedInstance struct {
+	key, brokerID string
+	target api.RuntimeTarget
+	b      *broker.Broker
+	rt     runtime.Runtime
+}
+
+// parseInstances reads server.broker.instances and resolves every
+// target: a Kubernetes instance without a context takes the kubeconfig's
+// current one, without a namespace "default". An entry that does not
+// validate is an error naming it and its field (the start is refused).
+func parseInstances(s *config.Settings) ([]config.Instance, []api.RuntimeTarget, error) {
+	ins, err := s.Server.Broker.Instances.Parse()
+	if err != nil {
+		return nil, nil, err
+	}
+	current := ""
+	if slices.ContainsFunc(ins, func(in config.Instance) bool {
+		return in.RuntimeTarget.Type == api.RuntimeTargetKubernetes && in.RuntimeTarget.Context == ""
+	}) {
+		k, err := s.Server.Broker.Kubernetes()
+		if err != nil {
+			return nil, nil, err
+		}
+		// No kubeconfig (a broker in a pod) leaves the context unknown:
+		// those instances are refused, naming the setting to give.
+		current, _ = kubernetes.CurrentContext(k.Kubeconfig)
+	}
+	targets, err := config.ResolveTargets(ins, current)
+	if err != nil {
+		return nil, nil, err
+	}
+	return ins, targets, nil
+}
+
+// splitPortRange cuts the inclusive range r into n disjoint consecutive
+// parts of equal size (the remainder unused), one per instance in the
+// order of server.broker.instances, so that an instance's part does not
+// depend on which of the others can serve.
+func splitPortRange(r [2]int, n int) ([][2]int, error) {
+	size := r[1] - r[0] + 1
+	if n <= 0 || size < n {
+		return nil, fmt.Errorf("port range %d-%d has %d ports, too few for %d instances", r[0], r[1], max(size, 0), n)
+	}
+	each := size / n
+	out := make([][2]int, n)
+	for i := range out {
+		out[i] = [2]int{r[0] + i*each, r[0] + (i+1)*each - 1}
+	}
+	return out, nil
+}
+
+// agentDefaults maps an instance's agent_defaults onto what the broker
+// applies. Resources are Kubernetes quantities in settings.yaml ("4Gi",
+// "500m" CPUs); the runtimes' labels take bytes and a number of CPUs.
+// harness_config, harness_overrides and volumes are not applied (no
+// mechanism for them on a broker yet).
+func agentDefaults(d config.AgentDefaults) (broker.AgentDefaults, error) {
+	out := broker.AgentDefaults{ImageRegistry: d.ImageRegistry, RequiredSecrets: slices.Clone(d.RequiredSecrets)}
+	if d.CloneDepth != nil {
+		out.CloneDepth = *d.CloneDepth
+	}
+	if r := d.Resources; r != nil {
+		if r.Memory != "" {
+			q, err := resource.ParseQuantity(r.Memory)
+			if err != nil || q.Sign() <= 0 {
+				return out, fmt.Errorf("agent_defaults.resources.memory %s: a positive quantity like 4Gi is expected", api.Quote(r.Memory))
+			}
+			out.Memory = strconv.FormatInt(q.Value(), 10)
+		}
+		if r.CPUs != "" {
+			q, err := resource.ParseQuantity(r.CPUs)
+			if err != nil || q.Sign() <= 0 {
+				return out, fmt.Errorf("agent_defaults.resources.cpus %s: a positive quantity like 1.5 is expected", api.Quote(r.CPUs))
+			}
+			out.CPUs = strconv.FormatFloat(math.Round(q.AsApproximateFloat64()*1000)/1000, 'f', -1, 64)
+		}
+	}
+	return out, nil
+}
+
+// prepare builds the broker of every instance that can serve, in config
+// order; conns holds each one's saved connection (nil: not registered).
+// A refused instance is logged with its key and reason, and returned in
+// refused by key. err (a port range too small to split) refuses them all.
+func (h *instanceHost) prepare(ctx context.Context, ins []config.Instance, targets []api.RuntimeTarget, conns []*config.BrokerConnection) (hosted []*hostedInstance, refused map[string]error, err error) {
+	ranges, err := splitPortRange(cmp.Or(h.portRange, broker.DefaultPortRange), len(ins))
+	if err != nil {
+		return nil, nil, err
+	}
+	refused = map[string]error{}
+	for i, in := range ins {
+		hi, err := h.prepareOne(ctx, in, targets[i], conns[i], ranges[i])
+		if err != nil {
+			refused[in.Key] = err
+			h.log.Error(fmt.Sprintf("instance %s refused: %v", in.Key, err), "instance", in.Key)
+			continue
+		}
+		hosted = append(hosted, hi)
+	}
+	return hosted, refused, nil
+}
+
+func (h *instanceHost) prepareOne(ctx context.Context, in config.Instance, target api.RuntimeTarget, conn *config.BrokerConnection, ports [2]int) (*hostedInstance, error) {
+	if conn == nil {
+		return nil, fmt.Errorf("no saved credentials for Hub %s: run scion runtime-broker register --instance %s", h.hub, in.Key)
+	}
+	if !target.Complete() {
+		return nil, errors.New("the kubeconfig names no current context: set runtime_target.context")
+	}
+	defaults, err := agentDefaults(in.AgentDefaults)
+	if err != nil {
+		return nil, err
+	}
+	dir := filepath.Join(h.dataDir, "instances", in.Key)
+	ir, err := h.runtime(ctx, h, in, target, conn.BrokerID, dir)
+	if err != nil {
+		return nil, err
+	}
+	self, _ := os.Executable()
+	b, err := broker.New(broker.Config{
+		HubEndpoint: h.hub, BrokerID: conn.BrokerID, Name: cmp.Or(conn.BrokerName, in.Name), Secret: []byte(conn.Secret),
+		Runtime: ir.rt, DataDir: dir, Version: h.version, Logger: h.log,
+		HeartbeatInterval: h.heartbeat, Grace: h.grace, ScionBinary: self, PortRange: ports,
+		AgentHubEndpoint: cmp.Or(h.settings.Server.Broker.AgentHubEndpoint, ir.agentHub),
+		Capabilities:     passthroughCapabilities(h.settings.Server.Broker.AllowPassthrough),
+		GitWorkspaces:    broker.GitWorkspacesConfig{AllowLocalRemotes: h.localRemotes},
+		DefaultImage:     ir.defaultImage,
+		RuntimeTarget:    &target, InstanceKey: in.Key, AgentDefaults: defaults,
+	})
+	if err != nil {
+		_ = ir.rt.Close()
+		return nil, err
+	}
+	return &hostedInstance{key: in.Key, brokerID: conn.BrokerID, target: target, b: b, rt: ir.rt}, nil
+}
+
+// instanceRuntimeFor builds the instances' runtimes (a test's fake
+// stands in for a real Docker daemon).
+var instanceRuntimeFor = newInstanceRuntime
+
+// newInstanceRuntime builds the runtime of an instance on its target and
+// checks that the target answers: the Docker daemon a ping, the cluster's
+// API server within clusterCheckTimeout.
+func newInstanceRuntime(ctx context.Context, h *instanceHost, in config.Instance, target api.RuntimeTarget, brokerID, _ string) (instanceRuntime, error) {
+	switch target.Type {
+	case api.RuntimeTargetDocker:
+		if !dockerAnswers(ctx) {
+			return instanceRuntime{}, errors.New("the Docker daemon does not answer a ping (DOCKER_HOST, else the default socket)")
+		}
+		env, err := h.docker(ctx)
+		if err != nil {
+			return instanceRuntime{}, err
+		}
+		self, err := scionBinary()
+		if err != nil {
+			return instanceRuntime{}, err
+		}
+		rt, err := docker.New(docker.Options{BrokerID: brokerID, ScionBinary: self, Network: env.network})
+		if err != nil {
+			return instanceRuntime{}, fmt.Errorf("docker runtime: %w", err)
+		}
+		return instanceRuntime{rt: rt, agentHub: env.agentHub, defaultImage: env.defaultImage}, nil
+	case api.RuntimeTargetKubernetes:
+		opts, err := instanceKubernetesOptions(h.settings.Server.Broker, in, target, brokerID)
+		if err != nil {
+			return instanceRuntime{}, err
+		}
+		rt, err := kubernetes.New(opts)
+		if err != nil {
+			return instanceRuntime{}, err
+		}
+		return instanceRuntime{rt: rt}, nil
+	}
+	return instanceRuntime{}, fmt.Errorf("runtime_target.type %s: use docker or kubernetes", api.Quote(target.Type))
+}
+
+// instanceKubernetesOptions are a Kubernetes instance's runtime options:
+// its runtime_target's settings take the place a profile had (the one
+// profile, under the instance's key, that every agent gets), so an
+// agent's own setting still wins over them and an unset one falls back
+// to server.broker.kubernetes.defaults. The context and namespace are the
+// resolved target's. An agent may not name another context or namespace
+// (its pin is this target); the ServiceAccounts it may name are the
+// broker's list.
+func instanceKubernetesOptions(bs config.BrokerSettings, in config.Instance, target api.RuntimeTarget, brokerID string) (kubernetes.Options, error) {
+	k, err := bs.Kubernetes()
+	if err != nil {
+		return kubernetes.Options{}, err
+	}
+	defaults, err := kubernetes.ParseSettings(k.Defaults)
+	if err != nil {
+		return kubernetes.Options{}, fmt.Errorf("server.broker.kubernetes.defaults: %w", err)
+	}
+	ts, err := kubernetes.ParseSettings(in.RuntimeTarget.KubernetesSettings())
+	if err != nil {
+		return kubernetes.Options{}, fmt.Errorf("runtime_target: %w", err)
+	}
+	ts.Context, ts.Namespace = target.Context, target.Namespace
+	return kubernetes.Options{BrokerID: brokerID, Kubeconfig: k.Kubeconfig, Defaults: defaults,
+		Profiles: map[string]kubernetes.Settings{in.Key: ts}, DefaultProfile: in.Key,
+		ScionImage: k.ScionImage, ImageVolume: k.ImageVolume,
+		AgentChoices: kubernetes.AgentChoices{ServiceAccounts: k.AgentServiceAccounts},
+		CheckTimeout: clusterCheckTimeout}, nil
+}
+
+// docker makes, once for all the process's Docker instances, the agents'
+// network (with the forwarder to a loopback Hub) and the demo image.
+func (h *instanceHost) docker(ctx context.Context) (dockerEnv, error) {
+	h.dockerOnce.Do(func() {
+		h.dockerEnv.network, h.dockerEnv.agentHub, h.dockerEnvErr = agentNetwork(ctx, h.hub, h.log)
+		if h.dockerEnvErr != nil {
+			return
+		}
+		img, err := ensureDemoImage(ctx, h.log)
+		if err != nil {
+			h.log.Warn("the demo image could not be built; agents without an image are refused until the Hub has a default image (scion hub settings set --default-image)", "err", err)
+		}
+		h.dockerEnv.defaultImage = img
+	})
+	return h.dockerEnv, h.dockerEnvErr
+}
+
+// runInstances serves the hosted instances until ctx ends, then closes their
+// runtimes.
+func runInstances(ctx context.Context, hosted []*hostedInstance, log *slog.Logger) {
+	var wg sync.WaitGroup
+	for _, hi := range hosted {
+		log.Info("flat instance starting", "instance", hi.key, "broker_id", hi.brokerID, "target", hi.target.String())
+		wg.Go(func() {
+			defer hi.rt.Close()
+			_ = hi.b.Run(ctx)
+		})
+	}
+	wg.Wait()
+}

@@ -1,0 +1,344 @@
+package launch
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/broker"
+	"github.com/scion-go/scion/config"
+	"github.com/scion-go/scion/hub"
+	"github.com/scion-go/scion/internal/testenv"
+	"github.com/scion-go/scion/internal/wait"
+	"github.com/scion-go/scion/runtime/fake"
+)
+
+func TestSplitPortRange(t *testing.T) {
+	for _, c := range []struct {
+		r    [2]int
+		n    int
+		want [][2]int
+	}{
+		{[2]int{31000, 31999}, 1, [][2]int{{31000, 31999}}},
+		{[2]int{31000, 31999}, 2, [][2]int{{31000, 31499}, {31500, 31999}}},
+		{[2]int{31000, 31999}, 3, [][2]int{{31000, 31332}, {31333, 31665}, {31666, 31998}}},
+		{[2]int{100, 101}, 2, [][2]int{{100, 100}, {101, 101}}},
+		{[2]int{100, 101}, 3, nil},
+		{[2]int{100, 200}, 0, nil},
+	} {
+		got, err := splitPortRange(c.r, c.n)
+		if c.want == nil {
+			if err == nil {
+				t.Errorf("split %v in %d: %v, want an error", c.r, c.n, got)
+			}
+			continue
+		}
+		if err != nil || !reflect.DeepEqual(got, c.want) {
+			t.Errorf("split %v in %d = %v, %v; want %v", c.r, c.n, got, err, c.want)
+		}
+	}
+}
+
+func TestInstanceAgentDefaults(t *testing.T) {
+	depth := 5
+	got, err := agentDefaults(config.AgentDefaults{ImageRegistry: "registry.example/agents", RequiredSecrets: []string{"A"},
+		CloneDepth: &depth, Resources: &config.Resources{Memory: "4Gi", CPUs: "500m"}, HarnessConfig: "ignored"})
+	want := broker.AgentDefaults{Memory: "4294967296", CPUs: "0.5", ImageRegistry: "registry.example/agents", RequiredSecrets: []string{"A"}, CloneDepth: 5}
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Errorf("agentDefaults = %+v, %v; want %+v", got, err, want)
+	}
+	if got, err := agentDefaults(config.AgentDefaults{Resources: &config.Resources{CPUs: "1.5", Memory: "512Mi"}}); err != nil || got.CPUs != "1.5" || got.Memory != "536870912" {
+		t.Errorf("agentDefaults = %+v, %v", got, err)
+	}
+}
+
+// A Kubernetes instance's runtime_target is the one profile its agents
+// get (over server.broker.kubernetes.defaults), with the resolved
+// context and namespace; an agent may not name another context or
+// namespace, whatever the broker lists for its regular profiles.
+func TestInstanceKubernetesOptions(t *testing.T) {
+	safe := false
+	bs := config.BrokerSettings{Extra: map[string]any{"kubernetes": map[string]any{
+		"kubeconfig": "/k/config", "defaults": map[string]any{"shared_dir_size": "5Gi", "priority_class": "low"},
+		"agent_contexts": []any{"other"}, "agent_namespaces": []any{"elsewhere"}, "agent_service_accounts": []any{"sa"},
+	}}}
+	in := config.Instance{Key: "k8s-batch", Name: "k8s-batch", RuntimeTarget: config.RuntimeTargetSettings{
+		Type: api.RuntimeTargetKubernetes, SharedDirSize: "40Gi", SafeToEvict: &safe}}
+	target := api.RuntimeTarget{Type: api.RuntimeTargetKubernetes, Context: "current", Namespace: "default"}
+	opts, err := instanceKubernetesOptions(bs, in, target, "b-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := opts.Profiles["k8s-batch"]
+	if opts.DefaultProfile != "k8s-batch" || len(opts.Profiles) != 1 || p.Context != "current" || p.Namespace != "default" ||
+		p.SharedDirSize != "40Gi" || p.SafeToEvict == nil || *p.SafeToEvict || p.PriorityClass != "" {
+		t.Errorf("profile %+v (default %q)", p, opts.DefaultProfile)
+	}
+	if opts.Defaults.SharedDirSize != "5Gi" || opts.Defaults.PriorityClass != "low" || opts.Kubeconfig != "/k/config" || opts.BrokerID != "b-1" {
+		t.Errorf("options %+v", opts)
+	}
+	if len(opts.AgentChoices.Contexts) != 0 || len(opts.AgentChoices.Namespaces) != 0 || !reflect.DeepEqual(opts.AgentChoices.ServiceAccounts, []string{"sa"}) {
+		t.Errorf("agent choices %+v", opts.AgentChoices)
+	}
+	if opts.CheckTimeout <= 0 || opts.CheckTimeout > 10*time.Second {
+		t.Errorf("check timeout %v", opts.CheckTimeout)
+	}
+}
+
+// logBuffer collects log lines from several goroutines.
+type logBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// deadKubeconfig writes a kubeconfig whose context "dead" names an API
+// server nothing listens on.
+func deadKubeconfig(t *testing.T) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "kubeconfig")
+	doc := `apiVersion: v1
+kind: Config
+clusters:
+- name: dead
+  cluster: {server: "https://127.0.0.1:1", insecure-skip-tls-verify: true}
+users:
+- name: u
+  user: {token: x}
+contexts:
+- name: dead
+  context: {cluster: dead, user: u}
+current-context: dead
+`
+	if err := os.WriteFile(p, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// fakeDocker makes every Docker instance run on a fake runtime (the
+// Kubernetes ones stay real), and returns the runtimes by broker ID.
+func fakeDocker(t *testing.T) *sync.Map {
+	t.Helper()
+	var rts sync.Map
+	old := instanceRuntimeFor
+	instanceRuntimeFor = func(ctx context.Context, h *instanceHost, in config.Instance, target api.RuntimeTarget, brokerID, dir string) (instanceRuntime, error) {
+		if target.Type != api.RuntimeTargetDocker {
+			return old(ctx, h, in, target, brokerID, dir)
+		}
+		v, _ := rts.LoadOrStore(brokerID, fake.New())
+		return instanceRuntime{rt: v.(*fake.Runtime).Restart()}, nil
+	}
+	t.Cleanup(func() { instanceRuntimeFor = old })
+	return &rts
+}
+
+// registerFlat registers a flat instance on the test Hub and saves its
+// credentials as `scion runtime-broker register --instance` does.
+func registerFlat(t *testing.T, e *testenv.Env, key string, target api.RuntimeTarget) string {
+	t.Helper()
+	bc, err := e.Hub.RegisterFlatBroker(context.Background(), key, hub.BootstrapAdminID, true, target, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	creds, err := config.LoadBrokerCredentials()
+	if err != nil {
+		t.Fatal(err)
+	}
+	creds.Put(&config.BrokerConnection{Name: key, Instance: key, HubEndpoint: e.URL, BrokerID: bc.BrokerID, BrokerName: bc.Name, Secret: bc.Secret})
+	if err := creds.Save(); err != nil {
+		t.Fatal(err)
+	}
+	return bc.BrokerID
+}
+
+func turnOnFlatBrokers(t *testing.T, e *testenv.Env) {
+	t.Helper()
+	ctx := context.Background()
+	s, err := e.Admin.GetSettings(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Experiments = map[string]bool{api.ExperimentFlatRuntimeBrokers: true}
+	if _, err := e.Admin.PutSettings(ctx, *s); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func writeSettings(t *testing.T, doc string) *config.Settings {
+	t.Helper()
+	if err := os.WriteFile(config.SettingsPath(), []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return loadSettings(t)
+}
+
+// runInstancesFor runs brokerInstances until the test stops it.
+func runInstancesFor(t *testing.T, s *config.Settings, log *slog.Logger) (stop func() error) {
+	t.Helper()
+	creds, err := config.LoadBrokerCredentials()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- brokerInstances(ctx, s, creds, config.BrokerOptions{Version: "test"}, log) }()
+	var once sync.Once
+	var rerr error
+	stop = func() error {
+		once.Do(func() {
+			cancel()
+			select {
+			case rerr = <-done:
+			case <-time.After(20 * time.Second):
+				rerr = fmt.Errorf("brokerInstances did not return")
+			}
+		})
+		return rerr
+	}
+	t.Cleanup(func() { _ = stop() })
+	return stop
+}
+
+func brokerOnline(e *testenv.Env, id string, target api.RuntimeTarget) error {
+	bs, err := e.Admin.ListAllBrokers(context.Background())
+	if err != nil {
+		return err
+	}
+	for _, b := range bs {
+		if b.ID == id {
+			if b.Status != api.BrokerOnline {
+				return fmt.Errorf("broker %s is %s", b.Name, b.Status)
+			}
+			if b.RuntimeTarget == nil || *b.RuntimeTarget != target || len(b.Profiles) != 0 {
+				return fmt.Errorf("broker %s: target %v, profiles %v", b.Name, b.RuntimeTarget, b.Profiles)
+			}
+			return nil
+		}
+	}
+	return fmt.Errorf("no broker %s", id)
+}
+
+// One process with three instances: a Docker one (on the fake runtime)
+// serves; a Kubernetes one whose API server does not answer and one with
+// no saved credentials are refused and reported by key and reason while
+// the first runs. A restart of the process keeps the instance's broker ID.
+func TestBrokerInstancesTheGoodOneServes(t *testing.T) {
+	setHome(t)
+	fakeDocker(t)
+	e := testenv.New(t, testenv.Options{})
+	turnOnFlatBrokers(t, e)
+	docker := api.RuntimeTarget{Type: api.RuntimeTargetDocker}
+	dead := api.RuntimeTarget{Type: api.RuntimeTargetKubernetes, Context: "dead", Namespace: "agents"}
+	dockerID := registerFlat(t, e, "local-docker", docker)
+	registerFlat(t, e, "k8s-dead", dead)
+	s := writeSettings(t, `server:
+  broker:
+    hub_endpoint: `+e.URL+`
+    kubernetes:
+      kubeconfig: `+deadKubeconfig(t)+`
+    instances:
+      - key: local-docker
+        name: local-docker
+        runtime_target: {type: docker}
+      - key: k8s-dead
+        name: k8s-dead
+        runtime_target: {type: kubernetes, namespace: agents}
+      - key: k8s-unregistered
+        name: k8s-unregistered
+        runtime_target: {type: kubernetes, context: dead, namespace: other}
+`)
+	var logs logBuffer
+	log := slog.New(slog.NewTextHandler(&logs, nil))
+	stop := runInstancesFor(t, s, log)
+	wait.Eventually(t, 30*time.Second, 50*time.Millisecond, func() error { return brokerOnline(e, dockerID, docker) })
+	wait.Eventually(t, 30*time.Second, 50*time.Millisecond, func() error {
+		out := logs.String()
+		for _, want := range []string{
+			"instance k8s-dead refused: kubernetes runtime: API server https://127.0.0.1:1", "does not answer",
+			"instance k8s-unregistered refused: no saved credentials for Hub " + e.URL + ": run scion runtime-broker register --instance k8s-unregistered",
+		} {
+			if !strings.Contains(out, want) {
+				return fmt.Errorf("the log lacks %q:\n%s", want, out)
+			}
+		}
+		return nil
+	})
+	if err := stop(); err != nil {
+		t.Fatalf("brokerInstances: %v", err)
+	}
+	e.WaitBrokerStatus(dockerID, api.BrokerOffline)
+
+	// The same process again: the same broker ID comes back online.
+	runInstancesFor(t, s, log)
+	wait.Eventually(t, 30*time.Second, 50*time.Millisecond, func() error { return brokerOnline(e, dockerID, docker) })
+	if _, err := os.Stat(filepath.Join(config.Path("broker"), "instances", "local-docker")); err != nil {
+		t.Errorf("the instance's data directory: %v", err)
+	}
+}
+
+// With no instance able to serve, the process does not start, naming each
+// instance and its reason.
+func TestBrokerInstancesNoneCanServe(t *testing.T) {
+	setHome(t)
+	s := writeSettings(t, `server:
+  broker:
+    hub_endpoint: http://127.0.0.1:1
+    instances:
+      - key: local-docker
+        name: local-docker
+        runtime_target: {type: docker}
+`)
+	creds, err := config.LoadBrokerCredentials()
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = brokerInstances(t.Context(), s, creds, config.BrokerOptions{}, slog.New(slog.DiscardHandler))
+	if err == nil || !strings.Contains(err.Error(), "local-docker: no saved credentials") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+// An entry that does not validate refuses the start of
+// `scion runtime-broker start`, naming the entry and the field; nothing
+// is dialled.
+func TestBrokerInstancesInvalidEntryRefusesStart(t *testing.T) {
+	for name, c := range map[string]struct{ entries, want string }{
+		"duplicate key": {`
+      - {key: a, name: a, runtime_target: {type: docker}}
+      - {key: a, name: b, runtime_target: {type: kubernetes, context: c}}`, `server.broker.instances[1] (key "a"): key "a"`},
+		"unknown type": {`
+      - {key: a, name: a, runtime_target: {type: podman}}`, `server.broker.instances[0] (key "a"): runtime_target.type "podman"`},
+		"two targets": {`
+      - {key: a, name: a, runtime_target: [{type: docker}, {type: kubernetes}]}`, `server.broker.instances[0] (key "a"): runtime_target`},
+	} {
+		t.Run(name, func(t *testing.T) {
+			setHome(t)
+			writeSettings(t, "server:\n  broker:\n    hub_endpoint: http://127.0.0.1:1\n    instances:"+c.entries+"\n")
+			err := Broker(t.Context(), config.BrokerOptions{LogLevel: "error"})
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("err = %v, want it to name %s", err, c.want)
+			}
+		})
+	}
+}
