@@ -70,9 +70,9 @@ type dockerEnv struct{ network, agentHub, defaultImage string }
 // hostedInstance is an instance ready to serve.
 type hostedInstance struct {
 	key, brokerID string
-	target api.RuntimeTarget
-	b      *broker.Broker
-	rt     runtime.Runtime
+	target        api.RuntimeTarget
+	b             *broker.Broker
+	rt            runtime.Runtime
 }
 
 // parseInstances reads server.broker.instances and resolves every
@@ -96,9 +96,13 @@ func parseInstances(s *config.Settings) ([]config.Instance, []api.RuntimeTarget,
 		// those instances are refused, naming the setting to give.
 		current, _ = kubernetes.CurrentContext(k.Kubeconfig)
 	}
-	targets, err := config.ResolveTargets(ins, current)
+	resolved, err := config.ResolveTargets(ins, current)
 	if err != nil {
 		return nil, nil, err
+	}
+	targets := make([]api.RuntimeTarget, len(resolved))
+	for i, t := range resolved {
+		targets[i] = api.RuntimeTarget(t)
 	}
 	return ins, targets, nil
 }
