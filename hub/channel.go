@@ -101,6 +101,25 @@ func (s *Server) onHello(ctx context.Context, sess *session, req *wire.Request) 
 	if err != nil {
 		return nil, err
 	}
+	on, err := s.experimentOn(ctx, api.ExperimentFlatRuntimeBrokers)
+	if err != nil {
+		return nil, err
+	}
+	target, err := helloTarget(b, &h, on)
+	if err != nil {
+		// The broker logs the refusal and says hello again later.
+		s.log.Warn("broker hello refused", "broker", b.Name, "broker_id", b.ID, "err", err)
+		return nil, err
+	}
+	if b.RuntimeTarget != nil && target == nil {
+		s.log.Warn("runtime broker no longer serves a single runtime target; its pinned agents are refused until it does again",
+			"broker", b.Name, "broker_id", b.ID, "was", b.RuntimeTarget.String())
+	}
+	if b.RuntimeTarget != nil && target != nil && *b.RuntimeTarget != *target {
+		s.log.Warn("runtime broker now serves another runtime target; its pinned agents are refused until it serves theirs again",
+			"broker", b.Name, "broker_id", b.ID, "was", b.RuntimeTarget.String(), "now", target.String())
+	}
+	b.RuntimeTarget = target
 	b.Version, b.ProtocolVersion, b.Runtime = h.Version, h.ProtocolVersion, h.Runtime
 	b.Capabilities = h.Capabilities
 	if b.Capabilities == nil {

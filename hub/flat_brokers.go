@@ -15,6 +15,8 @@ import (
 	"context"
 
 	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/store"
+	"github.com/scion-go/scion/wire"
 )
 
 // experimentOn reports whether the named Hub experiment is on.
@@ -79,4 +81,33 @@ func checkMaxAgents(n *int) error {
 		return api.BadRequest("maxAgents must be 0 (unlimited) or more")
 	}
 	return nil
+}
+
+// helloTarget decides what a broker's hello makes of its record's
+// runtime target, and returns the target to record: the hello's (nil
+// clears it: the broker no longer serves a single target; the placement
+// check then refuses its pinned agents). It refuses, with the record
+// untouched, a hello that declares a target and offers profiles too (a
+// flat instance never uses profiles), an incomplete target (400), and a
+// target declared for a record that has none while the experiment is
+// off (409 experiment_disabled: that is a first registration as a flat
+// instance). A broker recorded with a target keeps its hello accepted
+// when the experiment is turned off later.
+func helloTarget(b *store.Broker, h *wire.Hello, experimentOn bool) (*api.RuntimeTarget, error) {
+	t := h.RuntimeTarget
+	if t == nil {
+		return nil, nil
+	}
+	if len(h.Profiles) > 0 {
+		return nil, api.BadRequest("bad hello: runtime broker %s declares the runtime target %s and offers profiles; a flat instance serves its one target and uses no profiles",
+			api.Quote(b.Name), t.String())
+	}
+	if err := checkRuntimeTarget("hello runtimeTarget", *t); err != nil {
+		return nil, err
+	}
+	if b.RuntimeTarget == nil && !experimentOn {
+		return nil, flatExperimentOff(b.Name, *t)
+	}
+	c := *t
+	return &c, nil
 }
