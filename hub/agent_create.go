@@ -73,7 +73,7 @@ func createUnresolved(a *store.Agent) bool {
 func (s *Server) createSpec(a *store.Agent, p *store.Project, secrets, kubernetes map[string]string, start bool) wire.AgentSpec {
 	return wire.AgentSpec{AgentID: a.ID, Slug: a.Slug, ProjectID: p.ID, ProjectName: p.Name, RunID: a.RunID,
 		Generation: a.Generation, Harness: a.Harness, Image: a.Image, Command: a.Command, Env: a.Env,
-		Ports: a.Ports, Profile: a.Profile, SharingMode: p.SharingMode, GitRemote: p.GitRemote,
+		Ports: a.Ports, Profile: a.Profile, Pin: clonePin(a.Pin), SharingMode: p.SharingMode, GitRemote: p.GitRemote,
 		AgentToken: s.mintAgentToken(a), Secrets: secrets, Kubernetes: kubernetes, HubURL: s.opts.PublicURL, Start: start, Payload: a.Payload}
 }
 

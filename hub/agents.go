@@ -65,7 +65,8 @@ func (s *Server) agentView(ctx context.Context, a *store.Agent, names map[string
 		StatusMessage: a.StatusMessage, ContainerStatus: a.ContainerStatus, RunID: a.RunID,
 		Generation: a.Generation, Generations: a.Generations, Role: a.Role, CreatedBy: a.CreatedBy,
 		Delegator: a.Delegator, DelegationChain: a.DelegationChain, Scopes: a.Scopes, Passthrough: a.Passthrough,
-		Secrets: a.SecretNames, ParentAgentID: a.ParentAgentID, CreatedAt: a.CreatedAt, UpdatedAt: a.UpdatedAt}
+		Secrets: a.SecretNames, ParentAgentID: a.ParentAgentID, CreatedAt: a.CreatedAt, UpdatedAt: a.UpdatedAt,
+		PinnedRuntimeTarget: clonePin(a.Pin)}
 	if a.BrokerID != "" {
 		name, ok := names[a.BrokerID]
 		if !ok {

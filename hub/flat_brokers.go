@@ -111,3 +111,13 @@ func helloTarget(b *store.Broker, h *wire.Hello, experimentOn bool) (*api.Runtim
 	c := *t
 	return &c, nil
 }
+
+// clonePin is a copy of an agent's pin (nil: none), so that no view or
+// command shares the record's.
+func clonePin(p *api.PinnedRuntimeTarget) *api.PinnedRuntimeTarget {
+	if p == nil {
+		return nil
+	}
+	c := *p
+	return &c
+}

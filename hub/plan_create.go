@@ -83,7 +83,8 @@ func planRequest(req api.CreateAgentRequest, settings api.HubSettings) (api.Crea
 
 // planCreate decides a create, refusing in this order: the new agent's
 // identity (role, scopes, passthrough), its secrets, the placement cascade,
-// dispatch to the chosen broker and its passthrough, the profile.
+// dispatch to the chosen broker and its passthrough, the profile (or, on
+// a flat broker, the pin).
 func planCreate(in createInput) (createPlan, error) {
 	req, p := in.Req, in.Project
 	id, err := planIdentity(in.Caller, req, in.Parent, in.ParentErr)
@@ -108,14 +109,14 @@ func planCreate(in createInput) (createPlan, error) {
 	if err := placementRefusal(in.Caller, pin, d, b, req.Passthrough); err != nil {
 		return createPlan{}, err
 	}
-	profile := resolveProfile(req.Profile, p, b)
-	if err := checkProfile(b, profile); err != nil {
+	profile, pinned, err := planProfileOrPin(req.Profile, p, b)
+	if err != nil {
 		return createPlan{}, err
 	}
 	limit := placement.EffectiveLimit(b.Settings.MaxAgents, in.Limits.MaxAgentsPerBroker)
 	now := in.Now
 	a := &store.Agent{ID: in.AgentID, Slug: req.Name, ProjectID: p.ID, BrokerID: b.ID,
-		Profile: profile, Harness: req.Harness, Image: req.Image, Command: req.Command,
+		Profile: profile, Pin: pinned, Harness: req.Harness, Image: req.Image, Command: req.Command,
 		Env: req.Env, Ports: req.Ports, Phase: api.PhaseProvisioning, RunID: in.RunID, Generation: 1, Role: id.role,
 		CreatedBy: in.Caller.Principal(), Delegator: id.delegation.Delegator, DelegationChain: id.delegation.Chain,
 		Scopes: id.scopes, Passthrough: req.Passthrough, ParentAgentID: id.parent, SecretNames: req.Secrets,
@@ -136,6 +137,32 @@ func planCreate(in createInput) (createPlan, error) {
 		plan.Opts.Key = in.Key.record(now)
 	}
 	return plan, nil
+}
+
+// planProfileOrPin is what the chosen broker b makes of the new agent: on
+// a regular broker its profile (the request's, else the project's active
+// one, else b's default), which b must offer; on a flat broker, whichever
+// cascade step chose it, no profile at all (a flat instance never uses
+// profiles: a profile the request names is refused, the active and the
+// default ones are not applied) and the pin to b and its target.
+func planProfileOrPin(requested string, p *store.Project, b *store.Broker) (string, *api.PinnedRuntimeTarget, error) {
+	if b.RuntimeTarget == nil {
+		profile := resolveProfile(requested, p, b)
+		return profile, nil, checkProfile(b, profile)
+	}
+	t := *b.RuntimeTarget
+	if !t.Complete() {
+		// Registration and hello refuse such a target; a record that
+		// holds one anyway names no target an agent could be pinned to.
+		return "", nil, api.Conflict(api.CodeTargetMismatch,
+			"runtime broker %s no longer serves a single complete runtime target (its record holds %s); choose another broker",
+			api.Quote(b.Name), api.Quote(t.String())).WithDetail("broker", b.Name)
+	}
+	if requested != "" {
+		return "", nil, api.BadRequest("runtime broker %s is a flat instance serving %s and uses no profiles: create the agent without -p/--profile %s, or choose a broker that offers it",
+			api.Quote(b.Name), t.String(), api.Quote(requested)).WithDetail("broker", b.Name).WithDetail("runtimeTarget", t)
+	}
+	return "", &api.PinnedRuntimeTarget{BrokerID: b.ID, RuntimeTarget: t}, nil
 }
 
 // room refuses a create that takes no slot on a broker already holding

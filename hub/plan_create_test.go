@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -322,5 +323,92 @@ func TestReplaceable(t *testing.T) {
 		if got := replaceable(tc.c, tProject(), tc.old, tc.inFlight); got != tc.want {
 			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
 		}
+	}
+}
+
+// flat makes a broker a flat instance serving t.
+func flat(t api.RuntimeTarget) func(*store.Broker) {
+	return func(b *store.Broker) { b.RuntimeTarget = &t }
+}
+
+var (
+	tDocker = api.RuntimeTarget{Type: api.RuntimeTargetDocker}
+	tK8s    = api.RuntimeTarget{Type: api.RuntimeTargetKubernetes, Context: "batch", Namespace: "agents"}
+)
+
+// TestPlanCreateFlat: an agent placed on a flat broker, by whichever
+// cascade step, is pinned to it and its target and runs with no profile
+// (neither the project's active profile nor the broker's default is
+// applied); a profile the request names is refused 400 saying why; a
+// regular broker's agent is unpinned and keeps its profile.
+func TestPlanCreateFlat(t *testing.T) {
+	fleet := func(in *createInput) {
+		in.Brokers = tCandidates([]*store.Broker{tBroker("b1"), tBroker("f1", flat(tK8s)), tBroker("f2", flat(tDocker))},
+			[]string{"b1", "f1", "f2"}, []string{"b1", "f1", "f2"})
+	}
+	cases := []struct {
+		name    string
+		in      createInput
+		broker  string
+		profile string
+		pin     *api.PinnedRuntimeTarget
+		code    string
+		status  int
+		words   string // in the refusal
+	}{
+		{"explicit flat broker", tCreate(fleet, func(in *createInput) { in.Req.Broker = "f1" }),
+			"f1", "", &api.PinnedRuntimeTarget{BrokerID: "f1", RuntimeTarget: tK8s}, "", 0, ""},
+		{"explicit by name, docker target", tCreate(fleet, func(in *createInput) { in.Req.Broker = "name-f2" }),
+			"f2", "", &api.PinnedRuntimeTarget{BrokerID: "f2", RuntimeTarget: tDocker}, "", 0, ""},
+		{"project default flat broker", tCreate(fleet, func(in *createInput) { in.Project.DefaultBrokerID = "f2" }),
+			"f2", "", &api.PinnedRuntimeTarget{BrokerID: "f2", RuntimeTarget: tDocker}, "", 0, ""},
+		{"hub default flat broker", tCreate(fleet, func(in *createInput) { in.Settings.AgentDefaults.DefaultRuntimeBroker = "f1" }),
+			"f1", "", &api.PinnedRuntimeTarget{BrokerID: "f1", RuntimeTarget: tK8s}, "", 0, ""},
+		{"single provider is flat", tCreate(func(in *createInput) {
+			in.Brokers = tCandidates([]*store.Broker{tBroker("f1", flat(tK8s))}, []string{"f1"}, []string{"f1"})
+		}), "f1", "", &api.PinnedRuntimeTarget{BrokerID: "f1", RuntimeTarget: tK8s}, "", 0, ""},
+		{"explicit non-provider flat broker, linked", tCreate(func(in *createInput) {
+			in.Brokers = tCandidates([]*store.Broker{tBroker("b1"), tBroker("f1", flat(tK8s))}, []string{"b1"}, []string{"b1", "f1"})
+			in.Req.Broker = "f1"
+		}), "f1", "", &api.PinnedRuntimeTarget{BrokerID: "f1", RuntimeTarget: tK8s}, "", 0, ""},
+		{"the project's active profile is not applied", tCreate(fleet, func(in *createInput) {
+			in.Req.Broker, in.Project.ActiveProfile = "f1", "gpu"
+		}), "f1", "", &api.PinnedRuntimeTarget{BrokerID: "f1", RuntimeTarget: tK8s}, "", 0, ""},
+		{"the broker's default profile is not applied", tCreate(func(in *createInput) {
+			f := tBroker("f1", flat(tK8s), func(b *store.Broker) { b.Profiles = []api.BrokerProfile{{Name: "cpu", Default: true}} })
+			in.Brokers = tCandidates([]*store.Broker{f}, []string{"f1"}, []string{"f1"})
+		}), "f1", "", &api.PinnedRuntimeTarget{BrokerID: "f1", RuntimeTarget: tK8s}, "", 0, ""},
+		{"a requested profile is refused", tCreate(fleet, func(in *createInput) { in.Req.Broker, in.Req.Profile = "f1", "gpu" }),
+			"", "", nil, api.CodeInvalidRequest, 400, `runtime broker "name-f1" is a flat instance serving kubernetes:batch/agents and uses no profiles`},
+		{"a requested profile is refused when the cascade chose the flat broker", tCreate(fleet, func(in *createInput) {
+			in.Project.DefaultBrokerID, in.Req.Profile = "f2", "cpu"
+		}), "", "", nil, api.CodeInvalidRequest, 400, "flat instance serving docker"},
+		{"a record with an incomplete target pins nothing", tCreate(func(in *createInput) {
+			in.Brokers = tCandidates([]*store.Broker{tBroker("f1", flat(api.RuntimeTarget{Type: api.RuntimeTargetKubernetes}))}, []string{"f1"}, []string{"f1"})
+		}), "", "", nil, api.CodeTargetMismatch, 409, "no longer serves a single complete runtime target"},
+		{"a regular broker: no pin, the active profile", tCreate(fleet, func(in *createInput) {
+			in.Req.Broker, in.Project.ActiveProfile = "b1", "dev"
+		}), "b1", "dev", nil, "", 0, ""},
+		{"a regular broker: the requested profile", tCreate(fleet, func(in *createInput) { in.Req.Broker, in.Req.Profile = "b1", "gpu" }),
+			"b1", "gpu", nil, "", 0, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := planCreate(tc.in)
+			wantErr(t, err, tc.code, tc.status)
+			if err != nil {
+				if !strings.Contains(err.Error(), tc.words) {
+					t.Fatalf("refusal %q does not say %q", err, tc.words)
+				}
+				return
+			}
+			a := p.Agent
+			if p.Broker.ID != tc.broker || a.BrokerID != tc.broker || a.Profile != tc.profile {
+				t.Fatalf("placed on %s with profile %q, want %s with %q", a.BrokerID, a.Profile, tc.broker, tc.profile)
+			}
+			if (a.Pin == nil) != (tc.pin == nil) || (a.Pin != nil && *a.Pin != *tc.pin) {
+				t.Fatalf("pin %+v, want %+v", a.Pin, tc.pin)
+			}
+		})
 	}
 }

@@ -153,7 +153,10 @@ type Broker struct {
 	Secret   string
 	Runtime  *fake.Runtime
 	DataDir  string
-	cancel   context.CancelFunc
+	// RuntimeTarget makes it a flat Runtime Broker instance serving that
+	// target (its hello declares it; see AddFlatBroker).
+	RuntimeTarget *api.RuntimeTarget
+	cancel        context.CancelFunc
 	done     chan struct{}
 }
 
@@ -271,6 +274,14 @@ func (e *Env) RunBroker(id, name, secret string) *Broker {
 // runtime, as a broker restart would, and waits until it is online.
 func (e *Env) StartBroker(b *Broker, rt *fake.Runtime) {
 	e.T.Helper()
+	e.LaunchBroker(b, rt)
+	e.WaitBrokerStatus(b.ID, api.BrokerOnline)
+}
+
+// LaunchBroker is StartBroker without waiting until the broker is online
+// (for a broker whose hello the Hub refuses).
+func (e *Env) LaunchBroker(b *Broker, rt *fake.Runtime) {
+	e.T.Helper()
 	var err error
 	b.Runtime = rt
 	var drop func(method, key string) bool
@@ -288,15 +299,14 @@ func (e *Env) StartBroker(b *Broker, rt *fake.Runtime) {
 	}
 	b.Broker, err = broker.New(broker.Config{HubEndpoint: e.URL, BrokerID: b.ID, Name: b.Name, Secret: []byte(b.Secret),
 		Runtime: brt, DataDir: b.DataDir, Version: "test", Logger: e.log.With("broker", b.Name), Profiles: e.opts.Profiles[b.Name], Capabilities: e.opts.Capabilities[b.Name],
-		HeartbeatInterval: e.opts.HeartbeatInterval, Grace: e.opts.Grace,
-		MinBackoff: e.opts.MinBackoff, MaxBackoff: e.opts.MaxBackoff, DropReply: drop})
+		HeartbeatInterval: e.opts.HeartbeatInterval, Grace: e.opts.Grace, RuntimeTarget: b.RuntimeTarget,
+		MinBackoff: e.opts.MinBackoff, MaxBackoff: e.opts.MaxBackoff, RefusedBackoff: e.opts.MaxBackoff, DropReply: drop})
 	if err != nil {
 		e.T.Fatalf("testenv: broker %s: %v", b.Name, err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	b.cancel, b.done = cancel, make(chan struct{})
 	go func() { defer close(b.done); _ = b.Broker.Run(ctx) }()
-	e.WaitBrokerStatus(b.ID, api.BrokerOnline)
 }
 
 // namedRuntime is the fake runtime reporting another runtime's name.

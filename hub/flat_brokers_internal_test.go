@@ -1,0 +1,47 @@
+package hub
+
+import (
+	"net/http"
+	"testing"
+
+	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/store"
+	"github.com/scion-go/scion/wire"
+)
+
+func TestHelloTarget(t *testing.T) {
+	k8s, docker := tK8s, tDocker
+	regular, flatRec := tBroker("b1"), tBroker("f1", flat(tK8s))
+	for _, tc := range []struct {
+		name   string
+		rec    *store.Broker
+		hello  wire.Hello
+		on     bool
+		want   *api.RuntimeTarget
+		code   string
+		status int
+	}{
+		{"regular hello, regular record", regular, wire.Hello{Profiles: []wire.Profile{{Name: "p"}}}, false, nil, "", 0},
+		{"first flat hello, experiment on", regular, wire.Hello{RuntimeTarget: &k8s}, true, &k8s, "", 0},
+		{"first flat hello, experiment off", regular, wire.Hello{RuntimeTarget: &k8s}, false, nil, api.CodeExperimentDisabled, http.StatusConflict},
+		{"a recorded flat broker's hello, experiment off since", flatRec, wire.Hello{RuntimeTarget: &k8s}, false, &k8s, "", 0},
+		{"a recorded flat broker now serving another target", flatRec, wire.Hello{RuntimeTarget: &docker}, false, &docker, "", 0},
+		{"a recorded flat broker's hello without a target clears it", flatRec, wire.Hello{}, false, nil, "", 0},
+		{"target and profiles", regular, wire.Hello{RuntimeTarget: &k8s, Profiles: []wire.Profile{{Name: "p"}}}, true, nil, api.CodeInvalidRequest, http.StatusBadRequest},
+		{"target and profiles on a flat record", flatRec, wire.Hello{RuntimeTarget: &k8s, Profiles: []wire.Profile{{Name: "p"}}}, true, nil, api.CodeInvalidRequest, http.StatusBadRequest},
+		{"incomplete target", flatRec, wire.Hello{RuntimeTarget: &api.RuntimeTarget{Type: api.RuntimeTargetKubernetes, Context: "c"}}, true, nil, api.CodeInvalidRequest, http.StatusBadRequest},
+		{"unknown target type", regular, wire.Hello{RuntimeTarget: &api.RuntimeTarget{Type: "podman"}}, true, nil, api.CodeInvalidRequest, http.StatusBadRequest},
+		{"an incomplete target is 400 before the experiment's 409", regular, wire.Hello{RuntimeTarget: &api.RuntimeTarget{Type: "podman"}}, false, nil, api.CodeInvalidRequest, http.StatusBadRequest},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := helloTarget(tc.rec, &tc.hello, tc.on)
+			wantErr(t, err, tc.code, tc.status)
+			if (got == nil) != (tc.want == nil) || (got != nil && *got != *tc.want) {
+				t.Fatalf("target %v, want %v", got, tc.want)
+			}
+			if got != nil && got == tc.hello.RuntimeTarget {
+				t.Fatal("the recorded target shares the hello's")
+			}
+		})
+	}
+}
