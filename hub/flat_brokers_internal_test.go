@@ -10,8 +10,8 @@ import (
 )
 
 func TestHelloTarget(t *testing.T) {
-	k8s, docker := tK8s, tDocker
-	regular, flatRec := tBroker("b1"), tBroker("f1", flat(tK8s))
+	k8s, docker := tKube, tDocker
+	regular, flatRec := tBroker("b1"), tBroker("f1", flat(tKube))
 	for _, tc := range []struct {
 		name   string
 		rec    *store.Broker

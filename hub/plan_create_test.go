@@ -331,10 +331,7 @@ func flat(t api.RuntimeTarget) func(*store.Broker) {
 	return func(b *store.Broker) { b.RuntimeTarget = &t }
 }
 
-var (
-	tDocker = api.RuntimeTarget{Type: api.RuntimeTargetDocker}
-	tK8s    = api.RuntimeTarget{Type: api.RuntimeTargetKubernetes, Context: "batch", Namespace: "agents"}
-)
+// tDocker and tKube are in plan_reach_test.go.
 
 // TestPlanCreateFlat: an agent placed on a flat broker, by whichever
 // cascade step, is pinned to it and its target and runs with no profile
@@ -343,7 +340,7 @@ var (
 // regular broker's agent is unpinned and keeps its profile.
 func TestPlanCreateFlat(t *testing.T) {
 	fleet := func(in *createInput) {
-		in.Brokers = tCandidates([]*store.Broker{tBroker("b1"), tBroker("f1", flat(tK8s)), tBroker("f2", flat(tDocker))},
+		in.Brokers = tCandidates([]*store.Broker{tBroker("b1"), tBroker("f1", flat(tKube)), tBroker("f2", flat(tDocker))},
 			[]string{"b1", "f1", "f2"}, []string{"b1", "f1", "f2"})
 	}
 	cases := []struct {
@@ -357,27 +354,27 @@ func TestPlanCreateFlat(t *testing.T) {
 		words   string // in the refusal
 	}{
 		{"explicit flat broker", tCreate(fleet, func(in *createInput) { in.Req.Broker = "f1" }),
-			"f1", "", &api.PinnedRuntimeTarget{BrokerID: "f1", RuntimeTarget: tK8s}, "", 0, ""},
+			"f1", "", &api.PinnedRuntimeTarget{BrokerID: "f1", RuntimeTarget: tKube}, "", 0, ""},
 		{"explicit by name, docker target", tCreate(fleet, func(in *createInput) { in.Req.Broker = "name-f2" }),
 			"f2", "", &api.PinnedRuntimeTarget{BrokerID: "f2", RuntimeTarget: tDocker}, "", 0, ""},
 		{"project default flat broker", tCreate(fleet, func(in *createInput) { in.Project.DefaultBrokerID = "f2" }),
 			"f2", "", &api.PinnedRuntimeTarget{BrokerID: "f2", RuntimeTarget: tDocker}, "", 0, ""},
 		{"hub default flat broker", tCreate(fleet, func(in *createInput) { in.Settings.AgentDefaults.DefaultRuntimeBroker = "f1" }),
-			"f1", "", &api.PinnedRuntimeTarget{BrokerID: "f1", RuntimeTarget: tK8s}, "", 0, ""},
+			"f1", "", &api.PinnedRuntimeTarget{BrokerID: "f1", RuntimeTarget: tKube}, "", 0, ""},
 		{"single provider is flat", tCreate(func(in *createInput) {
-			in.Brokers = tCandidates([]*store.Broker{tBroker("f1", flat(tK8s))}, []string{"f1"}, []string{"f1"})
-		}), "f1", "", &api.PinnedRuntimeTarget{BrokerID: "f1", RuntimeTarget: tK8s}, "", 0, ""},
+			in.Brokers = tCandidates([]*store.Broker{tBroker("f1", flat(tKube))}, []string{"f1"}, []string{"f1"})
+		}), "f1", "", &api.PinnedRuntimeTarget{BrokerID: "f1", RuntimeTarget: tKube}, "", 0, ""},
 		{"explicit non-provider flat broker, linked", tCreate(func(in *createInput) {
-			in.Brokers = tCandidates([]*store.Broker{tBroker("b1"), tBroker("f1", flat(tK8s))}, []string{"b1"}, []string{"b1", "f1"})
+			in.Brokers = tCandidates([]*store.Broker{tBroker("b1"), tBroker("f1", flat(tKube))}, []string{"b1"}, []string{"b1", "f1"})
 			in.Req.Broker = "f1"
-		}), "f1", "", &api.PinnedRuntimeTarget{BrokerID: "f1", RuntimeTarget: tK8s}, "", 0, ""},
+		}), "f1", "", &api.PinnedRuntimeTarget{BrokerID: "f1", RuntimeTarget: tKube}, "", 0, ""},
 		{"the project's active profile is not applied", tCreate(fleet, func(in *createInput) {
 			in.Req.Broker, in.Project.ActiveProfile = "f1", "gpu"
-		}), "f1", "", &api.PinnedRuntimeTarget{BrokerID: "f1", RuntimeTarget: tK8s}, "", 0, ""},
+		}), "f1", "", &api.PinnedRuntimeTarget{BrokerID: "f1", RuntimeTarget: tKube}, "", 0, ""},
 		{"the broker's default profile is not applied", tCreate(func(in *createInput) {
-			f := tBroker("f1", flat(tK8s), func(b *store.Broker) { b.Profiles = []api.BrokerProfile{{Name: "cpu", Default: true}} })
+			f := tBroker("f1", flat(tKube), func(b *store.Broker) { b.Profiles = []api.BrokerProfile{{Name: "cpu", Default: true}} })
 			in.Brokers = tCandidates([]*store.Broker{f}, []string{"f1"}, []string{"f1"})
-		}), "f1", "", &api.PinnedRuntimeTarget{BrokerID: "f1", RuntimeTarget: tK8s}, "", 0, ""},
+		}), "f1", "", &api.PinnedRuntimeTarget{BrokerID: "f1", RuntimeTarget: tKube}, "", 0, ""},
 		{"a requested profile is refused", tCreate(fleet, func(in *createInput) { in.Req.Broker, in.Req.Profile = "f1", "gpu" }),
 			"", "", nil, api.CodeInvalidRequest, 400, `runtime broker "name-f1" is a flat instance serving kubernetes:batch/agents and uses no profiles`},
 		{"a requested profile is refused when the cascade chose the flat broker", tCreate(fleet, func(in *createInput) {

@@ -9,7 +9,7 @@ import (
 )
 
 func TestMoveTargetCheck(t *testing.T) {
-	pin := &api.PinnedRuntimeTarget{BrokerID: "f1", RuntimeTarget: tK8s}
+	pin := &api.PinnedRuntimeTarget{BrokerID: "f1", RuntimeTarget: tKube}
 	regular, flatB := tBroker("b2"), tBroker("f2", flat(tDocker))
 	for _, tc := range []struct {
 		name   string
@@ -21,7 +21,7 @@ func TestMoveTargetCheck(t *testing.T) {
 		{"regular agent onto a flat broker", &store.Agent{Slug: "a", BrokerID: "b1"}, flatB, api.CodeTargetMoveUnsupported},
 		{"pinned agent to a regular broker", &store.Agent{Slug: "a", BrokerID: "f1", Pin: pin}, regular, api.CodeTargetMoveUnsupported},
 		{"pinned agent to another flat broker", &store.Agent{Slug: "a", BrokerID: "f1", Pin: pin}, flatB, api.CodeTargetMoveUnsupported},
-		{"pinned agent to another flat broker serving its target", &store.Agent{Slug: "a", BrokerID: "f1", Pin: pin}, tBroker("f3", flat(tK8s)), api.CodeTargetMoveUnsupported},
+		{"pinned agent to another flat broker serving its target", &store.Agent{Slug: "a", BrokerID: "f1", Pin: pin}, tBroker("f3", flat(tKube)), api.CodeTargetMoveUnsupported},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			status := 0

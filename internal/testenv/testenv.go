@@ -157,7 +157,7 @@ type Broker struct {
 	// target (its hello declares it; see AddFlatBroker).
 	RuntimeTarget *api.RuntimeTarget
 	cancel        context.CancelFunc
-	done     chan struct{}
+	done          chan struct{}
 }
 
 // New starts a Hub and opts.Brokers brokers and waits until every broker
