@@ -2,6 +2,7 @@ package launch
 
 import (
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 )
@@ -21,10 +22,13 @@ func usageErr(err error) error { return &usageError{err} }
 
 func usageErrorf(format string, args ...any) error { return usageErr(fmt.Errorf(format, args...)) }
 
+// logOutput is where the daemons log (a test reads it).
+var logOutput io.Writer = os.Stderr
+
 func newLogger(level string) *slog.Logger {
 	var l slog.Level
 	_ = l.UnmarshalText([]byte(level))
-	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: l}))
+	return slog.New(slog.NewTextHandler(logOutput, &slog.HandlerOptions{Level: l}))
 }
 
 // orDash is s, or "-" when s is empty.

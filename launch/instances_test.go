@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/scion-go/scion/api"
 	"github.com/scion-go/scion/broker"
+	"github.com/scion-go/scion/client"
 	"github.com/scion-go/scion/config"
 	"github.com/scion-go/scion/hub"
 	"github.com/scion-go/scion/internal/testenv"
@@ -340,5 +342,106 @@ func TestBrokerInstancesInvalidEntryRefusesStart(t *testing.T) {
 				t.Fatalf("err = %v, want it to name %s", err, c.want)
 			}
 		})
+	}
+}
+
+// A workstation with instances registers them through its own Hub
+// instead of the "local" broker. While the Hub refuses them (the
+// experiment is off) the Hub runs and the instance is logged as not
+// activated; turning the experiment on activates it without a restart.
+func TestWorkstationInstancesActivateWhenTheExperimentIsTurnedOn(t *testing.T) {
+	setHome(t)
+	fakeDocker(t)
+	oldRetry, oldOut := registerRetry, logOutput
+	var logs logBuffer
+	registerRetry, logOutput = 100*time.Millisecond, &logs
+	t.Cleanup(func() { registerRetry, logOutput = oldRetry, oldOut })
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	writeSettings(t, `server:
+  hub:
+    listen: `+addr+`
+  broker:
+    instances:
+      - key: local-docker
+        name: local-docker
+        runtime_target: {type: docker}
+`)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- Server(ctx, config.ServerOptions{Workstation: true, LogLevel: "info", Limits: config.DefaultServeLimits(), AgentTokenTTL: time.Hour})
+	}()
+	defer func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(15 * time.Second):
+			t.Error("the Hub did not stop")
+		}
+	}()
+	var ws *config.Workstation
+	wait.Eventually(t, 20*time.Second, 50*time.Millisecond, func() error {
+		select {
+		case err := <-done:
+			t.Fatalf("the workstation ended: %v\n%s", err, logs.String())
+		default:
+		}
+		if ws, err = config.LoadWorkstation(); err != nil || ws == nil {
+			return fmt.Errorf("no workstation file (%v)", err)
+		}
+		return nil
+	})
+	if ws.BrokerID != "" {
+		t.Errorf("the workstation file names local broker %s", ws.BrokerID)
+	}
+	cl := client.New(ws.URL, ws.AdminToken)
+	wait.Eventually(t, 10*time.Second, 20*time.Millisecond, func() error {
+		if !strings.Contains(logs.String(), "instance local-docker not activated: experiment_disabled: ") {
+			return fmt.Errorf("not logged as not activated:\n%s", logs.String())
+		}
+		return nil
+	})
+	if bs, err := cl.ListAllBrokers(ctx); err != nil || len(bs) != 0 {
+		t.Fatalf("brokers while the experiment is off: %v, %v", bs, err)
+	}
+	if n := strings.Count(logs.String(), "instance local-docker not activated"); n != 1 {
+		t.Errorf("not activated logged %d times, want once", n)
+	}
+
+	s, err := cl.GetSettings(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Experiments = map[string]bool{api.ExperimentFlatRuntimeBrokers: true}
+	if _, err := cl.PutSettings(ctx, *s); err != nil {
+		t.Fatal(err)
+	}
+	var id string
+	wait.Eventually(t, 20*time.Second, 50*time.Millisecond, func() error {
+		bs, err := cl.ListAllBrokers(ctx)
+		if err != nil || len(bs) != 1 {
+			return fmt.Errorf("brokers %v, %v", bs, err)
+		}
+		b := bs[0]
+		if b.Name != "local-docker" || b.Status != api.BrokerOnline || b.RuntimeTarget == nil || b.RuntimeTarget.Type != api.RuntimeTargetDocker {
+			return fmt.Errorf("broker %+v", b)
+		}
+		id = b.ID
+		return nil
+	})
+	creds, err := config.LoadBrokerCredentials()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := creds.ForInstance(ws.URL, "local-docker"); c == nil || c.BrokerID != id {
+		t.Errorf("saved credentials %+v, want broker %s", c, id)
+	}
+	if !strings.Contains(logs.String(), "instance local-docker activated") {
+		t.Errorf("activation not logged:\n%s", logs.String())
 	}
 }

@@ -11,7 +11,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/scion-go/scion/broker"
 	"github.com/scion-go/scion/config"
 	"github.com/scion-go/scion/hub"
 	"github.com/scion-go/scion/store"
@@ -79,9 +78,9 @@ func Server(parent context.Context, o config.ServerOptions) error {
 	srv.SetPublicURL(url)
 	// Everything a client needs (the workstation file with its token, the
 	// first admin token) is in place before the Hub answers /readyz.
-	var b *broker.Broker
+	var runBrokers func(context.Context)
 	if f.Workstation {
-		b, err = startWorkstation(ctx, srv, url, f, log)
+		runBrokers, err = startWorkstation(ctx, srv, url, f, log)
 		if err != nil {
 			_ = ln.Close()
 			srv.Close()
@@ -103,8 +102,8 @@ func Server(parent context.Context, o config.ServerOptions) error {
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- hs.Serve(limited) }()
 	brokerDone := make(chan struct{})
-	if b != nil {
-		go func() { defer close(brokerDone); _ = b.Run(ctx) }()
+	if runBrokers != nil {
+		go func() { defer close(brokerDone); runBrokers(ctx) }()
 	} else {
 		close(brokerDone)
 	}

@@ -18,7 +18,11 @@ const workstationBrokerName = "local"
 // The broker keeps its identity across restarts (its connection is stored
 // in broker-credentials.yaml under the workstation URL), so agents are
 // never orphaned by a new broker ID.
-func startWorkstation(ctx context.Context, srv *hub.Server, url string, f *config.ServerOptions, log *slog.Logger) (*broker.Broker, error) {
+//
+// With server.broker.instances the workstation runs those instead, each
+// registered through the Hub (see workstationInstances). run serves the
+// broker or the instances until its context ends.
+func startWorkstation(ctx context.Context, srv *hub.Server, url string, f *config.ServerOptions, log *slog.Logger) (run func(context.Context), err error) {
 	token, err := srv.BootstrapAdmin(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("bootstrap admin: %w", err)
@@ -27,6 +31,29 @@ func startWorkstation(ctx context.Context, srv *hub.Server, url string, f *confi
 	if err != nil {
 		return nil, err
 	}
+	settings, err := config.LoadSettings()
+	if err != nil {
+		return nil, err
+	}
+	if settings.Server.Broker.Instances.Configured() {
+		w, err := startWorkstationInstances(ctx, srv, url, f, settings, creds, log)
+		if err != nil {
+			return nil, err
+		}
+		if err := workstationFile(url, token).Save(); err != nil {
+			return nil, err
+		}
+		return w.run, nil
+	}
+	b, err := startLocalBroker(ctx, srv, url, token, f, settings, creds, log)
+	if err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context) { _ = b.Run(ctx) }, nil
+}
+
+// startLocalBroker prepares the workstation's regular "local" broker.
+func startLocalBroker(ctx context.Context, srv *hub.Server, url, token string, f *config.ServerOptions, settings *config.Settings, creds *config.BrokerCredentials, log *slog.Logger) (*broker.Broker, error) {
 	conn := creds.ForHub(url)
 	if conn != nil {
 		ok, err := srv.BrokerExists(ctx, conn.BrokerID)
@@ -68,10 +95,6 @@ func startWorkstation(ctx context.Context, srv *hub.Server, url string, f *confi
 		}
 	}
 	self, _ := os.Executable()
-	settings, err := config.LoadSettings()
-	if err != nil {
-		return nil, err
-	}
 	profiles, err := brokerProfiles(settings.Server.Broker.Profiles)
 	if err != nil {
 		return nil, err
