@@ -293,8 +293,18 @@ func (a *app) printAgent(cmd *cobra.Command, ag *api.Agent, project string) erro
 	}
 	t := newTable(cmd.OutOrStdout(), agentHeaders...)
 	t.row(agentRow(*ag, project)...)
-	if err := t.flush(); err != nil || len(ag.Ports) == 0 {
+	if err := t.flush(); err != nil {
 		return err
+	}
+	// An agent on a flat Runtime Broker has no profile: its pin says
+	// where it runs instead.
+	if p := ag.PinnedRuntimeTarget; p != nil {
+		if _, err := fmt.Fprintf(cmd.OutOrStdout(), "Pinned runtime target: %s (runtime broker %s)\n", p.RuntimeTarget.String(), p.BrokerID); err != nil {
+			return err
+		}
+	}
+	if len(ag.Ports) == 0 {
+		return nil
 	}
 	_, err := fmt.Fprintf(cmd.OutOrStdout(), "Ports: %s\n", portsCell(ag.Ports))
 	return err

@@ -2,6 +2,9 @@ package cli
 
 import (
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -13,7 +16,9 @@ func newHubBrokersCmd(a *app) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "brokers",
 		Short: "List the Hub's Runtime Brokers and their availability",
-		Long: `List every Runtime Broker registered with the Hub: whether it is online, how
+		Long: `List every Runtime Broker registered with the Hub: whether it is online, the
+one runtime target a flat Runtime Broker serves (TARGET: docker, or
+kubernetes:<context>/<namespace>; "-" for a broker with profiles), how
 many agents it runs against its limit (0 = unlimited), whether it provides
 new projects automatically, and how many projects it provides.`,
 		Example: `  scion hub brokers
@@ -32,9 +37,9 @@ new projects automatically, and how many projects it provides.`,
 			if a.json() {
 				return writeJSON(cmd.OutOrStdout(), bs)
 			}
-			t := newTable(cmd.OutOrStdout(), "NAME", "ID", "STATUS", "RUNNING", "LIMIT", "AUTO-PROVIDE", "PROJECTS")
+			t := newTable(cmd.OutOrStdout(), "NAME", "ID", "STATUS", "TARGET", "RUNNING", "LIMIT", "AUTO-PROVIDE", "PROJECTS")
 			for _, b := range bs {
-				t.row(b.Name, b.ID, orDash(b.Status), fmt.Sprint(b.RunningAgents), limitText(b.EffectiveMaxAgents),
+				t.row(b.Name, b.ID, orDash(b.Status), targetText(b.RuntimeTarget), fmt.Sprint(b.RunningAgents), limitText(b.EffectiveMaxAgents),
 					yesNo(b.AutoProvide), fmt.Sprint(len(b.Projects)))
 			}
 			return t.flush()
@@ -44,6 +49,15 @@ new projects automatically, and how many projects it provides.`,
 	jt.AddCommand(newJoinTokenCreateCmd(a))
 	c.AddCommand(jt)
 	return c
+}
+
+// targetText is a flat broker's runtime target as the CLI shows it, "-"
+// for a broker that serves profiles.
+func targetText(t *api.RuntimeTarget) string {
+	if t == nil {
+		return "-"
+	}
+	return t.String()
 }
 
 func newJoinTokenCreateCmd(a *app) *cobra.Command {
@@ -95,10 +109,10 @@ The Hub does not show the token again.`,
 }
 
 func newHubSettingsCmd(a *app) *cobra.Command {
-	c := groupCmd(&cobra.Command{Use: "settings", Short: "Show or change hub-wide agent defaults"})
+	c := groupCmd(&cobra.Command{Use: "settings", Short: "Show or change hub-wide agent defaults and experiments"})
 	get := &cobra.Command{
 		Use:   "get",
-		Short: "Show the hub-wide agent defaults",
+		Short: "Show the hub-wide agent defaults and which experiments are on",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			_, cl, err := a.connect()
@@ -113,21 +127,34 @@ func newHubSettingsCmd(a *app) *cobra.Command {
 		},
 	}
 	var broker, harness, image string
+	var experiments []string
 	set := &cobra.Command{
 		Use:   "set",
-		Short: "Change hub-wide agent defaults (admin)",
+		Short: "Change hub-wide agent defaults or turn experiments on and off (admin)",
 		Long: `Change hub-wide agent defaults; only the flags given are changed, and an
 empty value clears a default. The default Runtime Broker is used for
-projects without a default broker of their own (see 'Broker Selection').`,
+projects without a default broker of their own (see 'Broker Selection').
+
+--experiment <name>=on|off turns a Hub experiment on or off (true and false
+work too); repeat it for several. Experiments are off until turned on;
+'scion hub settings get' lists the ones this Hub knows. The
+hub.flat_runtime_brokers experiment lets flat Runtime Broker instances
+(server.broker.instances) register.`,
 		Example: `  scion hub settings set --default-runtime-broker my-cloud-vm
-  scion hub settings set --default-runtime-broker ""`,
+  scion hub settings set --default-runtime-broker ""
+  scion hub settings set --experiment hub.flat_runtime_brokers=on
+  scion hub settings set --experiment hub.flat_runtime_brokers=off -o json`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f := cmd.Flags()
-			if !f.Changed("default-runtime-broker") && !f.Changed("default-harness") && !f.Changed("default-image") {
-				return usageErrorf("nothing to set: pass --default-runtime-broker, --default-harness or --default-image")
+			if !f.Changed("default-runtime-broker") && !f.Changed("default-harness") && !f.Changed("default-image") && !f.Changed("experiment") {
+				return usageErrorf("nothing to set: pass --default-runtime-broker, --default-harness, --default-image or --experiment <name>=on|off")
 			}
 			if err := validateHarnessFlag("default-harness", harness); err != nil {
+				return err
+			}
+			switches, err := parseExperiments(experiments)
+			if err != nil {
 				return err
 			}
 			_, cl, err := a.connect()
@@ -148,6 +175,12 @@ projects without a default broker of their own (see 'Broker Selection').`,
 			if f.Changed("default-image") {
 				s.AgentDefaults.DefaultImage = image
 			}
+			if len(switches) > 0 && s.Experiments == nil {
+				s.Experiments = map[string]bool{}
+			}
+			for name, on := range switches {
+				s.Experiments[name] = on
+			}
 			if s, err = cl.PutSettings(cmd.Context(), *s); err != nil {
 				return err
 			}
@@ -157,19 +190,67 @@ projects without a default broker of their own (see 'Broker Selection').`,
 	set.Flags().StringVar(&broker, "default-runtime-broker", "", "default Runtime Broker (name or ID; empty clears)")
 	set.Flags().StringVar(&harness, "default-harness", "", "default harness for new agents")
 	set.Flags().StringVar(&image, "default-image", "", "default image for new agents")
+	set.Flags().StringArrayVar(&experiments, "experiment", nil, "turn a Hub experiment on or off: <name>=on|off (repeatable), e.g. "+api.ExperimentFlatRuntimeBrokers+"=on")
 	c.AddCommand(get, set)
 	return c
+}
+
+// parseExperiments reads --experiment values, <name>=on|off|true|false.
+// The names are the Hub's to check: it refuses one it does not know and
+// lists those it does.
+func parseExperiments(vals []string) (map[string]bool, error) {
+	out := map[string]bool{}
+	for _, v := range vals {
+		name, val, ok := strings.Cut(v, "=")
+		name = strings.TrimSpace(name)
+		if !ok || name == "" {
+			return nil, usageErrorf("invalid --experiment %q: use <name>=on or <name>=off (experiments: %s)", v, api.ExperimentList())
+		}
+		switch strings.ToLower(strings.TrimSpace(val)) {
+		case "on", "true":
+			out[name] = true
+		case "off", "false":
+			out[name] = false
+		default:
+			return nil, usageErrorf("invalid --experiment %q: the value is on, off, true or false", v)
+		}
+	}
+	return out, nil
 }
 
 func (a *app) printSettings(cmd *cobra.Command, s *api.HubSettings) error {
 	if a.json() {
 		return writeJSON(cmd.OutOrStdout(), s)
 	}
+	w := cmd.OutOrStdout()
 	d := s.AgentDefaults
-	return keyValues(cmd.OutOrStdout(),
+	if err := keyValues(w,
 		"default_runtime_broker", d.DefaultRuntimeBroker,
 		"default_harness", d.DefaultHarness,
-		"default_image", d.DefaultImage)
+		"default_image", d.DefaultImage); err != nil {
+		return err
+	}
+	// The known experiments first, in the order the Hub lists them, then
+	// any other the Hub reports (a newer Hub's).
+	names := slices.Clone(api.Experiments)
+	for _, n := range slices.Sorted(maps.Keys(s.Experiments)) {
+		if !slices.Contains(names, n) {
+			names = append(names, n)
+		}
+	}
+	fmt.Fprintln(w, "experiments:")
+	var kv []string
+	for _, n := range names {
+		kv = append(kv, "  "+n, onOff(s.Experiments[n]))
+	}
+	return keyValues(w, kv...)
+}
+
+func onOff(on bool) string {
+	if on {
+		return "on"
+	}
+	return "off"
 }
 
 func newHubLimitsCmd(a *app) *cobra.Command {

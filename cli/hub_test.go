@@ -121,7 +121,7 @@ func TestHubBrokersTableAndJSON(t *testing.T) {
 	if len(lines) != 4 {
 		t.Fatalf("want header + 3 rows:\n%s", r.out)
 	}
-	for _, w := range []string{"NAME", "ID", "STATUS", "RUNNING", "LIMIT", "AUTO-PROVIDE", "PROJECTS"} {
+	for _, w := range []string{"NAME", "ID", "STATUS", "TARGET", "RUNNING", "LIMIT", "AUTO-PROVIDE", "PROJECTS"} {
 		if !strings.Contains(lines[0], w) {
 			t.Errorf("header lacks %s: %s", w, lines[0])
 		}
@@ -131,9 +131,9 @@ func TestHubBrokersTableAndJSON(t *testing.T) {
 		rows[strings.Fields(l)[0]] = strings.Join(strings.Fields(l), " ")
 	}
 	for name, want := range map[string]string{
-		"laptop": "laptop " + laptop.ID + " online 2 unlimited no 1",
-		"vm":     "vm " + brokerID(t, e, "vm") + " offline 0 10 no 0",
-		"k8s":    "k8s " + k8s.ID + " online 5 100 no 1",
+		"laptop": "laptop " + laptop.ID + " online - 2 unlimited no 1",
+		"vm":     "vm " + brokerID(t, e, "vm") + " offline - 0 10 no 0",
+		"k8s":    "k8s " + k8s.ID + " online - 5 100 no 1",
 	} {
 		if rows[name] != want {
 			t.Errorf("row %q, want %q", rows[name], want)
