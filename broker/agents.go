@@ -44,6 +44,9 @@ func (b *Broker) createAgent(ctx context.Context, spec wire.AgentSpec) (runtime.
 // settings as scion.k8s.<key>.
 func (b *Broker) settingLabels(spec wire.AgentSpec) map[string]string {
 	labels := b.profileLabels(spec.Profile)
+	if b.cfg.RuntimeTarget != nil {
+		labels = b.cfg.AgentDefaults.labels(spec.Harness)
+	}
 	if spec.Profile != "" {
 		labels[runtime.LabelProfile] = spec.Profile
 	}
@@ -75,7 +78,7 @@ func (b *Broker) createAgentOnce(ctx context.Context, spec wire.AgentSpec) (_ ru
 	if spec.Image == "" {
 		// Only the harness's default image: one the create names wins
 		// as it is, as it did over a profile's registry.
-		image = withRegistry(b.cfg.AgentDefaults.ImageRegistry, image)
+		image = b.cfg.AgentDefaults.image(spec.Harness, image)
 	}
 	if image, err = b.imageFor(spec, image); err != nil {
 		return runtime.Status{}, err
@@ -370,18 +373,10 @@ func (a *agentLocks) lock(ctx context.Context, key string) (unlock func(), err e
 var profileLabelKeys = map[string]string{"memory": "scion.memory", "cpus": "scion.cpus"}
 
 // profileLabels returns the labels the agent's profile supplies (its
-// resource limits), or an empty map. A flat instance has no profiles: its
-// agent_defaults supply them instead.
+// resource limits), or an empty map. (A flat instance has no profiles:
+// flatLabels stands in for this.)
 func (b *Broker) profileLabels(profile string) map[string]string {
 	out := map[string]string{}
-	if b.cfg.RuntimeTarget != nil {
-		for label, v := range map[string]string{profileLabelKeys["memory"]: b.cfg.AgentDefaults.Memory, profileLabelKeys["cpus"]: b.cfg.AgentDefaults.CPUs} {
-			if v != "" {
-				out[label] = v
-			}
-		}
-		return out
-	}
 	for _, p := range b.cfg.Profiles {
 		if p.Name != profile {
 			continue

@@ -10,6 +10,7 @@ package broker
 // profile's settings sat.
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -38,13 +39,44 @@ type AgentDefaults struct {
 	// CloneDepth is the git clone --depth of clone-per-agent workspaces
 	// when GitWorkspaces.CloneDepth sets none.
 	CloneDepth int
+	// Harness are harness_overrides, by harness name ("" is generic):
+	// each set field wins over the instance-wide one for that harness's
+	// agents.
+	Harness map[string]HarnessDefaults
+}
+
+// HarnessDefaults are one harness's overrides: its default image (in
+// place of the harness's built-in one, with ImageRegistry applied the
+// same way) and its resource limits.
+type HarnessDefaults struct {
+	Image        string
+	Memory, CPUs string
+}
+
+// labels are the resource labels of an agent of harness h: its
+// override's, else the instance's.
+func (d AgentDefaults) labels(h string) map[string]string {
+	o := d.Harness[cmp.Or(h, "generic")]
+	out := map[string]string{}
+	for k, v := range map[string]string{"memory": cmp.Or(o.Memory, d.Memory), "cpus": cmp.Or(o.CPUs, d.CPUs)} {
+		if v != "" {
+			out[profileLabelKeys[k]] = v
+		}
+	}
+	return out
+}
+
+// image is the default image of an agent of harness h whose create names
+// none: the override's, else builtin, with the registry prefix.
+func (d AgentDefaults) image(h, builtin string) string {
+	return withRegistry(d.ImageRegistry, cmp.Or(d.Harness[cmp.Or(h, "generic")].Image, builtin))
 }
 
 // flatErr checks the flat-instance settings of cfg (called by New).
 func (cfg Config) flatErr() error {
 	if cfg.RuntimeTarget == nil {
 		d := cfg.AgentDefaults
-		if d.Memory != "" || d.CPUs != "" || d.ImageRegistry != "" || len(d.RequiredSecrets) > 0 || d.CloneDepth != 0 || cfg.InstanceKey != "" {
+		if d.Memory != "" || d.CPUs != "" || d.ImageRegistry != "" || len(d.RequiredSecrets) > 0 || d.CloneDepth != 0 || len(d.Harness) > 0 || cfg.InstanceKey != "" {
 			return errors.New("broker: AgentDefaults and InstanceKey are for a flat instance (RuntimeTarget)")
 		}
 		return nil

@@ -180,7 +180,8 @@ func TestFlatCreateChecksAndAgentDefaults(t *testing.T) {
 	rt := &imageRuntime{Runtime: fake.New(), images: map[string]string{}}
 	b := startBroker(t, hub, rt, func(c *Config) {
 		flat(dockerTarget)(c)
-		c.AgentDefaults = AgentDefaults{Memory: "2g", CPUs: "1.5", ImageRegistry: "registry.example/team", RequiredSecrets: []string{"ANTHROPIC_API_KEY"}}
+		c.AgentDefaults = AgentDefaults{Memory: "2g", CPUs: "1.5", ImageRegistry: "registry.example/team", RequiredSecrets: []string{"ANTHROPIC_API_KEY"},
+			Harness: map[string]HarnessDefaults{"gemini": {Image: "gemini-custom:2", Memory: "8g"}}}
 	})
 	waitConnected(t, b)
 	s := spec("p1")
@@ -212,9 +213,16 @@ func TestFlatCreateChecksAndAgentDefaults(t *testing.T) {
 	s.Harness, s.Command, s.Image = "claude", nil, "mine:1"
 	s.Secrets = map[string]string{"ANTHROPIC_API_KEY": "k"}
 	hub.status(wire.MethodAgentCreate, s)
+	s = spec("g1")
+	s.Harness, s.Command = "gemini", nil
+	s.Secrets = map[string]string{"ANTHROPIC_API_KEY": "k", "GEMINI_API_KEY": "g"}
+	hub.status(wire.MethodAgentCreate, s)
+	if st, err := rt.Inspect(t.Context(), "g1"); err != nil || st.Labels["scion.memory"] != "8g" || st.Labels["scion.cpus"] != "1.5" {
+		t.Errorf("gemini's override: labels %v, %v", st.Labels, err)
+	}
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
-	if rt.images["c1"] != "registry.example/team/scion-claude:latest" || rt.images["c2"] != "mine:1" {
+	if rt.images["c1"] != "registry.example/team/scion-claude:latest" || rt.images["c2"] != "mine:1" || rt.images["g1"] != "registry.example/team/gemini-custom:2" {
 		t.Errorf("images %v", rt.images)
 	}
 }

@@ -125,32 +125,57 @@ func splitPortRange(r [2]int, n int) ([][2]int, error) {
 }
 
 // agentDefaults maps an instance's agent_defaults onto what the broker
-// applies. Resources are Kubernetes quantities in settings.yaml ("4Gi",
-// "500m" CPUs); the runtimes' labels take bytes and a number of CPUs.
-// harness_config, harness_overrides and volumes are not applied (no
-// mechanism for them on a broker yet).
+// applies: image_registry, resources, required_secrets, clone_depth and
+// harness_overrides' image and resources. Resources are Kubernetes
+// quantities in settings.yaml ("4Gi", "500m" CPUs); the runtimes' labels
+// take bytes and a number of CPUs. harness_config (also per harness) and
+// volumes are read but not applied: this broker has no harness
+// configurations and no operator volumes yet.
 func agentDefaults(d config.AgentDefaults) (broker.AgentDefaults, error) {
 	out := broker.AgentDefaults{ImageRegistry: d.ImageRegistry, RequiredSecrets: slices.Clone(d.RequiredSecrets)}
 	if d.CloneDepth != nil {
 		out.CloneDepth = *d.CloneDepth
 	}
-	if r := d.Resources; r != nil {
-		if r.Memory != "" {
-			q, err := resource.ParseQuantity(r.Memory)
-			if err != nil || q.Sign() <= 0 {
-				return out, fmt.Errorf("agent_defaults.resources.memory %s: a positive quantity like 4Gi is expected", api.Quote(r.Memory))
-			}
-			out.Memory = strconv.FormatInt(q.Value(), 10)
+	var err error
+	if out.Memory, out.CPUs, err = resourceLabels("agent_defaults.resources", d.Resources); err != nil {
+		return out, err
+	}
+	for h, o := range d.HarnessOverrides {
+		hd := broker.HarnessDefaults{Image: o.Image}
+		if hd.Memory, hd.CPUs, err = resourceLabels("agent_defaults.harness_overrides."+h+".resources", o.Resources); err != nil {
+			return out, err
 		}
-		if r.CPUs != "" {
-			q, err := resource.ParseQuantity(r.CPUs)
-			if err != nil || q.Sign() <= 0 {
-				return out, fmt.Errorf("agent_defaults.resources.cpus %s: a positive quantity like 1.5 is expected", api.Quote(r.CPUs))
+		if hd != (broker.HarnessDefaults{}) {
+			if out.Harness == nil {
+				out.Harness = map[string]broker.HarnessDefaults{}
 			}
-			out.CPUs = strconv.FormatFloat(math.Round(q.AsApproximateFloat64()*1000)/1000, 'f', -1, 64)
+			out.Harness[h] = hd
 		}
 	}
 	return out, nil
+}
+
+// resourceLabels are the scion.memory and scion.cpus label values of r:
+// bytes, and CPUs to the millicore.
+func resourceLabels(field string, r *config.Resources) (memory, cpus string, err error) {
+	if r == nil {
+		return "", "", nil
+	}
+	if r.Memory != "" {
+		q, err := resource.ParseQuantity(r.Memory)
+		if err != nil || q.Sign() <= 0 {
+			return "", "", fmt.Errorf("%s.memory %s: a positive quantity like 4Gi is expected", field, api.Quote(r.Memory))
+		}
+		memory = strconv.FormatInt(q.Value(), 10)
+	}
+	if r.CPUs != "" {
+		q, err := resource.ParseQuantity(r.CPUs)
+		if err != nil || q.Sign() <= 0 {
+			return "", "", fmt.Errorf("%s.cpus %s: a positive quantity like 1.5 is expected", field, api.Quote(r.CPUs))
+		}
+		cpus = strconv.FormatFloat(math.Round(q.AsApproximateFloat64()*1000)/1000, 'f', -1, 64)
+	}
+	return memory, cpus, nil
 }
 
 // prepare builds the broker of every instance that can serve, in config

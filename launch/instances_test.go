@@ -58,8 +58,14 @@ func TestInstanceAgentDefaults(t *testing.T) {
 	if err != nil || !reflect.DeepEqual(got, want) {
 		t.Errorf("agentDefaults = %+v, %v; want %+v", got, err, want)
 	}
-	if got, err := agentDefaults(config.AgentDefaults{Resources: &config.Resources{CPUs: "1.5", Memory: "512Mi"}}); err != nil || got.CPUs != "1.5" || got.Memory != "536870912" {
-		t.Errorf("agentDefaults = %+v, %v", got, err)
+	got, err = agentDefaults(config.AgentDefaults{Resources: &config.Resources{CPUs: "1.5", Memory: "512Mi"},
+		HarnessOverrides: map[string]config.HarnessOverride{
+			"claude": {Image: "claude-x:1", Resources: &config.Resources{Memory: "1Gi"}},
+			"gemini": {HarnessConfig: "not applied"},
+		}})
+	want = broker.AgentDefaults{CPUs: "1.5", Memory: "536870912", Harness: map[string]broker.HarnessDefaults{"claude": {Image: "claude-x:1", Memory: "1073741824"}}}
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Errorf("agentDefaults = %+v, %v; want %+v", got, err, want)
 	}
 }
 
