@@ -21,6 +21,7 @@ package splitplan
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 )
 
@@ -232,10 +233,28 @@ func checkCaps(caps []int, names []string, l int) error {
 			return fmt.Errorf("the cap of instance %s is %d: every cap must be positive (0 would make the instance unlimited)", names[i], c)
 		}
 	}
-	if s := sum(caps); s > l {
+	s, fits := positiveSum(caps)
+	if !fits {
+		// A wrapped-around sum would compare as at most l.
+		return fmt.Errorf("the caps sum to more than the legacy broker's maxAgents of %d (beyond the largest integer): the instances' aggregate must not grow", l)
+	}
+	if s > l {
 		return fmt.Errorf("the caps sum to %d, more than the legacy broker's maxAgents of %d: the instances' aggregate must not grow", s, l)
 	}
 	return nil
+}
+
+// positiveSum is the sum of positive xs, and false when it does not fit
+// in an int.
+func positiveSum(xs []int) (int, bool) {
+	s := 0
+	for _, x := range xs {
+		if x > math.MaxInt-s {
+			return 0, false
+		}
+		s += x
+	}
+	return s, true
 }
 
 func sum(xs []int) int {

@@ -1,6 +1,7 @@
 package splitplan
 
 import (
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -57,6 +58,13 @@ func TestMake(t *testing.T) {
 			err: "the cap of instance b is 0: every cap must be positive"},
 		{name: "a negative operator cap", in: Input{LegacyMaxAgents: ptr(10), Instances: abc, Caps: []int{5, 5, -1}},
 			err: "the cap of instance c is -1"},
+		// Caps that would wrap the sum around: their true sum is far above L.
+		{name: "operator caps whose sum overflows", in: Input{LegacyMaxAgents: ptr(10), Instances: []string{"a", "b"}, Caps: []int{math.MaxInt, 2}},
+			err: "the caps sum to more than the legacy broker's maxAgents of 10"},
+		{name: "operator caps whose sum overflows past zero", in: Input{LegacyMaxAgents: ptr(math.MaxInt), Instances: abc, Caps: []int{math.MaxInt, math.MaxInt, 2}},
+			err: "the caps sum to more than the legacy broker's maxAgents of"},
+		{name: "operator caps summing to a huge L", in: Input{LegacyMaxAgents: ptr(math.MaxInt), HubMaxAgents: 1, QuotasEnforced: true, Instances: []string{"a", "b"}, Caps: []int{math.MaxInt - 1, 1}},
+			verdict: split, caps: []int{math.MaxInt - 1, 1}, receiving: "a"},
 		{name: "fewer operator caps than instances", in: Input{LegacyMaxAgents: ptr(10), Instances: abc, Caps: []int{5, 5}},
 			err: "2 caps for 3 instances"},
 		{name: "more operator caps than instances", in: Input{LegacyMaxAgents: ptr(10), Instances: abc, Caps: []int{1, 1, 1, 1}},
