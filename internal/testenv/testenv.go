@@ -261,12 +261,8 @@ func (e *Env) AddBroker(name string) *Broker {
 // say); it returns once the broker is online.
 func (e *Env) RunBroker(id, name, secret string) *Broker {
 	e.T.Helper()
-	b := &Broker{ID: id, Name: name, Secret: secret, DataDir: filepath.Join(tempDir(e.T), name)}
-	e.NeverLogged(secret)
+	b := e.NewBroker(id, name, secret)
 	e.StartBroker(b, fake.New())
-	e.mu.Lock()
-	e.brokers = append(e.brokers, b)
-	e.mu.Unlock()
 	return b
 }
 
