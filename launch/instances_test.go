@@ -451,3 +451,45 @@ func TestWorkstationInstancesActivateWhenTheExperimentIsTurnedOn(t *testing.T) {
 		t.Errorf("activation not logged:\n%s", logs.String())
 	}
 }
+
+// The target an instance reports is resolved: a Kubernetes entry without a
+// context takes the kubeconfig's current one, without a namespace
+// "default"; with no current context it stays incomplete (the instance is
+// then refused, naming runtime_target.context).
+func TestParseInstancesResolvesTargets(t *testing.T) {
+	setHome(t)
+	s := writeSettings(t, `server:
+  broker:
+    kubernetes:
+      kubeconfig: `+deadKubeconfig(t)+`
+    instances:
+      - {key: d, name: d, runtime_target: {type: docker}}
+      - {key: k, name: k, runtime_target: {type: kubernetes}}
+      - {key: n, name: n, runtime_target: {type: kubernetes, context: other, namespace: agents}}
+`)
+	_, targets, err := parseInstances(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []api.RuntimeTarget{{Type: api.RuntimeTargetDocker},
+		{Type: api.RuntimeTargetKubernetes, Context: "dead", Namespace: "default"},
+		{Type: api.RuntimeTargetKubernetes, Context: "other", Namespace: "agents"}}
+	if !reflect.DeepEqual(targets, want) {
+		t.Errorf("targets %v, want %v", targets, want)
+	}
+
+	empty := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(empty, []byte("apiVersion: v1\nkind: Config\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s = writeSettings(t, "server:\n  broker:\n    kubernetes:\n      kubeconfig: "+empty+"\n    instances:\n      - {key: k, name: k, runtime_target: {type: kubernetes}}\n")
+	_, targets, err = parseInstances(s)
+	if err != nil || len(targets) != 1 || targets[0].Complete() {
+		t.Fatalf("targets %v, %v", targets, err)
+	}
+	h := &instanceHost{settings: s, hub: "http://hub", log: slog.New(slog.DiscardHandler), runtime: instanceRuntimeFor}
+	_, err = h.prepareOne(t.Context(), config.Instance{Key: "k", Name: "k"}, targets[0], &config.BrokerConnection{BrokerID: "b"}, [2]int{1, 2})
+	if err == nil || !strings.Contains(err.Error(), "set runtime_target.context") {
+		t.Errorf("err = %v", err)
+	}
+}
