@@ -131,6 +131,14 @@ func TestParseInstancesRefusals(t *testing.T) {
 			`server.broker.instances[0] (key "a"): runtime_target.namespace "Agents": not a Kubernetes namespace name`},
 		{"bad shared_dir_size", "      - key: a\n        name: a\n        runtime_target: {type: kubernetes, shared_dir_size: lots}\n",
 			`server.broker.instances[0] (key "a"): runtime_target.shared_dir_size "lots": not a quantity like 10Gi`},
+		// A negative or zero size parses as a quantity, but no claim can
+		// be made with it: refused here, not at the first agent's start.
+		{"negative shared_dir_size", "      - key: a\n        name: a\n        runtime_target: {type: kubernetes, shared_dir_size: -40Gi}\n",
+			`server.broker.instances[0] (key "a"): runtime_target.shared_dir_size "-40Gi": a positive quantity like 10Gi is expected`},
+		{"zero shared_dir_size", "      - key: a\n        name: a\n        runtime_target: {type: kubernetes, shared_dir_size: \"0\"}\n",
+			`server.broker.instances[0] (key "a"): runtime_target.shared_dir_size "0": a positive quantity like 10Gi is expected`},
+		{"image registry with an upper-case path", "      - key: a\n        name: a\n        runtime_target: {type: docker}\n        agent_defaults: {image_registry: registry.example.com/Agents}\n",
+			`server.broker.instances[0] (key "a"): agent_defaults.image_registry "registry.example.com/Agents": an image's path is lower-case`},
 		{"bad home_storage", "      - key: a\n        name: a\n        runtime_target: {type: kubernetes, home_storage: disk}\n",
 			`server.broker.instances[0] (key "a"): runtime_target.home_storage "disk": use emptydir, pvc or nfs`},
 		{"bad safe_to_evict", "      - key: a\n        name: a\n        runtime_target: {type: kubernetes, safe_to_evict: maybe}\n",

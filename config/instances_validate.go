@@ -122,8 +122,14 @@ func validateRuntimeTarget(t RuntimeTargetSettings) error {
 		}
 	}
 	if t.SharedDirSize != "" {
-		if _, err := resource.ParseQuantity(t.SharedDirSize); err != nil {
+		q, err := resource.ParseQuantity(t.SharedDirSize)
+		if err != nil {
 			return fmt.Errorf("runtime_target.shared_dir_size %s: not a quantity like 10Gi", quote(t.SharedDirSize))
+		}
+		// "-40Gi" and "0" parse, but the claim the size is for would be
+		// refused by the API server only at the first agent's start.
+		if q.Sign() <= 0 {
+			return fmt.Errorf("runtime_target.shared_dir_size %s: a positive quantity like 10Gi is expected", quote(t.SharedDirSize))
 		}
 	}
 	switch t.SharedDirStorage {
@@ -154,6 +160,11 @@ func validateAgentDefaults(d AgentDefaults) error {
 	if r := d.ImageRegistry; r != "" {
 		if strings.Contains(r, "://") || strings.ContainsAny(r, " \t\n") || strings.HasSuffix(r, "/") {
 			return fmt.Errorf("image_registry %s: give a registry and optional path like registry.example.com/agents (no scheme, spaces or trailing /)", quote(r))
+		}
+		// An image reference's host may have capitals, its path may not:
+		// the runtime would refuse every image under it at the pull.
+		if i := strings.Index(r, "/"); i >= 0 && strings.ToLower(r[i:]) != r[i:] {
+			return fmt.Errorf("image_registry %s: an image's path is lower-case (only the registry host may have capitals)", quote(r))
 		}
 	}
 	if strings.TrimSpace(d.HarnessConfig) != d.HarnessConfig {
