@@ -18,7 +18,7 @@ package api
 //	GET    /api/v1/projects?cursor=&limit=              -> List[Project]
 //	GET    /api/v1/projects/{project}                   -> Project
 //	PATCH  /api/v1/projects/{project}                   UpdateProjectRequest -> Project
-//	DELETE /api/v1/projects/{project}                   (204)
+//	DELETE /api/v1/projects/{project}?force=            -> ProjectDeleted (409 while it has agents; force=true removes their records first, with best-effort runtime deletes)
 //	POST   /api/v1/runtime-brokers                      RegisterBrokerRequest -> BrokerCredentials (201; register as the signed-in user)
 //	POST   /api/v1/runtime-brokers/join                 RegisterBrokerRequest{joinToken} -> BrokerCredentials (201; no bearer)
 //	POST   /api/v1/runtime-brokers/join-tokens          CreateJoinTokenRequest -> JoinToken (201; admin)

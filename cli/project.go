@@ -177,23 +177,39 @@ as they are; an empty value clears a setting.`,
 }
 
 func newProjectDeleteCmd(a *app) *cobra.Command {
-	return &cobra.Command{
+	var force bool
+	c := &cobra.Command{
 		Use:   "delete <name>",
-		Short: "Delete a project (refused while it has agents)",
+		Short: "Delete a project (refused while it has agents, unless --force)",
 		Long: `Delete a project. It is refused while the project has agents.
 
 The Runtime Brokers that provided for the project remove what their runtime
 kept for it beyond its agents (on Kubernetes, the project's shared workspace,
 base clone and shared-directory claims). The answer lists what was removed
 and what was left, with the reason (a broker offline, say) and how to remove
-it by hand.`,
+it by hand.
+
+With --force the project's agents are removed too: each online Runtime
+Broker is asked to delete its agents' workloads, on a best-effort basis, and
+every agent record goes whatever the broker answers. Nothing is sent for an
+agent whose broker is offline or deregistered, or whose placement is
+inconsistent (an agent pinned to a flat Runtime Broker whose records no
+longer agree): its workload is left running there, listed under "Left", and
+has to be removed on that broker by hand. Run it again if it is interrupted:
+it continues with the agents still there.`,
+		Example: `  scion project delete web
+  scion project delete web --force`,
 		Args: exactArgs("name"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			_, cl, err := a.connect()
 			if err != nil {
 				return err
 			}
-			res, err := cl.DeleteProject(cmd.Context(), args[0])
+			del := cl.DeleteProject
+			if force {
+				del = cl.ForceDeleteProject
+			}
+			res, err := del(cmd.Context(), args[0])
 			if err != nil {
 				return err
 			}
@@ -203,6 +219,8 @@ it by hand.`,
 			return printProjectDeleted(cmd.OutOrStdout(), args[0], res)
 		},
 	}
+	c.Flags().BoolVar(&force, "force", false, "also remove the project's agents, with best-effort deletes of their workloads")
+	return c
 }
 
 func (a *app) printProject(cmd *cobra.Command, p *api.Project) error {

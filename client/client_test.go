@@ -54,6 +54,7 @@ func TestRoutes(t *testing.T) {
 			return err
 		}},
 		{"delete project", "DELETE", "/api/v1/projects/p", "", func(c *Client) error { _, err := c.DeleteProject(ctx, "p"); return err }},
+		{"force delete project", "DELETE", "/api/v1/projects/p", "force=true", func(c *Client) error { _, err := c.ForceDeleteProject(ctx, "p"); return err }},
 		{"register broker", "POST", "/api/v1/runtime-brokers", "", func(c *Client) error {
 			_, err := c.RegisterBroker(ctx, api.RegisterBrokerRequest{Name: "b"})
 			return err

@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"net/http"
+	"net/url"
 
 	"github.com/scion-go/scion/api"
 )
@@ -60,14 +61,30 @@ func (c *Client) UpdateProject(ctx context.Context, project string, req api.Upda
 }
 
 // DeleteProject deletes a project by ID or name and returns what its
-// Runtime Brokers removed for it and what was left.
+// Runtime Brokers removed for it and what was left. It is refused while
+// the project has agents.
 func (c *Client) DeleteProject(ctx context.Context, project string) (*api.ProjectDeleted, error) {
+	return c.deleteProject(ctx, project, false)
+}
+
+// ForceDeleteProject deletes a project and its agents' records, with
+// only best-effort deletes of their workloads on their Runtime Brokers:
+// what may be left running is in the answer's Left.
+func (c *Client) ForceDeleteProject(ctx context.Context, project string) (*api.ProjectDeleted, error) {
+	return c.deleteProject(ctx, project, true)
+}
+
+func (c *Client) deleteProject(ctx context.Context, project string, force bool) (*api.ProjectDeleted, error) {
 	s, err := segment("project", project)
 	if err != nil {
 		return nil, err
 	}
+	var q url.Values
+	if force {
+		q = url.Values{"force": {"true"}}
+	}
 	var out api.ProjectDeleted
-	if err := c.do(ctx, request{method: http.MethodDelete, path: apiPath("projects", s)}, &out); err != nil {
+	if err := c.do(ctx, request{method: http.MethodDelete, path: apiPath("projects", s), query: q}, &out); err != nil {
 		return nil, err
 	}
 	return &out, nil

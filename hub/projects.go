@@ -182,28 +182,6 @@ func (s *Server) handleUpdateProject(r *http.Request, c *Caller) (int, any, erro
 	return http.StatusOK, v, err
 }
 
-func (s *Server) handleDeleteProject(r *http.Request, c *Caller) (int, any, error) {
-	p, err := s.loadProject(r.Context(), c, r.PathValue("project"), authz.ProjectDelete)
-	if err != nil {
-		return 0, nil, err
-	}
-	// The providers are read before the delete drops their links: they
-	// are the brokers that may hold resources of the project's.
-	providers, err := s.store.ProjectProviders(r.Context(), p.ID)
-	if err != nil {
-		return 0, nil, err
-	}
-	if err := s.store.DeleteProject(r.Context(), p.ID); err != nil {
-		if isConflict(err) { // the store refuses the delete of a project that has agents
-			err = api.Conflict(api.CodeConflict, "project %q still has agents; delete them first (a forced project delete comes later)", p.Name)
-		}
-		return 0, nil, storeErr(err, api.CodeProjectNotFound, fmt.Sprintf("project %q", p.Name))
-	}
-	out := api.ProjectDeleted{ID: p.ID, Name: p.Name}
-	out.Removed, out.Queued, out.Left = s.cleanupProject(r.Context(), c, p.ID, providers)
-	return http.StatusOK, out, nil
-}
-
 // checkProjectInput checks the free-form fields of a project create or
 // update (nil: not given) before anything is looked up or written.
 func checkProjectInput(gitRemote, activeProfile, defaultBroker *string) error {

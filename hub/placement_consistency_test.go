@@ -1,0 +1,545 @@
+package hub_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/client"
+	"github.com/scion-go/scion/internal/testenv"
+	"github.com/scion-go/scion/internal/wait"
+	"github.com/scion-go/scion/store"
+)
+
+var (
+	pcDocker = api.RuntimeTarget{Type: api.RuntimeTargetDocker}
+	pcKube   = api.RuntimeTarget{Type: api.RuntimeTargetKubernetes, Context: "batch", Namespace: "agents"}
+)
+
+// pinStore pins an agent created on a flat broker of the test to that
+// broker and its target, as the Hub's create does for a flat broker, when
+// the create did not pin it itself: the record holds a real pin. A
+// DeleteAgent of an agent in failDelete fails once (a Hub stopped midway).
+type pinStore struct {
+	store.Store
+	mu         sync.Mutex
+	targets    map[string]api.RuntimeTarget // broker ID -> its target
+	failDelete map[string]bool
+}
+
+func (s *pinStore) pin(a *store.Agent) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if t, ok := s.targets[a.BrokerID]; ok && a.Pin == nil {
+		a.Pin = &api.PinnedRuntimeTarget{BrokerID: a.BrokerID, RuntimeTarget: t}
+	}
+}
+
+func (s *pinStore) CreateAgent(ctx context.Context, a *store.Agent, limit *int) error {
+	s.pin(a)
+	return s.Store.CreateAgent(ctx, a, limit)
+}
+
+func (s *pinStore) CreateAgentWith(ctx context.Context, a *store.Agent, o store.CreateAgentOptions) (bool, error) {
+	s.pin(a)
+	return s.Store.CreateAgentWith(ctx, a, o)
+}
+
+func (s *pinStore) DeleteAgent(ctx context.Context, id string) error {
+	s.mu.Lock()
+	fail := s.failDelete[id]
+	delete(s.failDelete, id)
+	s.mu.Unlock()
+	if fail {
+		return errors.New("the Hub stopped here")
+	}
+	return s.Store.DeleteAgent(ctx, id)
+}
+
+// placementEnv is a Hub with two flat brokers b1 and b2 serving Docker
+// (the fake runtime), providing for project "default", and agent w
+// running on b1, pinned to it.
+type placementEnv struct {
+	*testenv.Env
+	ps     *pinStore
+	b1, b2 *testenv.Broker
+	w      *store.Agent
+	logs   *syncBuffer
+}
+
+func newPlacementEnv(t *testing.T) *placementEnv {
+	t.Helper()
+	ctx := context.Background()
+	docker := pcDocker
+	pe := &placementEnv{ps: &pinStore{targets: map[string]api.RuntimeTarget{}, failDelete: map[string]bool{}}, logs: &syncBuffer{}}
+	pe.Env = testenv.New(t, testenv.Options{
+		RuntimeTargets: map[string]*api.RuntimeTarget{"b1": &docker, "b2": &docker},
+		WrapStore:      func(s store.Store) store.Store { pe.ps.Store = s; return pe.ps },
+		LogTo:          pe.logs,
+	})
+	set, err := pe.Admin.GetSettings(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	set.Experiments = map[string]bool{api.ExperimentFlatRuntimeBrokers: true}
+	if _, err := pe.Admin.PutSettings(ctx, *set); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"b1", "b2"} {
+		b := pe.AddBroker(name)
+		if _, err := pe.Admin.ProvideProject(ctx, b.ID, "default"); err != nil {
+			t.Fatal(err)
+		}
+		// The record shows the broker's target (written here if the
+		// Hub's hello does not record it).
+		rec, err := pe.Store.GetBroker(ctx, b.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rec.RuntimeTarget == nil {
+			rec.RuntimeTarget = &docker
+			if err := pe.Store.UpdateBroker(ctx, rec); err != nil {
+				t.Fatal(err)
+			}
+		}
+		pe.ps.mu.Lock()
+		pe.ps.targets[b.ID] = docker
+		pe.ps.mu.Unlock()
+	}
+	pe.b1, pe.b2 = pe.Brokers()[0], pe.Brokers()[1]
+	pe.w = pe.run(t, "w", "b1")
+	return pe
+}
+
+// run creates agent name on broker and returns its record once running.
+func (pe *placementEnv) run(t *testing.T, name, broker string) *store.Agent {
+	t.Helper()
+	ctx := context.Background()
+	a, err := pe.Admin.CreateAgent(ctx, api.CreateAgentRequest{Name: name, Project: "default", Broker: broker, Start: true, Command: []string{"sleep"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := pe.agent(t, a.ID)
+	if rec.Pin == nil || rec.Phase != api.PhaseRunning {
+		t.Fatalf("agent %s: phase %s pin %v, want running and pinned", name, rec.Phase, rec.Pin)
+	}
+	return rec
+}
+
+func (pe *placementEnv) agent(t *testing.T, id string) *store.Agent {
+	t.Helper()
+	a, err := pe.Store.GetAgent(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+// runtimeCalls counts the calls that act on or read from an agent's
+// container, on both brokers' runtimes (the Hub's own inventories and
+// inspections excluded).
+func (pe *placementEnv) runtimeCalls() map[string]int {
+	n := map[string]int{}
+	for _, b := range []*testenv.Broker{pe.b1, pe.b2} {
+		for _, m := range []string{"Create", "Start", "Stop", "Suspend", "Resume", "Delete", "Logs", "Exec", "Attach"} {
+			n[m] += b.Runtime.Calls(m)
+		}
+	}
+	return n
+}
+
+// setTarget writes broker b's runtime target in its record (nil: it
+// serves no single target).
+func (pe *placementEnv) setTarget(t *testing.T, b *testenv.Broker, target *api.RuntimeTarget) {
+	t.Helper()
+	ctx := context.Background()
+	rec, err := pe.Store.GetBroker(ctx, b.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec.RuntimeTarget = target
+	if err := pe.Store.UpdateBroker(ctx, rec); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// forgePin writes agent a's record again with pin: the pin is written
+// only at a create, so the record is removed and created again, with its
+// ID, container and slot.
+func (pe *placementEnv) forgePin(t *testing.T, a *store.Agent, pin api.PinnedRuntimeTarget) {
+	t.Helper()
+	ctx := context.Background()
+	if err := pe.ps.Store.DeleteAgent(ctx, a.ID); err != nil {
+		t.Fatal(err)
+	}
+	a.Pin = &pin
+	unlimited := 0
+	if err := pe.ps.Store.CreateAgent(ctx, a, &unlimited); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func wantAPICode(t *testing.T, what string, err error, code string) {
+	t.Helper()
+	var ae *api.Error
+	if !errors.As(err, &ae) || ae.Status != http.StatusConflict || ae.Code != code {
+		t.Errorf("%s: %v, want 409 %s", what, err, code)
+	}
+}
+
+// everyOperationRefused: each operation that reaches a broker for agent
+// a answers 409 code and reaches no runtime; get and list still work; the
+// record and its slot on slotBroker (when set) stay.
+func (pe *placementEnv) everyOperationRefused(t *testing.T, a *store.Agent, code string, slotBroker string) {
+	t.Helper()
+	ctx := context.Background()
+	before := pe.runtimeCalls()
+	for _, v := range []string{client.ActionStart, client.ActionStop, client.ActionRestart, client.ActionSuspend, client.ActionResume} {
+		_, err := pe.Admin.AgentAction(ctx, a.Slug, "default", v)
+		wantAPICode(t, v, err, code)
+	}
+	wantAPICode(t, "delete", pe.Admin.DeleteAgent(ctx, a.Slug, "default"), code)
+	wantAPICode(t, "delete --force", pe.Admin.ForceDeleteAgent(ctx, a.Slug, "default"), code)
+	rc, err := pe.Admin.Logs(ctx, a.Slug, "default", false, 0)
+	if err == nil {
+		rc.Close()
+	}
+	wantAPICode(t, "logs", err, code)
+	_, err = pe.Admin.Exec(ctx, a.Slug, "default", api.ExecRequest{Command: []string{"echo", "hi"}}, io.Discard, io.Discard)
+	wantAPICode(t, "exec", err, code)
+	att, err := pe.Admin.Attach(ctx, a.Slug, "default")
+	if err == nil {
+		att.Close()
+	}
+	wantAPICode(t, "attach", err, code)
+	if after := pe.runtimeCalls(); !mapsEqual(before, after) {
+		t.Errorf("runtime calls %v -> %v: a refused operation reached a runtime", before, after)
+	}
+	// Reads are not checked.
+	if _, err := pe.Admin.GetAgent(ctx, a.Slug, "default"); err != nil {
+		t.Errorf("get: %v", err)
+	}
+	l, err := pe.Admin.ListAgents(ctx, client.AgentFilter{Project: "default"}, "", 0)
+	if err != nil || !slices.ContainsFunc(l.Items, func(x api.Agent) bool { return x.ID == a.ID }) {
+		t.Errorf("list: %v, want the agent listed", err)
+	}
+	// The record and its accounting stay.
+	pe.agent(t, a.ID)
+	if slotBroker != "" {
+		held, err := pe.Store.ReservedAgents(ctx, slotBroker)
+		if err != nil || !slices.Contains(held, a.ID) {
+			t.Errorf("slots on %s: %v %v, want the agent's", slotBroker, held, err)
+		}
+	}
+}
+
+func mapsEqual(a, b map[string]int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if b[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// TestPlacementConsistencyConsistent: an agent pinned to the flat broker
+// it runs on is reached as usual (the control for the refusals below).
+func TestPlacementConsistencyConsistent(t *testing.T) {
+	pe := newPlacementEnv(t)
+	ctx := context.Background()
+	if _, err := pe.Admin.AgentAction(ctx, "w", "default", client.ActionStop); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pe.Admin.AgentAction(ctx, "w", "default", client.ActionStart); err != nil {
+		t.Fatal(err)
+	}
+	if code, err := pe.Admin.Exec(ctx, "w", "default", api.ExecRequest{Command: []string{"echo", "hi"}}, io.Discard, io.Discard); err != nil || code != 0 {
+		t.Fatalf("exec: %d %v", code, err)
+	}
+	if err := pe.Admin.DeleteAgent(ctx, "w", "default"); err != nil {
+		t.Fatal(err)
+	}
+	if n := pe.b1.Runtime.Calls("Delete"); n != 1 {
+		t.Fatalf("runtime deletes %d, want 1", n)
+	}
+}
+
+// TestPlacementConsistencyForgedRecords: each forged record change makes
+// every operation on the pinned agent answer the spec's 409, with nothing
+// sent to any broker, while get and list still work.
+func TestPlacementConsistencyForgedRecords(t *testing.T) {
+	ctx := context.Background()
+	kube := pcKube
+	for _, tc := range []struct {
+		name  string
+		forge func(t *testing.T, pe *placementEnv)
+		code  string
+		slot  bool // its slot on b1 is checked
+	}{
+		{"assignment edited", func(t *testing.T, pe *placementEnv) {
+			pe.w.BrokerID = pe.b2.ID
+			if err := pe.Store.UpdateAgent(ctx, pe.w); err != nil {
+				t.Fatal(err)
+			}
+		}, api.CodeTargetPinStale, true},
+		{"pin names another broker", func(t *testing.T, pe *placementEnv) {
+			pe.forgePin(t, pe.w, api.PinnedRuntimeTarget{BrokerID: pe.b2.ID, RuntimeTarget: pcDocker})
+		}, api.CodeTargetPinStale, true},
+		{"pin incomplete", func(t *testing.T, pe *placementEnv) {
+			pe.forgePin(t, pe.w, api.PinnedRuntimeTarget{BrokerID: pe.b1.ID, RuntimeTarget: api.RuntimeTarget{Type: api.RuntimeTargetKubernetes, Context: "batch"}})
+		}, api.CodeTargetPinStale, true},
+		{"pin names another target", func(t *testing.T, pe *placementEnv) {
+			pe.forgePin(t, pe.w, api.PinnedRuntimeTarget{BrokerID: pe.b1.ID, RuntimeTarget: pcKube})
+		}, api.CodeTargetMismatch, true},
+		{"broker's target changed in its record", func(t *testing.T, pe *placementEnv) { pe.setTarget(t, pe.b1, &kube) }, api.CodeTargetMismatch, true},
+		{"broker no longer serves a single target", func(t *testing.T, pe *placementEnv) { pe.setTarget(t, pe.b1, nil) }, api.CodeTargetMismatch, true},
+		{"pinned broker deregistered with force", func(t *testing.T, pe *placementEnv) {
+			pe.StopBroker(pe.b1)
+			if err := pe.Admin.ForceDeregisterBroker(ctx, pe.b1.ID); err != nil {
+				t.Fatal(err)
+			}
+		}, api.CodeBrokerMissing, false},
+		{"pinned broker deregistered, agent assigned to another", func(t *testing.T, pe *placementEnv) {
+			pe.w.BrokerID = pe.b2.ID
+			if err := pe.Store.UpdateAgent(ctx, pe.w); err != nil {
+				t.Fatal(err)
+			}
+			pe.StopBroker(pe.b1)
+			if err := pe.Admin.ForceDeregisterBroker(ctx, pe.b1.ID); err != nil {
+				t.Fatal(err)
+			}
+		}, api.CodeBrokerMissing, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pe := newPlacementEnv(t)
+			pe.w = pe.agent(t, pe.w.ID)
+			tc.forge(t, pe)
+			slot := ""
+			if tc.slot {
+				slot = pe.b1.ID
+			}
+			pe.everyOperationRefused(t, pe.agent(t, pe.w.ID), tc.code, slot)
+		})
+	}
+}
+
+// TestPlacementConsistencyHelloWithAnotherTarget: a flat broker that
+// comes back serving another runtime target reaches none of its pinned
+// agents (409 runtime_target_mismatch), and its reconnect's inventory
+// leaves the agent and its slot alone.
+func TestPlacementConsistencyHelloWithAnotherTarget(t *testing.T) {
+	pe := newPlacementEnv(t)
+	ctx := context.Background()
+	pe.StopBroker(pe.b1)
+	pe.WaitBrokerStatus(pe.b1.ID, api.BrokerOffline)
+	kube := pcKube
+	pe.b1.RuntimeTarget = &kube
+	pe.StartBroker(pe.b1, pe.b1.Runtime.Restart())
+	rec, err := pe.Store.GetBroker(ctx, pe.b1.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.RuntimeTarget == nil || *rec.RuntimeTarget != kube {
+		t.Skipf("the Hub does not record a hello's runtime target yet (record: %v)", rec.RuntimeTarget)
+	}
+	pe.everyOperationRefused(t, pe.agent(t, pe.w.ID), api.CodeTargetMismatch, pe.b1.ID)
+	if a := pe.agent(t, pe.w.ID); a.Phase != api.PhaseRunning {
+		t.Errorf("phase %s: the inventory of another target said nothing of the agent's", a.Phase)
+	}
+}
+
+// TestPlacementConsistencyQueuedStop: a stop queued while the broker was
+// offline and refused at its reconnect (the agent's assignment was
+// edited meanwhile) is skipped with the refusal as its result; the agent
+// stays stopped with container status stop_queued and keeps its slot,
+// until an inventory of its pinned broker shows the container gone.
+func TestPlacementConsistencyQueuedStop(t *testing.T) {
+	pe := newPlacementEnv(t)
+	ctx := context.Background()
+	pe.StopBroker(pe.b1)
+	pe.WaitBrokerStatus(pe.b1.ID, api.BrokerOffline)
+	got, err := pe.Admin.AgentAction(ctx, "w", "default", client.ActionStop)
+	if err != nil || got.QueuedDispatch == nil {
+		t.Fatalf("stop: %v %+v, want it queued", err, got)
+	}
+	a := pe.agent(t, pe.w.ID)
+	a.BrokerID = pe.b2.ID
+	if err := pe.Store.UpdateAgent(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	stops := pe.b1.Runtime.Calls("Stop") + pe.b2.Runtime.Calls("Stop")
+	pe.StartBroker(pe.b1, pe.b1.Runtime.Restart())
+	var d *store.Dispatch
+	wait.Eventually(t, 10*time.Second, wait.Interval, func() error {
+		if d, err = pe.Store.GetDispatch(ctx, got.QueuedDispatch.ID); err != nil {
+			return err
+		}
+		if d.Status == store.DispatchPending {
+			return fmt.Errorf("dispatch still pending")
+		}
+		return nil
+	})
+	if d.Status != store.DispatchSkipped || !strings.HasPrefix(d.Result, api.CodeTargetPinStale+": ") {
+		t.Errorf("dispatch %s %q, want skipped with the refusal", d.Status, d.Result)
+	}
+	if n := pe.b1.Runtime.Calls("Stop") + pe.b2.Runtime.Calls("Stop"); n != stops {
+		t.Errorf("runtime stops %d -> %d: the refused stop was sent", stops, n)
+	}
+	a = pe.agent(t, pe.w.ID)
+	if a.Phase != api.PhaseStopped || a.ContainerStatus != api.ContainerStopQueued || !strings.Contains(a.StatusMessage, "queued stop not delivered") {
+		t.Errorf("agent %s/%s %q, want stopped, stop_queued, saying why", a.Phase, a.ContainerStatus, a.StatusMessage)
+	}
+	held, err := pe.Store.ReservedAgents(ctx, pe.b1.ID)
+	if err != nil || !slices.Contains(held, a.ID) {
+		t.Fatalf("slots on b1 %v %v: the agent keeps its slot", held, err)
+	}
+	if !strings.Contains(pe.logs.String(), "queued dispatch not delivered") {
+		t.Error("the refusal is not logged")
+	}
+
+	// The container goes; b1's next inventory shows it gone: the slot is
+	// freed, the record stays.
+	pe.StopBroker(pe.b1)
+	pe.WaitBrokerStatus(pe.b1.ID, api.BrokerOffline)
+	if err := pe.b1.Runtime.Delete(ctx, a.ID); err != nil {
+		t.Fatal(err)
+	}
+	pe.StartBroker(pe.b1, pe.b1.Runtime.Restart())
+	wait.Eventually(t, 10*time.Second, wait.Interval, func() error {
+		held, err := pe.Store.ReservedAgents(ctx, pe.b1.ID)
+		if err != nil || slices.Contains(held, a.ID) {
+			return fmt.Errorf("slots on b1 %v %v", held, err)
+		}
+		return nil
+	})
+	pe.agent(t, a.ID)
+}
+
+// TestPlacementConsistencyProjectDelete: a project delete without force
+// is refused while a misplaced agent remains, naming the force option;
+// with force the records go, the consistent agent's workload is deleted
+// on its broker, nothing is sent for the misplaced one, and the Hub logs
+// an error naming it and its pinned broker.
+func TestPlacementConsistencyProjectDelete(t *testing.T) {
+	pe := newPlacementEnv(t)
+	ctx := context.Background()
+	if _, err := pe.Admin.CreateProject(ctx, api.CreateProjectRequest{Name: "web"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range []*testenv.Broker{pe.b1, pe.b2} {
+		if _, err := pe.Admin.ProvideProject(ctx, b.ID, "web"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mk := func(name string) *store.Agent {
+		a, err := pe.Admin.CreateAgent(ctx, api.CreateAgentRequest{Name: name, Project: "web", Broker: "b1", Start: true, Command: []string{"sleep"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return pe.agent(t, a.ID)
+	}
+	lost, kept := mk("lost"), mk("kept")
+	lost.BrokerID = pe.b2.ID // forged: its pin names b1
+	if err := pe.Store.UpdateAgent(ctx, lost); err != nil {
+		t.Fatal(err)
+	}
+
+	_, err := pe.Admin.DeleteProject(ctx, "web")
+	var ae *api.Error
+	if !errors.As(err, &ae) || ae.Status != http.StatusConflict || !strings.Contains(ae.Message, "--force") {
+		t.Fatalf("delete without force: %v, want 409 naming --force", err)
+	}
+	pe.agent(t, lost.ID)
+	pe.agent(t, kept.ID)
+
+	deletes := pe.b1.Runtime.Calls("Delete") + pe.b2.Runtime.Calls("Delete")
+	res, err := pe.Admin.ForceDeleteProject(ctx, "web")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := pe.b1.Runtime.Calls("Delete") + pe.b2.Runtime.Calls("Delete"); n != deletes+1 {
+		t.Errorf("runtime deletes %d -> %d, want one: the consistent agent's", deletes, n)
+	}
+	if _, err := pe.b1.Runtime.Inspect(ctx, lost.ID); err != nil {
+		t.Errorf("the misplaced agent's workload is left running: %v", err)
+	}
+	for _, id := range []string{lost.ID, kept.ID} {
+		if _, err := pe.Store.GetAgent(ctx, id); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("agent %s: %v, want its record gone", id, err)
+		}
+	}
+	if _, err := pe.Admin.GetProject(ctx, "web"); err == nil {
+		t.Error("the project is still there")
+	}
+	if !slices.ContainsFunc(res.Left, func(r api.ProjectResource) bool {
+		return r.Resource == "agent lost" && r.BrokerID == pe.b1.ID && strings.Contains(r.Reason, "by hand")
+	}) {
+		t.Errorf("left %+v: want the misplaced agent's workload on b1", res.Left)
+	}
+	var line string
+	for _, l := range strings.Split(pe.logs.String(), "\n") {
+		if strings.Contains(l, "level=ERROR") && strings.Contains(l, "agent=lost") {
+			line = l
+		}
+	}
+	if !strings.Contains(line, "pinned_broker_id="+pe.b1.ID) {
+		t.Errorf("log %q: want an error naming the agent and its pinned broker", line)
+	}
+}
+
+// TestPlacementConsistencyProjectDeleteResumes: a forced project delete
+// stopped midway (one record's removal failing as a Hub killed there
+// would) leaves the records not yet removed; the same request again
+// finishes.
+func TestPlacementConsistencyProjectDeleteResumes(t *testing.T) {
+	pe := newPlacementEnv(t)
+	ctx := context.Background()
+	if _, err := pe.Admin.CreateProject(ctx, api.CreateProjectRequest{Name: "web"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pe.Admin.ProvideProject(ctx, pe.b1.ID, "web"); err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, name := range []string{"x", "y", "z"} {
+		a, err := pe.Admin.CreateAgent(ctx, api.CreateAgentRequest{Name: name, Project: "web", Broker: "b1", Start: true, Command: []string{"sleep"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, a.ID)
+	}
+	pe.ps.mu.Lock()
+	pe.ps.failDelete[ids[1]] = true
+	pe.ps.mu.Unlock()
+	if _, err := pe.Admin.ForceDeleteProject(ctx, "web"); err == nil {
+		t.Fatal("the interrupted delete succeeded")
+	}
+	if _, err := pe.Store.GetAgent(ctx, ids[1]); err != nil {
+		t.Fatalf("the record not removed: %v", err)
+	}
+	if _, err := pe.Admin.GetProject(ctx, "web"); err != nil {
+		t.Fatalf("the project went with an agent left: %v", err)
+	}
+	if _, err := pe.Admin.ForceDeleteProject(ctx, "web"); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range ids {
+		if _, err := pe.Store.GetAgent(ctx, id); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("agent %s: %v", id, err)
+		}
+	}
+	if _, err := pe.b1.Runtime.Inspect(ctx, ids[1]); err == nil {
+		t.Error("the workload of the agent the first attempt left is not deleted")
+	}
+}
