@@ -24,33 +24,12 @@ var (
 	pcKube   = api.RuntimeTarget{Type: api.RuntimeTargetKubernetes, Context: "batch", Namespace: "agents"}
 )
 
-// pinStore pins an agent created on a flat broker of the test to that
-// broker and its target, as the Hub's create does for a flat broker, when
-// the create did not pin it itself: the record holds a real pin. A
-// DeleteAgent of an agent in failDelete fails once (a Hub stopped midway).
+// pinStore fails the DeleteAgent of an agent in failDelete once, as a
+// Hub killed there would leave it.
 type pinStore struct {
 	store.Store
 	mu         sync.Mutex
-	targets    map[string]api.RuntimeTarget // broker ID -> its target
 	failDelete map[string]bool
-}
-
-func (s *pinStore) pin(a *store.Agent) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if t, ok := s.targets[a.BrokerID]; ok && a.Pin == nil {
-		a.Pin = &api.PinnedRuntimeTarget{BrokerID: a.BrokerID, RuntimeTarget: t}
-	}
-}
-
-func (s *pinStore) CreateAgent(ctx context.Context, a *store.Agent, limit *int) error {
-	s.pin(a)
-	return s.Store.CreateAgent(ctx, a, limit)
-}
-
-func (s *pinStore) CreateAgentWith(ctx context.Context, a *store.Agent, o store.CreateAgentOptions) (bool, error) {
-	s.pin(a)
-	return s.Store.CreateAgentWith(ctx, a, o)
 }
 
 func (s *pinStore) DeleteAgent(ctx context.Context, id string) error {
@@ -78,12 +57,10 @@ type placementEnv struct {
 func newPlacementEnv(t *testing.T) *placementEnv {
 	t.Helper()
 	ctx := context.Background()
-	docker := pcDocker
-	pe := &placementEnv{ps: &pinStore{targets: map[string]api.RuntimeTarget{}, failDelete: map[string]bool{}}, logs: &syncBuffer{}}
+	pe := &placementEnv{ps: &pinStore{failDelete: map[string]bool{}}, logs: &syncBuffer{}}
 	pe.Env = testenv.New(t, testenv.Options{
-		RuntimeTargets: map[string]*api.RuntimeTarget{"b1": &docker, "b2": &docker},
-		WrapStore:      func(s store.Store) store.Store { pe.ps.Store = s; return pe.ps },
-		LogTo:          pe.logs,
+		WrapStore: func(s store.Store) store.Store { pe.ps.Store = s; return pe.ps },
+		LogTo:     pe.logs,
 	})
 	set, err := pe.Admin.GetSettings(ctx)
 	if err != nil {
@@ -93,28 +70,8 @@ func newPlacementEnv(t *testing.T) *placementEnv {
 	if _, err := pe.Admin.PutSettings(ctx, *set); err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{"b1", "b2"} {
-		b := pe.AddBroker(name)
-		if _, err := pe.Admin.ProvideProject(ctx, b.ID, "default"); err != nil {
-			t.Fatal(err)
-		}
-		// The record shows the broker's target (written here if the
-		// Hub's hello does not record it).
-		rec, err := pe.Store.GetBroker(ctx, b.ID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if rec.RuntimeTarget == nil {
-			rec.RuntimeTarget = &docker
-			if err := pe.Store.UpdateBroker(ctx, rec); err != nil {
-				t.Fatal(err)
-			}
-		}
-		pe.ps.mu.Lock()
-		pe.ps.targets[b.ID] = docker
-		pe.ps.mu.Unlock()
-	}
-	pe.b1, pe.b2 = pe.Brokers()[0], pe.Brokers()[1]
+	pe.b1 = pe.AddFlatBroker("b1", pcDocker, nil)
+	pe.b2 = pe.AddFlatBroker("b2", pcDocker, nil)
 	pe.w = pe.run(t, "w", "b1")
 	return pe
 }
@@ -335,27 +292,34 @@ func TestPlacementConsistencyForgedRecords(t *testing.T) {
 }
 
 // TestPlacementConsistencyHelloWithAnotherTarget: a flat broker that
-// comes back serving another runtime target reaches none of its pinned
-// agents (409 runtime_target_mismatch), and its reconnect's inventory
-// leaves the agent and its slot alone.
+// comes back serving another runtime target, or as a regular broker
+// serving none, reaches none of its pinned agents (409
+// runtime_target_mismatch), and its reconnect's inventory leaves the
+// agent and its slot alone.
 func TestPlacementConsistencyHelloWithAnotherTarget(t *testing.T) {
-	pe := newPlacementEnv(t)
-	ctx := context.Background()
-	pe.StopBroker(pe.b1)
-	pe.WaitBrokerStatus(pe.b1.ID, api.BrokerOffline)
 	kube := pcKube
-	pe.b1.RuntimeTarget = &kube
-	pe.StartBroker(pe.b1, pe.b1.Runtime.Restart())
-	rec, err := pe.Store.GetBroker(ctx, pe.b1.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if rec.RuntimeTarget == nil || *rec.RuntimeTarget != kube {
-		t.Skipf("the Hub does not record a hello's runtime target yet (record: %v)", rec.RuntimeTarget)
-	}
-	pe.everyOperationRefused(t, pe.agent(t, pe.w.ID), api.CodeTargetMismatch, pe.b1.ID)
-	if a := pe.agent(t, pe.w.ID); a.Phase != api.PhaseRunning {
-		t.Errorf("phase %s: the inventory of another target said nothing of the agent's", a.Phase)
+	for _, target := range []*api.RuntimeTarget{&kube, nil} {
+		t.Run(fmt.Sprint(target), func(t *testing.T) {
+			pe := newPlacementEnv(t)
+			ctx := context.Background()
+			pe.StopBroker(pe.b1)
+			pe.WaitBrokerStatus(pe.b1.ID, api.BrokerOffline)
+			// The runtime it now serves has no container of the agent's:
+			// its inventory cannot speak for the pinned target's.
+			if err := pe.b1.Runtime.Delete(ctx, pe.w.ID); err != nil {
+				t.Fatal(err)
+			}
+			pe.b1.RuntimeTarget = target
+			pe.StartBroker(pe.b1, pe.b1.Runtime.Restart())
+			rec, err := pe.Store.GetBroker(ctx, pe.b1.ID)
+			if err != nil || (rec.RuntimeTarget == nil) != (target == nil) || (target != nil && *rec.RuntimeTarget != *target) {
+				t.Fatalf("broker record %v %v: want the hello's target", rec, err)
+			}
+			pe.everyOperationRefused(t, pe.agent(t, pe.w.ID), api.CodeTargetMismatch, pe.b1.ID)
+			if a := pe.agent(t, pe.w.ID); a.Phase != api.PhaseRunning {
+				t.Errorf("phase %s, want running: the inventory of another target says nothing of the agent's", a.Phase)
+			}
+		})
 	}
 }
 
