@@ -78,8 +78,14 @@ func (a *app) registerInstance(cmd *cobra.Command, key string, autoProvide, forc
 	bc, err := cl.RegisterBroker(cmd.Context(), api.RegisterBrokerRequest{Name: in.Name, AutoProvide: autoProvide, RuntimeTarget: &target})
 	if err != nil {
 		var ae *api.Error
-		if errors.As(err, &ae) && ae.Code == api.CodeExperimentDisabled && !strings.Contains(ae.Message, "scion hub settings set") {
+		switch {
+		case errors.As(err, &ae) && ae.Code == api.CodeExperimentDisabled && !strings.Contains(ae.Message, "scion hub settings set"):
 			fmt.Fprintf(cmd.ErrOrStderr(), "Flat Runtime Brokers are an experiment that is off on %s: %s.\n", t.URL, experimentHint)
+		case errors.As(err, &ae) && ae.Code == api.CodeAlreadyExists:
+			// The Hub's message says to choose another --name, which
+			// --instance refuses: the name is the entry's.
+			fmt.Fprintf(cmd.ErrOrStderr(), "instance %s registers under its entry's name %q (%s, name), which another Runtime Broker holds on %s: give the entry another name, or deregister that broker\n",
+				key, in.Name, "server.broker.instances", t.URL)
 		}
 		return err
 	}

@@ -250,3 +250,26 @@ func TestInstanceCommandsRefuseABadEntry(t *testing.T) {
 		t.Errorf("--name with --instance: %+v", r)
 	}
 }
+
+// An instance whose name another broker holds at the Hub: the Hub's
+// refusal says to choose another --name, which --instance refuses, so the
+// CLI says what to change instead (the entry's name); nothing is saved.
+func TestRegisterInstanceNameTaken(t *testing.T) {
+	home := setHome(t)
+	e := newHub(t, testenv.Options{})
+	useHub(t, "team", e.URL, e.AdminToken)
+	writeSettings(t, home, twoInstances)
+	setExperimentOn(t, e)
+	if _, err := e.Admin.RegisterBroker(context.Background(), api.RegisterBrokerRequest{Name: "k8s-batch"}); err != nil {
+		t.Fatal(err)
+	}
+
+	r := runCLI(t, "", "runtime-broker", "register", "--instance", "k8s-batch")
+	if r.code != 1 || !strings.Contains(r.err, "error: already_exists: ") ||
+		!strings.Contains(r.err, `instance k8s-batch registers under its entry's name "k8s-batch" (server.broker.instances, name), which another Runtime Broker holds on `+e.URL+`: give the entry another name, or deregister that broker`) {
+		t.Fatalf("register with the name taken: %+v", r)
+	}
+	if cs := loadCreds(t).Connections; len(cs) != 0 {
+		t.Errorf("credentials saved: %+v", cs)
+	}
+}
