@@ -258,7 +258,11 @@ func newDeleteCmd(a *app) *cobra.Command {
 		Long: `Delete an agent: its broker removes its container, then the Hub its record.
 With --force the record of an agent whose runtime broker was deregistered
 (runtime_broker_missing) is removed too; nothing can reach that broker, so
-a workload still running there is left alone.`,
+a workload still running there is left alone. An agent pinned to a flat
+Runtime Broker whose placement is inconsistent (runtime_target_pin_stale,
+runtime_target_mismatch, or its pinned broker deregistered) is refused with
+or without --force: its record stays until its project is deleted with
+'scion project delete --force'.`,
 		Example: `  scion delete fixer --project web
   scion delete fixer --force`,
 		Args: exactArgs("name"),

@@ -135,6 +135,17 @@ func (s *Server) resolveOutcome(ctx context.Context, c *Caller, rec *store.Idemp
 	if err != nil {
 		return 0, nil, false, err
 	}
+	if a.Pin != nil {
+		// Asking the broker again reaches it for an existing agent: its
+		// placement is checked first (reachCheck), as for any other.
+		reach, err := s.withPinned(ctx, reachInput{Agent: a, Broker: b})
+		if err == nil {
+			err = reachCheck(reach)
+		}
+		if err != nil {
+			return 0, nil, false, err
+		}
+	}
 	if !s.brokerOnline(b.ID) {
 		return 0, nil, false, api.Errorf(api.CodeBrokerOffline,
 			"runtime broker %q is offline: the outcome of this create is known when it reconnects; retry with the same %s then",

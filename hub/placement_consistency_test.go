@@ -2,6 +2,7 @@ package hub_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -505,5 +506,30 @@ func TestPlacementConsistencyProjectDeleteResumes(t *testing.T) {
 	}
 	if _, err := pe.b1.Runtime.Inspect(ctx, ids[1]); err == nil {
 		t.Error("the workload of the agent the first attempt left is not deleted")
+	}
+}
+
+// TestPlacementConsistencyKeyedCreateRetry: the keyed retry of a create
+// the broker refused asks the broker again for an existing agent; with
+// its placement inconsistent by then it is refused (409
+// runtime_target_mismatch) and no create is sent.
+func TestPlacementConsistencyKeyedCreateRetry(t *testing.T) {
+	pe := newPlacementEnv(t)
+	pe.b1.Runtime.FailNext("Create", errors.New("disk full"))
+	req := api.CreateAgentRequest{Name: "k", Project: "default", Broker: "b1", Start: true, Command: []string{"sleep"}}
+	key := client.NewIdempotencyKey()
+	if st, body := post(t, pe.Env, "/agents", key, req); st != http.StatusBadGateway {
+		t.Fatalf("first create: %d %s, want 502", st, body)
+	}
+	kube := pcKube
+	pe.setTarget(t, pe.b1, &kube)
+	creates := pe.b1.Runtime.Calls("Create")
+	st, body := post(t, pe.Env, "/agents", key, req)
+	var eb api.ErrorBody
+	if st != http.StatusConflict || json.Unmarshal(body, &eb) != nil || eb.Error.Code != api.CodeTargetMismatch {
+		t.Fatalf("keyed retry: %d %s, want 409 %s", st, body, api.CodeTargetMismatch)
+	}
+	if n := pe.b1.Runtime.Calls("Create"); n != creates {
+		t.Errorf("runtime creates %d -> %d: the refused retry was sent", creates, n)
 	}
 }
