@@ -139,6 +139,12 @@ func TestParseInstancesRefusals(t *testing.T) {
 			`server.broker.instances[0] (key "a"): runtime_target.shared_dir_size "0": a positive quantity like 10Gi is expected`},
 		{"image registry with an upper-case path", "      - key: a\n        name: a\n        runtime_target: {type: docker}\n        agent_defaults: {image_registry: registry.example.com/Agents}\n",
 			`server.broker.instances[0] (key "a"): agent_defaults.image_registry "registry.example.com/Agents": an image's path is lower-case`},
+		// Object names the API server refuses only when the first agent's
+		// pod or claim is made.
+		{"bad priority_class", "      - key: a\n        name: a\n        runtime_target: {type: kubernetes, priority_class: High Priority}\n",
+			`server.broker.instances[0] (key "a"): runtime_target.priority_class "High Priority": not a Kubernetes PriorityClass name`},
+		{"bad shared_dir_class", "      - key: a\n        name: a\n        runtime_target: {type: kubernetes, shared_dir_class: Fast_SSD}\n",
+			`server.broker.instances[0] (key "a"): runtime_target.shared_dir_class "Fast_SSD": not a Kubernetes StorageClass name`},
 		{"bad home_storage", "      - key: a\n        name: a\n        runtime_target: {type: kubernetes, home_storage: disk}\n",
 			`server.broker.instances[0] (key "a"): runtime_target.home_storage "disk": use emptydir, pvc or nfs`},
 		{"bad safe_to_evict", "      - key: a\n        name: a\n        runtime_target: {type: kubernetes, safe_to_evict: maybe}\n",

@@ -132,6 +132,19 @@ func validateRuntimeTarget(t RuntimeTargetSettings) error {
 			return fmt.Errorf("runtime_target.shared_dir_size %s: a positive quantity like 10Gi is expected", quote(t.SharedDirSize))
 		}
 	}
+	// Object names (DNS subdomains), which the API server would refuse
+	// only at the first agent's pod or claim. Surrounding spaces are
+	// runtime/kubernetes's to trim, as for a profile's settings.
+	for _, f := range []struct{ key, v, kind string }{
+		{"priority_class", t.PriorityClass, "PriorityClass"}, {"shared_dir_class", t.SharedDirClass, "StorageClass"},
+	} {
+		if strings.TrimSpace(f.v) == "" {
+			continue
+		}
+		if errs := validation.IsDNS1123Subdomain(strings.TrimSpace(f.v)); len(errs) > 0 {
+			return fmt.Errorf("runtime_target.%s %s: not a Kubernetes %s name: %s", f.key, quote(f.v), f.kind, errs[0])
+		}
+	}
 	switch t.SharedDirStorage {
 	case "", "pvc", "nfs":
 	default:
