@@ -57,7 +57,7 @@ func (a *app) registerInstance(cmd *cobra.Command, key string, autoProvide, forc
 	if err != nil {
 		return err
 	}
-	targets, err := resolveInstanceTargets(settings, ins, true)
+	targets, err := resolveInstanceTargets(settings, ins, key)
 	if err != nil {
 		return err
 	}
@@ -130,9 +130,12 @@ func hubErrorText(err error) string {
 
 // resolveInstanceTargets are the instances' targets as they report them.
 // The kubeconfig is read only when a Kubernetes entry leaves its context
-// to it; when it cannot be read, strict makes that an error, otherwise
-// the context shows as "(current context)".
-func resolveInstanceTargets(s *config.Settings, ins []config.Instance, strict bool) ([]api.RuntimeTarget, error) {
+// to it; when it cannot be read, that is an error if the entry is the
+// instance with key strictKey (the one being registered), otherwise the
+// context shows as "(current context)": another entry's unknown context
+// does not keep an instance from registering, as it does not keep it
+// from running.
+func resolveInstanceTargets(s *config.Settings, ins []config.Instance, strictKey string) ([]api.RuntimeTarget, error) {
 	current := ""
 	for _, in := range ins {
 		if in.RuntimeTarget.Type != config.TargetKubernetes || in.RuntimeTarget.Context != "" {
@@ -140,8 +143,10 @@ func resolveInstanceTargets(s *config.Settings, ins []config.Instance, strict bo
 		}
 		c, err := currentKubeContext(s)
 		if err != nil {
-			if strict {
-				return nil, fmt.Errorf("instance %s: runtime_target.context is unset, and %v: set runtime_target.context", in.Key, err)
+			for _, x := range ins {
+				if x.Key == strictKey && x.RuntimeTarget.Type == config.TargetKubernetes && x.RuntimeTarget.Context == "" {
+					return nil, fmt.Errorf("instance %s: runtime_target.context is unset, and %v: set runtime_target.context", x.Key, err)
+				}
 			}
 			c = "(current context)"
 		}
@@ -224,7 +229,7 @@ func (a *app) showInstances(cmd *cobra.Command, s *config.Settings) error {
 	if err != nil {
 		return err
 	}
-	targets, err := resolveInstanceTargets(s, ins, false)
+	targets, err := resolveInstanceTargets(s, ins, "")
 	if err != nil {
 		return err
 	}

@@ -273,3 +273,31 @@ func TestRegisterInstanceNameTaken(t *testing.T) {
 		t.Errorf("credentials saved: %+v", cs)
 	}
 }
+
+// Without a readable kubeconfig, only the instances that leave their
+// context to it cannot be registered: the Docker instance registers (as
+// 'runtime-broker start' would run it beside the refused one), and the
+// Kubernetes one is refused naming runtime_target.context, nothing saved.
+func TestRegisterInstanceWithoutKubeconfig(t *testing.T) {
+	home := setHome(t)
+	e := newHub(t, testenv.Options{})
+	useHub(t, "team", e.URL, e.AdminToken)
+	writeSettings(t, home, twoInstances)
+	t.Setenv("KUBECONFIG", filepath.Join(home, "no-such-kubeconfig"))
+	setExperimentOn(t, e)
+
+	r := runCLI(t, "", "runtime-broker", "register", "--instance", "k8s-batch")
+	if r.code != 1 || !strings.Contains(r.err, "instance k8s-batch: runtime_target.context is unset") {
+		t.Fatalf("register k8s-batch without a kubeconfig: %+v", r)
+	}
+	if cs := loadCreds(t).Connections; len(cs) != 0 {
+		t.Fatalf("credentials saved: %+v", cs)
+	}
+	r = mustRun(t, "runtime-broker", "register", "--instance", "local-docker")
+	if !strings.Contains(r.out, "Instance local-docker serves docker.") {
+		t.Errorf("register output: %s", r.out)
+	}
+	if c := loadCreds(t).ForInstance(e.URL, "local-docker"); c == nil {
+		t.Error("no connection saved for local-docker")
+	}
+}
