@@ -55,11 +55,12 @@ type placementEnv struct {
 	logs   *syncBuffer
 }
 
-func newPlacementEnv(t *testing.T) *placementEnv {
+func newPlacementEnv(t *testing.T, pg bool) *placementEnv {
 	t.Helper()
 	ctx := context.Background()
 	pe := &placementEnv{ps: &pinStore{failDelete: map[string]bool{}}, logs: &syncBuffer{}}
 	pe.Env = testenv.New(t, testenv.Options{
+		Postgres:  pg,
 		WrapStore: func(s store.Store) store.Store { pe.ps.Store = s; return pe.ps },
 		LogTo:     pe.logs,
 	})
@@ -214,7 +215,7 @@ func mapsEqual(a, b map[string]int) bool {
 // TestPlacementConsistencyConsistent: an agent pinned to the flat broker
 // it runs on is reached as usual (the control for the refusals below).
 func TestPlacementConsistencyConsistent(t *testing.T) {
-	pe := newPlacementEnv(t)
+	pe := newPlacementEnv(t, false)
 	ctx := context.Background()
 	if _, err := pe.Admin.AgentAction(ctx, "w", "default", client.ActionStop); err != nil {
 		t.Fatal(err)
@@ -280,14 +281,16 @@ func TestPlacementConsistencyForgedRecords(t *testing.T) {
 		}, api.CodeBrokerMissing, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			pe := newPlacementEnv(t)
-			pe.w = pe.agent(t, pe.w.ID)
-			tc.forge(t, pe)
-			slot := ""
-			if tc.slot {
-				slot = pe.b1.ID
-			}
-			pe.everyOperationRefused(t, pe.agent(t, pe.w.ID), tc.code, slot)
+			engines(t, func(t *testing.T, pg bool) {
+				pe := newPlacementEnv(t, pg)
+				pe.w = pe.agent(t, pe.w.ID)
+				tc.forge(t, pe)
+				slot := ""
+				if tc.slot {
+					slot = pe.b1.ID
+				}
+				pe.everyOperationRefused(t, pe.agent(t, pe.w.ID), tc.code, slot)
+			})
 		})
 	}
 }
@@ -301,7 +304,7 @@ func TestPlacementConsistencyHelloWithAnotherTarget(t *testing.T) {
 	kube := pcKube
 	for _, target := range []*api.RuntimeTarget{&kube, nil} {
 		t.Run(fmt.Sprint(target), func(t *testing.T) {
-			pe := newPlacementEnv(t)
+			pe := newPlacementEnv(t, false)
 			ctx := context.Background()
 			pe.StopBroker(pe.b1)
 			pe.WaitBrokerStatus(pe.b1.ID, api.BrokerOffline)
@@ -330,65 +333,67 @@ func TestPlacementConsistencyHelloWithAnotherTarget(t *testing.T) {
 // stays stopped with container status stop_queued and keeps its slot,
 // until an inventory of its pinned broker shows the container gone.
 func TestPlacementConsistencyQueuedStop(t *testing.T) {
-	pe := newPlacementEnv(t)
-	ctx := context.Background()
-	pe.StopBroker(pe.b1)
-	pe.WaitBrokerStatus(pe.b1.ID, api.BrokerOffline)
-	got, err := pe.Admin.AgentAction(ctx, "w", "default", client.ActionStop)
-	if err != nil || got.QueuedDispatch == nil {
-		t.Fatalf("stop: %v %+v, want it queued", err, got)
-	}
-	a := pe.agent(t, pe.w.ID)
-	a.BrokerID = pe.b2.ID
-	if err := pe.Store.UpdateAgent(ctx, a); err != nil {
-		t.Fatal(err)
-	}
-	stops := pe.b1.Runtime.Calls("Stop") + pe.b2.Runtime.Calls("Stop")
-	pe.StartBroker(pe.b1, pe.b1.Runtime.Restart())
-	var d *store.Dispatch
-	wait.Eventually(t, 10*time.Second, wait.Interval, func() error {
-		if d, err = pe.Store.GetDispatch(ctx, got.QueuedDispatch.ID); err != nil {
-			return err
+	engines(t, func(t *testing.T, pg bool) {
+		pe := newPlacementEnv(t, pg)
+		ctx := context.Background()
+		pe.StopBroker(pe.b1)
+		pe.WaitBrokerStatus(pe.b1.ID, api.BrokerOffline)
+		got, err := pe.Admin.AgentAction(ctx, "w", "default", client.ActionStop)
+		if err != nil || got.QueuedDispatch == nil {
+			t.Fatalf("stop: %v %+v, want it queued", err, got)
 		}
-		if d.Status == store.DispatchPending {
-			return fmt.Errorf("dispatch still pending")
+		a := pe.agent(t, pe.w.ID)
+		a.BrokerID = pe.b2.ID
+		if err := pe.Store.UpdateAgent(ctx, a); err != nil {
+			t.Fatal(err)
 		}
-		return nil
-	})
-	if d.Status != store.DispatchSkipped || !strings.HasPrefix(d.Result, api.CodeTargetPinStale+": ") {
-		t.Errorf("dispatch %s %q, want skipped with the refusal", d.Status, d.Result)
-	}
-	if n := pe.b1.Runtime.Calls("Stop") + pe.b2.Runtime.Calls("Stop"); n != stops {
-		t.Errorf("runtime stops %d -> %d: the refused stop was sent", stops, n)
-	}
-	a = pe.agent(t, pe.w.ID)
-	if a.Phase != api.PhaseStopped || a.ContainerStatus != api.ContainerStopQueued || !strings.Contains(a.StatusMessage, "queued stop not delivered") {
-		t.Errorf("agent %s/%s %q, want stopped, stop_queued, saying why", a.Phase, a.ContainerStatus, a.StatusMessage)
-	}
-	held, err := pe.Store.ReservedAgents(ctx, pe.b1.ID)
-	if err != nil || !slices.Contains(held, a.ID) {
-		t.Fatalf("slots on b1 %v %v: the agent keeps its slot", held, err)
-	}
-	if !strings.Contains(pe.logs.String(), "queued dispatch not delivered") {
-		t.Error("the refusal is not logged")
-	}
-
-	// The container goes; b1's next inventory shows it gone: the slot is
-	// freed, the record stays.
-	pe.StopBroker(pe.b1)
-	pe.WaitBrokerStatus(pe.b1.ID, api.BrokerOffline)
-	if err := pe.b1.Runtime.Delete(ctx, a.ID); err != nil {
-		t.Fatal(err)
-	}
-	pe.StartBroker(pe.b1, pe.b1.Runtime.Restart())
-	wait.Eventually(t, 10*time.Second, wait.Interval, func() error {
+		stops := pe.b1.Runtime.Calls("Stop") + pe.b2.Runtime.Calls("Stop")
+		pe.StartBroker(pe.b1, pe.b1.Runtime.Restart())
+		var d *store.Dispatch
+		wait.Eventually(t, 10*time.Second, wait.Interval, func() error {
+			if d, err = pe.Store.GetDispatch(ctx, got.QueuedDispatch.ID); err != nil {
+				return err
+			}
+			if d.Status == store.DispatchPending {
+				return fmt.Errorf("dispatch still pending")
+			}
+			return nil
+		})
+		if d.Status != store.DispatchSkipped || !strings.HasPrefix(d.Result, api.CodeTargetPinStale+": ") {
+			t.Errorf("dispatch %s %q, want skipped with the refusal", d.Status, d.Result)
+		}
+		if n := pe.b1.Runtime.Calls("Stop") + pe.b2.Runtime.Calls("Stop"); n != stops {
+			t.Errorf("runtime stops %d -> %d: the refused stop was sent", stops, n)
+		}
+		a = pe.agent(t, pe.w.ID)
+		if a.Phase != api.PhaseStopped || a.ContainerStatus != api.ContainerStopQueued || !strings.Contains(a.StatusMessage, "queued stop not delivered") {
+			t.Errorf("agent %s/%s %q, want stopped, stop_queued, saying why", a.Phase, a.ContainerStatus, a.StatusMessage)
+		}
 		held, err := pe.Store.ReservedAgents(ctx, pe.b1.ID)
-		if err != nil || slices.Contains(held, a.ID) {
-			return fmt.Errorf("slots on b1 %v %v", held, err)
+		if err != nil || !slices.Contains(held, a.ID) {
+			t.Fatalf("slots on b1 %v %v: the agent keeps its slot", held, err)
 		}
-		return nil
+		if !strings.Contains(pe.logs.String(), "queued dispatch not delivered") {
+			t.Error("the refusal is not logged")
+		}
+
+		// The container goes; b1's next inventory shows it gone: the slot is
+		// freed, the record stays.
+		pe.StopBroker(pe.b1)
+		pe.WaitBrokerStatus(pe.b1.ID, api.BrokerOffline)
+		if err := pe.b1.Runtime.Delete(ctx, a.ID); err != nil {
+			t.Fatal(err)
+		}
+		pe.StartBroker(pe.b1, pe.b1.Runtime.Restart())
+		wait.Eventually(t, 10*time.Second, wait.Interval, func() error {
+			held, err := pe.Store.ReservedAgents(ctx, pe.b1.ID)
+			if err != nil || slices.Contains(held, a.ID) {
+				return fmt.Errorf("slots on b1 %v %v", held, err)
+			}
+			return nil
+		})
+		pe.agent(t, a.ID)
 	})
-	pe.agent(t, a.ID)
 }
 
 // TestPlacementConsistencyProjectDelete: a project delete without force
@@ -397,70 +402,72 @@ func TestPlacementConsistencyQueuedStop(t *testing.T) {
 // on its broker, nothing is sent for the misplaced one, and the Hub logs
 // an error naming it and its pinned broker.
 func TestPlacementConsistencyProjectDelete(t *testing.T) {
-	pe := newPlacementEnv(t)
-	ctx := context.Background()
-	if _, err := pe.Admin.CreateProject(ctx, api.CreateProjectRequest{Name: "web"}); err != nil {
-		t.Fatal(err)
-	}
-	for _, b := range []*testenv.Broker{pe.b1, pe.b2} {
-		if _, err := pe.Admin.ProvideProject(ctx, b.ID, "web"); err != nil {
+	engines(t, func(t *testing.T, pg bool) {
+		pe := newPlacementEnv(t, pg)
+		ctx := context.Background()
+		if _, err := pe.Admin.CreateProject(ctx, api.CreateProjectRequest{Name: "web"}); err != nil {
 			t.Fatal(err)
 		}
-	}
-	mk := func(name string) *store.Agent {
-		a, err := pe.Admin.CreateAgent(ctx, api.CreateAgentRequest{Name: name, Project: "web", Broker: "b1", Start: true, Command: []string{"sleep"}})
+		for _, b := range []*testenv.Broker{pe.b1, pe.b2} {
+			if _, err := pe.Admin.ProvideProject(ctx, b.ID, "web"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		mk := func(name string) *store.Agent {
+			a, err := pe.Admin.CreateAgent(ctx, api.CreateAgentRequest{Name: name, Project: "web", Broker: "b1", Start: true, Command: []string{"sleep"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return pe.agent(t, a.ID)
+		}
+		lost, kept := mk("lost"), mk("kept")
+		lost.BrokerID = pe.b2.ID // forged: its pin names b1
+		if err := pe.Store.UpdateAgent(ctx, lost); err != nil {
+			t.Fatal(err)
+		}
+
+		_, err := pe.Admin.DeleteProject(ctx, "web")
+		var ae *api.Error
+		if !errors.As(err, &ae) || ae.Status != http.StatusConflict || !strings.Contains(ae.Message, "--force") {
+			t.Fatalf("delete without force: %v, want 409 naming --force", err)
+		}
+		pe.agent(t, lost.ID)
+		pe.agent(t, kept.ID)
+
+		deletes := pe.b1.Runtime.Calls("Delete") + pe.b2.Runtime.Calls("Delete")
+		res, err := pe.Admin.ForceDeleteProject(ctx, "web")
 		if err != nil {
 			t.Fatal(err)
 		}
-		return pe.agent(t, a.ID)
-	}
-	lost, kept := mk("lost"), mk("kept")
-	lost.BrokerID = pe.b2.ID // forged: its pin names b1
-	if err := pe.Store.UpdateAgent(ctx, lost); err != nil {
-		t.Fatal(err)
-	}
-
-	_, err := pe.Admin.DeleteProject(ctx, "web")
-	var ae *api.Error
-	if !errors.As(err, &ae) || ae.Status != http.StatusConflict || !strings.Contains(ae.Message, "--force") {
-		t.Fatalf("delete without force: %v, want 409 naming --force", err)
-	}
-	pe.agent(t, lost.ID)
-	pe.agent(t, kept.ID)
-
-	deletes := pe.b1.Runtime.Calls("Delete") + pe.b2.Runtime.Calls("Delete")
-	res, err := pe.Admin.ForceDeleteProject(ctx, "web")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if n := pe.b1.Runtime.Calls("Delete") + pe.b2.Runtime.Calls("Delete"); n != deletes+1 {
-		t.Errorf("runtime deletes %d -> %d, want one: the consistent agent's", deletes, n)
-	}
-	if _, err := pe.b1.Runtime.Inspect(ctx, lost.ID); err != nil {
-		t.Errorf("the misplaced agent's workload is left running: %v", err)
-	}
-	for _, id := range []string{lost.ID, kept.ID} {
-		if _, err := pe.Store.GetAgent(ctx, id); !errors.Is(err, store.ErrNotFound) {
-			t.Errorf("agent %s: %v, want its record gone", id, err)
+		if n := pe.b1.Runtime.Calls("Delete") + pe.b2.Runtime.Calls("Delete"); n != deletes+1 {
+			t.Errorf("runtime deletes %d -> %d, want one: the consistent agent's", deletes, n)
 		}
-	}
-	if _, err := pe.Admin.GetProject(ctx, "web"); err == nil {
-		t.Error("the project is still there")
-	}
-	if !slices.ContainsFunc(res.Left, func(r api.ProjectResource) bool {
-		return r.Resource == "agent lost" && r.BrokerID == pe.b1.ID && strings.Contains(r.Reason, "by hand")
-	}) {
-		t.Errorf("left %+v: want the misplaced agent's workload on b1", res.Left)
-	}
-	var line string
-	for _, l := range strings.Split(pe.logs.String(), "\n") {
-		if strings.Contains(l, "level=ERROR") && strings.Contains(l, "agent=lost") {
-			line = l
+		if _, err := pe.b1.Runtime.Inspect(ctx, lost.ID); err != nil {
+			t.Errorf("the misplaced agent's workload is left running: %v", err)
 		}
-	}
-	if !strings.Contains(line, "pinned_broker_id="+pe.b1.ID) {
-		t.Errorf("log %q: want an error naming the agent and its pinned broker", line)
-	}
+		for _, id := range []string{lost.ID, kept.ID} {
+			if _, err := pe.Store.GetAgent(ctx, id); !errors.Is(err, store.ErrNotFound) {
+				t.Errorf("agent %s: %v, want its record gone", id, err)
+			}
+		}
+		if _, err := pe.Admin.GetProject(ctx, "web"); err == nil {
+			t.Error("the project is still there")
+		}
+		if !slices.ContainsFunc(res.Left, func(r api.ProjectResource) bool {
+			return r.Resource == "agent lost" && r.BrokerID == pe.b1.ID && strings.Contains(r.Reason, "by hand")
+		}) {
+			t.Errorf("left %+v: want the misplaced agent's workload on b1", res.Left)
+		}
+		var line string
+		for _, l := range strings.Split(pe.logs.String(), "\n") {
+			if strings.Contains(l, "level=ERROR") && strings.Contains(l, "agent=lost") {
+				line = l
+			}
+		}
+		if !strings.Contains(line, "pinned_broker_id="+pe.b1.ID) {
+			t.Errorf("log %q: want an error naming the agent and its pinned broker", line)
+		}
+	})
 }
 
 // TestPlacementConsistencyProjectDeleteResumes: a forced project delete
@@ -468,45 +475,47 @@ func TestPlacementConsistencyProjectDelete(t *testing.T) {
 // would) leaves the records not yet removed; the same request again
 // finishes.
 func TestPlacementConsistencyProjectDeleteResumes(t *testing.T) {
-	pe := newPlacementEnv(t)
-	ctx := context.Background()
-	if _, err := pe.Admin.CreateProject(ctx, api.CreateProjectRequest{Name: "web"}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := pe.Admin.ProvideProject(ctx, pe.b1.ID, "web"); err != nil {
-		t.Fatal(err)
-	}
-	var ids []string
-	for _, name := range []string{"x", "y", "z"} {
-		a, err := pe.Admin.CreateAgent(ctx, api.CreateAgentRequest{Name: name, Project: "web", Broker: "b1", Start: true, Command: []string{"sleep"}})
-		if err != nil {
+	engines(t, func(t *testing.T, pg bool) {
+		pe := newPlacementEnv(t, pg)
+		ctx := context.Background()
+		if _, err := pe.Admin.CreateProject(ctx, api.CreateProjectRequest{Name: "web"}); err != nil {
 			t.Fatal(err)
 		}
-		ids = append(ids, a.ID)
-	}
-	pe.ps.mu.Lock()
-	pe.ps.failDelete[ids[1]] = true
-	pe.ps.mu.Unlock()
-	if _, err := pe.Admin.ForceDeleteProject(ctx, "web"); err == nil {
-		t.Fatal("the interrupted delete succeeded")
-	}
-	if _, err := pe.Store.GetAgent(ctx, ids[1]); err != nil {
-		t.Fatalf("the record not removed: %v", err)
-	}
-	if _, err := pe.Admin.GetProject(ctx, "web"); err != nil {
-		t.Fatalf("the project went with an agent left: %v", err)
-	}
-	if _, err := pe.Admin.ForceDeleteProject(ctx, "web"); err != nil {
-		t.Fatal(err)
-	}
-	for _, id := range ids {
-		if _, err := pe.Store.GetAgent(ctx, id); !errors.Is(err, store.ErrNotFound) {
-			t.Errorf("agent %s: %v", id, err)
+		if _, err := pe.Admin.ProvideProject(ctx, pe.b1.ID, "web"); err != nil {
+			t.Fatal(err)
 		}
-	}
-	if _, err := pe.b1.Runtime.Inspect(ctx, ids[1]); err == nil {
-		t.Error("the workload of the agent the first attempt left is not deleted")
-	}
+		var ids []string
+		for _, name := range []string{"x", "y", "z"} {
+			a, err := pe.Admin.CreateAgent(ctx, api.CreateAgentRequest{Name: name, Project: "web", Broker: "b1", Start: true, Command: []string{"sleep"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids = append(ids, a.ID)
+		}
+		pe.ps.mu.Lock()
+		pe.ps.failDelete[ids[1]] = true
+		pe.ps.mu.Unlock()
+		if _, err := pe.Admin.ForceDeleteProject(ctx, "web"); err == nil {
+			t.Fatal("the interrupted delete succeeded")
+		}
+		if _, err := pe.Store.GetAgent(ctx, ids[1]); err != nil {
+			t.Fatalf("the record not removed: %v", err)
+		}
+		if _, err := pe.Admin.GetProject(ctx, "web"); err != nil {
+			t.Fatalf("the project went with an agent left: %v", err)
+		}
+		if _, err := pe.Admin.ForceDeleteProject(ctx, "web"); err != nil {
+			t.Fatal(err)
+		}
+		for _, id := range ids {
+			if _, err := pe.Store.GetAgent(ctx, id); !errors.Is(err, store.ErrNotFound) {
+				t.Errorf("agent %s: %v", id, err)
+			}
+		}
+		if _, err := pe.b1.Runtime.Inspect(ctx, ids[1]); err == nil {
+			t.Error("the workload of the agent the first attempt left is not deleted")
+		}
+	})
 }
 
 // TestPlacementConsistencyKeyedCreateRetry: the keyed retry of a create
@@ -514,7 +523,7 @@ func TestPlacementConsistencyProjectDeleteResumes(t *testing.T) {
 // its placement inconsistent by then it is refused (409
 // runtime_target_mismatch) and no create is sent.
 func TestPlacementConsistencyKeyedCreateRetry(t *testing.T) {
-	pe := newPlacementEnv(t)
+	pe := newPlacementEnv(t, false)
 	pe.b1.Runtime.FailNext("Create", errors.New("disk full"))
 	req := api.CreateAgentRequest{Name: "k", Project: "default", Broker: "b1", Start: true, Command: []string{"sleep"}}
 	key := client.NewIdempotencyKey()
