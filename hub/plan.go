@@ -10,7 +10,7 @@
 //     decides nothing, except how far to read (the placement input reads
 //     one broker when --broker or the project's default decides).
 //  2. plan: a pure function (planCreate, planAction, planActionRun,
-//     planDelete, planReconcile) over plain values: records, settings, the
+//     planDelete, planReconcile, planProjectAgentDelete) over plain values: records, settings, the
 //     request, the caller (authz.Caller is a plain value; the plans call
 //     the pure hub/authz and hub/placement functions). No *Server, no
 //     store, no context, no clock, no I/O: IDs and the time are inputs.
