@@ -1,0 +1,334 @@
+package system
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	dockerclient "github.com/docker/docker/client"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/internal/testenv/kube"
+	"github.com/scion-go/scion/internal/wait"
+	"github.com/scion-go/scion/runtime"
+)
+
+// TestFlatBrokerInstances is issue 15's acceptance for flat Runtime
+// Brokers, end to end: a team Hub (SQLite) with hub.flat_runtime_brokers
+// turned on by its admin, and ONE broker process whose
+// server.broker.instances are a Docker instance (the real engine) and a
+// Kubernetes instance (the kube-apiserver fixture), each registered with
+// `runtime-broker register --instance`. Agents land pinned on each,
+// survive a restart of the broker process on the same broker IDs and
+// targets, and stop and start there again. Then an operator edits the
+// Hub's database (the agents' broker_id and pinned_runtime_target): every
+// operation of the spec's list that the CLI has is refused with the 409
+// the spec names for the edit, while get and list still answer, and the
+// container and the pod are exactly as they were (nothing reached a
+// broker).
+func TestFlatBrokerInstances(t *testing.T) {
+	cl := requireDocker(t)
+	requireDemoImage(t)
+	c := kube.StartForTest(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	ns := c.Namespace(t)
+	user := kube.StaticUsers[0]
+	prepareAgentNamespace(t, ctx, c.Client, ns, user.Name)
+	kubeconfig := c.Kubeconfig(t, "default", map[string]string{"batch": user.Token})
+
+	hubHost := newHost(t, "hub")
+	hub := startTeamHub(t, hubHost, hbFlags...)
+	token := hub.adminToken(t)
+	admin := newHost(t, "admin")
+	admin.useHub(t, hub.URL, token)
+	admin.mustScion(t, "project", "create", "default")
+	enableFlatBrokers(t, admin, hub.URL, token)
+
+	// The broker host: both instances in settings.yaml, each registered
+	// (its own credentials) and providing for the project.
+	bh := newHost(t, "flat")
+	bh.useHub(t, hub.URL, token)
+	writeInstances(t, bh, kubeconfig, dockerInstance("flat-docker"), kubeInstance("flat-k8s", "batch", ns))
+	var dockerID string
+	cleanupBrokerContainers(t, cl, &dockerID)
+	dockerID = registerInstance(t, bh, "flat-docker", "default")
+	kubeID := registerInstance(t, bh, "flat-k8s", "default")
+	if dockerID == kubeID {
+		t.Fatalf("both instances registered as broker %s", dockerID)
+	}
+	dockerTarget := api.RuntimeTarget{Type: api.RuntimeTargetDocker}
+	kubeTarget := api.RuntimeTarget{Type: api.RuntimeTargetKubernetes, Context: "batch", Namespace: ns}
+	wantTargets := map[string]api.RuntimeTarget{"flat-docker": dockerTarget, "flat-k8s": kubeTarget}
+
+	startArgs := append([]string{"runtime-broker", "start"}, hbFlags...)
+	proc := bh.start(t, "broker-flat", startArgs...)
+	assertInstanceIDs(t, instancesOnline(t, admin, wantTargets), dockerID, kubeID)
+
+	// Agents land pinned on each instance, and really exist there.
+	var fd, fk api.Agent
+	if err := admin.scionJSONCmd(&fd, "start", "fd", "--broker", "flat-docker", "--", "scion", "agent-demo", "--stay", "--steps", "0"); err != nil {
+		t.Fatal(err)
+	}
+	assertPinned(t, fd, dockerID, dockerTarget)
+	if err := admin.scionJSONCmd(&fk, "start", "fk", "--broker", "flat-k8s", "--image", "scion/test-agent:latest", "--", "/agent", "serve"); err != nil {
+		t.Fatal(err)
+	}
+	assertPinned(t, fk, kubeID, kubeTarget)
+	containerID := runningContainer(t, cl, fd.ID, dockerID)
+	pods := agentPods(ctx, c, ns, fk.ID, kubeID)
+	if err := pods.one(); err != nil {
+		t.Fatal(err)
+	}
+
+	assertInstanceStatus(t, bh, map[string]instanceStatusRow{
+		"flat-docker": {Key: "flat-docker", Name: "flat-docker", BrokerID: dockerID, RuntimeTarget: dockerTarget, State: api.BrokerOnline},
+		"flat-k8s":    {Key: "flat-k8s", Name: "flat-k8s", BrokerID: kubeID, RuntimeTarget: kubeTarget, State: api.BrokerOnline},
+	})
+
+	// Restart the broker process: the same IDs come back online on the
+	// same targets, and the agents are still there.
+	proc.Signal(t, syscall.SIGTERM)
+	proc.WaitExit(t, 20*time.Second)
+	wait.Eventually(t, offlineBudget, pollInterval, func() error {
+		return admin.brokerStatuses(map[string]string{"flat-docker": api.BrokerOffline, "flat-k8s": api.BrokerOffline})
+	})
+	proc = bh.start(t, "broker-flat", startArgs...)
+	assertInstanceIDs(t, instancesOnline(t, admin, wantTargets), dockerID, kubeID)
+	as, err := admin.agentsBySlug()
+	if err != nil {
+		t.Fatal(err)
+	}
+	assertPinned(t, as["fd"], dockerID, dockerTarget)
+	assertPinned(t, as["fk"], kubeID, kubeTarget)
+	if got := runningContainer(t, cl, fd.ID, dockerID); got != containerID {
+		t.Errorf("after the broker restart fd runs in container %s, want %s", got, containerID)
+	}
+	if err := pods.one(); err != nil {
+		t.Fatalf("after the broker restart: %v", err)
+	}
+
+	// A stop and a start work on the same target.
+	admin.mustScion(t, "stop", "fd")
+	wait.Eventually(t, 30*time.Second, pollInterval, func() error {
+		for _, c := range agentContainers(t, cl, fd.ID) {
+			if c.State == "running" {
+				return fmt.Errorf("fd's container %s still running after stop", c.ID[:12])
+			}
+		}
+		return nil
+	})
+	var again api.Agent
+	admin.mustScionJSON(t, &again, "start", "fd")
+	assertPinned(t, again, dockerID, dockerTarget)
+	runningContainer(t, cl, fd.ID, dockerID)
+	admin.mustScion(t, "stop", "fk")
+	wait.Eventually(t, 30*time.Second, pollInterval, pods.none)
+	admin.mustScionJSON(t, &again, "start", "fk")
+	assertPinned(t, again, kubeID, kubeTarget)
+	wait.Eventually(t, 30*time.Second, pollInterval, pods.one)
+
+	// The forged record changes.
+	db := hubDB{path: filepath.Join(hubHost.home, "hub.db")}
+	fd, fk = admin.agentNamed(t, "fd"), admin.agentNamed(t, "fk")
+	dockerState := func() string { return containerState(t, cl, fd.ID) }
+	podState := func() string { return pods.state(t) }
+	const unregistered = "0190c3a2-0000-7000-8000-00000000dead"
+	for _, fc := range []struct {
+		name     string
+		agent    api.Agent
+		brokerID string // the forged broker_id
+		pin      string // the forged pinned_runtime_target
+		code     string
+		state    func() string // what must not change on the runtime
+	}{
+		{"assigned to the other instance", fd, kubeID, pinJSON(t, dockerID, dockerTarget), api.CodeTargetPinStale, dockerState},
+		{"incomplete pin", fk, kubeID, `{"runtimeBrokerId":"` + kubeID + `","type":"kubernetes"}`, api.CodeTargetPinStale, podState},
+		{"pinned target not served", fk, kubeID,
+			pinJSON(t, kubeID, api.RuntimeTarget{Type: api.RuntimeTargetKubernetes, Context: "batch", Namespace: "elsewhere"}), api.CodeTargetMismatch, podState},
+		{"pinned broker not registered", fd, unregistered, pinJSON(t, unregistered, dockerTarget), api.CodeBrokerMissing, dockerState},
+	} {
+		t.Run(fc.name, func(t *testing.T) {
+			orig := db.agent(t, fc.agent.ID)
+			before := fc.state()
+			db.setPlacement(t, fc.agent.ID, fc.brokerID, fc.pin)
+			defer db.setPlacement(t, fc.agent.ID, orig.BrokerID, orig.Pin)
+			forged := db.agent(t, fc.agent.ID)
+
+			assertRefused(t, admin, fc.agent.Slug, fc.code)
+			assertReadable(t, admin, hub.URL, token, fc.agent, fc.brokerID)
+			if after := db.agent(t, fc.agent.ID); after != forged {
+				t.Errorf("the refused operations changed agent %s's row: %+v, was %+v", fc.agent.Slug, after, forged)
+			}
+			// Nothing reached a broker: a refused stop, delete or restart
+			// would have changed what runs.
+			if after := fc.state(); after != before {
+				t.Errorf("agent %s's workload changed while every operation was refused: %s, was %s", fc.agent.Slug, after, before)
+			}
+		})
+	}
+
+	// The placement restored, the agents are reachable again, and are
+	// deleted with their workloads.
+	if out, _, err := admin.scion("logs", "fd"); err != nil || out == "" {
+		t.Errorf("logs fd with its placement restored: %q, %v", out, err)
+	}
+	admin.mustScion(t, "delete", "fd")
+	admin.mustScion(t, "delete", "fk")
+	if cs := agentContainers(t, cl, fd.ID); len(cs) != 0 {
+		t.Errorf("fd's containers after delete: %v", containerNames(cs))
+	}
+	wait.Eventually(t, 30*time.Second, pollInterval, pods.none)
+}
+
+// assertInstanceIDs checks the Hub lists the instances under the IDs
+// their registrations got.
+func assertInstanceIDs(t *testing.T, m map[string]api.RuntimeBroker, dockerID, kubeID string) {
+	t.Helper()
+	if m["flat-docker"].ID != dockerID || m["flat-k8s"].ID != kubeID {
+		t.Fatalf("the Hub lists the instances as %v; registered as flat-docker=%s flat-k8s=%s", statusSummary(m), dockerID, kubeID)
+	}
+}
+
+// assertPinned checks a's pinnedRuntimeTarget names brokerID and target,
+// and that a runs there.
+func assertPinned(t *testing.T, a api.Agent, brokerID string, target api.RuntimeTarget) {
+	t.Helper()
+	want := api.PinnedRuntimeTarget{BrokerID: brokerID, RuntimeTarget: target}
+	if a.PinnedRuntimeTarget == nil || *a.PinnedRuntimeTarget != want {
+		t.Fatalf("agent %s: pinnedRuntimeTarget %+v, want %+v", a.Slug, a.PinnedRuntimeTarget, want)
+	}
+	if a.BrokerID != brokerID || a.Phase != api.PhaseRunning {
+		t.Fatalf("agent %s: %s on broker %s (%s), want running on %s", a.Slug, a.Phase, a.BrokerID, a.StatusMessage, brokerID)
+	}
+}
+
+// runningContainer waits for agent's one container on the engine to run,
+// labelled with brokerID, and returns its ID.
+func runningContainer(t *testing.T, cl *dockerclient.Client, agentID, brokerID string) string {
+	t.Helper()
+	var id string
+	wait.Eventually(t, 30*time.Second, pollInterval, func() error {
+		cs := agentContainers(t, cl, agentID)
+		if len(cs) != 1 || cs[0].State != "running" || cs[0].Labels[runtime.LabelBrokerID] != brokerID {
+			return fmt.Errorf("containers of agent %s: %v; want one running, of broker %s", agentID, containerNames(cs), brokerID)
+		}
+		id = cs[0].ID
+		return nil
+	})
+	return id
+}
+
+// containerState is what a refused operation must leave as it was: the
+// agent's containers, whether each runs, and since when.
+func containerState(t *testing.T, cl *dockerclient.Client, agentID string) string {
+	t.Helper()
+	var parts []string
+	for _, c := range agentContainers(t, cl, agentID) {
+		ci := inspect(t, cl, c.ID)
+		parts = append(parts, fmt.Sprintf("%s running=%v started=%s", c.ID[:12], ci.State.Running, ci.State.StartedAt))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// podsOf finds an agent's pods in the fixture's namespace.
+type podsOf struct {
+	ctx context.Context
+	c   *kube.Cluster
+	ns  string
+	sel string
+}
+
+func agentPods(ctx context.Context, c *kube.Cluster, ns, agentID, brokerID string) podsOf {
+	return podsOf{ctx: ctx, c: c, ns: ns, sel: runtime.LabelAgentID + "=" + agentID + "," + runtime.LabelBrokerID + "=" + brokerID}
+}
+
+func (p podsOf) list() ([]string, error) {
+	l, err := p.c.Client.CoreV1().Pods(p.ns).List(p.ctx, metav1.ListOptions{LabelSelector: p.sel})
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, pod := range l.Items {
+		// A pod being deleted is going: a refused delete must not start that.
+		out = append(out, fmt.Sprintf("%s uid=%s rv=%s deleting=%v", pod.Name, pod.UID, pod.ResourceVersion, pod.DeletionTimestamp != nil))
+	}
+	return out, nil
+}
+
+// one: exactly one pod of the agent, not being deleted.
+func (p podsOf) one() error {
+	l, err := p.list()
+	if err != nil {
+		return err
+	}
+	if len(l) != 1 || strings.Contains(l[0], "deleting=true") {
+		return fmt.Errorf("pods %s in %s: %v; want one", p.sel, p.ns, l)
+	}
+	return nil
+}
+
+// none: no pod of the agent left.
+func (p podsOf) none() error {
+	l, err := p.list()
+	if err != nil {
+		return err
+	}
+	if len(l) != 0 {
+		return fmt.Errorf("pods %s in %s: %v; want none", p.sel, p.ns, l)
+	}
+	return nil
+}
+
+func (p podsOf) state(t *testing.T) string {
+	t.Helper()
+	l, err := p.list()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Join(l, "; ")
+}
+
+// agentNamed is `scion list`'s record of the agent name.
+func (h *host) agentNamed(t *testing.T, name string) api.Agent {
+	t.Helper()
+	m, err := h.agentsBySlug()
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, ok := m[name]
+	if !ok {
+		t.Fatalf("scion list has no agent %s", name)
+	}
+	return a
+}
+
+// assertInstanceStatus checks `runtime-broker status -o json` lists
+// exactly want's instances with their IDs, targets and states, and that
+// the table shows each target.
+func assertInstanceStatus(t *testing.T, h *host, want map[string]instanceStatusRow) {
+	t.Helper()
+	var st struct {
+		Instances []instanceStatusRow `json:"instances"`
+	}
+	h.mustScionJSON(t, &st, "runtime-broker", "status")
+	if len(st.Instances) != len(want) {
+		t.Errorf("runtime-broker status lists %+v, want %d instances", st.Instances, len(want))
+	}
+	for _, got := range st.Instances {
+		if w, ok := want[got.Key]; !ok || got != w {
+			t.Errorf("runtime-broker status: instance %+v, want %+v", got, w)
+		}
+	}
+	table := h.mustScion(t, "runtime-broker", "status")
+	for _, w := range want {
+		if !strings.Contains(table, w.RuntimeTarget.String()) || !strings.Contains(table, w.BrokerID) {
+			t.Errorf("runtime-broker status lacks %s's ID %s or target %s:\n%s", w.Key, w.BrokerID, w.RuntimeTarget.String(), table)
+		}
+	}
+}
