@@ -73,3 +73,41 @@ func TestProjectDeletePrintsWhatWasLeft(t *testing.T) {
 		t.Errorf("project delete -o json = %+v", res)
 	}
 }
+
+// TestProjectDeleteForce: a project with an agent is not deleted without
+// --force, and the refusal names it; with --force the agent's workload is
+// deleted on its broker and its record goes with the project.
+func TestProjectDeleteForce(t *testing.T) {
+	setHome(t)
+	e := newHub(t, testenv.Options{Brokers: 1})
+	ctx := context.Background()
+	if _, err := e.Admin.CreateProject(ctx, api.CreateProjectRequest{Name: "web"}); err != nil {
+		t.Fatal(err)
+	}
+	b := e.Brokers()[0]
+	if _, err := e.Admin.ProvideProject(ctx, b.ID, "web"); err != nil {
+		t.Fatal(err)
+	}
+	a, err := e.Admin.CreateAgent(ctx, api.CreateAgentRequest{Name: "w", Project: "web", Start: true, Command: []string{"x"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	useHub(t, "team", e.URL, e.AdminToken)
+	r := runCLI(t, "", "project", "delete", "web")
+	if r.code == 0 || !strings.Contains(r.err, "--force") {
+		t.Fatalf("delete without --force: exit %d, stderr %q: want a refusal naming --force", r.code, r.err)
+	}
+	if _, err := e.Admin.GetAgent(ctx, a.ID, ""); err != nil {
+		t.Fatalf("the refused delete removed the agent: %v", err)
+	}
+	r = mustRun(t, "project", "delete", "web", "--force")
+	if !strings.Contains(r.out, "Deleted project web.\n") {
+		t.Errorf("output %q", r.out)
+	}
+	if n := b.Runtime.Calls("Delete"); n != 1 {
+		t.Errorf("runtime deletes %d, want 1", n)
+	}
+	if _, err := e.Admin.GetAgent(ctx, a.ID, ""); err == nil {
+		t.Error("the agent's record is still there")
+	}
+}
