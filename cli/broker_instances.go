@@ -246,11 +246,19 @@ func (a *app) showInstances(cmd *cobra.Command, s *config.Settings) error {
 	for i, in := range ins {
 		st := instanceStatus{Key: in.Key, Name: in.Name, RuntimeTarget: targets[i], Target: targets[i].String(), MaxAgents: in.MaxAgents}
 		conn := creds.ForInstance(endpoint, in.Key)
+		if conn == nil && endpoint == "" {
+			// No Hub known at all: credentials stored for any Hub still
+			// mean the instance is registered, not that it is not.
+			conn = instanceConnection(creds, in.Key)
+		}
 		switch {
 		case conn == nil:
 			st.State = stateNotRegistered
 		case cerr != nil:
 			st.BrokerID, st.Registered, st.State, st.StateError = conn.BrokerID, true, stateUnknown, cerr.Error()
+			if endpoint == "" {
+				st.StateError += "; its credentials are registered with " + conn.HubEndpoint
+			}
 		default:
 			st.BrokerID, st.Registered = conn.BrokerID, true
 			b, err := cl.GetBroker(cmd.Context(), conn.BrokerID)
@@ -281,6 +289,17 @@ func (a *app) showInstances(cmd *cobra.Command, s *config.Settings) error {
 	for _, st := range out.Instances {
 		if st.StateError != "" {
 			fmt.Fprintf(cmd.ErrOrStderr(), "warning: instance %s: the Hub could not be asked: %s\n", st.Key, st.StateError)
+		}
+	}
+	return nil
+}
+
+// instanceConnection is the first stored connection of the instance with
+// key, whatever its Hub, or nil.
+func instanceConnection(creds *config.BrokerCredentials, key string) *config.BrokerConnection {
+	for _, c := range creds.Connections {
+		if c.Instance == key {
+			return c
 		}
 	}
 	return nil

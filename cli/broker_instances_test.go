@@ -301,3 +301,32 @@ func TestRegisterInstanceWithoutKubeconfig(t *testing.T) {
 		t.Error("no connection saved for local-docker")
 	}
 }
+
+// With no Hub selected and no server.broker.hub_endpoint, an instance
+// whose credentials are stored is not "not registered": its broker ID
+// shows, its state is unknown, and the warning says which Hub holds it.
+func TestInstancesStatusWithNoHub(t *testing.T) {
+	home := setHome(t)
+	writeSettings(t, home, twoInstances)
+	c := &config.BrokerCredentials{}
+	c.Put(&config.BrokerConnection{Name: "local-docker", Instance: "local-docker", HubEndpoint: "https://hub.example",
+		BrokerID: "b1", BrokerName: "local-docker", Secret: "s"})
+	if err := c.Save(); err != nil {
+		t.Fatal(err)
+	}
+	st := statusJSON(t)
+	if len(st.Instances) != 3 {
+		t.Fatalf("status: %+v", st)
+	}
+	got := st.Instances[0]
+	if got.BrokerID != "b1" || !got.Registered || got.State != stateUnknown || !strings.Contains(got.StateError, "registered with https://hub.example") {
+		t.Errorf("local-docker: %+v", got)
+	}
+	if got := st.Instances[1]; got.Registered || got.State != stateNotRegistered {
+		t.Errorf("k8s-batch: %+v", got)
+	}
+	r := mustRun(t, "runtime-broker", "status")
+	if !strings.Contains(r.out, "local-docker  local-docker  b1") || !strings.Contains(r.err, "warning: instance local-docker: the Hub could not be asked") {
+		t.Errorf("status: %+v", r)
+	}
+}
