@@ -157,6 +157,13 @@ func TestParseInstancesRefusals(t *testing.T) {
 			`server.broker.instances[0] (key "a"): agent_defaults.harness_overrides.gpt: unknown harness`},
 		{"negative clone_depth", "      - key: a\n        name: a\n        runtime_target: {type: docker}\n        agent_defaults: {clone_depth: -2}\n",
 			`server.broker.instances[0] (key "a"): agent_defaults.clone_depth -2: use 0 (full history) or more`},
+		// The Hub stores only secrets named like environment variables: a
+		// required secret named otherwise could never be given, and every
+		// create on the instance would be refused.
+		{"required secret the Hub cannot store", "      - key: a\n        name: a\n        runtime_target: {type: docker}\n        agent_defaults: {required_secrets: [API_KEY, gh-token]}\n",
+			`server.broker.instances[0] (key "a"): agent_defaults.required_secrets[1] "gh-token": a Hub secret name is letters, digits and _ (an environment variable name)`},
+		{"required secret starting with a digit", "      - key: a\n        name: a\n        runtime_target: {type: docker}\n        agent_defaults: {required_secrets: [\"1TOKEN\"]}\n",
+			`agent_defaults.required_secrets[0] "1TOKEN": a Hub secret name is letters, digits and _`},
 		{"duplicate required secret", "      - key: a\n        name: a\n        runtime_target: {type: docker}\n        agent_defaults: {required_secrets: [A, A]}\n",
 			`server.broker.instances[0] (key "a"): agent_defaults.required_secrets[1] "A": already required_secrets[0]`},
 		{"image registry with a scheme", "      - key: a\n        name: a\n        runtime_target: {type: docker}\n        agent_defaults: {image_registry: \"https://r.example.com\"}\n",

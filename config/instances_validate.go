@@ -210,8 +210,8 @@ func validateAgentDefaults(d AgentDefaults) error {
 		}
 	}
 	for i, s := range d.RequiredSecrets {
-		if s == "" || strings.TrimSpace(s) != s {
-			return fmt.Errorf("required_secrets[%d] %s: a secret name is expected", i, quote(s))
+		if !validSecretName(s) {
+			return fmt.Errorf("required_secrets[%d] %s: a Hub secret name is letters, digits and _ (an environment variable name), not starting with a digit", i, quote(s))
 		}
 		if j := slices.Index(d.RequiredSecrets[:i], s); j >= 0 {
 			return fmt.Errorf("required_secrets[%d] %s: already required_secrets[%d]", i, quote(s), j)
@@ -250,6 +250,22 @@ func sortedOverrideKeys(m map[string]HarnessOverride) []string {
 
 // The rules below are api's (config imports nothing of ours);
 // TestConfigRulesAreAPIs checks they agree.
+
+// validSecretName is the Hub's rule for a secret's name (hub/secrets.go,
+// secretName: ^[A-Za-z_][A-Za-z0-9_]{0,127}$): a required secret named
+// otherwise could never be stored, so no agent could be created.
+func validSecretName(n string) bool {
+	if len(n) == 0 || len(n) > 128 || n[0] >= '0' && n[0] <= '9' {
+		return false
+	}
+	for i := 0; i < len(n); i++ {
+		c := n[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_') {
+			return false
+		}
+	}
+	return true
+}
 
 // harnesses is api.Harnesses.
 var harnesses = []string{"claude", "gemini", "generic"}
