@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -172,6 +173,23 @@ func (d hubDB) agent(t *testing.T, id string) agentRow {
 	}
 	r.Pin = pin.String
 	return r
+}
+
+// reservation is the broker agent id holds its capacity slot on, "" for
+// none.
+func (d hubDB) reservation(t *testing.T, id string) string {
+	t.Helper()
+	db := d.open(t)
+	defer db.Close()
+	var b string
+	err := db.QueryRow(`SELECT broker_id FROM reservations WHERE agent_id = ?`, id).Scan(&b)
+	if errors.Is(err, sql.ErrNoRows) {
+		return ""
+	}
+	if err != nil {
+		t.Fatalf("read agent %s's reservation from %s: %v", id, d.path, err)
+	}
+	return b
 }
 
 // setPlacement writes agent id's broker_id and pinned_runtime_target (a

@@ -173,17 +173,82 @@ func TestFlatBrokerInstances(t *testing.T) {
 		})
 	}
 
-	// The placement restored, the agents are reachable again, and are
-	// deleted with their workloads.
+	// The placement restored, the agent is reachable again.
 	if out, _, err := admin.scion("logs", "fd"); err != nil || out == "" {
 		t.Errorf("logs fd with its placement restored: %q, %v", out, err)
 	}
-	admin.mustScion(t, "delete", "fd")
-	admin.mustScion(t, "delete", "fk")
-	if cs := agentContainers(t, cl, fd.ID); len(cs) != 0 {
-		t.Errorf("fd's containers after delete: %v", containerNames(cs))
+
+	// A stop queued while the broker is offline, the record forged before
+	// it reconnects: the queued stop is refused at the reconnect, nothing
+	// is sent, and the agent is left stopped (stop_queued) with its slot.
+	proc.Signal(t, syscall.SIGTERM)
+	proc.WaitExit(t, 20*time.Second)
+	wait.Eventually(t, offlineBudget, pollInterval, func() error {
+		return admin.brokerStatuses(map[string]string{"flat-docker": api.BrokerOffline, "flat-k8s": api.BrokerOffline})
+	})
+	var queued api.Agent
+	admin.mustScionJSON(t, &queued, "stop", "fd")
+	if queued.QueuedDispatch == nil {
+		t.Fatalf("stop fd with its broker offline: %+v; want a queued dispatch", queued)
+	}
+	before := dockerState()
+	orig := db.agent(t, fd.ID)
+	db.setPlacement(t, fd.ID, kubeID, orig.Pin)
+	proc = bh.start(t, "broker-flat", startArgs...)
+	instancesOnline(t, admin, wantTargets)
+	wait.Eventually(t, 30*time.Second, pollInterval, func() error {
+		a := admin.agentNamed(t, "fd")
+		if a.QueuedDispatch != nil || a.Phase != api.PhaseStopped || a.ContainerStatus != api.ContainerStopQueued {
+			return fmt.Errorf("fd after the reconnect: phase %s, container status %s, queued %+v; want stopped, %s, nothing queued",
+				a.Phase, a.ContainerStatus, a.QueuedDispatch, api.ContainerStopQueued)
+		}
+		return nil
+	})
+	if after := dockerState(); after != before {
+		t.Errorf("fd's container changed though its queued stop was refused: %s, was %s", after, before)
+	}
+	if got := db.reservation(t, fd.ID); got != dockerID {
+		t.Errorf("fd's capacity slot is on broker %q, want still %s (its pinned broker)", got, dockerID)
+	}
+	// The Hub did not wait for the reconnect to tell the user either.
+	assertRefused(t, admin, "fd", api.CodeTargetPinStale)
+
+	// A project delete: refused without force while the misplaced agent
+	// remains (the message says force exists); with force the records go,
+	// nothing is sent for fd (its container keeps running, the Hub logs
+	// an error naming it and its pinned broker) and fk's pod is deleted.
+	_, stderr, rc, err := admin.scionCode(nil, "project", "delete", "default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rc == 0 || !strings.Contains(stderr, "--force") {
+		t.Errorf("project delete without force: exit %d, stderr %q; want refused, mentioning --force", rc, stderr)
+	}
+	admin.mustScion(t, "project", "delete", "default", "--force")
+	if m, err := admin.agentsBySlug(); err != nil || len(m) != 0 {
+		t.Errorf("agents after project delete --force: %v, %v", m, err)
 	}
 	wait.Eventually(t, 30*time.Second, pollInterval, pods.none)
+	if after := dockerState(); after != before {
+		t.Errorf("fd's container changed though its placement was inconsistent at the project delete: %s, was %s", after, before)
+	}
+	if !hubLogNames(hub.proc, "placement is inconsistent", "fd", dockerID) {
+		t.Errorf("the Hub's log has no error naming fd and its pinned broker %s:\n%s", dockerID, hub.proc.Logs())
+	}
+}
+
+// hubLogNames reports whether one line of p's log holds every word.
+func hubLogNames(p *Proc, words ...string) bool {
+	for _, line := range strings.Split(p.Logs(), "\n") {
+		all := true
+		for _, w := range words {
+			all = all && strings.Contains(line, w)
+		}
+		if all {
+			return true
+		}
+	}
+	return false
 }
 
 // assertInstanceIDs checks the Hub lists the instances under the IDs
