@@ -151,6 +151,12 @@ func TestParseInstancesRefusals(t *testing.T) {
 			`server.broker.instances[0] (key "a"): line 6: cannot unmarshal !!str` + " `maybe` into bool"},
 		{"bad resources", "      - key: a\n        name: a\n        runtime_target: {type: docker}\n        agent_defaults: {resources: {cpus: many}}\n",
 			`server.broker.instances[0] (key "a"): agent_defaults.resources.cpus "many": a positive quantity like 1.5 is expected`},
+		// Both runtimes take 0.001 to 1024 CPUs (to the millicore): a value
+		// outside would refuse every create on the instance.
+		{"cpus below a millicore", "      - key: a\n        name: a\n        runtime_target: {type: docker}\n        agent_defaults: {resources: {cpus: \"0.0001\"}}\n",
+			`agent_defaults.resources.cpus "0.0001": 0.001 (1m) to 1024 CPUs are allowed`},
+		{"cpus above the runtimes' limit", "      - key: a\n        name: a\n        runtime_target: {type: kubernetes}\n        agent_defaults: {harness_overrides: {claude: {resources: {cpus: \"2k\"}}}}\n",
+			`agent_defaults.harness_overrides.claude.resources.cpus "2k": 0.001 (1m) to 1024 CPUs are allowed`},
 		{"relative volume target", "      - key: a\n        name: a\n        runtime_target: {type: docker}\n        agent_defaults: {volumes: [{source: /d, target: data}]}\n",
 			`server.broker.instances[0] (key "a"): agent_defaults.volumes[0].target "data": an absolute path in the agent is expected`},
 		{"unknown harness override", "      - key: a\n        name: a\n        runtime_target: {type: docker}\n        agent_defaults: {harness_overrides: {gpt: {image: x}}}\n",

@@ -235,9 +235,17 @@ func validateResources(fieldPath string, r *Resources) error {
 		if err != nil || q.Sign() <= 0 {
 			return fmt.Errorf("%s.%s %s: a positive quantity like %s is expected", fieldPath, f.key, quote(f.v), f.example)
 		}
+		// The runtimes take CPUs to the millicore, 0.001 to 1024 (the
+		// scion.cpus label): outside, every create would be refused.
+		if f.key == "cpus" && (q.Cmp(minCPUs) < 0 || q.Cmp(maxCPUs) > 0) {
+			return fmt.Errorf("%s.cpus %s: 0.001 (1m) to 1024 CPUs are allowed", fieldPath, quote(f.v))
+		}
 	}
 	return nil
 }
+
+// minCPUs and maxCPUs bound the runtimes' scion.cpus label.
+var minCPUs, maxCPUs = resource.MustParse("1m"), resource.MustParse("1024")
 
 func sortedOverrideKeys(m map[string]HarnessOverride) []string {
 	ks := make([]string, 0, len(m))
