@@ -47,7 +47,7 @@ new projects automatically, and how many projects it provides.`,
 	}
 	jt := groupCmd(&cobra.Command{Use: "join-token", Short: "Create one-time tokens for 'scion runtime-broker join'"})
 	jt.AddCommand(newJoinTokenCreateCmd(a))
-	c.AddCommand(jt)
+	c.AddCommand(jt, newHubBrokersSetCmd(a))
 	return c
 }
 
