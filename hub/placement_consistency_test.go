@@ -542,3 +542,36 @@ func TestPlacementConsistencyKeyedCreateRetry(t *testing.T) {
 		t.Errorf("runtime creates %d -> %d: the refused retry was sent", creates, n)
 	}
 }
+
+// TestPlacementConsistencySettleMisplaced: a command cut off by its
+// broker going offline is settled after the reconnect by asking the
+// broker (SettleAgent). When the broker came back serving another
+// target, that ask reaches a broker the agent's placement says it is
+// not on: nothing is sent, and the agent and its slot stay, as the
+// reconnect's own inventory leaves them.
+func TestPlacementConsistencySettleMisplaced(t *testing.T) {
+	pe := newPlacementEnv(t, false)
+	ctx := context.Background()
+	pe.StopBroker(pe.b1)
+	pe.WaitBrokerStatus(pe.b1.ID, api.BrokerOffline)
+	if err := pe.b1.Runtime.Delete(ctx, pe.w.ID); err != nil {
+		t.Fatal(err)
+	}
+	kube := pcKube
+	pe.b1.RuntimeTarget = &kube
+	pe.StartBroker(pe.b1, pe.b1.Runtime.Restart())
+	pe.WaitBrokerStatus(pe.b1.ID, api.BrokerOnline)
+	inspects := pe.b1.Runtime.Calls("Inspect")
+	err := pe.Hub.SettleAgent(ctx, pe.w.ID, pe.b1.ID)
+	wantAPICode(t, "settle", err, api.CodeTargetMismatch)
+	if n := pe.b1.Runtime.Calls("Inspect"); n != inspects {
+		t.Errorf("runtime inspects %d -> %d: the settle reached a broker serving another target", inspects, n)
+	}
+	if a := pe.agent(t, pe.w.ID); a.Phase != api.PhaseRunning {
+		t.Errorf("phase %s (%s), want running: a broker serving another target says nothing of the agent", a.Phase, a.StatusMessage)
+	}
+	held, err := pe.Store.ReservedAgents(ctx, pe.b1.ID)
+	if err != nil || !slices.Contains(held, pe.w.ID) {
+		t.Errorf("slots on b1: %v %v, want the agent's", held, err)
+	}
+}

@@ -2,6 +2,7 @@ package hub
 
 import (
 	"context"
+	"errors"
 
 	"github.com/scion-go/scion/api"
 	"github.com/scion-go/scion/store"
@@ -47,12 +48,26 @@ func (s *Server) settleLater(agentID, brokerID string) {
 		defer s.bg.Done()
 		ctx, cancel := context.WithTimeout(s.ctx, s.opts.DispatchTimeout)
 		defer cancel()
-		if err := s.settleAgent(ctx, agentID, brokerID); err != nil {
+		err := s.settleAgent(ctx, agentID, brokerID)
+		var mis misplacedErr
+		if errors.As(err, &mis) {
+			e := api.AsError(mis.error)
+			s.log.Warn("a command cut off by its broker going offline is not settled: its pinned agent's placement is inconsistent, and the agent is left as it is, with its capacity slot",
+				"agent_id", agentID, "broker_id", brokerID, "code", e.Code, "reason", e.Message)
+			return
+		}
+		if err != nil {
 			s.log.Warn("settling a create cut off by its broker going offline; the next reconnect settles it",
 				"agent_id", agentID, "broker_id", brokerID, "err", err)
 		}
 	}()
 }
+
+// misplacedErr is settleAgent's refusal of a pinned agent whose placement
+// is inconsistent (reachCheck's error).
+type misplacedErr struct{ error }
+
+func (e misplacedErr) Unwrap() error { return e.error }
 
 func (s *Server) settleAgent(ctx context.Context, agentID, brokerID string) error {
 	for { // the session becomes current right after the hello's reconciliation
@@ -72,6 +87,20 @@ func (s *Server) settleAgent(ctx context.Context, agentID, brokerID string) erro
 			return nil
 		}
 		return err
+	}
+	if a.Pin != nil {
+		// Asking a broker the agent's placement does not name (it came
+		// back serving another target, or the record was edited) would
+		// settle the agent, and its slot, from a runtime that cannot
+		// speak for it: refused as any reach is, as the reconnect's
+		// inventory leaves it (planReconcile).
+		in, err := s.loadReach(ctx, a)
+		if err != nil {
+			return err
+		}
+		if err := reachCheck(in); err != nil {
+			return misplacedErr{err}
+		}
 	}
 	var st wire.AgentStatus
 	err = s.dispatch(ctx, brokerID, wire.MethodAgentInspect, wire.AgentRef{AgentID: a.ID, RunID: a.RunID}, &st, "")
