@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/config"
 	"github.com/scion-go/scion/internal/testenv/kube"
 	"github.com/scion-go/scion/internal/wait"
 	"github.com/scion-go/scion/runtime"
@@ -54,7 +55,12 @@ func TestFlatBrokerInstances(t *testing.T) {
 	// (its own credentials) and providing for the project.
 	bh := newHost(t, "flat")
 	bh.useHub(t, hub.URL, token)
-	writeInstances(t, bh, kubeconfig, dockerInstance("flat-docker"), kubeInstance("flat-k8s", "batch", ns))
+	// The Docker instance's cap is 1 (maxAgents, applied at register); the
+	// Kubernetes one inherits the Hub's default.
+	docker := dockerInstance("flat-docker")
+	one := 1
+	docker.MaxAgents = &one
+	writeInstances(t, bh, kubeconfig, docker, kubeInstance("flat-k8s", "batch", ns))
 	var dockerID string
 	cleanupBrokerContainers(t, cl, &dockerID)
 	dockerID = registerInstance(t, bh, "flat-docker", "default")
@@ -68,7 +74,11 @@ func TestFlatBrokerInstances(t *testing.T) {
 
 	startArgs := append([]string{"runtime-broker", "start"}, hbFlags...)
 	proc := bh.start(t, "broker-flat", startArgs...)
-	assertInstanceIDs(t, instancesOnline(t, admin, wantTargets), dockerID, kubeID)
+	brokers := instancesOnline(t, admin, wantTargets)
+	assertInstanceIDs(t, brokers, dockerID, kubeID)
+	if b := brokers["flat-docker"]; b.Settings.MaxAgents == nil || *b.Settings.MaxAgents != 1 || brokers["flat-k8s"].Settings.MaxAgents != nil {
+		t.Errorf("the instances' limits at the Hub: flat-docker %+v, flat-k8s %+v; want 1 and inherited", b.Settings, brokers["flat-k8s"].Settings)
+	}
 
 	// Agents land pinned on each instance, and really exist there.
 	var fd, fk api.Agent
@@ -76,6 +86,26 @@ func TestFlatBrokerInstances(t *testing.T) {
 		t.Fatal(err)
 	}
 	assertPinned(t, fd, dockerID, dockerTarget)
+	// The Docker instance is full; that takes nothing from the Kubernetes
+	// instance, and the refusal writes nothing.
+	_, stderr, rc, err := admin.scionCode(nil, "start", "fd2", "--broker", "flat-docker", "--", "scion", "agent-demo", "--stay", "--steps", "0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rc == 0 || !strings.Contains(stderr, "error: "+api.CodeQuotaExceeded+":") {
+		t.Errorf("start fd2 on the full Docker instance: exit %d, stderr %q; want %s", rc, stderr, api.CodeQuotaExceeded)
+	}
+	// No profiles on a flat instance, not even one the request names.
+	_, stderr, rc, err = admin.scionCode(nil, "start", "fp", "--broker", "flat-k8s", "-p", "batch", "--image", "scion/test-agent:latest", "--", "/agent", "serve")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rc == 0 || !strings.Contains(stderr, "flat instance") {
+		t.Errorf("start fp -p batch on the Kubernetes instance: exit %d, stderr %q; want refused, saying it is a flat instance", rc, stderr)
+	}
+	if m, err := admin.agentsBySlug(); err != nil || len(m) != 1 {
+		t.Errorf("agents after the refused creates: %v, %v; want fd only", m, err)
+	}
 	if err := admin.scionJSONCmd(&fk, "start", "fk", "--broker", "flat-k8s", "--image", "scion/test-agent:latest", "--", "/agent", "serve"); err != nil {
 		t.Fatal(err)
 	}
@@ -86,6 +116,12 @@ func TestFlatBrokerInstances(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	table := admin.mustScion(t, "hub", "brokers")
+	for _, w := range []string{dockerTarget.String(), kubeTarget.String()} {
+		if !strings.Contains(table, w) {
+			t.Errorf("scion hub brokers lacks the target %s:\n%s", w, table)
+		}
+	}
 	assertInstanceStatus(t, bh, map[string]instanceStatusRow{
 		"flat-docker": {Key: "flat-docker", Name: "flat-docker", BrokerID: dockerID, RuntimeTarget: dockerTarget, State: api.BrokerOnline},
 		"flat-k8s":    {Key: "flat-k8s", Name: "flat-k8s", BrokerID: kubeID, RuntimeTarget: kubeTarget, State: api.BrokerOnline},
@@ -178,6 +214,37 @@ func TestFlatBrokerInstances(t *testing.T) {
 		t.Errorf("logs fd with its placement restored: %q, %v", out, err)
 	}
 
+	// Not forged this time: the operator edits the Kubernetes instance's
+	// namespace and restarts the broker. The instance now serves another
+	// target, so fk's pin no longer matches it: runtime_target_mismatch,
+	// its pod untouched. Put back, fk stops and starts there again.
+	ns2 := c.Namespace(t)
+	prepareAgentNamespace(t, ctx, c.Client, ns2, user.Name)
+	restartWith := func(k8s config.Instance, want api.RuntimeTarget) {
+		t.Helper()
+		proc.Signal(t, syscall.SIGTERM)
+		proc.WaitExit(t, 20*time.Second)
+		wait.Eventually(t, offlineBudget, pollInterval, func() error {
+			return admin.brokerStatuses(map[string]string{"flat-docker": api.BrokerOffline, "flat-k8s": api.BrokerOffline})
+		})
+		writeInstances(t, bh, kubeconfig, docker, k8s)
+		proc = bh.start(t, "broker-flat", startArgs...)
+		instancesOnline(t, admin, map[string]api.RuntimeTarget{"flat-docker": dockerTarget, "flat-k8s": want})
+	}
+	before := podState()
+	restartWith(kubeInstance("flat-k8s", "batch", ns2), api.RuntimeTarget{Type: api.RuntimeTargetKubernetes, Context: "batch", Namespace: ns2})
+	assertRefused(t, admin, "fk", api.CodeTargetMismatch)
+	assertReadable(t, admin, hub.URL, token, fk, kubeID)
+	if after := podState(); after != before {
+		t.Errorf("fk's pod changed while the instance served another namespace: %s, was %s", after, before)
+	}
+	restartWith(kubeInstance("flat-k8s", "batch", ns), kubeTarget)
+	admin.mustScion(t, "stop", "fk")
+	wait.Eventually(t, 30*time.Second, pollInterval, pods.none)
+	admin.mustScionJSON(t, &again, "start", "fk")
+	assertPinned(t, again, kubeID, kubeTarget)
+	wait.Eventually(t, 30*time.Second, pollInterval, pods.one)
+
 	// A stop queued while the broker is offline, the record forged before
 	// it reconnects: the queued stop is refused at the reconnect, nothing
 	// is sent, and the agent is left stopped (stop_queued) with its slot.
@@ -191,7 +258,7 @@ func TestFlatBrokerInstances(t *testing.T) {
 	if queued.QueuedDispatch == nil {
 		t.Fatalf("stop fd with its broker offline: %+v; want a queued dispatch", queued)
 	}
-	before := dockerState()
+	before = dockerState()
 	orig := db.agent(t, fd.ID)
 	db.setPlacement(t, fd.ID, kubeID, orig.Pin)
 	proc = bh.start(t, "broker-flat", startArgs...)
@@ -217,7 +284,7 @@ func TestFlatBrokerInstances(t *testing.T) {
 	// remains (the message says force exists); with force the records go,
 	// nothing is sent for fd (its container keeps running, the Hub logs
 	// an error naming it and its pinned broker) and fk's pod is deleted.
-	_, stderr, rc, err := admin.scionCode(nil, "project", "delete", "default")
+	_, stderr, rc, err = admin.scionCode(nil, "project", "delete", "default")
 	if err != nil {
 		t.Fatal(err)
 	}
