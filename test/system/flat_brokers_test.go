@@ -22,16 +22,26 @@ import (
 // TestFlatBrokerInstances is issue 15's acceptance for flat Runtime
 // Brokers, end to end: a team Hub (SQLite) with hub.flat_runtime_brokers
 // turned on by its admin, and ONE broker process whose
-// server.broker.instances are a Docker instance (the real engine) and a
-// Kubernetes instance (the kube-apiserver fixture), each registered with
-// `runtime-broker register --instance`. Agents land pinned on each,
-// survive a restart of the broker process on the same broker IDs and
-// targets, and stop and start there again. Then an operator edits the
-// Hub's database (the agents' broker_id and pinned_runtime_target): every
-// operation of the spec's list that the CLI has is refused with the 409
-// the spec names for the edit, while get and list still answer, and the
-// container and the pod are exactly as they were (nothing reached a
-// broker).
+// server.broker.instances are a Docker instance (the real engine, capped
+// at one agent) and a Kubernetes instance (the kube-apiserver fixture),
+// each registered with `runtime-broker register --instance`.
+//
+//   - Agents land pinned on each (the Docker one full takes nothing from
+//     the Kubernetes one; a profile is refused), survive a restart of the
+//     broker process on the same broker IDs and targets, and stop and
+//     start there again.
+//   - An operator edits the Hub's database (the agents' broker_id and
+//     pinned_runtime_target): every operation of the spec's list that the
+//     CLI has is refused with the 409 the spec names for the edit, while
+//     get and list still answer, the row is unchanged and the container
+//     and the pod are exactly as they were (nothing reached a broker).
+//   - The Kubernetes instance restarted on another namespace: its agent
+//     is runtime_target_mismatch until the instance serves its target
+//     again.
+//   - A stop queued while the broker was offline and refused at the
+//     reconnect leaves the agent stopped, stop_queued, with its slot;
+//     a project delete is refused without force, and with force leaves
+//     the misplaced agent's container running and logs it.
 func TestFlatBrokerInstances(t *testing.T) {
 	cl := requireDocker(t)
 	requireDemoImage(t)
