@@ -28,9 +28,27 @@ func (s *Server) experimentOn(ctx context.Context, name string) (bool, error) {
 	return v.Experiments[name], nil
 }
 
-// checkRuntimeTarget refuses an incomplete runtime target (400): a flat
-// broker's target is its identity, so it must name one fully.
+// Bounds of a runtime target's names. The target is copied into the pin
+// of every agent placed on the broker, and so into every listing and
+// every command for them: a registration or a hello must not bloat them
+// (api.CheckText). A Kubernetes namespace is a DNS label (at most 63); a
+// kubeconfig context names a cluster, as long as a DNS name at most.
+const (
+	maxTargetContextLen   = 253
+	maxTargetNamespaceLen = 63
+)
+
+// checkRuntimeTarget refuses an incomplete runtime target, or one whose
+// names are too long or hold control characters (400): a flat broker's
+// target is its identity, so it must name one fully, and it is shown in
+// tables and logs.
 func checkRuntimeTarget(field string, t api.RuntimeTarget) error {
+	if err := api.CheckText(field+".context", t.Context, maxTargetContextLen); err != nil {
+		return err
+	}
+	if err := api.CheckText(field+".namespace", t.Namespace, maxTargetNamespaceLen); err != nil {
+		return err
+	}
 	if t.Complete() {
 		return nil
 	}

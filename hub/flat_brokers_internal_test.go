@@ -2,6 +2,7 @@ package hub
 
 import (
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/scion-go/scion/api"
@@ -12,6 +13,8 @@ import (
 func TestHelloTarget(t *testing.T) {
 	k8s, docker := tKube, tDocker
 	regular, flatRec := tBroker("b1"), tBroker("f1", flat(tKube))
+	// A GKE context: gke_<project>_<zone>_<cluster>.
+	longCtx := api.RuntimeTarget{Type: api.RuntimeTargetKubernetes, Context: "gke_" + strings.Repeat("p", 30) + "_europe-west1-b_" + strings.Repeat("c", 40), Namespace: strings.Repeat("n", 63)}
 	for _, tc := range []struct {
 		name   string
 		rec    *store.Broker
@@ -31,6 +34,11 @@ func TestHelloTarget(t *testing.T) {
 		{"target and profiles on a flat record", flatRec, wire.Hello{RuntimeTarget: &k8s, Profiles: []wire.Profile{{Name: "p"}}}, true, nil, api.CodeInvalidRequest, http.StatusBadRequest},
 		{"incomplete target", flatRec, wire.Hello{RuntimeTarget: &api.RuntimeTarget{Type: api.RuntimeTargetKubernetes, Context: "c"}}, true, nil, api.CodeInvalidRequest, http.StatusBadRequest},
 		{"unknown target type", regular, wire.Hello{RuntimeTarget: &api.RuntimeTarget{Type: "podman"}}, true, nil, api.CodeInvalidRequest, http.StatusBadRequest},
+		{"a context holding an escape sequence", flatRec, wire.Hello{RuntimeTarget: &api.RuntimeTarget{Type: api.RuntimeTargetKubernetes, Context: "c\x1b[2J", Namespace: "agents"}}, true, nil, api.CodeInvalidRequest, http.StatusBadRequest},
+		{"a namespace holding a newline", flatRec, wire.Hello{RuntimeTarget: &api.RuntimeTarget{Type: api.RuntimeTargetKubernetes, Context: "c", Namespace: "agents\nforged log line"}}, true, nil, api.CodeInvalidRequest, http.StatusBadRequest},
+		{"a huge context", flatRec, wire.Hello{RuntimeTarget: &api.RuntimeTarget{Type: api.RuntimeTargetKubernetes, Context: strings.Repeat("c", 1<<20), Namespace: "agents"}}, true, nil, api.CodeInvalidRequest, http.StatusBadRequest},
+		{"a huge namespace", regular, wire.Hello{RuntimeTarget: &api.RuntimeTarget{Type: api.RuntimeTargetKubernetes, Context: "c", Namespace: strings.Repeat("n", 300)}}, true, nil, api.CodeInvalidRequest, http.StatusBadRequest},
+		{"a long real context", regular, wire.Hello{RuntimeTarget: &longCtx}, true, &longCtx, "", 0},
 		{"an incomplete target is 400 before the experiment's 409", regular, wire.Hello{RuntimeTarget: &api.RuntimeTarget{Type: "podman"}}, false, nil, api.CodeInvalidRequest, http.StatusBadRequest},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
