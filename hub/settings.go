@@ -163,7 +163,9 @@ func settingsView(v api.HubSettings) api.HubSettings {
 		v.Experiments = make(map[string]bool, len(api.Experiments))
 	}
 	for _, e := range api.Experiments {
-		v.Experiments[e] = v.Experiments[e]
+		if _, ok := v.Experiments[e]; !ok {
+			v.Experiments[e] = false // named, so that the reader sees it exists
+		}
 	}
 	return v
 }
