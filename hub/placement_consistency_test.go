@@ -575,3 +575,37 @@ func TestPlacementConsistencySettleMisplaced(t *testing.T) {
 		t.Errorf("slots on b1: %v %v, want the agent's", held, err)
 	}
 }
+
+// TestPlacementConsistencyReconnectSlotElsewhere: an agent running on
+// its broker whose capacity slot the records put on another broker (an
+// edited database) is not re-adopted by its broker's reconnect: the
+// reservation is never moved, and the reconnect is not refused for it,
+// so the broker's other agents stay reachable.
+func TestPlacementConsistencyReconnectSlotElsewhere(t *testing.T) {
+	engines(t, func(t *testing.T, pg bool) {
+		pe := newPlacementEnv(t, pg)
+		ctx := context.Background()
+		x := pe.run(t, "x", "b2")
+		other := pe.run(t, "other", "b2")
+		if err := pe.Store.Release(ctx, x.ID); err != nil {
+			t.Fatal(err)
+		}
+		if err := pe.Store.Reserve(ctx, pe.b1.ID, x.ID, 0); err != nil {
+			t.Fatal(err)
+		}
+		pe.StopBroker(pe.b2)
+		pe.WaitBrokerStatus(pe.b2.ID, api.BrokerOffline)
+		pe.StartBroker(pe.b2, pe.b2.Runtime.Restart())
+		if _, err := pe.Admin.AgentAction(ctx, other.Slug, "default", client.ActionStop); err != nil {
+			t.Fatalf("stop %s on the reconnected broker: %v", other.Slug, err)
+		}
+		held, err := pe.Store.ReservedAgents(ctx, pe.b1.ID)
+		if err != nil || !slices.Contains(held, x.ID) {
+			t.Errorf("slots on b1: %v %v, want x's, never moved", held, err)
+		}
+		held, err = pe.Store.ReservedAgents(ctx, pe.b2.ID)
+		if err != nil || slices.Contains(held, x.ID) {
+			t.Errorf("slots on b2: %v %v, want none of x's", held, err)
+		}
+	})
+}

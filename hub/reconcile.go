@@ -173,6 +173,14 @@ func (s *Server) reconcileInventory(ctx context.Context, brokerID string, inv []
 		case release:
 			err = s.store.Release(ctx, got.ID)
 		}
+		if errors.Is(err, store.ErrReservationScope) {
+			// Its slot is on another broker (edited records): never
+			// moved, and not a reason to refuse this broker's reconnect,
+			// which would leave every other agent of it unreachable.
+			s.log.Warn("reconciliation leaves an agent's capacity slot on the other runtime broker that holds it: reservations are never moved",
+				"broker_id", brokerID, "agent_id", got.ID)
+			continue
+		}
 		if err != nil && !isNotFound(err) {
 			return err
 		}
