@@ -157,6 +157,13 @@ func TestParseInstancesRefusals(t *testing.T) {
 			`agent_defaults.resources.cpus "0.0001": 0.001 (1m) to 1024 CPUs are allowed`},
 		{"cpus above the runtimes' limit", "      - key: a\n        name: a\n        runtime_target: {type: kubernetes}\n        agent_defaults: {harness_overrides: {claude: {resources: {cpus: \"2k\"}}}}\n",
 			`agent_defaults.harness_overrides.claude.resources.cpus "2k": 0.001 (1m) to 1024 CPUs are allowed`},
+		// 512m is 0.512 bytes as a Kubernetes quantity (a Docker user's
+		// 512 MiB): a limit no agent can run under, refused at the start
+		// rather than at every agent's create.
+		{"memory in milli-bytes", "      - key: a\n        name: a\n        runtime_target: {type: docker}\n        agent_defaults: {resources: {memory: 512m}}\n",
+			`server.broker.instances[0] (key "a"): agent_defaults.resources.memory "512m": at least 1Mi is expected`},
+		{"override memory under 1Mi", "      - key: a\n        name: a\n        runtime_target: {type: docker}\n        agent_defaults: {harness_overrides: {claude: {resources: {memory: \"1000\"}}}}\n",
+			`server.broker.instances[0] (key "a"): agent_defaults.harness_overrides.claude.resources.memory "1000": at least 1Mi is expected`},
 		{"relative volume target", "      - key: a\n        name: a\n        runtime_target: {type: docker}\n        agent_defaults: {volumes: [{source: /d, target: data}]}\n",
 			`server.broker.instances[0] (key "a"): agent_defaults.volumes[0].target "data": an absolute path in the agent is expected`},
 		{"unknown harness override", "      - key: a\n        name: a\n        runtime_target: {type: docker}\n        agent_defaults: {harness_overrides: {gpt: {image: x}}}\n",

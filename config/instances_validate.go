@@ -223,6 +223,12 @@ func validateAgentDefaults(d AgentDefaults) error {
 	return nil
 }
 
+// minMemory is the least memory an agent can be given: below it the
+// quantity parses but no agent could run under it, and the common slip
+// is memory "512m", 0.512 bytes as a Kubernetes quantity (512 MiB only as
+// Docker reads it), which became a 1-byte limit.
+var minMemory = resource.MustParse("1Mi")
+
 func validateResources(fieldPath string, r *Resources) error {
 	if r == nil {
 		return nil
@@ -239,6 +245,9 @@ func validateResources(fieldPath string, r *Resources) error {
 		// scion.cpus label): outside, every create would be refused.
 		if f.key == "cpus" && (q.Cmp(minCPUs) < 0 || q.Cmp(maxCPUs) > 0) {
 			return fmt.Errorf("%s.cpus %s: 0.001 (1m) to 1024 CPUs are allowed", fieldPath, quote(f.v))
+		}
+		if f.key == "memory" && q.Cmp(minMemory) < 0 {
+			return fmt.Errorf("%s.memory %s: at least 1Mi is expected (a Kubernetes quantity: 512m is 0.512 bytes, 512 MiB is 512Mi)", fieldPath, quote(f.v))
 		}
 	}
 	return nil

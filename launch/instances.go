@@ -162,16 +162,20 @@ func resourceLabels(field string, r *config.Resources) (memory, cpus string, err
 		return "", "", nil
 	}
 	if r.Memory != "" {
+		// Under 1Mi (memory "512m" is 0.512 bytes) no agent can run:
+		// config refuses it at the start; this is the same rule.
 		q, err := resource.ParseQuantity(r.Memory)
-		if err != nil || q.Sign() <= 0 {
-			return "", "", fmt.Errorf("%s.memory %s: a positive quantity like 4Gi is expected", field, api.Quote(r.Memory))
+		if err != nil || q.Cmp(resource.MustParse("1Mi")) < 0 {
+			return "", "", fmt.Errorf("%s.memory %s: a quantity of at least 1Mi like 4Gi is expected", field, api.Quote(r.Memory))
 		}
 		memory = strconv.FormatInt(q.Value(), 10)
 	}
 	if r.CPUs != "" {
+		// Under a millicore the label would be 0 CPUs, refused at
+		// every create.
 		q, err := resource.ParseQuantity(r.CPUs)
-		if err != nil || q.Sign() <= 0 {
-			return "", "", fmt.Errorf("%s.cpus %s: a positive quantity like 1.5 is expected", field, api.Quote(r.CPUs))
+		if err != nil || q.Cmp(resource.MustParse("1m")) < 0 {
+			return "", "", fmt.Errorf("%s.cpus %s: a quantity of at least 1m (0.001 CPUs) like 1.5 is expected", field, api.Quote(r.CPUs))
 		}
 		cpus = strconv.FormatFloat(math.Round(q.AsApproximateFloat64()*1000)/1000, 'f', -1, 64)
 	}

@@ -69,6 +69,26 @@ func TestInstanceAgentDefaults(t *testing.T) {
 	}
 }
 
+// Resources that parse as quantities but that no agent could run under
+// (512m is 0.512 bytes; 100u CPUs round to 0) are refused naming the
+// field, not turned into a 1-byte or a 0-CPU limit.
+func TestInstanceAgentDefaultsUnusableResources(t *testing.T) {
+	for _, c := range []struct {
+		d    config.AgentDefaults
+		want string
+	}{
+		{config.AgentDefaults{Resources: &config.Resources{Memory: "512m"}}, `agent_defaults.resources.memory "512m"`},
+		{config.AgentDefaults{Resources: &config.Resources{CPUs: "100u"}}, `agent_defaults.resources.cpus "100u"`},
+		{config.AgentDefaults{HarnessOverrides: map[string]config.HarnessOverride{"claude": {Resources: &config.Resources{Memory: "1k"}}}},
+			`agent_defaults.harness_overrides.claude.resources.memory "1k"`},
+	} {
+		got, err := agentDefaults(c.d)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("agentDefaults(%+v) = %+v, %v; want an error naming %s", c.d, got, err, c.want)
+		}
+	}
+}
+
 // A Kubernetes instance's runtime_target is the one profile its agents
 // get (over server.broker.kubernetes.defaults), with the resolved
 // context and namespace; an agent may not name another context or
