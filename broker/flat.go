@@ -164,14 +164,16 @@ func (b *Broker) pinned(h wire.Handler) wire.Handler {
 }
 
 // withRegistry prefixes image with registry when the image names no
-// registry host: its first path element has no "." or ":" and is not
-// "localhost" (Docker's own rule for telling a host from a user name).
+// registry host: its first path element has no "." or ":", is not
+// "localhost" and has no capitals (Docker's own rule for telling a host
+// from a user name: a path element is lower-case, so "MyHost/x" names a
+// host, and prefixing it would make an invalid reference).
 func withRegistry(registry, image string) string {
 	registry = strings.TrimRight(registry, "/")
 	if registry == "" || image == "" {
 		return image
 	}
-	if first, _, ok := strings.Cut(image, "/"); ok && (strings.ContainsAny(first, ".:") || first == "localhost") {
+	if first, _, ok := strings.Cut(image, "/"); ok && (strings.ContainsAny(first, ".:") || first == "localhost" || strings.ToLower(first) != first) {
 		return image
 	}
 	return registry + "/" + image

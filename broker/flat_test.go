@@ -59,6 +59,9 @@ func TestWithRegistry(t *testing.T) {
 		{"registry.example", "ghcr.io/x/y:1", "ghcr.io/x/y:1"},
 		{"registry.example", "localhost/y", "localhost/y"},
 		{"registry.example", "host:5000/y", "host:5000/y"},
+		// Docker reads a first element with capitals as a host too.
+		{"registry.example", "MyHost/y", "MyHost/y"},
+		{"registry.example", "y@sha256:" + strings.Repeat("a", 64), "registry.example/y@sha256:" + strings.Repeat("a", 64)},
 		{"registry.example", "", ""},
 	} {
 		if got := withRegistry(c.registry, c.image); got != c.want {
