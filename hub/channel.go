@@ -190,9 +190,45 @@ func (s *Server) dispatch(ctx context.Context, brokerID, method string, req, res
 		if next == nil {
 			return err
 		}
+		if rerr := s.checkResend(ctx, req); rerr != nil {
+			return rerr
+		}
 		s.log.Info("resending a command whose answer was lost", "broker_id", brokerID, "method", method, "key", key)
 		sess = next
 	}
+}
+
+// checkResend runs reachCheck again before a pinned agent's command is
+// sent again on the broker's next session: that session's hello may
+// declare another target (or none), and the records may have changed
+// since the first send's check. Nothing is sent when it refuses.
+func (s *Server) checkResend(ctx context.Context, req any) error {
+	var agentID string
+	switch r := req.(type) {
+	case wire.AgentRef:
+		if r.Pin != nil {
+			agentID = r.AgentID
+		}
+	case wire.AgentSpec:
+		if r.Pin != nil {
+			agentID = r.AgentID
+		}
+	}
+	if agentID == "" {
+		return nil
+	}
+	a, err := s.store.GetAgent(ctx, agentID)
+	if err != nil {
+		return storeErr(err, api.CodeAgentNotFound, "agent")
+	}
+	if a.Pin == nil {
+		return nil
+	}
+	in, err := s.loadReach(ctx, a)
+	if err != nil {
+		return err
+	}
+	return reachCheck(in)
 }
 
 // call sends one command on one session, once it is ready.

@@ -609,3 +609,55 @@ func TestPlacementConsistencyReconnectSlotElsewhere(t *testing.T) {
 		}
 	})
 }
+
+// TestPlacementConsistencyResendToReplacedSession: a keyed command whose
+// answer is lost because the broker's session was replaced is sent again
+// on the new session. When the new session serves another target (here
+// a second process under the broker's credentials), that resend reaches
+// a broker the agent's placement no longer names: it is refused as any
+// reach is (409 runtime_target_mismatch), and nothing is sent to it.
+func TestPlacementConsistencyResendToReplacedSession(t *testing.T) {
+	// b1 does not reconnect before the test ends: the second process's
+	// session stays current.
+	e := testenv.New(t, testenv.Options{MinBackoff: 10 * time.Second, MaxBackoff: 10 * time.Second})
+	ctx := context.Background()
+	set, err := e.Admin.GetSettings(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	set.Experiments = map[string]bool{api.ExperimentFlatRuntimeBrokers: true}
+	if _, err := e.Admin.PutSettings(ctx, *set); err != nil {
+		t.Fatal(err)
+	}
+	b1 := e.AddFlatBroker("b1", pcDocker, nil)
+	w, err := e.Admin.CreateAgent(ctx, api.CreateAgentRequest{Name: "w", Project: "default", Broker: "b1", Start: true, Command: []string{"sleep"}})
+	if err != nil || w.Phase != api.PhaseRunning {
+		t.Fatalf("create: %+v %v", w, err)
+	}
+	b1.Runtime.SetLatency("Stop", 2*time.Second)
+	stopped := make(chan error, 1)
+	go func() {
+		_, err := e.Admin.AgentAction(ctx, "w", "default", client.ActionStop)
+		stopped <- err
+	}()
+	wait.Eventually(t, 5*time.Second, wait.Interval, func() error {
+		if b1.Runtime.Calls("Stop") == 0 {
+			return errors.New("stop not on b1's runtime yet")
+		}
+		return nil
+	})
+	imposter := e.NewBroker(b1.ID, "imposter", b1.Secret)
+	kube := pcKube
+	imposter.RuntimeTarget = &kube
+	e.LaunchBroker(imposter, b1.Runtime.Restart())
+	err = <-stopped
+	wantAPICode(t, "stop", err, api.CodeTargetMismatch)
+	// The Hub's refusal, not the broker's own check of the pin it was
+	// sent: the second process got nothing.
+	if err == nil || !strings.Contains(err.Error(), "Nothing was sent to any runtime broker") {
+		t.Errorf("stop: %v, want the Hub's refusal (nothing sent)", err)
+	}
+	if a, err := e.Store.GetAgent(ctx, w.ID); err != nil || a.Phase != api.PhaseRunning {
+		t.Errorf("agent: %+v %v, want it left running", a, err)
+	}
+}
