@@ -163,21 +163,26 @@ func (s *Server) handleUpdateBroker(r *http.Request, c *Caller) (int, any, error
 			return 0, nil, err
 		}
 	}
-	if req.AutoProvide != nil {
-		b.AutoProvide = *req.AutoProvide
+	if req.Settings != nil && req.Settings.MaxAgents != nil && *req.Settings.MaxAgents < 0 {
+		return 0, nil, api.BadRequest("maxAgents must be 0 (unlimited) or more")
 	}
-	if req.Settings != nil && req.Settings.MaxAgents != nil {
-		if *req.Settings.MaxAgents < 0 {
-			return 0, nil, api.BadRequest("maxAgents must be 0 (unlimited) or more")
+	// Only the fields the request names are written, onto the record as
+	// it is when written: a hello in between keeps what it recorded.
+	b, err = s.store.UpdateBrokerWith(r.Context(), b.ID, func(b *store.Broker) error {
+		if req.AutoProvide != nil {
+			b.AutoProvide = *req.AutoProvide
 		}
-		b.Settings.MaxAgents = req.Settings.MaxAgents
-	}
-	if req.ClearMaxAgents {
-		b.Settings.MaxAgents = nil
-	}
-	b.UpdatedAt = time.Now().UTC()
-	if err := s.store.UpdateBroker(r.Context(), b); err != nil {
-		return 0, nil, err
+		if req.Settings != nil && req.Settings.MaxAgents != nil {
+			b.Settings.MaxAgents = req.Settings.MaxAgents
+		}
+		if req.ClearMaxAgents {
+			b.Settings.MaxAgents = nil
+		}
+		b.UpdatedAt = time.Now().UTC()
+		return nil
+	})
+	if err != nil {
+		return 0, nil, storeErr(err, api.CodeBrokerNotFound, "runtime broker "+api.Quote(r.PathValue("broker")))
 	}
 	return s.brokerAnswer(r.Context(), c, b)
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/store"
 	"github.com/scion-go/scion/wire"
 )
 
@@ -97,41 +98,45 @@ func (s *Server) onHello(ctx context.Context, sess *session, req *wire.Request) 
 	if h.BrokerID != "" && h.BrokerID != sess.brokerID {
 		return nil, api.Forbidden("hello names broker %s but the channel is authenticated as %s", h.BrokerID, sess.brokerID)
 	}
-	b, err := s.store.GetBroker(ctx, sess.brokerID)
-	if err != nil {
-		return nil, err
-	}
 	on, err := s.experimentOn(ctx, api.ExperimentFlatRuntimeBrokers)
 	if err != nil {
 		return nil, err
 	}
-	target, err := helloTarget(b, &h, on)
+	// One read-modify-write of the record, so that an admin's change of
+	// the broker's settings in between is neither lost nor undone.
+	var was *api.RuntimeTarget
+	b, err := s.store.UpdateBrokerWith(ctx, sess.brokerID, func(b *store.Broker) error {
+		target, err := helloTarget(b, &h, on)
+		if err != nil {
+			return err
+		}
+		was, b.RuntimeTarget = b.RuntimeTarget, target
+		b.Version, b.ProtocolVersion, b.Runtime = h.Version, h.ProtocolVersion, h.Runtime
+		b.Capabilities = h.Capabilities
+		if b.Capabilities == nil {
+			b.Capabilities = []string{}
+		}
+		b.Profiles = b.Profiles[:0]
+		for _, p := range h.Profiles {
+			b.Profiles = append(b.Profiles, api.BrokerProfile{Name: p.Name, Runtime: p.Runtime, Default: p.Default, Settings: p.Settings})
+		}
+		b.Status, b.LastSeen, b.UpdatedAt = api.BrokerOnline, time.Now().UTC(), time.Now().UTC()
+		return nil
+	})
 	if err != nil {
-		// The broker logs the refusal and says hello again later.
-		s.log.Warn("broker hello refused", "broker", b.Name, "broker_id", b.ID, "err", err)
+		if ae := (*api.Error)(nil); errors.As(err, &ae) {
+			// The broker logs the refusal and says hello again later.
+			s.log.Warn("broker hello refused", "broker_id", sess.brokerID, "err", err)
+		}
 		return nil, err
 	}
-	if b.RuntimeTarget != nil && target == nil {
+	switch target := b.RuntimeTarget; {
+	case was != nil && target == nil:
 		s.log.Warn("runtime broker no longer serves a single runtime target; its pinned agents are refused until it does again",
-			"broker", b.Name, "broker_id", b.ID, "was", b.RuntimeTarget.String())
-	}
-	if b.RuntimeTarget != nil && target != nil && *b.RuntimeTarget != *target {
+			"broker", b.Name, "broker_id", b.ID, "was", was.String())
+	case was != nil && *was != *target:
 		s.log.Warn("runtime broker now serves another runtime target; its pinned agents are refused until it serves theirs again",
-			"broker", b.Name, "broker_id", b.ID, "was", b.RuntimeTarget.String(), "now", target.String())
-	}
-	b.RuntimeTarget = target
-	b.Version, b.ProtocolVersion, b.Runtime = h.Version, h.ProtocolVersion, h.Runtime
-	b.Capabilities = h.Capabilities
-	if b.Capabilities == nil {
-		b.Capabilities = []string{}
-	}
-	b.Profiles = b.Profiles[:0]
-	for _, p := range h.Profiles {
-		b.Profiles = append(b.Profiles, api.BrokerProfile{Name: p.Name, Runtime: p.Runtime, Default: p.Default, Settings: p.Settings})
-	}
-	b.Status, b.LastSeen, b.UpdatedAt = api.BrokerOnline, time.Now().UTC(), time.Now().UTC()
-	if err := s.store.UpdateBroker(ctx, b); err != nil {
-		return nil, err
+			"broker", b.Name, "broker_id", b.ID, "was", was.String(), "now", target.String())
 	}
 	// Reconcile before the session becomes current: until then nothing can
 	// be dispatched to this broker, so the inventory in the hello cannot be

@@ -228,6 +228,13 @@ type Store interface {
 	GetBrokerForProject(ctx context.Context, idOrName, projectID string) (*Broker, bool, error)
 	ListBrokers(ctx context.Context, page Page) (items []*Broker, next string, total int, err error)
 	UpdateBroker(ctx context.Context, b *Broker) error
+	// UpdateBrokerWith reads the broker id, lets fn change the record and
+	// writes it back in one transaction, so that two read-modify-writes of
+	// one broker (an admin's settings change and a broker's hello) never
+	// write back each other's stale fields. An error from fn aborts with
+	// nothing written and is returned as is; ErrNotFound when the broker
+	// is gone. It returns the record as written.
+	UpdateBrokerWith(ctx context.Context, id string, fn func(*Broker) error) (*Broker, error)
 	// SetBrokerStatus changes only status and last-seen time.
 	SetBrokerStatus(ctx context.Context, id, status string, lastSeen time.Time) error
 	// DeleteBroker removes the broker, its provider links and its queued

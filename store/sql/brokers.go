@@ -137,6 +137,38 @@ func (s *Store) ListBrokers(ctx context.Context, page store.Page) ([]*store.Brok
 // UpdateBroker writes every field but ID and CreatedAt and sets
 // b.UpdatedAt to now.
 func (s *Store) UpdateBroker(ctx context.Context, b *store.Broker) error {
+	return s.updateBroker(ctx, s.w, b)
+}
+
+// UpdateBrokerWith reads the broker, locked, lets fn change it and writes
+// it back, in one transaction: the row lock (PostgreSQL) or the single
+// writer (SQLite) keeps another read-modify-write of the broker (an
+// admin's PATCH, a hello) from writing back what it read before this one.
+func (s *Store) UpdateBrokerWith(ctx context.Context, id string, fn func(*store.Broker) error) (*store.Broker, error) {
+	var out *store.Broker
+	err := s.d.Tx(ctx, func(tx Querier) error {
+		b, err := s.scanBroker(tx.QueryRow(ctx, `SELECT `+brokerCols+` FROM runtime_brokers WHERE id = $1 FOR UPDATE`, id))
+		if err != nil {
+			return s.mapErr(err, fmt.Sprintf("broker %q", id))
+		}
+		if err := fn(b); err != nil {
+			return err
+		}
+		b.ID = id // fn may not move the record
+		if err := s.updateBroker(ctx, tx, b); err != nil {
+			return err
+		}
+		out = b
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// updateBroker is UpdateBroker on q (the writer, or a transaction).
+func (s *Store) updateBroker(ctx context.Context, q Querier, b *store.Broker) error {
 	n := *b
 	n.UpdatedAt, n.LastSeen = dbutil.Now(), dbutil.Time(b.LastSeen)
 	what := fmt.Sprintf("update broker %q", b.ID)
@@ -144,7 +176,7 @@ func (s *Store) UpdateBroker(ctx context.Context, b *store.Broker) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}
-	rows, err := s.w.Exec(ctx, `UPDATE runtime_brokers SET name = $1, status = $2, version = $3, protocol_version = $4,
+	rows, err := q.Exec(ctx, `UPDATE runtime_brokers SET name = $1, status = $2, version = $3, protocol_version = $4,
 		runtime = $5, capabilities = $6, profiles = $7, settings = $8, auto_provide = $9, secret = $10, created_by = $11,
 		last_seen = $12, runtime_target = $13, updated_at = $14 WHERE id = $15`, append(args, b.ID)...)
 	if err := s.mustAffect(rows, err, what); err != nil {

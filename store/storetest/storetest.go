@@ -53,6 +53,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Brokers", testBrokers},
 		{"DeleteBroker", testDeleteBroker},
 		{"DeleteBrokerRace", testDeleteBrokerRace},
+		{"UpdateBrokerWith", testUpdateBrokerWith},
 		{"CreateOnGoneBroker", testCreateOnGoneBroker},
 		{"DeleteBrokerCreateWithoutSlotRace", testDeleteBrokerCreateWithoutSlotRace},
 		{"Agents", testAgents},
