@@ -209,7 +209,7 @@ func (h *instanceHost) prepareOne(ctx context.Context, in config.Instance, targe
 		return nil, fmt.Errorf("no saved credentials for Hub %s: run scion runtime-broker register --instance %s", h.hub, in.Key)
 	}
 	if !target.Complete() {
-		return nil, errors.New("the kubeconfig names no current context: set runtime_target.context")
+		return nil, h.noContextErr()
 	}
 	defaults, err := agentDefaults(in.AgentDefaults)
 	if err != nil {
@@ -236,6 +236,22 @@ func (h *instanceHost) prepareOne(ctx context.Context, in config.Instance, targe
 		return nil, err
 	}
 	return &hostedInstance{key: in.Key, brokerID: conn.BrokerID, target: target, b: b, rt: ir.rt}, nil
+}
+
+// noContextErr says why a Kubernetes instance without runtime_target.context
+// has none: the kubeconfig names no current context, or it cannot be read
+// (read again here for its error: parseInstances resolves every target
+// first, and one instance's unreadable kubeconfig does not refuse the
+// start of the others).
+func (h *instanceHost) noContextErr() error {
+	k, err := h.settings.Server.Broker.Kubernetes()
+	if err == nil {
+		_, err = kubernetes.CurrentContext(k.Kubeconfig)
+	}
+	if err != nil {
+		return fmt.Errorf("runtime_target.context is unset, and %v: set runtime_target.context", err)
+	}
+	return errors.New("the kubeconfig names no current context: set runtime_target.context")
 }
 
 // instanceRuntimeFor builds the instances' runtimes (a test's fake

@@ -512,4 +512,20 @@ func TestParseInstancesResolvesTargets(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "set runtime_target.context") {
 		t.Errorf("err = %v", err)
 	}
+
+	// A kubeconfig that cannot be read is the reason given, not "names
+	// no current context" (as register --instance says it).
+	broken := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(broken, []byte("clusters: {not: [a list"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s = writeSettings(t, "server:\n  broker:\n    kubernetes:\n      kubeconfig: "+broken+"\n    instances:\n      - {key: k, name: k, runtime_target: {type: kubernetes}}\n")
+	if _, targets, err = parseInstances(s); err != nil || len(targets) != 1 || targets[0].Complete() {
+		t.Fatalf("targets %v, %v", targets, err)
+	}
+	h.settings = s
+	_, err = h.prepareOne(t.Context(), config.Instance{Key: "k", Name: "k"}, targets[0], &config.BrokerConnection{BrokerID: "b"}, [2]int{1, 2})
+	if err == nil || !strings.Contains(err.Error(), "set runtime_target.context") || !strings.Contains(err.Error(), broken) {
+		t.Errorf("err = %v, want the unreadable kubeconfig %s named", err, broken)
+	}
 }
