@@ -295,10 +295,16 @@ func (s *Server) handleDeleteAgent(r *http.Request, c *Caller) (int, any, error)
 // resendStop sends a stop again, marking the agent stopping first as the
 // first attempt did; a failure leaves it running, as it was.
 func (s *Server) resendStop(ctx context.Context, a *store.Agent, b *store.Broker, key string, st *wire.AgentStatus) error {
+	ref := wire.AgentRef{AgentID: a.ID, RunID: a.RunID, Pin: a.Pin}
+	// The broker's new session may serve another target: a pinned
+	// agent's placement is checked again first.
+	if err := s.checkResend(ctx, ref); err != nil {
+		return err
+	}
 	if _, err := s.setPhaseIf(ctx, a.ID, api.PhaseRunning, api.PhaseStopping); err != nil {
 		return err
 	}
-	err := s.dispatch(ctx, b.ID, wire.MethodAgentStop, wire.AgentRef{AgentID: a.ID, RunID: a.RunID, Pin: a.Pin}, st, key)
+	err := s.dispatch(ctx, b.ID, wire.MethodAgentStop, ref, st, key)
 	if err != nil {
 		_, _ = s.setPhaseIf(context.WithoutCancel(ctx), a.ID, api.PhaseStopping, api.PhaseRunning)
 	}

@@ -661,3 +661,73 @@ func TestPlacementConsistencyResendToReplacedSession(t *testing.T) {
 		t.Errorf("agent: %+v %v, want it left running", a, err)
 	}
 }
+
+// gateStore calls onUpdate before each UpdateAgent.
+type gateStore struct {
+	store.Store
+	onUpdate func(a *store.Agent)
+}
+
+func (s *gateStore) UpdateAgent(ctx context.Context, a *store.Agent) error {
+	if f := s.onUpdate; f != nil {
+		f(a)
+	}
+	return s.Store.UpdateAgent(ctx, a)
+}
+
+// TestPlacementConsistencyStopResentAfterReconnect: a stop cut off by
+// its broker going offline is queued, or, when the broker is back
+// already, sent again on its new session. When that session serves
+// another target, the stop is refused as any reach is (409
+// runtime_target_mismatch, the Hub's refusal: nothing sent).
+func TestPlacementConsistencyStopResentAfterReconnect(t *testing.T) {
+	gs := &gateStore{}
+	var once sync.Once
+	e := testenv.New(t, testenv.Options{MinBackoff: 10 * time.Second, MaxBackoff: 10 * time.Second,
+		WrapStore: func(s store.Store) store.Store { gs.Store = s; return gs }})
+	ctx := context.Background()
+	set, err := e.Admin.GetSettings(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	set.Experiments = map[string]bool{api.ExperimentFlatRuntimeBrokers: true}
+	if _, err := e.Admin.PutSettings(ctx, *set); err != nil {
+		t.Fatal(err)
+	}
+	b1 := e.AddFlatBroker("b1", pcDocker, nil)
+	w, err := e.Admin.CreateAgent(ctx, api.CreateAgentRequest{Name: "w", Project: "default", Broker: "b1", Start: true, Command: []string{"sleep"}})
+	if err != nil || w.Phase != api.PhaseRunning {
+		t.Fatalf("create: %+v %v", w, err)
+	}
+	kube := pcKube
+	imposter := e.NewBroker(b1.ID, "imposter", b1.Secret)
+	imposter.RuntimeTarget = &kube
+	rt := b1.Runtime
+	// The failed stop puts the agent back to running (stopping ->
+	// running): by then the broker is back, serving another target.
+	gs.onUpdate = func(a *store.Agent) {
+		if a.ID == w.ID && a.Phase == api.PhaseRunning {
+			once.Do(func() {
+				e.StartBroker(imposter, rt.Restart())
+			})
+		}
+	}
+	rt.SetLatency("Stop", 2*time.Second)
+	stopped := make(chan error, 1)
+	go func() {
+		_, err := e.Admin.AgentAction(ctx, "w", "default", client.ActionStop)
+		stopped <- err
+	}()
+	wait.Eventually(t, 5*time.Second, wait.Interval, func() error {
+		if rt.Calls("Stop") == 0 {
+			return errors.New("stop not on b1's runtime yet")
+		}
+		return nil
+	})
+	e.StopBroker(b1)
+	err = <-stopped
+	wantAPICode(t, "stop", err, api.CodeTargetMismatch)
+	if err == nil || !strings.Contains(err.Error(), "Nothing was sent to any runtime broker") {
+		t.Errorf("stop: %v, want the Hub's refusal (nothing sent)", err)
+	}
+}
