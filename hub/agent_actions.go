@@ -138,7 +138,7 @@ func (s *Server) commitAction(ctx context.Context, plan actionPlan, run runPlan,
 					if isNotFound(err) {
 						return nil, s.slotNotFound(ctx, a)
 					}
-					return nil, run.reserveErr(err)
+					return nil, run.reserveErr(a, err)
 				}
 			}
 			return a, nil
@@ -149,7 +149,7 @@ func (s *Server) commitAction(ctx context.Context, plan actionPlan, run runPlan,
 			return next, nil
 		}
 		if !isConflict(err) && !isNotFound(err) {
-			return nil, run.reserveErr(err)
+			return nil, run.reserveErr(a, err)
 		}
 		// Stale or gone; or, for a not-found with a slot, the broker gone,
 		// which the read tells apart from the agent.
@@ -161,7 +161,7 @@ func (s *Server) commitAction(ctx context.Context, plan actionPlan, run runPlan,
 			return nil, reachCheck(reachInput{Agent: cur, BrokerMissing: true})
 		}
 		if !isConflict(err) {
-			return nil, run.reserveErr(err)
+			return nil, run.reserveErr(a, err)
 		}
 		a = cur
 	}

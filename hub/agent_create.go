@@ -183,6 +183,8 @@ func (s *Server) reprovision(ctx context.Context, a *store.Agent, b *store.Broke
 			switch err = s.store.Reserve(ctx, b.ID, a.ID, limit); {
 			case errors.Is(err, store.ErrQuota):
 				err = quotaError(b, limit)
+			case errors.Is(err, store.ErrReservationScope):
+				err = reservationScopeError(a, b)
 			case isNotFound(err):
 				err = s.slotNotFound(ctx, a)
 			}

@@ -110,6 +110,18 @@ func (s *Server) brokerLimit(ctx context.Context, b *store.Broker) (int, error) 
 	return placement.EffectiveLimit(b.Settings.MaxAgents, lim.MaxAgentsPerBroker), nil
 }
 
+// reservationScopeError is the refusal of agent a's slot on its broker b
+// while the agent holds one on another broker (store.ErrReservationScope):
+// the store never moves a slot (multi-broker spec, "Capacity of flat
+// Runtime Brokers"). That broker's reconciliation frees it, since the
+// agent is not assigned there; so does deleting the agent.
+func reservationScopeError(a *store.Agent, b *store.Broker) error {
+	return api.Errorf(api.CodeReservationScopeConflict,
+		"agent %q holds its capacity slot on another runtime broker than its own (%q); reservations are never moved between brokers: "+
+			"that broker frees the slot when it next reports its inventory (at the latest when it reconnects), or delete the agent",
+		a.Slug, b.Name).WithDetail("agent", a.Slug).WithDetail("broker", b.Name)
+}
+
 func quotaError(b *store.Broker, limit int) error {
 	return api.Errorf(api.CodeQuotaExceeded,
 		"runtime broker %q is at its limit of %d running agents; stop an agent there or choose another broker", b.Name, limit).

@@ -731,3 +731,36 @@ func TestPlacementConsistencyStopResentAfterReconnect(t *testing.T) {
 		t.Errorf("stop: %v, want the Hub's refusal (nothing sent)", err)
 	}
 }
+
+// TestPlacementConsistencyStartSlotElsewhere: a start of a pinned agent
+// that still holds a reservation on another instance is refused with 409
+// broker_reservation_scope_conflict naming the agent; the reservation
+// stays where it is and the agent stays stopped.
+func TestPlacementConsistencyStartSlotElsewhere(t *testing.T) {
+	pe := newPlacementEnv(t, false)
+	ctx := context.Background()
+	if _, err := pe.Admin.AgentAction(ctx, "w", "default", client.ActionStop); err != nil {
+		t.Fatal(err)
+	}
+	if err := pe.Store.Reserve(ctx, pe.b2.ID, pe.w.ID, 0); err != nil {
+		t.Fatal(err)
+	}
+	before := pe.runtimeCalls()
+	for _, v := range []string{client.ActionStart, client.ActionRestart} {
+		_, err := pe.Admin.AgentAction(ctx, "w", "default", v)
+		wantAPICode(t, v, err, api.CodeReservationScopeConflict)
+		if err == nil || !strings.Contains(err.Error(), `"w"`) {
+			t.Errorf("%s: %v, want the message to name agent \"w\"", v, err)
+		}
+	}
+	if after := pe.runtimeCalls(); !mapsEqual(before, after) {
+		t.Errorf("runtime calls %v -> %v", before, after)
+	}
+	held, err := pe.Store.ReservedAgents(ctx, pe.b2.ID)
+	if err != nil || !slices.Contains(held, pe.w.ID) {
+		t.Errorf("slots on b2: %v %v, want w's, never moved", held, err)
+	}
+	if a := pe.agent(t, pe.w.ID); a.Phase != api.PhaseStopped {
+		t.Errorf("phase %s, want stopped", a.Phase)
+	}
+}

@@ -239,10 +239,13 @@ func actionRecord(plan actionPlan, run runPlan, a *store.Agent) (next *store.Age
 	return &n, true
 }
 
-// reserveErr is the answer to a slot the store refused with err.
-func (p runPlan) reserveErr(err error) error {
+// reserveErr is the answer to agent a's slot the store refused with err.
+func (p runPlan) reserveErr(a *store.Agent, err error) error {
 	if errors.Is(err, store.ErrQuota) {
 		return quotaError(p.broker, p.Limit)
+	}
+	if errors.Is(err, store.ErrReservationScope) {
+		return reservationScopeError(a, p.broker)
 	}
 	return err
 }

@@ -180,8 +180,10 @@ func TestPlanActionRun(t *testing.T) {
 	}
 	plan, _ := planAction(tAction("start"))
 	run, _ := planActionRun(runInput{Plan: plan, Agent: tAgentOn(api.PhaseStopped), Broker: tBroker("b1"), Limit: 2})
-	wantErr(t, run.reserveErr(fmt.Errorf("reserve: %w", store.ErrQuota)), api.CodeQuotaExceeded, http.StatusTooManyRequests)
-	if err := errors.New("db"); run.reserveErr(err) != err {
+	a := tAgentOn(api.PhaseStopped)
+	wantErr(t, run.reserveErr(a, fmt.Errorf("reserve: %w", store.ErrQuota)), api.CodeQuotaExceeded, http.StatusTooManyRequests)
+	wantErr(t, run.reserveErr(a, fmt.Errorf("reserve: %w", store.ErrReservationScope)), api.CodeReservationScopeConflict, http.StatusConflict)
+	if err := errors.New("db"); run.reserveErr(a, err) != err {
 		t.Fatal("other errors pass through")
 	}
 }
