@@ -31,6 +31,8 @@ type pinStore struct {
 	store.Store
 	mu         sync.Mutex
 	failDelete map[string]bool
+	// onDelete runs before each DeleteAgent.
+	onDelete func(id string)
 }
 
 func (s *pinStore) DeleteAgent(ctx context.Context, id string) error {
@@ -40,6 +42,9 @@ func (s *pinStore) DeleteAgent(ctx context.Context, id string) error {
 	s.mu.Unlock()
 	if fail {
 		return errors.New("the Hub stopped here")
+	}
+	if s.onDelete != nil {
+		s.onDelete(id)
 	}
 	return s.Store.DeleteAgent(ctx, id)
 }
@@ -762,5 +767,55 @@ func TestPlacementConsistencyStartSlotElsewhere(t *testing.T) {
 	}
 	if a := pe.agent(t, pe.w.ID); a.Phase != api.PhaseStopped {
 		t.Errorf("phase %s, want stopped", a.Phase)
+	}
+}
+
+// TestPlacementConsistencyProjectDeleteRaced: a forced project delete
+// that removed agent records and then met an agent created in the
+// project meanwhile is refused (try again), and its refusal still lists
+// the workloads the removed agents may have left: the next attempt no
+// longer knows of them.
+func TestPlacementConsistencyProjectDeleteRaced(t *testing.T) {
+	pe := newPlacementEnv(t, false)
+	ctx := context.Background()
+	if _, err := pe.Admin.CreateProject(ctx, api.CreateProjectRequest{Name: "web"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pe.Admin.ProvideProject(ctx, pe.b1.ID, "web"); err != nil {
+		t.Fatal(err)
+	}
+	a, err := pe.Admin.CreateAgent(ctx, api.CreateAgentRequest{Name: "lost", Project: "web", Broker: "b1", Start: true, Command: []string{"sleep"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lost := pe.agent(t, a.ID)
+	lost.BrokerID = pe.b2.ID // forged: its pin names b1
+	if err := pe.Store.UpdateAgent(ctx, lost); err != nil {
+		t.Fatal(err)
+	}
+	var once sync.Once
+	pe.ps.onDelete = func(id string) {
+		if id == lost.ID {
+			once.Do(func() {
+				if _, err := pe.Admin.CreateAgent(ctx, api.CreateAgentRequest{Name: "late", Project: "web", Broker: "b1", Command: []string{"sleep"}}); err != nil {
+					t.Errorf("create late: %v", err)
+				}
+			})
+		}
+	}
+	_, err = pe.Admin.ForceDeleteProject(ctx, "web")
+	var ae *api.Error
+	if !errors.As(err, &ae) || ae.Status != http.StatusConflict {
+		t.Fatalf("forced delete raced by a create: %v, want 409", err)
+	}
+	if !strings.Contains(ae.Message, "agent lost") || !strings.Contains(ae.Message, pe.b1.ID) {
+		t.Errorf("refusal %q: want it to name the workload agent lost may have left on b1", ae.Message)
+	}
+	res, err := pe.Admin.ForceDeleteProject(ctx, "web")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slices.ContainsFunc(res.Left, func(r api.ProjectResource) bool { return r.Resource == "agent lost" }) {
+		t.Errorf("left %+v: the second attempt knows of agent lost", res.Left)
 	}
 }

@@ -2,6 +2,7 @@ package hub
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -49,14 +50,14 @@ func (s *Server) handleDeleteProject(r *http.Request, c *Caller) (int, any, erro
 		// Not cancelled with the request: a caller that goes away does not
 		// turn the brokers' deletes into failures that leave workloads.
 		if agentsLeft, err = s.deleteProjectAgents(context.WithoutCancel(ctx), c, p); err != nil {
-			return 0, nil, err
+			return 0, nil, withLeft(err, agentsLeft)
 		}
 	}
 	if err := s.store.DeleteProject(context.WithoutCancel(ctx), p.ID); err != nil {
 		if isConflict(err) { // the store refuses the delete of a project that has agents
 			err = projectHasAgents(p, force)
 		}
-		return 0, nil, storeErr(err, api.CodeProjectNotFound, fmt.Sprintf("project %q", p.Name))
+		return 0, nil, withLeft(storeErr(err, api.CodeProjectNotFound, fmt.Sprintf("project %q", p.Name)), agentsLeft)
 	}
 	out := api.ProjectDeleted{ID: p.ID, Name: p.Name}
 	out.Removed, out.Queued, out.Left = s.cleanupProject(ctx, c, p.ID, providers)
@@ -74,6 +75,38 @@ func projectHasAgents(p *store.Project, force bool) error {
 	}
 	return api.Conflict(api.CodeConflict,
 		"project %q still has agents; delete them first, or delete the project with --force (force=true), which removes their records with best-effort runtime deletes", p.Name)
+}
+
+// maxLeftNamed bounds the workloads a failed forced delete names in its
+// message (all of them are in its details).
+const maxLeftNamed = 10
+
+// withLeft is err, the failure of a forced project delete after it
+// removed agent records, with the workloads those may have left: the
+// next attempt no longer knows of them (their records are gone), so this
+// answer is the only one that can list them besides the Hub's log. An
+// error that is not an API error (the database's) passes unchanged.
+func withLeft(err error, left []api.ProjectResource) error {
+	var ae *api.Error
+	if len(left) == 0 || !errors.As(err, &ae) {
+		return err
+	}
+	sortResources(left)
+	var named []string
+	for i, l := range left {
+		if i == maxLeftNamed {
+			named = append(named, fmt.Sprintf("and %d more (the Hub's log names each)", len(left)-i))
+			break
+		}
+		b := l.BrokerID
+		if l.Broker != "" {
+			b = fmt.Sprintf("%q (%s)", l.Broker, l.BrokerID)
+		}
+		named = append(named, fmt.Sprintf("%s on runtime broker %s: %s", l.Resource, b, l.Reason))
+	}
+	e := ae.WithDetail("left", left)
+	e.Message += "; the agent records already removed may have left workloads, which the next attempt no longer lists: " + strings.Join(named, "; ")
+	return e
 }
 
 // deleteProjectAgents removes every agent record of project p for a
