@@ -34,8 +34,11 @@
 //   - Flat brokers' placement consistency (multi-broker spec, "Inconsistent
 //     agent placement"): every operation that reaches a broker for an
 //     existing agent runs reachCheck (plan_reach.go) first, in planAction
-//     and planDelete, and in the streams (logs, exec, attach) and the
-//     delivery of queued dispatches. For an unpinned agent its rules are
+//     and planDelete, and in the streams (logs, exec, attach), the
+//     delivery of queued dispatches, the settling of a command cut off by
+//     a broker going offline (settleAgent), and before a command is sent
+//     again on a broker's new session (checkResend: dispatch's resend of a
+//     lost answer, resendStop). For an unpinned agent its rules are
 //     today's (no broker: 409 conflict; a broker no longer registered: 409
 //     runtime_broker_missing); for a pinned one the spec's
 //     (runtime_target_pin_stale, runtime_target_mismatch, a pin naming a
