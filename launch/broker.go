@@ -103,15 +103,7 @@ func brokerInstances(ctx context.Context, s *config.Settings, creds *config.Brok
 	h := &instanceHost{settings: s, hub: ep, version: o.Version, heartbeat: o.HeartbeatInterval, grace: o.HeartbeatGrace,
 		portRange: o.PortRange, dataDir: brokerDataDir(s), localRemotes: s.Server.Broker.AllowLocalGitRemotes, log: log,
 		runtime: instanceRuntimeFor}
-	hosted, refused, err := h.prepare(ctx, ins, targets, conns)
-	if err != nil {
-		return err
-	}
-	if len(hosted) == 0 {
-		return fmt.Errorf("no instance of server.broker.instances can serve: %s", refusalList(ins, refused))
-	}
-	runInstances(ctx, hosted, log)
-	return nil
+	return h.serve(ctx, ins, targets, conns)
 }
 
 // brokerDataDir is server.broker.data_dir, or <home>/broker.

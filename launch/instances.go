@@ -182,26 +182,52 @@ func resourceLabels(field string, r *config.Resources) (memory, cpus string, err
 	return memory, cpus, nil
 }
 
-// prepare builds the broker of every instance that can serve, in config
-// order; conns holds each one's saved connection (nil: not registered).
-// A refused instance is logged with its key and reason, and returned in
-// refused by key. err (a port range too small to split) refuses them all.
-func (h *instanceHost) prepare(ctx context.Context, ins []config.Instance, targets []api.RuntimeTarget, conns []*config.BrokerConnection) (hosted []*hostedInstance, refused map[string]error, err error) {
+// serve builds every instance at once and serves each as soon as it is
+// ready, until ctx ends; conns holds each one's saved connection (nil:
+// not registered). An instance whose runtime is slow or hangs while it is
+// built (a Docker engine that answers the ping and then nothing, a first
+// demo image build) does not hold the others back. A refused instance is
+// logged with its key and reason. serve returns once ctx has ended and
+// every instance has stopped; with no instance able to serve, an error
+// naming each and its reason (a stop meanwhile is no error). A port range
+// too small to split refuses them all before anything is built.
+func (h *instanceHost) serve(ctx context.Context, ins []config.Instance, targets []api.RuntimeTarget, conns []*config.BrokerConnection) error {
 	ranges, err := splitPortRange(cmp.Or(h.portRange, broker.DefaultPortRange), len(ins))
 	if err != nil {
-		return nil, nil, err
+		return err
 	}
-	refused = map[string]error{}
+	type built struct {
+		i   int
+		hi  *hostedInstance
+		err error
+	}
+	ready := make(chan built, len(ins))
 	for i, in := range ins {
-		hi, err := h.prepareOne(ctx, in, targets[i], conns[i], ranges[i])
-		if err != nil {
-			refused[in.Key] = err
-			h.log.Error(fmt.Sprintf("instance %s refused: %v", in.Key, err), "instance", in.Key)
+		go func() {
+			hi, err := h.prepareOne(ctx, in, targets[i], conns[i], ranges[i])
+			ready <- built{i, hi, err}
+		}()
+	}
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	refused := map[string]error{}
+	serving := 0
+	for range ins {
+		b := <-ready
+		if b.err != nil {
+			refused[ins[b.i].Key] = b.err
+			if ctx.Err() == nil {
+				h.log.Error(fmt.Sprintf("instance %s refused: %v", ins[b.i].Key, b.err), "instance", ins[b.i].Key)
+			}
 			continue
 		}
-		hosted = append(hosted, hi)
+		serving++
+		wg.Go(func() { runInstances(ctx, []*hostedInstance{b.hi}, h.log) })
 	}
-	return hosted, refused, nil
+	if serving == 0 && ctx.Err() == nil {
+		return fmt.Errorf("no instance of server.broker.instances can serve: %s", refusalList(ins, refused))
+	}
+	return nil
 }
 
 func (h *instanceHost) prepareOne(ctx context.Context, in config.Instance, target api.RuntimeTarget, conn *config.BrokerConnection, ports [2]int) (*hostedInstance, error) {

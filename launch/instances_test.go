@@ -325,6 +325,48 @@ func TestBrokerInstancesTheGoodOneServes(t *testing.T) {
 	}
 }
 
+// An instance whose runtime hangs while it is built (a Docker engine that
+// answers the ping but not the calls after it) does not keep the others
+// from serving, whichever comes first in the list; the process still
+// stops cleanly, and an instance that serves makes it exit 0.
+func TestBrokerInstancesAStuckInstanceDoesNotHoldTheOthers(t *testing.T) {
+	setHome(t)
+	e := testenv.New(t, testenv.Options{})
+	turnOnFlatBrokers(t, e)
+	kube := api.RuntimeTarget{Type: api.RuntimeTargetKubernetes, Context: "c", Namespace: "agents"}
+	other := api.RuntimeTarget{Type: api.RuntimeTargetKubernetes, Context: "c", Namespace: "later"}
+	registerFlat(t, e, "stuck-docker", api.RuntimeTarget{Type: api.RuntimeTargetDocker})
+	kubeID := registerFlat(t, e, "k8s", kube)
+	laterID := registerFlat(t, e, "k8s-later", other)
+	old := instanceRuntimeFor
+	instanceRuntimeFor = func(ctx context.Context, h *instanceHost, in config.Instance, target api.RuntimeTarget, brokerID, dir string) (instanceRuntime, error) {
+		if target.Type == api.RuntimeTargetDocker {
+			<-ctx.Done() // the engine never answers
+			return instanceRuntime{}, ctx.Err()
+		}
+		return instanceRuntime{rt: fake.New()}, nil
+	}
+	t.Cleanup(func() { instanceRuntimeFor = old })
+	s := writeSettings(t, `server:
+  broker:
+    hub_endpoint: `+e.URL+`
+    instances:
+      - {key: k8s, name: k8s, runtime_target: {type: kubernetes, context: c, namespace: agents}}
+      - {key: stuck-docker, name: stuck-docker, runtime_target: {type: docker}}
+      - {key: k8s-later, name: k8s-later, runtime_target: {type: kubernetes, context: c, namespace: later}}
+`)
+	stop := runInstancesFor(t, s, slog.New(slog.DiscardHandler))
+	wait.Eventually(t, 20*time.Second, 50*time.Millisecond, func() error {
+		if err := brokerOnline(e, kubeID, kube); err != nil {
+			return err
+		}
+		return brokerOnline(e, laterID, other)
+	})
+	if err := stop(); err != nil {
+		t.Fatalf("brokerInstances: %v", err)
+	}
+}
+
 // With no instance able to serve, the process does not start, naming each
 // instance and its reason.
 func TestBrokerInstancesNoneCanServe(t *testing.T) {
