@@ -95,6 +95,11 @@ func brokerInstances(ctx context.Context, s *config.Settings, creds *config.Brok
 	if len(ins) == 0 {
 		return fmt.Errorf("server.broker.instances is empty: add an instance, or remove the key to run a regular runtime broker")
 	}
+	if o.Runtime != "" {
+		// Each instance's runtime is its runtime_target's; a --runtime
+		// that would be ignored is refused rather than left to surprise.
+		return usageErrorf("--runtime %s does not apply with server.broker.instances: each instance runs on its runtime_target (drop --runtime)", o.Runtime)
+	}
 	ep := s.Server.Broker.HubEndpoint
 	conns := make([]*config.BrokerConnection, len(ins))
 	for i, in := range ins {

@@ -413,6 +413,17 @@ func TestBrokerInstancesInvalidEntryRefusesStart(t *testing.T) {
 	}
 }
 
+// --runtime with instances is refused, not ignored: each instance's
+// runtime is its runtime_target's.
+func TestBrokerInstancesRefuseRuntimeFlag(t *testing.T) {
+	setHome(t)
+	writeSettings(t, "server:\n  broker:\n    hub_endpoint: http://127.0.0.1:1\n    instances:\n      - {key: a, name: a, runtime_target: {type: docker}}\n")
+	err := Broker(t.Context(), config.BrokerOptions{LogLevel: "error", Runtime: "process"})
+	if err == nil || !strings.Contains(err.Error(), "--runtime process does not apply with server.broker.instances") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
 // A workstation with instances registers them through its own Hub
 // instead of the "local" broker. While the Hub refuses them (the
 // experiment is off) the Hub runs and the instance is logged as not

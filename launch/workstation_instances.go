@@ -56,6 +56,9 @@ func startWorkstationInstances(ctx context.Context, srv *hub.Server, url string,
 	if err != nil {
 		return nil, err
 	}
+	if f.Runtime != "" {
+		return nil, usageErrorf("--runtime %s does not apply with server.broker.instances: each instance runs on its runtime_target (drop --runtime)", f.Runtime)
+	}
 	ranges, err := splitPortRange(broker.DefaultPortRange, max(len(ins), 1))
 	if err != nil {
 		return nil, err
