@@ -198,7 +198,7 @@ type registration struct {
 // server.broker.hub_endpoint when it is unset and no workstation Hub runs
 // on this host (that Hub's co-located broker must keep pointing at it).
 func (a *app) saveRegistration(cmd *cobra.Command, t *hubTarget, creds *config.BrokerCredentials, s *config.Settings, bc *api.BrokerCredentials) error {
-	r, ws, err := storeRegistration(t, creds, s, bc, "")
+	r, ws, err := storeRegistration(t, creds, s, bc, "", nil)
 	if err != nil {
 		return err
 	}
@@ -213,14 +213,15 @@ func (a *app) saveRegistration(cmd *cobra.Command, t *hubTarget, creds *config.B
 // storeRegistration saves the credentials the Hub issued, as the
 // connection of the flat instance with key instance ("" the regular
 // broker), and server.broker.hub_endpoint as saveRegistration says.
-func storeRegistration(t *hubTarget, creds *config.BrokerCredentials, s *config.Settings, bc *api.BrokerCredentials, instance string) (registration, *config.Workstation, error) {
+func storeRegistration(t *hubTarget, creds *config.BrokerCredentials, s *config.Settings, bc *api.BrokerCredentials, instance string, target *config.RuntimeTarget) (registration, *config.Workstation, error) {
 	conn := &config.BrokerConnection{
-		Name:        connectionName(creds, bc.Name, t.URL),
-		Instance:    instance,
-		HubEndpoint: t.URL,
-		BrokerID:    bc.BrokerID,
-		BrokerName:  bc.Name,
-		Secret:      bc.Secret,
+		Name:          connectionName(creds, bc.Name, t.URL),
+		Instance:      instance,
+		RuntimeTarget: target,
+		HubEndpoint:   t.URL,
+		BrokerID:      bc.BrokerID,
+		BrokerName:    bc.Name,
+		Secret:        bc.Secret,
 	}
 	creds.Put(conn)
 	if err := creds.Save(); err != nil {

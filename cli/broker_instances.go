@@ -89,7 +89,8 @@ func (a *app) registerInstance(cmd *cobra.Command, key string, autoProvide, forc
 		}
 		return err
 	}
-	r, ws, err := storeRegistration(t, creds, settings, bc, key)
+	registered := config.RuntimeTarget(target)
+	r, ws, err := storeRegistration(t, creds, settings, bc, key, &registered)
 	if err != nil {
 		return err
 	}
@@ -99,8 +100,8 @@ func (a *app) registerInstance(cmd *cobra.Command, key string, autoProvide, forc
 		// a refused limit is the admin's to set, not a failed register.
 		_, err := cl.UpdateBroker(cmd.Context(), bc.BrokerID, api.UpdateBrokerRequest{Settings: &api.BrokerSettings{MaxAgents: in.MaxAgents}})
 		if err != nil {
-			out.MaxAgentsWarning = fmt.Sprintf("the Hub did not set maxAgents %d on %s: %s; until an admin sets it (PATCH /api/v1/runtime-brokers/%s, settings.maxAgents), the instance inherits the Hub's default limit",
-				*in.MaxAgents, bc.Name, hubErrorText(err), bc.BrokerID)
+			out.MaxAgentsWarning = fmt.Sprintf("the Hub did not set maxAgents %d on %s: %s; until an admin sets it (scion hub brokers set %s --max-agents %d), the instance inherits the Hub's default limit",
+				*in.MaxAgents, bc.Name, hubErrorText(err), bc.BrokerID, *in.MaxAgents)
 			fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s\n", out.MaxAgentsWarning)
 		} else {
 			out.MaxAgentsApplied = true

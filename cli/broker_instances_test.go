@@ -122,8 +122,9 @@ func TestRegisterInstanceAndStatus(t *testing.T) {
 		t.Errorf("the Hub's record: target %+v, settings %+v", b.RuntimeTarget, b.Settings)
 	}
 	c := loadCreds(t).ForInstance(e.URL, "k8s-batch")
-	if c == nil || c.BrokerID != b.ID || c.Secret == "" || c.Instance != "k8s-batch" {
-		t.Fatalf("saved connection %+v", c)
+	if c == nil || c.BrokerID != b.ID || c.Secret == "" || c.Instance != "k8s-batch" ||
+		c.RuntimeTarget == nil || api.RuntimeTarget(*c.RuntimeTarget) != wantTarget {
+		t.Fatalf("saved connection %+v (it records the target it registered serving)", c)
 	}
 	if strings.Contains(r.out, c.Secret) {
 		t.Error("register printed the secret")

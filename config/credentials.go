@@ -18,11 +18,15 @@ type BrokerConnection struct {
 	Name string `yaml:"name"`
 	// Instance is the key of the flat instance this connection belongs
 	// to; "" for the regular broker.
-	Instance    string `yaml:"instance,omitempty"`
-	HubEndpoint string `yaml:"hub_endpoint"`
-	BrokerID    string `yaml:"broker_id"`
-	BrokerName  string `yaml:"broker_name"`
-	Secret      string `yaml:"secret"`
+	Instance string `yaml:"instance,omitempty"`
+	// RuntimeTarget is the target the instance registered serving (its
+	// pinned agents' target): an instance whose entry or kubeconfig now
+	// resolves to another one is refused at start rather than moved.
+	RuntimeTarget *RuntimeTarget `yaml:"runtime_target,omitempty"`
+	HubEndpoint   string         `yaml:"hub_endpoint"`
+	BrokerID      string         `yaml:"broker_id"`
+	BrokerName    string         `yaml:"broker_name"`
+	Secret        string         `yaml:"secret"`
 	// TransportMode and TransportAudience configure an OIDC token per
 	// connection for Hubs behind IAP (spec field names).
 	TransportMode     string `yaml:"transportMode,omitempty"`

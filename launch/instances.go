@@ -237,6 +237,9 @@ func (h *instanceHost) prepareOne(ctx context.Context, in config.Instance, targe
 	if !target.Complete() {
 		return nil, h.noContextErr()
 	}
+	if err := registeredTarget(conn, target); err != nil {
+		return nil, err
+	}
 	defaults, err := agentDefaults(in.AgentDefaults)
 	if err != nil {
 		return nil, err
@@ -378,4 +381,23 @@ func runInstances(ctx context.Context, hosted []*hostedInstance, log *slog.Logge
 		})
 	}
 	wg.Wait()
+}
+
+// registeredTarget refuses an instance whose target now resolves to
+// another than the one it registered serving: its entry's runtime_target
+// was edited, or (without a context) the kubeconfig's current context
+// changed. Serving the new one would silently strand the instance's
+// pinned agents (each refused 409 runtime_target_mismatch) and run new
+// ones on a cluster the operator never chose for this key. Credentials
+// saved before the target was recorded are not checked.
+func registeredTarget(conn *config.BrokerConnection, now api.RuntimeTarget) error {
+	if conn.RuntimeTarget == nil {
+		return nil
+	}
+	was := api.RuntimeTarget(*conn.RuntimeTarget)
+	if was == now {
+		return nil
+	}
+	return fmt.Errorf("it registered serving %s but its runtime_target now resolves to %s: restore the entry's runtime_target (or, without a context, the kubeconfig's current context), or add an entry with a new key for the new target and register that",
+		was, now)
 }

@@ -193,7 +193,9 @@ func registerFlat(t *testing.T, e *testenv.Env, key string, target api.RuntimeTa
 	if err != nil {
 		t.Fatal(err)
 	}
-	creds.Put(&config.BrokerConnection{Name: key, Instance: key, HubEndpoint: e.URL, BrokerID: bc.BrokerID, BrokerName: bc.Name, Secret: bc.Secret})
+	registered := config.RuntimeTarget(target)
+	creds.Put(&config.BrokerConnection{Name: key, Instance: key, RuntimeTarget: &registered, HubEndpoint: e.URL,
+		BrokerID: bc.BrokerID, BrokerName: bc.Name, Secret: bc.Secret})
 	if err := creds.Save(); err != nil {
 		t.Fatal(err)
 	}
@@ -280,6 +282,8 @@ func TestBrokerInstancesTheGoodOneServes(t *testing.T) {
 	dead := api.RuntimeTarget{Type: api.RuntimeTargetKubernetes, Context: "dead", Namespace: "agents"}
 	dockerID := registerFlat(t, e, "local-docker", docker)
 	registerFlat(t, e, "k8s-dead", dead)
+	// Registered serving dead/agents, its entry now says dead/moved.
+	registerFlat(t, e, "k8s-moved", api.RuntimeTarget{Type: api.RuntimeTargetKubernetes, Context: "dead", Namespace: "agents-old"})
 	s := writeSettings(t, `server:
   broker:
     hub_endpoint: `+e.URL+`
@@ -295,6 +299,9 @@ func TestBrokerInstancesTheGoodOneServes(t *testing.T) {
       - key: k8s-unregistered
         name: k8s-unregistered
         runtime_target: {type: kubernetes, context: dead, namespace: other}
+      - key: k8s-moved
+        name: k8s-moved
+        runtime_target: {type: kubernetes, context: dead, namespace: moved}
 `)
 	var logs logBuffer
 	log := slog.New(slog.NewTextHandler(&logs, nil))
@@ -305,6 +312,7 @@ func TestBrokerInstancesTheGoodOneServes(t *testing.T) {
 		for _, want := range []string{
 			"instance k8s-dead refused: kubernetes runtime: API server https://127.0.0.1:1", "does not answer",
 			"instance k8s-unregistered refused: no saved credentials for Hub " + e.URL + ": run scion runtime-broker register --instance k8s-unregistered",
+			"instance k8s-moved refused: it registered serving kubernetes:dead/agents-old but its runtime_target now resolves to kubernetes:dead/moved",
 		} {
 			if !strings.Contains(out, want) {
 				return fmt.Errorf("the log lacks %q:\n%s", want, out)

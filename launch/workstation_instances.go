@@ -123,7 +123,9 @@ func (w *workstationInstances) register(ctx context.Context, i int) (*config.Bro
 	if err != nil {
 		return nil, err
 	}
-	conn := &config.BrokerConnection{Name: in.Key, Instance: in.Key, HubEndpoint: w.url, BrokerID: bc.BrokerID, BrokerName: bc.Name, Secret: bc.Secret}
+	registered := config.RuntimeTarget(w.targets[i])
+	conn := &config.BrokerConnection{Name: in.Key, Instance: in.Key, RuntimeTarget: &registered, HubEndpoint: w.url,
+		BrokerID: bc.BrokerID, BrokerName: bc.Name, Secret: bc.Secret}
 	w.creds.Put(conn)
 	if err := w.creds.Save(); err != nil {
 		return nil, err
