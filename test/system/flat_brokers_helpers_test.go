@@ -207,6 +207,47 @@ func (d hubDB) setPlacement(t *testing.T, id, brokerID, pin string) {
 	}
 }
 
+// brokerTarget reads broker id's runtime_target ("null" for none).
+func (d hubDB) brokerTarget(t *testing.T, id string) string {
+	t.Helper()
+	db := d.open(t)
+	defer db.Close()
+	var v sql.NullString
+	if err := db.QueryRow(`SELECT runtime_target FROM runtime_brokers WHERE id = ?`, id).Scan(&v); err != nil {
+		t.Fatalf("read broker %s from %s: %v", id, d.path, err)
+	}
+	if !v.Valid {
+		return "null"
+	}
+	return v.String
+}
+
+// setBrokerTarget writes broker id's runtime_target: a JSON text, or
+// "null" for NULL (a broker that is not flat).
+func (d hubDB) setBrokerTarget(t *testing.T, id, target string) {
+	t.Helper()
+	db := d.open(t)
+	defer db.Close()
+	v := sql.NullString{String: target, Valid: target != "null"}
+	res, err := db.Exec(`UPDATE runtime_brokers SET runtime_target = ? WHERE id = ?`, v, id)
+	if err != nil {
+		t.Fatalf("edit broker %s in %s: %v", id, d.path, err)
+	}
+	if n, _ := res.RowsAffected(); n != 1 {
+		t.Fatalf("edit broker %s: %d rows changed", id, n)
+	}
+}
+
+// targetJSON is a runtime target as the runtime_brokers table holds it.
+func targetJSON(t *testing.T, target api.RuntimeTarget) string {
+	t.Helper()
+	b, err := json.Marshal(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
 // pinJSON is a pin as the agents table holds it.
 func pinJSON(t *testing.T, brokerID string, target api.RuntimeTarget) string {
 	t.Helper()

@@ -1,6 +1,7 @@
 package system
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"path/filepath"
@@ -31,13 +32,13 @@ import (
 //     broker process on the same broker IDs and targets, and stop and
 //     start there again.
 //   - An operator edits the Hub's database (the agents' broker_id and
-//     pinned_runtime_target): every operation of the spec's list that the
+//     pinned_runtime_target, a broker's runtime_target): every operation of the spec's list that the
 //     CLI has is refused with the 409 the spec names for the edit, while
 //     get and list still answer, the row is unchanged and the container
 //     and the pod are exactly as they were (nothing reached a broker).
-//   - The Kubernetes instance restarted on another namespace: its agent
-//     is runtime_target_mismatch until the instance serves its target
-//     again.
+//   - The Kubernetes instance restarted with another namespace in its
+//     entry is refused (the Docker one serves) until the entry is put
+//     back.
 //   - A stop queued while the broker was offline and refused at the
 //     reconnect leaves the agent stopped, stop_queued, with its slot;
 //     a project delete is refused without force, and with force leaves
@@ -185,29 +186,39 @@ func TestFlatBrokerInstances(t *testing.T) {
 	dockerState := func() string { return containerState(t, cl, fd.ID) }
 	podState := func() string { return pods.state(t) }
 	const unregistered = "0190c3a2-0000-7000-8000-00000000dead"
+	elsewhere := api.RuntimeTarget{Type: api.RuntimeTargetKubernetes, Context: "batch", Namespace: "elsewhere"}
 	for _, fc := range []struct {
 		name     string
 		agent    api.Agent
-		brokerID string // the forged broker_id
-		pin      string // the forged pinned_runtime_target
-		code     string
-		state    func() string // what must not change on the runtime
+		brokerID string // the forged broker_id ("": the agent's own)
+		pin      string // the forged pinned_runtime_target ("": the agent's own)
+		// brokerTarget, when set, is the runtime_target forged on the
+		// agent's broker's row ("null": none).
+		brokerTarget string
+		code         string
+		state        func() string // what must not change on the runtime
 	}{
-		{"assigned to the other instance", fd, kubeID, pinJSON(t, dockerID, dockerTarget), api.CodeTargetPinStale, dockerState},
-		{"incomplete pin", fk, kubeID, `{"runtimeBrokerId":"` + kubeID + `","type":"kubernetes"}`, api.CodeTargetPinStale, podState},
-		{"pinned target not served", fk, kubeID,
-			pinJSON(t, kubeID, api.RuntimeTarget{Type: api.RuntimeTargetKubernetes, Context: "batch", Namespace: "elsewhere"}), api.CodeTargetMismatch, podState},
-		{"pinned broker not registered", fd, unregistered, pinJSON(t, unregistered, dockerTarget), api.CodeBrokerMissing, dockerState},
+		{name: "assigned to the other instance", agent: fd, brokerID: kubeID, code: api.CodeTargetPinStale, state: dockerState},
+		{name: "incomplete pin", agent: fk, pin: `{"runtimeBrokerId":"` + kubeID + `","type":"kubernetes"}`, code: api.CodeTargetPinStale, state: podState},
+		{name: "pinned target not served", agent: fk, pin: pinJSON(t, kubeID, elsewhere), code: api.CodeTargetMismatch, state: podState},
+		{name: "broker serves another target", agent: fk, brokerTarget: targetJSON(t, elsewhere), code: api.CodeTargetMismatch, state: podState},
+		{name: "broker serves no single target", agent: fd, brokerTarget: "null", code: api.CodeTargetMismatch, state: dockerState},
+		{name: "pinned broker not registered", agent: fd, brokerID: unregistered, pin: pinJSON(t, unregistered, dockerTarget), code: api.CodeBrokerMissing, state: dockerState},
 	} {
 		t.Run(fc.name, func(t *testing.T) {
 			orig := db.agent(t, fc.agent.ID)
 			before := fc.state()
-			db.setPlacement(t, fc.agent.ID, fc.brokerID, fc.pin)
+			db.setPlacement(t, fc.agent.ID, cmp.Or(fc.brokerID, orig.BrokerID), cmp.Or(fc.pin, orig.Pin))
 			defer db.setPlacement(t, fc.agent.ID, orig.BrokerID, orig.Pin)
+			if fc.brokerTarget != "" {
+				was := db.brokerTarget(t, orig.BrokerID)
+				db.setBrokerTarget(t, orig.BrokerID, fc.brokerTarget)
+				defer db.setBrokerTarget(t, orig.BrokerID, was)
+			}
 			forged := db.agent(t, fc.agent.ID)
 
 			assertRefused(t, admin, fc.agent.Slug, fc.code)
-			assertReadable(t, admin, hub.URL, token, fc.agent, fc.brokerID)
+			assertReadable(t, admin, hub.URL, token, fc.agent, forged.BrokerID)
 			if after := db.agent(t, fc.agent.ID); after != forged {
 				t.Errorf("the refused operations changed agent %s's row: %+v, was %+v", fc.agent.Slug, after, forged)
 			}
@@ -225,12 +236,13 @@ func TestFlatBrokerInstances(t *testing.T) {
 	}
 
 	// Not forged this time: the operator edits the Kubernetes instance's
-	// namespace and restarts the broker. The instance now serves another
-	// target, so fk's pin no longer matches it: runtime_target_mismatch,
-	// its pod untouched. Put back, fk stops and starts there again.
+	// namespace and restarts the broker. The instance registered serving
+	// another target, so it is refused and reported while the Docker one
+	// serves, and fk's pod is untouched; put back, it serves again and fk
+	// stops and starts there.
 	ns2 := c.Namespace(t)
 	prepareAgentNamespace(t, ctx, c.Client, ns2, user.Name)
-	restartWith := func(k8s config.Instance, want api.RuntimeTarget) {
+	restartWith := func(k8s config.Instance) {
 		t.Helper()
 		proc.Signal(t, syscall.SIGTERM)
 		proc.WaitExit(t, 20*time.Second)
@@ -239,16 +251,24 @@ func TestFlatBrokerInstances(t *testing.T) {
 		})
 		writeInstances(t, bh, kubeconfig, docker, k8s)
 		proc = bh.start(t, "broker-flat", startArgs...)
-		instancesOnline(t, admin, map[string]api.RuntimeTarget{"flat-docker": dockerTarget, "flat-k8s": want})
 	}
 	before := podState()
-	restartWith(kubeInstance("flat-k8s", "batch", ns2), api.RuntimeTarget{Type: api.RuntimeTargetKubernetes, Context: "batch", Namespace: ns2})
-	assertRefused(t, admin, "fk", api.CodeTargetMismatch)
-	assertReadable(t, admin, hub.URL, token, fk, kubeID)
-	if after := podState(); after != before {
-		t.Errorf("fk's pod changed while the instance served another namespace: %s, was %s", after, before)
+	restartWith(kubeInstance("flat-k8s", "batch", ns2))
+	instancesOnline(t, admin, map[string]api.RuntimeTarget{"flat-docker": dockerTarget})
+	wait.Eventually(t, 15*time.Second, pollInterval, func() error {
+		if !hubLogNames(proc, "instance flat-k8s refused", kubeTarget.String(), "kubernetes:batch/"+ns2) {
+			return fmt.Errorf("no 'instance flat-k8s refused' naming %s and %s in the broker's log yet", kubeTarget.String(), ns2)
+		}
+		return nil
+	})
+	if m, err := admin.brokers(); err != nil || m["flat-k8s"].Status == api.BrokerOnline || m["flat-k8s"].RuntimeTarget == nil || *m["flat-k8s"].RuntimeTarget != kubeTarget {
+		t.Errorf("flat-k8s at the Hub while its entry names another namespace: %+v, %v; want offline, still recorded serving %s", m["flat-k8s"], err, kubeTarget.String())
 	}
-	restartWith(kubeInstance("flat-k8s", "batch", ns), kubeTarget)
+	if after := podState(); after != before {
+		t.Errorf("fk's pod changed while its instance was refused: %s, was %s", after, before)
+	}
+	restartWith(kubeInstance("flat-k8s", "batch", ns))
+	instancesOnline(t, admin, wantTargets)
 	admin.mustScion(t, "stop", "fk")
 	wait.Eventually(t, 30*time.Second, pollInterval, pods.none)
 	admin.mustScionJSON(t, &again, "start", "fk")
