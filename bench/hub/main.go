@@ -46,10 +46,11 @@ func main() {
 	runs := flag.Int("runs", 1, "measure every level and shape this many times (alternated) and print the medians")
 	profileDir := flag.String("profile", "", "process shape: write a CPU profile of the Hub and of the broker process at the last level into this directory (hub-ENGINE.pprof, broker-ENGINE.pprof)")
 	fleet := flag.Bool("fleet", false, "instead: 50 brokers with 5,000 agents placed vs an empty Hub, at -c's last level (in process)")
+	flat := flag.Bool("flat", false, "instead: a flat Runtime Broker vs a regular one (in process, ABBA), at -c's last level: n creates with start, then a stop and a start of each")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of this process's whole run here")
 	flag.StringVar(&fleetShapes, "shapes", "empty,fleet,fleet,empty", "with -fleet: the Hubs to measure, in order; a shape measured twice is averaged")
 	flag.Parse()
-	os.Exit(benchMain(*n, *levels, *engines, *shapes, *runs, *profileDir, *fleet, *cpuprofile))
+	os.Exit(benchMain(*n, *levels, *engines, *shapes, *runs, *profileDir, *fleet, *flat, *cpuprofile))
 }
 
 // interrupted is set when the bench got a signal.
@@ -58,7 +59,7 @@ var interrupted atomic.Bool
 // benchMain runs the bench and returns the exit code; whatever it started
 // (daemon processes, directories) is gone when it returns, and when the
 // bench is interrupted.
-func benchMain(n int, levels, engines, shapes string, runs int, profileDir string, fleet bool, cpuprofile string) int {
+func benchMain(n int, levels, engines, shapes string, runs int, profileDir string, fleet, flat bool, cpuprofile string) int {
 	// On a signal the daemons are killed at once, which fails the level
 	// under way; the run then returns through the removals below. A bench
 	// stuck elsewhere (a build) is given 10 s before it is ended here.
@@ -112,6 +113,9 @@ func benchMain(n int, levels, engines, shapes string, runs int, profileDir strin
 	if fleet {
 		runFleet(engines, levels, n)
 		return 0
+	}
+	if flat {
+		return runFlat(engines, levels, n)
 	}
 	if strings.Contains(shapes, "process") {
 		if _, err := scionBinary(); err != nil {
@@ -289,57 +293,12 @@ type result struct {
 func run(eng string, conc, n, brokers, preload int) (result, error) {
 	var res result
 	ctx := context.Background()
-	st, cleanup, err := openStore(ctx, eng)
+	env, err := startInproc(ctx, eng, brokers, nil)
 	if err != nil {
 		return res, err
 	}
-	defer cleanup()
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	h, err := hub.New(ctx, hub.Options{Store: st, Logger: log})
-	if err != nil {
-		return res, err
-	}
-	srv := httptest.NewServer(h.Handler())
-	defer srv.Close()
-	defer h.Close()
-	h.SetPublicURL(srv.URL)
-	tok, err := h.BootstrapAdmin(ctx)
-	if err != nil {
-		return res, err
-	}
-	projectID, err := h.EnsureProject(ctx, "default", "")
-	if err != nil {
-		return res, err
-	}
-	dir, _ := os.MkdirTemp(benchDir(), "scion-bench-broker")
-	defer removeLater(dir)
-	bctx, stop := context.WithCancel(ctx)
-	defer stop()
-	ids := make([]string, brokers)
-	names := make([]string, brokers)
-	for i := range brokers {
-		names[i] = fmt.Sprintf("bench-%02d", i)
-		creds, err := h.RegisterBroker(ctx, names[i], hub.BootstrapAdminID, true)
-		if err != nil {
-			return res, err
-		}
-		ids[i] = creds.BrokerID
-		if _, err := h.EnsureProject(ctx, "default", creds.BrokerID); err != nil {
-			return res, err
-		}
-		b, err := broker.New(broker.Config{HubEndpoint: srv.URL, BrokerID: creds.BrokerID, Name: names[i],
-			Secret: []byte(creds.Secret), Runtime: fake.New(), DataDir: filepath.Join(dir, names[i]), Logger: log})
-		if err != nil {
-			return res, err
-		}
-		go b.Run(bctx)
-		wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		err = b.WaitConnected(wctx)
-		cancel()
-		if err != nil {
-			return res, err
-		}
-	}
+	defer env.close()
+	st, ids, names, projectID := env.st, env.ids, env.names, env.projectID
 	// Agents already placed: written straight to the store (with their
 	// reservations) once every broker has said hello, as a Hub that has
 	// been running a while would hold them.
@@ -352,11 +311,7 @@ func run(eng string, conc, n, brokers, preload int) (result, error) {
 			return res, err
 		}
 	}
-	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256, MaxConnsPerHost: 256}}
-	cl := client.New(srv.URL, tok, client.WithHTTPClient(hc))
-	if _, err := cl.PutLimits(ctx, api.Limits{MaxAgentsPerBroker: 0}); err != nil {
-		return res, err
-	}
+	cl := env.cl
 	create := func(name string, i int) error {
 		_, err := cl.CreateAgent(ctx, api.CreateAgentRequest{Name: name, Project: "default", Broker: names[i%brokers], Start: true, Command: []string{"x"}})
 		return err
@@ -368,6 +323,104 @@ func run(eng string, conc, n, brokers, preload int) (result, error) {
 	}
 	res.selfCPU = (procCPU(os.Getpid()) - self0) / time.Duration(n)
 	return res, nil
+}
+
+// inproc is a Hub, its brokers (fake runtime) and an admin client in this
+// process, on loopback.
+type inproc struct {
+	st        store.Store
+	cl        *client.Client
+	ids       []string
+	names     []string
+	projectID string
+	closers   []func() // in reverse order of need
+}
+
+func (e *inproc) close() {
+	for i := len(e.closers) - 1; i >= 0; i-- {
+		e.closers[i]()
+	}
+}
+
+// startInproc starts a Hub on eng with brokers brokers online, each
+// providing for the "default" project, and no per-broker limit. With
+// target, the hub.flat_runtime_brokers experiment is on and every broker
+// is a flat instance serving *target (the same fake runtime: only the
+// Hub's handling differs).
+func startInproc(ctx context.Context, eng string, brokers int, target *api.RuntimeTarget) (e *inproc, err error) {
+	e = &inproc{}
+	defer func() {
+		if err != nil {
+			e.close()
+		}
+	}()
+	st, cleanup, err := openStore(ctx, eng)
+	if err != nil {
+		return e, err
+	}
+	e.st, e.closers = st, append(e.closers, cleanup)
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	h, err := hub.New(ctx, hub.Options{Store: st, Logger: log})
+	if err != nil {
+		return e, err
+	}
+	srv := httptest.NewServer(h.Handler())
+	e.closers = append(e.closers, srv.Close, h.Close)
+	h.SetPublicURL(srv.URL)
+	tok, err := h.BootstrapAdmin(ctx)
+	if err != nil {
+		return e, err
+	}
+	if e.projectID, err = h.EnsureProject(ctx, "default", ""); err != nil {
+		return e, err
+	}
+	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256, MaxConnsPerHost: 256}}
+	e.cl = client.New(srv.URL, tok, client.WithHTTPClient(hc))
+	if _, err := e.cl.PutLimits(ctx, api.Limits{MaxAgentsPerBroker: 0}); err != nil {
+		return e, err
+	}
+	if target != nil {
+		set, err := e.cl.GetSettings(ctx)
+		if err != nil {
+			return e, err
+		}
+		set.Experiments = map[string]bool{api.ExperimentFlatRuntimeBrokers: true}
+		if _, err := e.cl.PutSettings(ctx, *set); err != nil {
+			return e, err
+		}
+	}
+	dir, _ := os.MkdirTemp(benchDir(), "scion-bench-broker")
+	bctx, stop := context.WithCancel(ctx)
+	e.closers = append(e.closers, func() { removeLater(dir) }, stop)
+	for i := range brokers {
+		name := fmt.Sprintf("bench-%02d", i)
+		var creds api.BrokerCredentials
+		if target != nil {
+			creds, err = h.RegisterFlatBroker(ctx, name, hub.BootstrapAdminID, true, *target, nil)
+		} else {
+			creds, err = h.RegisterBroker(ctx, name, hub.BootstrapAdminID, true)
+		}
+		if err != nil {
+			return e, err
+		}
+		e.ids, e.names = append(e.ids, creds.BrokerID), append(e.names, name)
+		if _, err := h.EnsureProject(ctx, "default", creds.BrokerID); err != nil {
+			return e, err
+		}
+		b, err := broker.New(broker.Config{HubEndpoint: srv.URL, BrokerID: creds.BrokerID, Name: name,
+			Secret: []byte(creds.Secret), Runtime: fake.New(), DataDir: filepath.Join(dir, name), Logger: log, RuntimeTarget: target})
+		if err != nil {
+			return e, err
+		}
+		go b.Run(bctx)
+		wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		err = b.WaitConnected(wctx)
+		cancel()
+		if err != nil {
+			return e, err
+		}
+	}
+	return e, nil
 }
 
 // drive warms up conc connections, calls started, then runs n creates
