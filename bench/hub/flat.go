@@ -11,6 +11,9 @@ import (
 	"github.com/scion-go/scion/api"
 )
 
+// flatOrder is the brokers runFlat measures (-order).
+var flatOrder string
+
 // flatOps are what -flat measures on each Hub, in order: n creates with
 // start, then a stop and a start of each created agent.
 var flatOps = []string{"create", "stop", "start"}
@@ -18,20 +21,26 @@ var flatOps = []string{"create", "stop", "start"}
 // runFlat compares a flat Runtime Broker instance with a regular broker,
 // in process: on a flat one a create also writes the agent's pin, and
 // every action on a pinned agent runs the placement check (reachCheck)
-// over the agent's and the broker's records. The broker is the same fake
-// runtime in both, so the difference is the Hub's. The two are measured
-// regular, flat, flat, regular (a fresh Hub each), so that a machine
-// slowing down or speeding up over the run weighs on both alike.
+// over the agent's and the broker's records. The runtime is the same fake
+// in both (a flat instance's real runtime is Docker or Kubernetes, which
+// the product has no fake for), so the difference is the Hub's, and the
+// flat broker's own checks of each command's pin. By default the two are measured regular, flat, flat,
+// regular (a fresh Hub each), so that a machine slowing down or speeding
+// up over the run weighs on both alike.
 func runFlat(engines, levels string, n int) int {
 	ls := strings.Split(levels, ",")
 	conc, _ := strconv.Atoi(ls[len(ls)-1])
-	fmt.Printf("flat vs regular Runtime Broker, in process (fake runtime in both: the Hub's cost), concurrency %d, %d agents: create with start, then stop, then start each\n", conc, n)
+	fmt.Printf("flat vs regular Runtime Broker, in process (the same fake runtime in both: the Hub's cost, and the flat broker's own pin checks), concurrency %d, %d agents: create with start, then stop, then start each\n", conc, n)
 	for _, eng := range strings.Split(engines, ",") {
 		fmt.Printf("%-9s %-8s %-6s %8s %9s %9s %9s %10s  %s\n", "engine", "broker", "op", "ops/s", "p50", "p99", "max", "cpu (all)", "loadavg")
 		all := map[string][]result{} // variant/op
 		failed := false
-		for _, flat := range []bool{false, true, true, false} {
-			variant := map[bool]string{false: "regular", true: "flat"}[flat]
+		for _, variant := range strings.Split(flatOrder, ",") {
+			if variant != "regular" && variant != "flat" {
+				fmt.Fprintf(os.Stderr, "unknown broker %q (use regular and flat)\n", variant)
+				return 1
+			}
+			flat := variant == "flat"
 			rs, err := flatRun(eng, conc, n, flat)
 			if err != nil {
 				fmt.Fprintf(os.Stderr, "%s %s: %v\n", eng, variant, err)
@@ -52,14 +61,28 @@ func runFlat(engines, levels string, n int) int {
 		if failed {
 			continue
 		}
-		// Each flat run is paired with the regular run beside it (the 1st
-		// run with the 2nd, the 3rd with the 4th): the two pairs' ratios
-		// are the spread of the ratio.
-		fmt.Printf("%s flat/regular (mean of the two runs each; in brackets the two ABBA pairs' ratios):\n", eng)
+		if len(all["flat/create"]) == 0 || len(all["regular/create"]) == 0 {
+			continue
+		}
+		// The i-th flat run is paired with the i-th regular run (with the
+		// default order, the 1st run with the 2nd and the 3rd with the
+		// 4th): the pairs' ratios are the spread of the ratio of means.
+		fmt.Printf("%s flat/regular (ratio of the means over the runs; in brackets each pair's):\n", eng)
 		for _, op := range flatOps {
 			reg, fl := all["regular/"+op], all["flat/"+op]
 			ratio := func(f func(result) float64) string {
-				return fmt.Sprintf("%.2f [%.2f %.2f]", (f(fl[0])+f(fl[1]))/(f(reg[0])+f(reg[1])), f(fl[0])/f(reg[0]), f(fl[1])/f(reg[1]))
+				var sf, sr float64
+				var pairs []string
+				for i := range min(len(fl), len(reg)) {
+					pairs = append(pairs, fmt.Sprintf("%.2f", f(fl[i])/f(reg[i])))
+				}
+				for _, r := range fl {
+					sf += f(r) / float64(len(fl))
+				}
+				for _, r := range reg {
+					sr += f(r) / float64(len(reg))
+				}
+				return fmt.Sprintf("%.2f [%s]", sf/sr, strings.Join(pairs, " "))
 			}
 			rate := func(r result) float64 { return r.rate }
 			p50 := func(r result) float64 { return float64(r.p50) }

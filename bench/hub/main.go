@@ -48,6 +48,7 @@ func main() {
 	fleet := flag.Bool("fleet", false, "instead: 50 brokers with 5,000 agents placed vs an empty Hub, at -c's last level (in process)")
 	flat := flag.Bool("flat", false, "instead: a flat Runtime Broker vs a regular one (in process, ABBA), at -c's last level: n creates with start, then a stop and a start of each")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of this process's whole run here")
+	flag.StringVar(&flatOrder, "order", "regular,flat,flat,regular", "with -flat: the brokers to measure, in order (one variant alone, with -cpuprofile, profiles it)")
 	flag.StringVar(&fleetShapes, "shapes", "empty,fleet,fleet,empty", "with -fleet: the Hubs to measure, in order; a shape measured twice is averaged")
 	flag.Parse()
 	os.Exit(benchMain(*n, *levels, *engines, *shapes, *runs, *profileDir, *fleet, *flat, *cpuprofile))
