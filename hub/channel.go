@@ -226,14 +226,7 @@ func (s *Server) checkResend(ctx context.Context, req any) error {
 	if err != nil {
 		return storeErr(err, api.CodeAgentNotFound, "agent")
 	}
-	if a.Pin == nil {
-		return nil
-	}
-	in, err := s.loadReach(ctx, a)
-	if err != nil {
-		return err
-	}
-	return reachCheck(in)
+	return s.checkReach(ctx, a)
 }
 
 // call sends one command on one session, once it is ready.
