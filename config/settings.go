@@ -70,6 +70,36 @@ type ProfileSettings struct {
 	Runtime  string            `yaml:"runtime,omitempty"`
 	Default  bool              `yaml:"default,omitempty"`
 	Settings map[string]string `yaml:"settings,omitempty"`
+	// Jobs is where this profile's delegated Jobs run (ADR-0046): no
+	// cluster means the broker's own ambient cluster.
+	Jobs *ProfileJobs `yaml:"jobs,omitempty"`
+	// Clusters override or add blocks of the fleet file (clusters.toml
+	// beside settings.yaml), whole blocks, the profile winning; the
+	// fields are the fleet file's (spoke/fleet validates them).
+	Clusters map[string]ClusterSettings `yaml:"clusters,omitempty"`
+}
+
+// ProfileJobs is a profile's jobs: section.
+type ProfileJobs struct {
+	Cluster string `yaml:"cluster,omitempty"`
+}
+
+// ClusterSettings is one spoke cluster block, as in clusters.toml.
+type ClusterSettings struct {
+	KubeconfigSecret string            `yaml:"kubeconfig_secret,omitempty"`
+	HostAliases      map[string]string `yaml:"host_aliases,omitempty"`
+	ProxyURL         string            `yaml:"proxy_url,omitempty"`
+	Namespace        string            `yaml:"namespace,omitempty"`
+	Queue            string            `yaml:"queue,omitempty"`
+	Bastion          *BastionSettings  `yaml:"bastion,omitempty"`
+}
+
+// BastionSettings is a cluster block's bastion: the SSH tier.
+type BastionSettings struct {
+	Host       string `yaml:"host,omitempty"`
+	User       string `yaml:"user,omitempty"`
+	KeySecret  string `yaml:"key_secret,omitempty"`
+	KnownHosts string `yaml:"known_hosts,omitempty"`
 }
 
 // HubSettings is server.hub.

@@ -46,7 +46,7 @@ func clean() []Package {
 		pkg("hub", "api", "store", "wire", "hub/placement", "hub/authz", "net"),
 		pkg("broker", "api", "config", "runtime", "wire", "broker/idempotency", "broker/portpool"), pkg("broker/idempotency", "api", "os"), pkg("broker/portpool", "api", "net"),
 		pkg("launch", "hub", "broker", "store", "store/sqlite", "runtime", "config"),
-		pkg("cmd/scion", "cli", "launch"),
+		pkg("cmd/scion", "cli", "launch"), pkg("spoke/fleet", "api", "config"),
 	}
 }
 
@@ -78,6 +78,9 @@ func TestCheckCatchesViolations(t *testing.T) {
 		{"idempotency imports broker", "broker/idempotency", "broker", "broker/idempotency imports broker "},
 		{"portpool imports runtime", "broker/portpool", "runtime", "broker/portpool imports runtime "},
 		{"placement imports store", "hub/placement", "store", "hub/placement imports store "},
+		{"spoke/fleet imports store", "spoke/fleet", "store", "spoke/fleet imports store (directly or not); of ours it may import only api, config"},
+		{"spoke/fleet imports hub", "spoke/fleet", "hub", "spoke/fleet imports hub "},
+		{"spoke/fleet imports cli", "spoke/fleet", "cli", "spoke/fleet imports cli "},
 		{"splitplan imports client", "internal/splitplan", "client", "internal/splitplan imports client "},
 		{"authz imports os", "hub/authz", "os", "hub/authz imports os; a pure package does no I/O"},
 	} {

@@ -62,6 +62,14 @@ var Rules = []Rule{
 		Pkgs: []string{"hub/placement/...", "hub/authz/..."}, Only: []string{"api"}, Pure: true,
 	},
 	{
+		// The spokes' fleet file and per-call client configs (ADR-0046):
+		// of ours only api and the config leaf (client-go and the TOML
+		// decoder are the other modules). The SSH tunnel plugs in through
+		// its Dialer interface, so spoke/tunnel is not imported either.
+		Name: "spoke/fleet imports only api and config",
+		Pkgs: []string{"spoke/fleet"}, Only: []string{"api", "config"},
+	},
+	{
 		// The legacy broker split planner: a decision over plain values
 		// that the CLI runs; it imports nothing of ours.
 		Name: "internal/splitplan is pure",

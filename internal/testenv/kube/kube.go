@@ -153,6 +153,9 @@ func (c *Cluster) ConfigFor(token string) *rest.Config {
 	}
 }
 
+// CAPEM is the CA that signed the API server's serving certificate.
+func (c *Cluster) CAPEM() []byte { return c.caPEM }
+
 // Kubeconfig writes a kubeconfig file with one context per entry of
 // tokens (context name -> bearer token), all on this cluster, and returns
 // its path. It is for code that loads kubeconfig files, like the runtime's

@@ -108,8 +108,14 @@ func (c *Cluster) waitReady(ctx context.Context) error {
 	}
 }
 
-// writeCredentials makes a CA with a serving certificate for 127.0.0.1, a
-// service-account signing key, and the static token file.
+// DarkHost is a name on the serving certificate that resolves nowhere
+// (.invalid, RFC 6761): the DNS-dark spoke tier reaches the API server by
+// it through a host alias, with the certificate still checked against it.
+const DarkHost = "spoke-api.scion.invalid"
+
+// writeCredentials makes a CA with a serving certificate for 127.0.0.1,
+// localhost and DarkHost, a service-account signing key, and the static
+// token file.
 func (c *Cluster) writeCredentials() error {
 	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -137,7 +143,7 @@ func (c *Cluster) writeCredentials() error {
 		KeyUsage:    x509.KeyUsageDigitalSignature,
 		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback},
-		DNSNames:    []string{"localhost", "kubernetes.default.svc"},
+		DNSNames:    []string{"localhost", "kubernetes.default.svc", DarkHost},
 	}
 	srvDER, err := x509.CreateCertificate(rand.Reader, srvTmpl, caCert, &srvKey.PublicKey, caKey)
 	if err != nil {

@@ -1,0 +1,154 @@
+package fleet
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"sync"
+	"time"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// Dialer opens a connection to addr (host:port of the API server, or its
+// host_aliases IP) through the SSH tier's tunnel; spoke/tunnel implements
+// it. A Dialer must honour ctx's deadline.
+type Dialer interface {
+	DialContext(ctx context.Context, network, addr string) (net.Conn, error)
+}
+
+// Defaults of Options.
+const (
+	DefaultConnectTimeout = 10 * time.Second
+	DefaultRequestTimeout = 60 * time.Second
+)
+
+// Options bound a spoke client.
+type Options struct {
+	// ConnectTimeout bounds each step of reaching the API server: the
+	// dial (through the proxy or tunnel), the proxy's CONNECT answer and
+	// the TLS handshake. Zero is DefaultConnectTimeout.
+	ConnectTimeout time.Duration
+	// RequestTimeout bounds every request, whole (rest.Config.Timeout):
+	// a silently dead tunnel cannot hang a poll. Zero is
+	// DefaultRequestTimeout. Streams that outlive it are not for this
+	// client (the Job runner polls log snapshots).
+	RequestTimeout time.Duration
+	// Dialer is the bastion tier's tunnel; required for that tier.
+	Dialer Dialer
+}
+
+// RESTConfig builds a client config for cluster c from its kubeconfig's
+// bytes (as the Hub secret delivers them), for one call: nothing is
+// cached or global. It returns warnings (a bound, expiring token) beside
+// the config. Every transport failure of a request made with the config
+// is an *UnreachableError naming c and its tier.
+//
+// The path is the fleet file's alone: proxies from the environment
+// (HTTPS_PROXY) are not used for spokes, and a kubeconfig proxy-url is
+// used only when the block has no proxy_url of its own.
+func RESTConfig(c *Cluster, kubeconfig []byte, o Options) (*rest.Config, []string, error) {
+	if o.ConnectTimeout <= 0 {
+		o.ConnectTimeout = DefaultConnectTimeout
+	}
+	if o.RequestTimeout <= 0 {
+		o.RequestTimeout = DefaultRequestTimeout
+	}
+	kc, err := clientcmd.Load(kubeconfig)
+	if err != nil {
+		return nil, nil, fmt.Errorf("cluster %s: kubeconfig (secret %s): %w", c.Name, c.KubeconfigSecret, err)
+	}
+	cfg, err := clientcmd.NewDefaultClientConfig(*kc, &clientcmd.ConfigOverrides{}).ClientConfig()
+	if err != nil {
+		return nil, nil, fmt.Errorf("cluster %s: kubeconfig (secret %s): %w", c.Name, c.KubeconfigSecret, err)
+	}
+	var warnings []string
+	if w := boundTokenWarning(c.Name, cfg.BearerToken); w != "" {
+		warnings = append(warnings, w)
+	}
+	apiURL, err := url.Parse(cfg.Host)
+	if err != nil || apiURL.Host == "" {
+		return nil, nil, fmt.Errorf("cluster %s: kubeconfig server %q is not a URL", c.Name, cfg.Host)
+	}
+	tier := c.Tier()
+	tlsCfg, err := rest.TLSConfigFor(cfg)
+	if err != nil {
+		return nil, nil, fmt.Errorf("cluster %s: kubeconfig TLS: %w", c.Name, err)
+	}
+	if tlsCfg != nil && tlsCfg.ServerName == "" {
+		// The name the certificate is checked against is the real API
+		// host on every tier, whatever address the bytes go to.
+		tlsCfg.ServerName = apiURL.Hostname()
+	}
+	proxy := cfg.Proxy // the kubeconfig's proxy-url, if any
+	if c.ProxyURL != "" {
+		pu, _ := url.Parse(c.ProxyURL) // Validate checked it
+		proxy = http.ProxyURL(pu)
+	}
+	dial := (&net.Dialer{Timeout: o.ConnectTimeout, KeepAlive: 30 * time.Second}).DialContext
+	if tier == TierBastion {
+		if o.Dialer == nil {
+			return nil, nil, fmt.Errorf("cluster %s: the bastion tier needs a tunnel (no Dialer given)", c.Name)
+		}
+		proxy = nil
+		dial = o.Dialer.DialContext
+	}
+	aliases := c.HostAliases
+	ct := o.ConnectTimeout
+	dialAliased := func(ctx context.Context, network, addr string) (net.Conn, error) {
+		if host, port, err := net.SplitHostPort(addr); err == nil {
+			if ip, ok := aliases[host]; ok {
+				addr = net.JoinHostPort(ip, port)
+			}
+		}
+		ctx, cancel := context.WithTimeout(ctx, ct)
+		defer cancel()
+		conn, err := dial(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return newConnectConn(conn, ct), nil
+	}
+	tr := &http.Transport{
+		Proxy:               proxy,
+		DialContext:         dialAliased,
+		TLSClientConfig:     tlsCfg,
+		TLSHandshakeTimeout: ct,
+		ForceAttemptHTTP2:   true,
+		MaxIdleConnsPerHost: 25,
+		IdleConnTimeout:     90 * time.Second,
+	}
+	// A custom transport carries the TLS settings itself; client-go
+	// refuses a config that has both.
+	cfg.TLSClientConfig = rest.TLSClientConfig{}
+	cfg.Proxy = nil
+	cfg.Dial = nil
+	cfg.Transport = &unreachableRT{next: tr, cluster: c.Name, tier: tier}
+	cfg.Timeout = o.RequestTimeout
+	return cfg, warnings, nil
+}
+
+// connectConn bounds the connect phase: until the peer first speaks (the
+// proxy's CONNECT answer, the server's TLS hello) reads and writes share
+// one deadline, so a blackhole that accepts and never answers fails in
+// ConnectTimeout instead of at the kernel's TCP timeout.
+type connectConn struct {
+	net.Conn
+	once sync.Once
+}
+
+func newConnectConn(c net.Conn, d time.Duration) net.Conn {
+	c.SetDeadline(time.Now().Add(d))
+	return &connectConn{Conn: c}
+}
+
+func (c *connectConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if n > 0 {
+		c.once.Do(func() { c.Conn.SetDeadline(time.Time{}) })
+	}
+	return n, err
+}

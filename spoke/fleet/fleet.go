@@ -1,0 +1,174 @@
+package fleet
+
+import (
+	"encoding/base64"
+	"fmt"
+	"net"
+	"net/url"
+	"regexp"
+	"sort"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+)
+
+// Tier is how the broker reaches a spoke's API server.
+type Tier string
+
+const (
+	// TierPublic: the kubeconfig alone.
+	TierPublic Tier = "public"
+	// TierHostAliases: routable but DNS-dark; the broker resolves the API
+	// host to the given IP itself, the TLS name unchanged.
+	TierHostAliases Tier = "host_aliases"
+	// TierProxy: through an HTTP CONNECT proxy, TLS end to end.
+	TierProxy Tier = "proxy"
+	// TierBastion: through an in-process SSH tunnel (a Dialer).
+	TierBastion Tier = "bastion"
+)
+
+// Cluster is one [clusters.<name>] block.
+type Cluster struct {
+	// Name is the table's key.
+	Name string `toml:"-"`
+	// KubeconfigSecret names the broker-scoped Hub secret that holds the
+	// kubeconfig (by name only: the value never appears here).
+	KubeconfigSecret string            `toml:"kubeconfig_secret"`
+	HostAliases      map[string]string `toml:"host_aliases"`
+	ProxyURL         string            `toml:"proxy_url"`
+	// Namespace and Queue are the defaults for Jobs on this cluster
+	// (a Job may name its own queue); empty means the kubeconfig's
+	// namespace and no Kueue queue label.
+	Namespace string   `toml:"namespace"`
+	Queue     string   `toml:"queue"`
+	Bastion   *Bastion `toml:"bastion"`
+}
+
+// Bastion is a [clusters.<name>.bastion] block: the SSH tier.
+type Bastion struct {
+	// Host is host or host:port (port 22 when absent).
+	Host string `toml:"host"`
+	User string `toml:"user"`
+	// KeySecret names the Hub secret that holds the private key.
+	KeySecret string `toml:"key_secret"`
+	// KnownHosts is one known_hosts line for Host: the host key is
+	// always verified, so it is required.
+	KnownHosts string `toml:"known_hosts"`
+}
+
+// Tier is the cluster's reachability tier, from the fields it sets. A
+// bastion block makes it the bastion tier; its host_aliases then name the
+// address the bastion opens its channel to (the bastion may not resolve
+// the API host either). proxy_url is refused beside a bastion or
+// host_aliases (Validate): the proxy resolves names on its own side, and
+// a proxied SSH hop is not supported.
+func (c *Cluster) Tier() Tier {
+	switch {
+	case c.Bastion != nil:
+		return TierBastion
+	case c.ProxyURL != "":
+		return TierProxy
+	case len(c.HostAliases) > 0:
+		return TierHostAliases
+	default:
+		return TierPublic
+	}
+}
+
+// secretName is hub/secrets.go's rule for a secret's name: a reference
+// that no secret can match is refused here, not at the first Job.
+var secretName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,127}$`)
+
+// Validate checks one block; errors name source (the file), the cluster
+// and the field.
+func (c *Cluster) Validate(source string) error {
+	bad := func(field, format string, a ...any) error {
+		return fmt.Errorf("%s: clusters.%s.%s: %s", source, c.Name, field, fmt.Sprintf(format, a...))
+	}
+	if errs := validation.IsDNS1123Label(c.Name); len(errs) > 0 {
+		return fmt.Errorf("%s: clusters.%s: the cluster name %s", source, c.Name, strings.Join(errs, "; "))
+	}
+	switch {
+	case c.KubeconfigSecret == "":
+		return bad("kubeconfig_secret", "required (the Hub secret that holds the kubeconfig)")
+	case !secretName.MatchString(c.KubeconfigSecret):
+		return bad("kubeconfig_secret", "%q is not a secret name (letters, digits and _, not starting with a digit)", c.KubeconfigSecret)
+	}
+	for _, host := range sortedKeys(c.HostAliases) {
+		if errs := validation.IsDNS1123Subdomain(host); len(errs) > 0 {
+			return bad("host_aliases", "%q is not a host name: %s", host, strings.Join(errs, "; "))
+		}
+		if net.ParseIP(c.HostAliases[host]) == nil {
+			return bad("host_aliases", "%q maps to %q, which is not an IP address", host, c.HostAliases[host])
+		}
+	}
+	if c.ProxyURL != "" {
+		u, err := url.Parse(c.ProxyURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return bad("proxy_url", "%q is not an http:// or https:// proxy URL", c.ProxyURL)
+		}
+		if c.Bastion != nil {
+			return bad("proxy_url", "cannot be combined with a bastion block (choose one tier)")
+		}
+		if len(c.HostAliases) > 0 {
+			return bad("proxy_url", "cannot be combined with host_aliases (the proxy resolves the API host)")
+		}
+	}
+	if c.Namespace != "" {
+		if errs := validation.IsDNS1123Label(c.Namespace); len(errs) > 0 {
+			return bad("namespace", "%q: %s", c.Namespace, strings.Join(errs, "; "))
+		}
+	}
+	if c.Queue != "" {
+		if errs := validation.IsDNS1123Subdomain(c.Queue); len(errs) > 0 {
+			return bad("queue", "%q: %s", c.Queue, strings.Join(errs, "; "))
+		}
+	}
+	if b := c.Bastion; b != nil {
+		if err := b.validate(); err != nil {
+			return fmt.Errorf("%s: clusters.%s.bastion.%w", source, c.Name, err)
+		}
+	}
+	return nil
+}
+
+func (b *Bastion) validate() error {
+	if b.Host == "" {
+		return fmt.Errorf("host: required")
+	}
+	if _, _, err := net.SplitHostPort(b.Address()); err != nil {
+		return fmt.Errorf("host: %q is not host or host:port", b.Host)
+	}
+	if b.User == "" {
+		return fmt.Errorf("user: required")
+	}
+	if !secretName.MatchString(b.KeySecret) {
+		return fmt.Errorf("key_secret: %q is not a secret name (required: the Hub secret that holds the SSH key)", b.KeySecret)
+	}
+	// One line: hosts, key type, base64 key (an optional comment after).
+	f := strings.Fields(b.KnownHosts)
+	if strings.ContainsAny(strings.TrimSpace(b.KnownHosts), "\n\r") || len(f) < 3 {
+		return fmt.Errorf("known_hosts: required, one known_hosts line (hosts key-type base64-key): the bastion's host key is always verified")
+	}
+	if _, err := base64.StdEncoding.DecodeString(f[2]); err != nil {
+		return fmt.Errorf("known_hosts: the key is not base64: %v", err)
+	}
+	return nil
+}
+
+// Address is the bastion's host:port.
+func (b *Bastion) Address() string {
+	if _, _, err := net.SplitHostPort(b.Host); err == nil {
+		return b.Host
+	}
+	return net.JoinHostPort(b.Host, "22")
+}
+
+func sortedKeys(m map[string]string) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
+}

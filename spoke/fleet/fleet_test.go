@@ -1,0 +1,177 @@
+package fleet
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/scion-go/scion/config"
+)
+
+const knownHosts = "bastion.example ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl"
+
+func TestParseTiers(t *testing.T) {
+	doc := `
+[clusters.wharf]
+kubeconfig_secret = "spoke_wharf_kubeconfig"
+namespace = "gpu-jobs"
+queue = "h200"
+
+[clusters.dark]
+kubeconfig_secret = "DARK"
+host_aliases = { "api.spoke.example" = "10.0.0.1" }
+
+[clusters.pok]
+kubeconfig_secret = "POK"
+proxy_url = "http://10.0.0.9:3128"
+
+[clusters.b200]
+kubeconfig_secret = "B200"
+host_aliases = { "api.b200.internal" = "192.168.1.5" }
+[clusters.b200.bastion]
+host = "bastion.example:2222"
+user = "scion"
+key_secret = "B200_SSH_KEY"
+known_hosts = "` + knownHosts + `"
+`
+	f, err := Parse("clusters.toml", []byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]Tier{"wharf": TierPublic, "dark": TierHostAliases, "pok": TierProxy, "b200": TierBastion}
+	for name, tier := range want {
+		c := f.Clusters[name]
+		if c == nil || c.Name != name || c.Tier() != tier {
+			t.Errorf("%s: got %+v, want tier %s", name, c, tier)
+		}
+	}
+	if w := f.Clusters["wharf"]; w.Namespace != "gpu-jobs" || w.Queue != "h200" {
+		t.Errorf("wharf defaults: %+v", w)
+	}
+	if b := f.Clusters["b200"].Bastion; b.Address() != "bastion.example:2222" || b.KeySecret != "B200_SSH_KEY" {
+		t.Errorf("bastion: %+v", b)
+	}
+	if got := strings.Join(f.Names(), ","); got != "b200,dark,pok,wharf" {
+		t.Errorf("names %s", got)
+	}
+}
+
+func TestParseRefusals(t *testing.T) {
+	ok := `kubeconfig_secret = "K"` + "\n"
+	bastion := "[clusters.x.bastion]\nhost = \"b\"\nuser = \"u\"\nkey_secret = \"KEY\"\n"
+	for _, tc := range []struct{ name, doc, want string }{
+		{"unknown key", "[clusters.x]\n" + ok + "proxy_ur = \"http://p:3128\"\n", "f.toml: unknown key clusters.x.proxy_ur"},
+		{"unknown bastion key", "[clusters.x]\n" + ok + bastion + "known_hosts = \"" + knownHosts + "\"\nport = 22\n", "unknown key clusters.x.bastion.port"},
+		{"no kubeconfig", "[clusters.x]\nnamespace = \"n\"\n", "f.toml: clusters.x.kubeconfig_secret: required"},
+		{"secret name rule", "[clusters.x]\nkubeconfig_secret = \"spoke-kubeconfig\"\n", `clusters.x.kubeconfig_secret: "spoke-kubeconfig" is not a secret name`},
+		{"cluster name", "[clusters.Wharf_1]\n" + ok, "clusters.Wharf_1: the cluster name"},
+		{"alias not an IP", "[clusters.x]\n" + ok + "host_aliases = { \"api.x\" = \"api.y\" }\n", `clusters.x.host_aliases: "api.x" maps to "api.y", which is not an IP address`},
+		{"alias host", "[clusters.x]\n" + ok + "host_aliases = { \"api.x:6443\" = \"10.0.0.1\" }\n", `clusters.x.host_aliases: "api.x:6443" is not a host name`},
+		{"proxy scheme", "[clusters.x]\n" + ok + "proxy_url = \"socks5://p:1080\"\n", "clusters.x.proxy_url: \"socks5://p:1080\" is not an http:// or https:// proxy URL"},
+		{"proxy and bastion", "[clusters.x]\n" + ok + "proxy_url = \"http://p:3128\"\n" + bastion + "known_hosts = \"" + knownHosts + "\"\n", "clusters.x.proxy_url: cannot be combined with a bastion block"},
+		{"proxy and aliases", "[clusters.x]\n" + ok + "proxy_url = \"http://p:3128\"\nhost_aliases = { \"api.x\" = \"10.0.0.1\" }\n", "clusters.x.proxy_url: cannot be combined with host_aliases"},
+		{"namespace", "[clusters.x]\n" + ok + "namespace = \"Jobs\"\n", "clusters.x.namespace"},
+		{"no known_hosts", "[clusters.x]\n" + ok + bastion, "clusters.x.bastion.known_hosts: required"},
+		{"known_hosts not base64", "[clusters.x]\n" + ok + bastion + "known_hosts = \"b ssh-ed25519 !!!\"\n", "clusters.x.bastion.known_hosts: the key is not base64"},
+		{"bastion key secret", "[clusters.x]\n" + ok + "[clusters.x.bastion]\nhost = \"b\"\nuser = \"u\"\nknown_hosts = \"" + knownHosts + "\"\n", "clusters.x.bastion.key_secret"},
+		{"bastion user", "[clusters.x]\n" + ok + "[clusters.x.bastion]\nhost = \"b\"\n", "clusters.x.bastion.user: required"},
+		{"syntax", "[clusters.x\n", "f.toml: "},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse("f.toml", []byte(tc.doc))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("got %v, want an error containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestPathAndLoad(t *testing.T) {
+	dir := t.TempDir()
+	settings := filepath.Join(dir, "settings.yaml")
+	if got := Path(settings, ""); got != filepath.Join(dir, "clusters.toml") {
+		t.Errorf("default path %s", got)
+	}
+	if got := Path(settings, "/etc/fleet.toml"); got != "/etc/fleet.toml" {
+		t.Errorf("explicit path %s", got)
+	}
+	f, err := Load(Path(settings, ""), false)
+	if err != nil || len(f.Clusters) != 0 {
+		t.Errorf("missing default file: %v %v", f, err)
+	}
+	if _, err := Load(filepath.Join(dir, "nope.toml"), true); err == nil {
+		t.Error("a missing explicit --clusters file loaded")
+	}
+	os.WriteFile(Path(settings, ""), []byte("[clusters.wharf]\nkubeconfig_secret = \"W\"\n"), 0o600)
+	if f, err := Load(Path(settings, ""), false); err != nil || f.Clusters["wharf"] == nil {
+		t.Errorf("load: %v %v", f, err)
+	}
+}
+
+func TestForProfileAndTarget(t *testing.T) {
+	file, err := Parse("clusters.toml", []byte("[clusters.wharf]\nkubeconfig_secret = \"W\"\nproxy_url = \"http://p:3128\"\n[clusters.dark]\nkubeconfig_secret = \"D\"\nhost_aliases = { \"api.d\" = \"10.0.0.2\" }\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := config.ProfileSettings{Name: "gpu", Jobs: &config.ProfileJobs{Cluster: "wharf"}, Clusters: map[string]config.ClusterSettings{
+		// Replaces the file's wharf whole: no proxy_url left over.
+		"wharf": {KubeconfigSecret: "W2", Namespace: "mine"},
+		"extra": {KubeconfigSecret: "E", Bastion: &config.BastionSettings{Host: "b", User: "u", KeySecret: "K", KnownHosts: knownHosts}},
+	}}
+	f, err := file.ForProfile(p, "settings.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := f.Target(p)
+	if err != nil || c.KubeconfigSecret != "W2" || c.Tier() != TierPublic || c.Namespace != "mine" {
+		t.Errorf("target %+v %v: the profile's block must win whole", c, err)
+	}
+	if f.Clusters["extra"].Tier() != TierBastion || f.Clusters["dark"].Tier() != TierHostAliases {
+		t.Errorf("added or kept blocks: %v", f.Names())
+	}
+	if file.Clusters["wharf"].KubeconfigSecret != "W" {
+		t.Error("ForProfile changed the file's fleet")
+	}
+	if c, err := f.Target(config.ProfileSettings{Name: "plain"}); c != nil || err != nil {
+		t.Errorf("no jobs.cluster must mean the ambient cluster: %v %v", c, err)
+	}
+	if _, err := f.Target(config.ProfileSettings{Name: "gpu", Jobs: &config.ProfileJobs{Cluster: "nowhere"}}); err == nil || !strings.Contains(err.Error(), `jobs.cluster "nowhere"`) {
+		t.Errorf("unknown cluster: %v", err)
+	}
+	bad := config.ProfileSettings{Name: "gpu", Clusters: map[string]config.ClusterSettings{"wharf": {KubeconfigSecret: "W", ProxyURL: "ftp://x"}}}
+	if _, err := file.ForProfile(bad, "settings.yaml"); err == nil || !strings.Contains(err.Error(), "settings.yaml (profile gpu): clusters.wharf.proxy_url") {
+		t.Errorf("bad profile block: %v", err)
+	}
+}
+
+func jwt(claims string) string {
+	e := base64.RawURLEncoding.EncodeToString
+	return e([]byte(`{"alg":"RS256"}`)) + "." + e([]byte(claims)) + "." + e([]byte("sig"))
+}
+
+func TestBoundTokenWarning(t *testing.T) {
+	for _, tc := range []struct {
+		token string
+		warn  bool
+	}{
+		{jwt(`{"sub":"system:serviceaccount:ns:sa","exp":1900000000}`), true},
+		{jwt(`{"sub":"system:serviceaccount:ns:sa"}`), false}, // Secret-based: no exp
+		{"scion-broker-token", false},
+		{"a.b.c", false},
+	} {
+		w := boundTokenWarning("wharf", tc.token)
+		if (w != "") != tc.warn || (tc.warn && !strings.Contains(w, "cluster wharf")) {
+			t.Errorf("%s: warning %q, want %v", tc.token, w, tc.warn)
+		}
+	}
+}
+
+func TestUnreachableJSON(t *testing.T) {
+	b, _ := json.Marshal(&UnreachableError{Cluster: "b200", Tier: TierBastion, Message: "dial: refused"})
+	if string(b) != `{"status":"error","cluster":"b200","tier":"bastion","message":"dial: refused"}` {
+		t.Errorf("got %s", b)
+	}
+}
