@@ -1,0 +1,120 @@
+package tunnel
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"io"
+	"log"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestRealSSHD runs the tunnel through Debian's openssh-server: HTTPS to a
+// local API server through a Forward with the TLS server name of the real
+// host (the kubeconfig's shape), then a connection kill mid-stream after
+// which the next dial reconnects within the backoff.
+func TestRealSSHD(t *testing.T) {
+	signer, pemKey := newKey(t)
+	srv := startSSHD(t, signer.PublicKey())
+
+	api := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/stream" {
+			fl := w.(http.Flusher)
+			for i := 0; r.Context().Err() == nil && i < 200; i++ {
+				fmt.Fprintf(w, "line %d\n", i)
+				fl.Flush()
+				time.Sleep(20 * time.Millisecond)
+			}
+			return
+		}
+		fmt.Fprint(w, "ok ", r.TLS.ServerName)
+	}))
+	api.Config.ErrorLog = log.New(io.Discard, "", 0) // the kill cuts a TLS handshake or two
+	api.StartTLS()                                   // its certificate names example.com, not 127.0.0.1
+	t.Cleanup(api.Close)
+	apiAddr := api.Listener.Addr().String()
+
+	tun, err := New(Config{
+		Host: srv.addr, User: currentUser(t), PrivateKey: pemKey,
+		KnownHosts:        knownHostsLine(srv.addr, srv.hostPK),
+		KeepaliveInterval: 200 * time.Millisecond, KeepaliveMax: 3,
+		ConnectTimeout: 3 * time.Second, BackoffMin: 100 * time.Millisecond, BackoffMax: 400 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tun.Close() })
+
+	// The kubeconfig's shape: https://127.0.0.1:<port>, TLS name the real host.
+	fw, err := tun.Listen(apiAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	roots := x509.NewCertPool()
+	roots.AddCert(api.Certificate())
+	tlsCfg := &tls.Config{RootCAs: roots, ServerName: "example.com"}
+	viaForward := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: tlsCfg}}
+	get(t, viaForward, "https://"+fw.Addr()+"/", "ok example.com")
+
+	// The same through DialContext in a transport, then killed mid-stream.
+	tr := &http.Transport{DialContext: tun.DialContext, TLSClientConfig: tlsCfg}
+	direct := &http.Client{Timeout: 10 * time.Second, Transport: tr}
+	resp, err := direct.Get("https://" + apiAddr + "/stream")
+	if err != nil {
+		t.Fatal(err)
+	}
+	br := bufio.NewReader(resp.Body)
+	if line, err := br.ReadString('\n'); err != nil || line != "line 0\n" {
+		t.Fatalf("stream: %q, %v", line, err)
+	}
+	if n := srv.killSessions(); n == 0 {
+		t.Fatal("no sshd session process to kill")
+	}
+	cut := time.Now()
+	_, err = io.Copy(io.Discard, br)
+	resp.Body.Close()
+	if err == nil {
+		t.Fatal("stream ended cleanly after its sshd was killed")
+	}
+	if d := time.Since(cut); d > 2*time.Second {
+		t.Errorf("stream error %v after the kill, want well within the keepalive window", d)
+	}
+	tr.CloseIdleConnections()
+
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	c, err := tun.DialContext(ctx, "tcp", apiAddr)
+	if err != nil {
+		t.Fatalf("dial after the kill: %v\nsshd log:\n%s", err, srv.log.String())
+	}
+	c.Close()
+	if d := time.Since(start); d > 400*time.Millisecond+time.Second {
+		t.Errorf("reconnect took %v, want within the backoff (max 400ms) and a handshake", d)
+	}
+	get(t, viaForward, "https://"+fw.Addr()+"/", "ok example.com")
+	get(t, direct, "https://"+apiAddr+"/", "ok example.com")
+	// One SSH login before the kill, one after: every channel shared it.
+	if n := strings.Count(srv.log.String(), "Accepted publickey"); n != 2 {
+		t.Errorf("sshd logged %d logins, want 2:\n%s", n, srv.log.String())
+	}
+}
+
+func get(t *testing.T, c *http.Client, url, want string) {
+	t.Helper()
+	resp, err := c.Get(url)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil || strings.TrimSpace(string(b)) != want {
+		t.Fatalf("GET %s: %q, %v; want %q", url, b, err, want)
+	}
+}
