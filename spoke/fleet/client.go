@@ -32,8 +32,8 @@ type Options struct {
 	// dial (through the proxy or tunnel), the proxy's CONNECT answer and
 	// the TLS handshake. Zero is DefaultConnectTimeout.
 	ConnectTimeout time.Duration
-	// RequestTimeout bounds every request, whole (rest.Config.Timeout):
-	// a silently dead tunnel cannot hang a poll. Zero is
+	// RequestTimeout bounds every request, whole, its body included: a
+	// silently dead tunnel cannot hang a poll. Zero is
 	// DefaultRequestTimeout. Streams that outlive it are not for this
 	// client (the Job runner polls log snapshots).
 	RequestTimeout time.Duration
@@ -126,8 +126,7 @@ func RESTConfig(c *Cluster, kubeconfig []byte, o Options) (*rest.Config, []strin
 	cfg.TLSClientConfig = rest.TLSClientConfig{}
 	cfg.Proxy = nil
 	cfg.Dial = nil
-	cfg.Transport = &unreachableRT{next: tr, cluster: c.Name, tier: tier}
-	cfg.Timeout = o.RequestTimeout
+	cfg.Transport = &unreachableRT{next: tr, cluster: c.Name, tier: tier, timeout: o.RequestTimeout}
 	return cfg, warnings, nil
 }
 

@@ -4,11 +4,13 @@ import (
 	"bufio"
 	"context"
 	"encoding/base64"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"sync"
@@ -339,4 +341,30 @@ func (p *connectProxy) serve(c net.Conn) {
 	io.WriteString(c, "HTTP/1.1 200 Connection established\r\n\r\n")
 	go io.Copy(up, br)
 	io.Copy(c, up)
+}
+
+// A spoke that connects and then never answers (a tunnel frozen after
+// the handshake) is bounded by the request timeout, with the typed error.
+func TestFrozenSpokeBoundedByRequestTimeout(t *testing.T) {
+	release := make(chan struct{})
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+		case <-release:
+		}
+	}))
+	defer srv.Close()
+	defer close(release)
+	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
+	const rt = time.Second
+	start := time.Now()
+	err := version(t, &Cluster{Name: "wharf", KubeconfigSecret: "W"}, kubeconfigFor(srv.URL, ca, "t", ""), Options{RequestTimeout: rt})
+	took := time.Since(start)
+	var ue *UnreachableError
+	if !errors.As(err, &ue) || !strings.Contains(ue.Message, "request timeout") {
+		t.Fatalf("got %v, want an UnreachableError naming the request timeout", err)
+	}
+	if took < rt || took > rt+500*time.Millisecond {
+		t.Errorf("answered in %v, request timeout %v", took, rt)
+	}
 }

@@ -1,9 +1,12 @@
 package fleet
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
+	"time"
 )
 
 // UnreachableError is a spoke that did not answer: the typed error the
@@ -33,18 +36,41 @@ func (e *UnreachableError) MarshalJSON() ([]byte, error) {
 	}{"error", e.Cluster, e.Tier, e.Message})
 }
 
-// unreachableRT turns every transport failure (dial, proxy, tunnel, TLS)
-// into an UnreachableError; answers, whatever their status, pass.
+// unreachableRT bounds each request by timeout and turns every transport
+// failure (dial, proxy, tunnel, TLS, no answer in time) into an
+// UnreachableError; answers, whatever their status, pass. The bound is
+// here and not http.Client.Timeout: the client replaces the error of a
+// timed-out request with its own, untyped one.
 type unreachableRT struct {
 	next    http.RoundTripper
 	cluster string
 	tier    Tier
+	timeout time.Duration
 }
 
 func (u *unreachableRT) RoundTrip(r *http.Request) (*http.Response, error) {
-	resp, err := u.next.RoundTrip(r)
+	ctx, cancel := context.WithTimeout(r.Context(), u.timeout)
+	resp, err := u.next.RoundTrip(r.WithContext(ctx))
 	if err != nil {
-		return nil, &UnreachableError{Cluster: u.cluster, Tier: u.tier, Message: err.Error(), Err: err}
+		cancel()
+		msg := err.Error()
+		if ctx.Err() == context.DeadlineExceeded && r.Context().Err() == nil {
+			msg = fmt.Sprintf("no answer within the request timeout %v: %v", u.timeout, err)
+		}
+		return nil, &UnreachableError{Cluster: u.cluster, Tier: u.tier, Message: msg, Err: err}
 	}
+	resp.Body = &cancelBody{ReadCloser: resp.Body, cancel: cancel}
 	return resp, nil
+}
+
+// cancelBody ends the request's timeout when its body is closed.
+type cancelBody struct {
+	io.ReadCloser
+	cancel context.CancelFunc
+}
+
+func (b *cancelBody) Close() error {
+	err := b.ReadCloser.Close()
+	b.cancel()
+	return err
 }
