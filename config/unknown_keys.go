@@ -89,9 +89,21 @@ func walkKeys(n *yaml.Node, t reflect.Type, path string, out *[]string) {
 		for i, item := range n.Content {
 			walkKeys(item, t.Elem(), fmt.Sprintf("%s[%d]", path, i), out)
 		}
+	case reflect.Map:
+		// A map of sections (a profile's clusters blocks) is checked
+		// value by value; maps of scalars (profile settings, kubernetes
+		// defaults) are free-form here, their consumers validate them.
+		et := t.Elem()
+		for et.Kind() == reflect.Pointer {
+			et = et.Elem()
+		}
+		if et.Kind() != reflect.Struct || n.Kind != yaml.MappingNode {
+			return
+		}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			walkKeys(n.Content[i+1], et, join(path, n.Content[i].Value), out)
+		}
 	}
-	// Maps (profile settings, kubernetes defaults) and scalars are
-	// free-form here; their consumers validate them.
 }
 
 // knownKeys are the yaml keys of struct type t (inline fields hold the

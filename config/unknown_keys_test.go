@@ -35,6 +35,15 @@ server:
         runtime: kubernetes
         default: true
         settings: {context: c, whatever: y}
+        jobs: {cluster: wharf}
+        clusters:
+          wharf:
+            kubeconfig_secret: K
+            host_aliases: {api.x: 10.0.0.1}
+            proxy_url: http://p:3128
+            namespace: n
+            queue: q
+            bastion: {host: b, user: u, key_secret: S, known_hosts: "b ssh-ed25519 AAAA"}
   hub:
     listen: 127.0.0.1:1
     db: /db
@@ -53,6 +62,8 @@ server:
 			[]string{"server.hub.oidc.client-id (line 4): unknown key; did you mean client_id?"}},
 		{"in a profile", "server:\n  broker:\n    profiles:\n      - name: a\n        defualt: true\n",
 			[]string{"server.broker.profiles[0].defualt (line 5): unknown key; did you mean default?"}},
+		{"in a profile's cluster block", "server:\n  broker:\n    profiles:\n      - name: a\n        clusters:\n          wharf:\n            proxy_ur: http://p\n            bastion: {hostt: b}\n",
+			[]string{"server.broker.profiles[0].clusters.wharf.proxy_ur (line 7): unknown key; did you mean proxy_url?", "server.broker.profiles[0].clusters.wharf.bastion.hostt (line 8): unknown key; did you mean host?"}},
 		{"in kubernetes", "server:\n  broker:\n    kubernetes:\n      kubeconfg: /k\n",
 			[]string{"server.broker.kubernetes.kubeconfg (line 4): unknown key; did you mean kubeconfig?"}},
 		{"far from every key", "server:\n  broker:\n    colour: blue\n",
