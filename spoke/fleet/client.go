@@ -11,6 +11,7 @@ import (
 
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
 
 // Dialer opens a connection to addr (host:port of the API server, or its
@@ -59,6 +60,9 @@ func RESTConfig(c *Cluster, kubeconfig []byte, o Options) (*rest.Config, []strin
 	}
 	kc, err := clientcmd.Load(kubeconfig)
 	if err != nil {
+		return nil, nil, fmt.Errorf("cluster %s: kubeconfig (secret %s): %w", c.Name, c.KubeconfigSecret, err)
+	}
+	if err := selfContained(kc); err != nil {
 		return nil, nil, fmt.Errorf("cluster %s: kubeconfig (secret %s): %w", c.Name, c.KubeconfigSecret, err)
 	}
 	cfg, err := clientcmd.NewDefaultClientConfig(*kc, &clientcmd.ConfigOverrides{}).ClientConfig()
@@ -150,4 +154,28 @@ func (c *connectConn) Read(p []byte) (int, error) {
 		c.once.Do(func() { c.Conn.SetDeadline(time.Time{}) })
 	}
 	return n, err
+}
+
+// selfContained refuses a kubeconfig that reaches outside its own bytes:
+// an exec or auth-provider plugin would run a program on the broker, and a
+// file reference would read the broker's files, on behalf of whoever may
+// write the Hub secret. A spoke kubeconfig embeds its CA, token or client
+// certificate (docs/spokes.md).
+func selfContained(kc *clientcmdapi.Config) error {
+	for name, cl := range kc.Clusters {
+		if cl.CertificateAuthority != "" {
+			return fmt.Errorf("cluster %s: a certificate-authority file is not allowed: embed certificate-authority-data", name)
+		}
+	}
+	for name, u := range kc.AuthInfos {
+		switch {
+		case u.Exec != nil:
+			return fmt.Errorf("user %s: an exec credential plugin is not allowed: embed a ServiceAccount token", name)
+		case u.AuthProvider != nil:
+			return fmt.Errorf("user %s: an auth-provider plugin is not allowed: embed a ServiceAccount token", name)
+		case u.ClientCertificate != "" || u.ClientKey != "" || u.TokenFile != "":
+			return fmt.Errorf("user %s: file references (client-certificate, client-key, tokenFile) are not allowed: embed the data", name)
+		}
+	}
+	return nil
 }

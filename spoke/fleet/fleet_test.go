@@ -175,3 +175,24 @@ func TestUnreachableJSON(t *testing.T) {
 		t.Errorf("got %s", b)
 	}
 }
+
+func TestKubeconfigMustBeSelfContained(t *testing.T) {
+	head := "apiVersion: v1\nkind: Config\nclusters:\n- name: s\n  cluster:\n    server: https://api.x:6443\n"
+	tail := "contexts:\n- name: s\n  context: {cluster: s, user: u}\ncurrent-context: s\n"
+	c := &Cluster{Name: "wharf", KubeconfigSecret: "W"}
+	for _, tc := range []struct{ name, cluster, user, want string }{
+		{"embedded", "", "    token: abc\n", ""},
+		{"exec plugin", "", "    exec: {apiVersion: client.authentication.k8s.io/v1, command: /bin/sh, args: [-c, id], interactiveMode: Never}\n", "exec credential plugin"},
+		{"token file", "", "    tokenFile: /etc/shadow\n", "file references"},
+		{"client key file", "", "    client-certificate: /c.pem\n    client-key: /k.pem\n", "file references"},
+		{"CA file", "    certificate-authority: /etc/ssl/ca.pem\n", "    token: abc\n", "certificate-authority file is not allowed"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			kc := head + tc.cluster + "users:\n- name: u\n  user:\n" + tc.user + tail
+			_, _, err := RESTConfig(c, []byte(kc), Options{})
+			if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "cluster wharf")) {
+				t.Fatalf("got %v, want %q", err, tc.want)
+			}
+		})
+	}
+}
