@@ -211,7 +211,7 @@ func TestUnreachableSpokeTypedErrorInTime(t *testing.T) {
 			if !errors.As(err, &ue) || ue.Cluster != "spoke1" || ue.Tier != c.Tier() {
 				t.Fatalf("got %v, want an UnreachableError of spoke1, tier %s", err, c.Tier())
 			}
-			if took > ct+500*time.Millisecond {
+			if took > ct+time.Second { // slack for a loaded CI machine; the kernel's timeouts are minutes
 				t.Errorf("answered in %v, connect timeout %v", took, ct)
 			}
 			t.Logf("%s: %v in %v", c.Tier(), ue.Message, took.Round(time.Millisecond))
@@ -364,7 +364,7 @@ func TestFrozenSpokeBoundedByRequestTimeout(t *testing.T) {
 	if !errors.As(err, &ue) || !strings.Contains(ue.Message, "request timeout") {
 		t.Fatalf("got %v, want an UnreachableError naming the request timeout", err)
 	}
-	if took < rt || took > rt+500*time.Millisecond {
+	if took < rt || took > rt+time.Second {
 		t.Errorf("answered in %v, request timeout %v", took, rt)
 	}
 }
