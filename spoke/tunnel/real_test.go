@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -117,4 +118,53 @@ func get(t *testing.T, c *http.Client, url, want string) {
 	if err != nil || strings.TrimSpace(string(b)) != want {
 		t.Fatalf("GET %s: %q, %v; want %q", url, b, err, want)
 	}
+}
+
+// TestRealSSHDFrozen stops (SIGSTOP) the sshd processes serving the
+// tunnel: the TCP connection stays up and silent, as behind a NAT that
+// dropped it. Keepalives declare it dead within about interval*max, the
+// in-flight read ends, and the next dial logs in again.
+func TestRealSSHDFrozen(t *testing.T) {
+	// The echo target first: its cleanup waits for its connections, which
+	// end only when sshd's cleanup has killed the stopped processes.
+	target := echoServer(t)
+	signer, pemKey := newKey(t)
+	srv := startSSHD(t, signer.PublicKey())
+	const interval, maxMissed = 150 * time.Millisecond, 3
+	tun, err := New(Config{
+		Host: srv.addr, User: currentUser(t), PrivateKey: pemKey,
+		KnownHosts:        knownHostsLine(srv.addr, srv.hostPK),
+		KeepaliveInterval: interval, KeepaliveMax: maxMissed,
+		ConnectTimeout: 3 * time.Second, BackoffMin: 100 * time.Millisecond, BackoffMax: 400 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tun.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := tun.DialContext(ctx, "tcp", target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	roundTrip(t, c, "before")
+	if n := srv.signalSessions(syscall.SIGSTOP); n == 0 {
+		t.Fatal("no sshd session process to stop")
+	}
+	defer srv.killSessions() // a stopped process would hold its sockets
+	frozen := time.Now()
+	if _, err := c.Read(make([]byte, 1)); err == nil {
+		t.Fatal("read succeeded through a frozen sshd")
+	}
+	want := (maxMissed + 1) * interval
+	if d := time.Since(frozen); d > want+time.Second {
+		t.Errorf("frozen connection declared dead after %v, want about %v", d, want)
+	}
+	c2, err := tun.DialContext(ctx, "tcp", target)
+	if err != nil {
+		t.Fatalf("dial after the freeze: %v", err)
+	}
+	roundTrip(t, c2, "after")
+	c2.Close()
 }

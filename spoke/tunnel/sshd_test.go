@@ -155,8 +155,11 @@ func freePort(t *testing.T) int {
 
 // killSessions SIGKILLs every descendant of the listening sshd: the
 // processes serving the open connections, which the kernel then resets.
+func (s *sshd) killSessions() int { return s.signalSessions(syscall.SIGKILL) }
+
+// signalSessions sends sig to every descendant of the listening sshd.
 // They are children of the test's own child, found by their parent ids.
-func (s *sshd) killSessions() int {
+func (s *sshd) signalSessions(sig syscall.Signal) int {
 	kids := map[int][]int{}
 	ents, _ := os.ReadDir("/proc")
 	for _, e := range ents {
@@ -181,7 +184,7 @@ func (s *sshd) killSessions() int {
 	walk = func(p int) {
 		for _, k := range kids[p] {
 			walk(k)
-			if syscall.Kill(k, syscall.SIGKILL) == nil {
+			if syscall.Kill(k, sig) == nil {
 				n++
 			}
 		}
