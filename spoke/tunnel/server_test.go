@@ -34,7 +34,7 @@ type testServer struct {
 }
 
 // newKey returns an ed25519 signer and its private key as OpenSSH PEM.
-func newKey(t *testing.T) (ssh.Signer, []byte) {
+func newKey(t testing.TB) (ssh.Signer, []byte) {
 	t.Helper()
 	_, priv, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {

@@ -42,7 +42,7 @@ func (l *lockedBuffer) String() string { l.mu.Lock(); defer l.mu.Unlock(); retur
 
 // needSSHD finds sshd, or skips t (fails it under CI=true, where a missing
 // real part must not pass unnoticed; .ci/run installs openssh-server).
-func needSSHD(t *testing.T) string {
+func needSSHD(t testing.TB) string {
 	t.Helper()
 	path, err := exec.LookPath("sshd")
 	if err != nil {
@@ -68,7 +68,7 @@ func needSSHD(t *testing.T) string {
 
 // startSSHD runs `sshd -D -e -f <config>` as a child of the test, as the
 // current user, accepting client for public-key login and TCP forwarding.
-func startSSHD(t *testing.T, client ssh.PublicKey) *sshd {
+func startSSHD(t testing.TB, client ssh.PublicKey) *sshd {
 	t.Helper()
 	bin := needSSHD(t)
 	dir := t.TempDir()
@@ -143,7 +143,7 @@ func startSSHD(t *testing.T, client ssh.PublicKey) *sshd {
 	}
 }
 
-func freePort(t *testing.T) int {
+func freePort(t testing.TB) int {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -193,7 +193,7 @@ func (s *sshd) signalSessions(sig syscall.Signal) int {
 	return n
 }
 
-func currentUser(t *testing.T) string {
+func currentUser(t testing.TB) string {
 	t.Helper()
 	u, err := user.Current()
 	if err != nil {
