@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -99,7 +100,7 @@ func (t *Tunnel) DialContext(ctx context.Context, network, addr string) (net.Con
 			}
 			continue
 		}
-		nc, err := c.client.DialContext(ctx, "tcp", addr)
+		nc, err := c.dial(ctx, addr)
 		if err == nil {
 			return nc, nil
 		}
@@ -114,6 +115,26 @@ func (t *Tunnel) DialContext(ctx context.Context, network, addr string) (net.Con
 		c.kill(err)
 		last = &Error{Bastion: t.cfg.Host, Stage: StageChannel, Target: addr, Err: err}
 	}
+}
+
+// dial opens a channel on c, given up when c is found dead: x/crypto/ssh
+// can wait forever for the answer to a channel opened just as the
+// connection closed (its write still succeeds on a half-closed socket).
+func (c *conn) dial(ctx context.Context, addr string) (net.Conn, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-c.dead:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	nc, err := c.client.DialContext(ctx, "tcp", addr)
+	if err != nil && c.isDead() {
+		err = fmt.Errorf("connection lost: %w", c.why)
+	}
+	return nc, err
 }
 
 // bounded is the error of a dial that gave up: the context's end, with the
@@ -210,8 +231,13 @@ func (t *Tunnel) connect(ctx context.Context) (*conn, error) {
 	close(done)
 	if err != nil {
 		nc.Close()
-		if ctx.Err() != nil { // the socket was closed or timed out under the handshake
-			err = fmt.Errorf("%w (connect timeout %v): %v", ctx.Err(), t.cfg.ConnectTimeout, err)
+		// The socket was closed or timed out under the handshake: the
+		// socket deadline is ctx's, and may fire just before ctx reports it.
+		if cause := ctx.Err(); cause != nil || errors.Is(err, os.ErrDeadlineExceeded) {
+			if cause == nil {
+				cause = context.DeadlineExceeded
+			}
+			err = fmt.Errorf("%w (connect timeout %v): %v", cause, t.cfg.ConnectTimeout, err)
 		}
 		return nil, &Error{Bastion: t.cfg.Host, Stage: handshakeStage(err), Err: err}
 	}
