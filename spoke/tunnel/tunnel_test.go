@@ -208,7 +208,7 @@ func TestKeepaliveDeclaresFrozenServerDead(t *testing.T) {
 	took := time.Since(start)
 	// KeepaliveMax unanswered keepalives, each given one interval.
 	want := time.Duration(f.cfg.KeepaliveMax+1) * f.cfg.KeepaliveInterval
-	if took < time.Duration(f.cfg.KeepaliveMax-1)*f.cfg.KeepaliveInterval || took > want+500*time.Millisecond {
+	if took < time.Duration(f.cfg.KeepaliveMax-1)*f.cfg.KeepaliveInterval || took > want+time.Second {
 		t.Errorf("declared dead after %v, want about %v", took, want)
 	}
 	// The next dial reconnects to the (now answering) server.
