@@ -173,22 +173,20 @@ func currentKubeContext(s *config.Settings) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	where := "the kubeconfig ($KUBECONFIG, else ~/.kube/config)"
 	if k.Kubeconfig != "" {
-		rules.ExplicitPath = k.Kubeconfig
 		where = "the kubeconfig " + k.Kubeconfig + " (server.broker.kubernetes.kubeconfig)"
 	} else if home, err := os.UserHomeDir(); err == nil && os.Getenv(clientcmd.RecommendedConfigPathEnvVar) == "" {
 		where = "the kubeconfig " + filepath.Join(home, ".kube", "config")
 	}
-	raw, err := rules.Load()
+	current, err := config.KubeCurrentContext(k.Kubeconfig)
 	if err != nil {
 		return "", fmt.Errorf("%s cannot be read: %v", where, err)
 	}
-	if raw.CurrentContext == "" {
+	if current == "" {
 		return "", fmt.Errorf("%s has no current context", where)
 	}
-	return raw.CurrentContext, nil
+	return current, nil
 }
 
 // instanceStatus is one instance as 'runtime-broker status' shows it.

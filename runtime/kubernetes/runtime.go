@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/config"
 	"github.com/scion-go/scion/internal/keylock"
 	"github.com/scion-go/scion/runtime"
 )
@@ -316,13 +317,9 @@ func notFound(agentID string) error {
 // context setting means. "" when the kubeconfig names none, or there is
 // no kubeconfig (a broker in a pod uses its in-cluster account).
 func CurrentContext(kubeconfig string) (string, error) {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	if kubeconfig != "" {
-		rules.ExplicitPath = kubeconfig
-	}
-	raw, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).RawConfig()
+	c, err := config.KubeCurrentContext(kubeconfig)
 	if err != nil {
 		return "", fmt.Errorf("kubernetes: kubeconfig: %w", err)
 	}
-	return raw.CurrentContext, nil
+	return c, nil
 }
