@@ -27,6 +27,13 @@ const (
 	CodeSecretNotFound      = "secret_not_found"
 	CodeAccessTokenNotFound = "access_token_not_found"
 	CodeUserNotFound        = "user_not_found"
+	// CodeJobNotFound: no delegated Job by that ID (or not reachable by
+	// the caller).
+	CodeJobNotFound = "job_not_found"
+	// CodeClusterNotFound: the agent's profile offers no spoke cluster of
+	// that name (its fleet file); a cluster it does not offer answers the
+	// same.
+	CodeClusterNotFound = "cluster_not_found"
 
 	// 405: the route has no such method (or the control channel no such
 	// request method).
@@ -142,6 +149,8 @@ var codeStatus = map[string]int{
 	CodeSecretNotFound:      http.StatusNotFound,
 	CodeAccessTokenNotFound: http.StatusNotFound,
 	CodeUserNotFound:        http.StatusNotFound,
+	CodeJobNotFound:         http.StatusNotFound,
+	CodeClusterNotFound:     http.StatusNotFound,
 
 	CodeMethodNotAllowed: http.StatusMethodNotAllowed,
 

@@ -38,6 +38,8 @@ var wantCodes = map[string]int{
 	"secret_not_found":         404,
 	"access_token_not_found":   404,
 	"user_not_found":           404,
+	"job_not_found":            404,
+	"cluster_not_found":        404,
 
 	"method_not_allowed": 405,
 

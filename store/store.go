@@ -350,6 +350,10 @@ type Store interface {
 	// Secrets, per project and hub-wide (see secrets.go).
 	SecretStore
 
+	// Delegated Jobs' ledger and broker-scoped secrets (see jobs.go).
+	JobStore
+	BrokerSecretStore
+
 	// Ping checks the database answers (for /readyz).
 	Ping(ctx context.Context) error
 	Close() error
