@@ -208,8 +208,8 @@ type Store interface {
 	GetProject(ctx context.Context, idOrName string) (*Project, error)
 	ListProjects(ctx context.Context, page Page) (items []*Project, next string, total int, err error)
 	UpdateProject(ctx context.Context, p *Project) error
-	// DeleteProject deletes the project, its provider links and its
-	// secrets; ErrConflict while it has agents.
+	// DeleteProject deletes the project, its provider links, its secrets
+	// and its Jobs' ledger rows; ErrConflict while it has agents.
 	DeleteProject(ctx context.Context, id string) error
 
 	// Provider links: which brokers provide for which projects.
@@ -237,10 +237,10 @@ type Store interface {
 	UpdateBrokerWith(ctx context.Context, id string, fn func(*Broker) error) (*Broker, error)
 	// SetBrokerStatus changes only status and last-seen time.
 	SetBrokerStatus(ctx context.Context, id, status string, lastSeen time.Time) error
-	// DeleteBroker removes the broker, its provider links and its queued
-	// dispatches, and clears it as any project's default broker. Without
-	// force it is ErrConflict while an agent is assigned to the broker or
-	// holds a slot on it. Agents keep their BrokerID and their
+	// DeleteBroker removes the broker, its provider links, its queued
+	// dispatches and its broker secrets (not its Jobs' rows), and clears
+	// it as any project's default broker. Without force it is ErrConflict
+	// while an agent is assigned to the broker or holds a slot on it. Agents keep their BrokerID and their
 	// reservations (a forced deregistration strands them: the Hub cannot
 	// know whether their workloads still run); deleting an agent frees its
 	// slot.

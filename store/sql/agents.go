@@ -298,7 +298,7 @@ func (s *Store) GetAgentBySlug(ctx context.Context, projectID, slug string) (*st
 // ListAgents lists the agents matching f in ID order.
 func (s *Store) ListAgents(ctx context.Context, f store.AgentFilter, page store.Page) ([]*store.Agent, string, int, error) {
 	var fs []filter
-	for _, c := range []filter{{"project_id", f.ProjectID}, {"broker_id", f.BrokerID}, {"phase", f.Phase}} {
+	for _, c := range []filter{{col: "project_id", val: f.ProjectID}, {col: "broker_id", val: f.BrokerID}, {col: "phase", val: f.Phase}} {
 		if c.val != "" {
 			fs = append(fs, c)
 		}

@@ -195,7 +195,7 @@ func (s *Store) SetBrokerStatus(ctx context.Context, id, status string, lastSeen
 }
 
 // DeleteBroker deletes the broker; foreign keys cascade to its provider
-// links and queued dispatches, and projects that had it as their default
+// links, queued dispatches, nonces and broker secrets, and projects that had it as their default
 // lose that default. Without force it refuses (ErrConflict) while an agent
 // is assigned to the broker or holds a slot on it: the DELETE takes the
 // broker's row lock first and checks after it, in a later statement, so

@@ -65,13 +65,14 @@ func (s *Store) UpdateProject(ctx context.Context, p *store.Project) error {
 	return nil
 }
 
-// DeleteProject deletes the project, its provider links (by cascade) and
-// its secrets; it refuses with ErrConflict while the project has agents.
-// The project row is locked by one statement and the agents counted by the
-// next (under READ COMMITTED a fresh snapshot), so a CreateAgent that
-// committed while we waited for the lock is seen, and one that starts
-// later waits for us and then fails its foreign-key check. The lock also
-// keeps PutSecret from adding a secret meanwhile (see putSecretSQL).
+// DeleteProject deletes the project, its provider links and its Jobs (by
+// cascade) and its secrets; it refuses with ErrConflict while the project
+// has agents. The project row is locked by one statement and the agents
+// counted by the next (under READ COMMITTED a fresh snapshot), so a
+// CreateAgent that committed while we waited for the lock is seen, and one
+// that starts later waits for us and then fails its foreign-key check (as
+// does a CreateJob, whose committed rows the cascade deletes). The lock
+// also keeps PutSecret from adding a secret meanwhile (see putSecretSQL).
 func (s *Store) DeleteProject(ctx context.Context, id string) error {
 	what := fmt.Sprintf("delete project %q", id)
 	return s.d.Tx(ctx, func(tx Querier) error {

@@ -15,6 +15,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/scion-go/scion/store"
@@ -235,10 +236,12 @@ func (s *Store) strings(ctx context.Context, what, query string, args ...any) ([
 	return ids, s.mapErr(err, what)
 }
 
-// filter is one "column = value" condition of a list.
+// filter is one "column = value" condition of a list, or, when in is
+// not nil, "column IN (in...)" (an empty in matches nothing).
 type filter struct {
 	col string
 	val any
+	in  []string
 }
 
 // list returns one page of table, in ID order, and the size of the whole
@@ -268,7 +271,25 @@ func list[T any](ctx context.Context, s *Store, what, table, cols string, filter
 		where += fmt.Sprintf("%s $%d", c, len(args))
 	}
 	for _, f := range filters {
-		cond(f.col+" =", f.val)
+		if f.in == nil {
+			cond(f.col+" =", f.val)
+			continue
+		}
+		marks := make([]string, len(f.in))
+		for i, v := range f.in {
+			args = append(args, v)
+			marks[i] = fmt.Sprintf("$%d", len(args))
+		}
+		if where == "" {
+			where = " WHERE "
+		} else {
+			where += " AND "
+		}
+		if len(marks) == 0 {
+			where += "1 = 0" // "IN ()" is not SQL
+		} else {
+			where += f.col + " IN (" + strings.Join(marks, ", ") + ")"
+		}
 	}
 	countQuery, nfilter := `SELECT count(*) FROM `+table+where, len(args)
 	if after != "" {

@@ -29,6 +29,10 @@
 //     does, and an unexpired key is refused before any other constraint.
 //   - A broker nonce is used once until it expires; it goes with its
 //     broker.
+//   - A Job's row goes with its project, not with its agent or broker;
+//     its LogBytes and TraceBytes are always len(Logs) and len(Trace), an
+//     empty Trace or Result reads back nil, and its bytes (NUL, invalid
+//     UTF-8) survive. A broker secret goes with its broker.
 package storetest
 
 import (
@@ -104,6 +108,16 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"PinReadOnly", testPinReadOnly},
 		{"ReserveScope", testReserveScope},
 		{"ReserveScopeRace", testReserveScopeRace},
+		{"Jobs", testJobs},
+		{"ListJobs", testListJobs},
+		{"UpdateJobWith", testUpdateJobWith},
+		{"UpdateJobWithRace", testUpdateJobWithRace},
+		{"ExpirePendingJobs", testExpirePendingJobs},
+		{"DeleteProjectJobs", testDeleteProjectJobs},
+		{"CreateJobDeleteProjectRace", testCreateJobDeleteProjectRace},
+		{"BrokerSecrets", testBrokerSecrets},
+		{"DeleteBrokerSecrets", testDeleteBrokerSecrets},
+		{"PutBrokerSecretDeleteBrokerRace", testPutBrokerSecretDeleteBrokerRace},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

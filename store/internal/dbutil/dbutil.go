@@ -131,11 +131,14 @@ func Generations(gs []api.Generation) []api.Generation {
 // CheckSecret refuses a secret the engines would store differently or not
 // at all: an empty name, or an empty ciphertext (SQLite would bind a nil
 // one as NULL; no encryption of a value, even an empty one, is empty).
-func CheckSecret(s *store.Secret) error {
-	if s.Name == "" {
+func CheckSecret(s *store.Secret) error { return CheckSecretValue(s.Name, s.Ciphertext) }
+
+// CheckSecretValue is CheckSecret for any kind of secret (a broker's too).
+func CheckSecretValue(name string, ciphertext []byte) error {
+	if name == "" {
 		return errors.New("empty secret name")
 	}
-	if len(s.Ciphertext) == 0 {
+	if len(ciphertext) == 0 {
 		return errors.New("empty ciphertext")
 	}
 	return nil
