@@ -47,6 +47,7 @@ func clean() []Package {
 		pkg("broker", "api", "config", "runtime", "wire", "broker/idempotency", "broker/portpool"), pkg("broker/idempotency", "api", "os"), pkg("broker/portpool", "api", "net"),
 		pkg("launch", "hub", "broker", "store", "store/sqlite", "runtime", "config"),
 		pkg("cmd/scion", "cli", "launch"), pkg("spoke/fleet", "api", "config"),
+		pkg("spoke/tunnel", "net"), pkg("spoke/jobs", "api"), pkg("spoke/connect", "spoke/fleet", "spoke/jobs", "spoke/tunnel", "api", "config"),
 	}
 }
 
@@ -81,6 +82,9 @@ func TestCheckCatchesViolations(t *testing.T) {
 		{"spoke/fleet imports store", "spoke/fleet", "store", "spoke/fleet imports store (directly or not); of ours it may import only api, config"},
 		{"spoke/fleet imports hub", "spoke/fleet", "hub", "spoke/fleet imports hub "},
 		{"spoke/fleet imports cli", "spoke/fleet", "cli", "spoke/fleet imports cli "},
+		{"spoke/tunnel imports spoke/fleet", "spoke/tunnel", "spoke/fleet", "spoke/tunnel imports spoke/fleet (directly or not); of ours it may import nothing"},
+		{"spoke/connect imports wire", "spoke/connect", "wire", "spoke/connect imports wire (directly or not); of ours it may import only api, config, spoke/fleet, spoke/jobs, spoke/tunnel"},
+		{"spoke/connect imports broker", "spoke/connect", "broker", "spoke/connect imports broker "},
 		{"splitplan imports client", "internal/splitplan", "client", "internal/splitplan imports client "},
 		{"authz imports os", "hub/authz", "os", "hub/authz imports os; a pure package does no I/O"},
 	} {

@@ -70,6 +70,18 @@ var Rules = []Rule{
 		Pkgs: []string{"spoke/fleet"}, Only: []string{"api", "config"},
 	},
 	{
+		// The bastion tier's SSH client: x/crypto/ssh and nothing of ours.
+		Name: "spoke/tunnel imports nothing of ours",
+		Pkgs: []string{"spoke/tunnel"}, Only: []string{},
+	},
+	{
+		// Opening a spoke: the fleet block, the tunnel and the runner's
+		// client type; the Hub is reached only through the Secrets
+		// function the broker gives, so no wire, hub or broker.
+		Name: "spoke/connect imports only the spoke packages, api and config",
+		Pkgs: []string{"spoke/connect"}, Only: []string{"api", "config", "spoke/fleet", "spoke/jobs", "spoke/tunnel"},
+	},
+	{
 		// The legacy broker split planner: a decision over plain values
 		// that the CLI runs; it imports nothing of ours.
 		Name: "internal/splitplan is pure",

@@ -78,9 +78,9 @@ func Need(t testing.TB) string {
 }
 
 // Start runs `sshd -D -e -f <config>` as a child of the test, as the
-// current user (User), accepting client for public-key login and TCP
-// forwarding. It is stopped, with its sessions, when t ends.
-func Start(t testing.TB, client ssh.PublicKey) *Server {
+// current user (User), accepting the client keys for public-key login and
+// TCP forwarding. It is stopped, with its sessions, when t ends.
+func Start(t testing.TB, clients ...ssh.PublicKey) *Server {
 	t.Helper()
 	bin := Need(t)
 	dir := t.TempDir()
@@ -93,7 +93,11 @@ func Start(t testing.TB, client ssh.PublicKey) *Server {
 		}
 	}
 	write(hostKey, hostPEM)
-	write(auth, ssh.MarshalAuthorizedKey(client))
+	var keys []byte
+	for _, k := range clients {
+		keys = append(keys, ssh.MarshalAuthorizedKey(k)...)
+	}
+	write(auth, keys)
 	if os.Geteuid() == 0 {
 		// Debian's sshd refuses to start without its privilege separation
 		// directory, which only the system service would create.
