@@ -35,7 +35,11 @@ type Job struct {
 	Result          json.RawMessage
 	Error           *api.JobError
 	// Logs and Trace are read by GetJob only (lists leave them empty);
-	// LogBytes and TraceBytes are always filled.
+	// LogBytes and TraceBytes are always filled. Both are bytes as the
+	// pod wrote them (NUL and invalid UTF-8 survive). LogBytes and
+	// TraceBytes are the store's: every write sets them to len(Logs) and
+	// len(Trace), whatever the caller put there. An empty Trace or Result
+	// is stored as none and reads back nil; Result must be valid JSON.
 	Logs       string
 	Trace      []byte
 	LogBytes   int
@@ -43,7 +47,9 @@ type Job struct {
 }
 
 // JobFilter narrows ListJobs. Empty fields match everything; ProjectIDs
-// non-nil limits to those projects (an empty non-nil slice: none).
+// non-nil limits to those projects (an empty non-nil slice: none). Each
+// of ProjectIDs is one bind parameter: keep it to thousands, not tens of
+// thousands (SQLite allows 32766 a statement).
 type JobFilter struct {
 	ProjectID  string
 	ProjectIDs []string
@@ -55,26 +61,30 @@ type JobFilter struct {
 // JobStore is the Job ledger. Deleting a project deletes its Jobs' rows;
 // deleting an agent or a broker keeps them (the ledger is history).
 type JobStore interface {
-	// CreateJob inserts j (j.ID set by the caller; CreatedAt/UpdatedAt now
-	// when zero); ErrAlreadyExists for a taken ID, ErrNotFound when
-	// j.ProjectID names no project.
+	// CreateJob inserts j (j.ID set by the caller, a UUIDv7 filled in
+	// when empty; CreatedAt/UpdatedAt now when zero) and writes the row as
+	// stored back into j; ErrAlreadyExists for a taken ID, ErrNotFound
+	// when j.ProjectID names no project.
 	CreateJob(ctx context.Context, j *Job) error
 	// GetJob returns the row with Logs and Trace, or ErrNotFound.
 	GetJob(ctx context.Context, id string) (*Job, error)
 	// ListJobs pages by ID (oldest first), Logs and Trace left empty.
 	ListJobs(ctx context.Context, f JobFilter, page Page) (items []*Job, next string, total int, err error)
-	// UpdateJobWith reads the row, lets fn change it and writes it back in
-	// one row-locked transaction (UpdatedAt set to now). An error from fn
-	// aborts with nothing written and is returned as is; ErrNotFound when
-	// the row is gone.
+	// UpdateJobWith reads the row (Logs and Trace included), lets fn
+	// change it and writes it back in one row-locked transaction
+	// (UpdatedAt set to now; fn cannot change ID or CreatedAt), and
+	// returns the row as written. An error from fn aborts with nothing
+	// written and is returned as is; ErrNotFound when the row is gone (fn
+	// is not called).
 	UpdateJobWith(ctx context.Context, id string, fn func(*Job) error) (*Job, error)
 	// DeleteJob removes a row (a run the broker refused); ErrNotFound if
 	// there is none.
 	DeleteJob(ctx context.Context, id string) error
 	// ExpirePendingJobs moves every Job still pending that was created
-	// before `before` to state error with msg, and returns how many (run
-	// at Hub start: a Hub killed between writing the row and the broker's
-	// answer leaves one).
+	// before `before` (strictly) to state error with Message msg, Error
+	// {"status":"error", its cluster, its tier, msg} and FinishedAt now,
+	// and returns how many (run at Hub start: a Hub killed between writing
+	// the row and the broker's answer leaves one).
 	ExpirePendingJobs(ctx context.Context, before time.Time, msg string) (int, error)
 }
 

@@ -227,6 +227,20 @@ func testUpdateJobWith(t *testing.T, s store.Store) {
 	_, err = s.GetJob(ctx, "moved")
 	wantErr(t, err, store.ErrNotFound)
 
+	// Blobs at the Hub's bounds fit, byte for byte.
+	bigLogs := strings.Repeat("log line \x00\xff\n", api.MaxJobLogBytes/12)
+	bigTrace := []byte(strings.Repeat("\x00t\xfe", api.MaxJobTraceBytes/3))
+	out, err = s.UpdateJobWith(ctx, j.ID, func(x *store.Job) error { x.Logs, x.Trace = bigLogs, bigTrace; return nil })
+	must(t, err)
+	got, err = s.GetJob(ctx, j.ID)
+	must(t, err)
+	if got.Logs != bigLogs || string(got.Trace) != string(bigTrace) || got.LogBytes != len(bigLogs) ||
+		got.TraceBytes != len(bigTrace) {
+		t.Fatalf("big blobs read back as %d/%d bytes (sizes %d/%d), want %d/%d", len(got.Logs), len(got.Trace),
+			got.LogBytes, got.TraceBytes, len(bigLogs), len(bigTrace))
+	}
+	equal(t, got, out)
+
 	// Clearing the blobs clears their sizes.
 	out, err = s.UpdateJobWith(ctx, j.ID, func(x *store.Job) error { x.Logs, x.Trace = "", nil; return nil })
 	must(t, err)
