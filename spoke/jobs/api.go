@@ -1,8 +1,8 @@
 package jobs
 
 import (
-	"context"
 	"encoding/json"
+	"log/slog"
 	"time"
 
 	"k8s.io/client-go/dynamic"
@@ -90,30 +90,11 @@ type FollowOptions struct {
 	// RetryFor is how long status polls may keep failing before the Job
 	// is given up with a typed error (the deadline bounds it too).
 	RetryFor time.Duration // default 5 min
-	// Deadline bounds the whole follow (Spec.Deadline plus a margin when
-	// zero).
+	// Deadline bounds the whole follow; zero bounds a started Job by its
+	// Spec.Deadline from its start plus DeadlineMargin (a queued Job by
+	// nothing but ctx: admission may take long).
 	Deadline time.Duration
+	// Logger gets the follow's warnings, with "cluster" and "job"
+	// attributes (nil: slog.Default()).
+	Logger *slog.Logger
 }
-
-// Submit creates the Job suspended and, with no queue, admits it. It is
-// idempotent: a Job of that name already there (a retried run) is taken
-// as submitted.
-var Submit func(ctx context.Context, c Clients, s Spec) error
-
-// Follow polls the Job until it is terminal or ctx ends, calling report
-// with each change; the last report is terminal unless ctx ended.
-var Follow func(ctx context.Context, c Clients, s Spec, o FollowOptions, report func(Progress)) Progress
-
-// Cancel deletes the Job and its pods (background propagation);
-// a Job already gone is not an error.
-var Cancel func(ctx context.Context, c Clients, namespace, jobID string) error
-
-// Sweep deletes this broker's Jobs that are still suspended in namespace
-// (leftovers of a broker that died before admission) and returns their
-// names. Jobs of other brokers and admitted Jobs are never touched.
-var Sweep func(ctx context.Context, c Clients, namespace, brokerID string) ([]string, error)
-
-// Owned lists this broker's Jobs in namespace that are admitted and not
-// finished (a restarted broker follows them again), as Specs rebuilt
-// from their labels and spec.
-var Owned func(ctx context.Context, c Clients, namespace, brokerID string) ([]Spec, error)

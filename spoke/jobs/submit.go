@@ -1,0 +1,160 @@
+package jobs
+
+import (
+	"context"
+	"fmt"
+
+	batchv1 "k8s.io/api/batch/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// Submit creates the Job suspended and, with no queue, admits it (the
+// runner is its own admission there; with a queue Kueue admits). It is
+// idempotent: a Job of that name already there with the same job-id and
+// broker labels (a retried run) is taken as submitted, and admitted if
+// it still waits with no queue; a Job of that name that is not this
+// run's is an error, and is left alone.
+func Submit(ctx context.Context, c Clients, s Spec) error {
+	if err := Validate(s); err != nil {
+		return err
+	}
+	jobs := c.Kube.BatchV1().Jobs(s.Namespace)
+	j, err := jobs.Create(ctx, Manifest(s), metav1.CreateOptions{FieldManager: ManagedBy})
+	if apierrors.IsAlreadyExists(err) {
+		j, err = jobs.Get(ctx, Name(s.JobID), metav1.GetOptions{})
+		if err != nil {
+			return fmt.Errorf("cluster %s: job %s/%s exists but cannot be read: %w", s.Cluster, s.Namespace, Name(s.JobID), err)
+		}
+		if j.Labels[LabelJobID] != s.JobID || j.Labels[LabelBroker] != s.BrokerID || j.Labels[LabelManagedBy] != ManagedBy {
+			return fmt.Errorf("cluster %s: a job %s/%s that is not this run's is there (job-id %q, broker %q): not touched",
+				s.Cluster, s.Namespace, j.Name, j.Labels[LabelJobID], j.Labels[LabelBroker])
+		}
+	} else if err != nil {
+		return fmt.Errorf("cluster %s: create job %s/%s: %w", s.Cluster, s.Namespace, Name(s.JobID), err)
+	}
+	if s.Queue != "" || !suspended(j) || finished(j) {
+		return nil
+	}
+	return resume(ctx, c, j)
+}
+
+// resume unsuspends j, if it is the one we read: a precondition on its
+// UID keeps a Job deleted and made again meanwhile from being resumed.
+func resume(ctx context.Context, c Clients, j *batchv1.Job) error {
+	patch := fmt.Sprintf(`{"metadata":{"uid":%q},"spec":{"suspend":false}}`, j.UID)
+	if j.UID == "" {
+		patch = `{"spec":{"suspend":false}}`
+	}
+	_, err := c.Kube.BatchV1().Jobs(j.Namespace).Patch(ctx, j.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{FieldManager: ManagedBy})
+	if err != nil {
+		return fmt.Errorf("cluster %s: start job %s/%s: %w", j.Labels[LabelCluster], j.Namespace, j.Name, err)
+	}
+	return nil
+}
+
+func suspended(j *batchv1.Job) bool { return j.Spec.Suspend != nil && *j.Spec.Suspend }
+
+func finished(j *batchv1.Job) bool {
+	return condition(j, batchv1.JobComplete) != nil || condition(j, batchv1.JobFailed) != nil
+}
+
+// Cancel deletes the Job and its pods (background propagation: the
+// garbage collector deletes the pods); a Job already gone is not an
+// error.
+func Cancel(ctx context.Context, c Clients, namespace, jobID string) error {
+	bg := metav1.DeletePropagationBackground
+	err := c.Kube.BatchV1().Jobs(namespace).Delete(ctx, Name(jobID), metav1.DeleteOptions{PropagationPolicy: &bg})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete job %s/%s: %w", namespace, Name(jobID), err)
+	}
+	return nil
+}
+
+// Selector selects the Jobs brokerID submitted.
+func Selector(brokerID string) string {
+	return labels.SelectorFromSet(labels.Set{LabelManagedBy: ManagedBy, LabelBroker: brokerID}).String()
+}
+
+func listOwn(ctx context.Context, c Clients, namespace, brokerID string) ([]batchv1.Job, error) {
+	if brokerID == "" {
+		return nil, fmt.Errorf("no broker ID: every broker's Jobs would match")
+	}
+	var out []batchv1.Job
+	opts := metav1.ListOptions{LabelSelector: Selector(brokerID), Limit: 500}
+	for {
+		l, err := c.Kube.BatchV1().Jobs(namespace).List(ctx, opts)
+		if err != nil {
+			return nil, fmt.Errorf("list jobs in %s: %w", namespace, err)
+		}
+		out = append(out, l.Items...)
+		if l.Continue == "" {
+			return out, nil
+		}
+		opts.Continue = l.Continue
+	}
+}
+
+// Sweep deletes this broker's Jobs that are still suspended in namespace
+// (leftovers of a broker that died before admission) and returns their
+// names. Jobs of other brokers and admitted Jobs are never touched: the
+// selector has the broker's ID, and each delete is preconditioned on the
+// resource version listed, so a Job admitted since the list (Kueue
+// unsuspended it) is not deleted (it is skipped; Owned finds it).
+func Sweep(ctx context.Context, c Clients, namespace, brokerID string) ([]string, error) {
+	js, err := listOwn(ctx, c, namespace, brokerID)
+	if err != nil {
+		return nil, err
+	}
+	bg := metav1.DeletePropagationBackground
+	var swept []string
+	for i := range js {
+		j := &js[i]
+		if !suspended(j) || finished(j) || j.DeletionTimestamp != nil {
+			continue
+		}
+		uid, rv := j.UID, j.ResourceVersion
+		pre := &metav1.Preconditions{}
+		if uid != "" {
+			pre.UID = &uid
+		}
+		if rv != "" {
+			pre.ResourceVersion = &rv
+		}
+		err := c.Kube.BatchV1().Jobs(namespace).Delete(ctx, j.Name, metav1.DeleteOptions{PropagationPolicy: &bg, Preconditions: pre})
+		switch {
+		case err == nil:
+			swept = append(swept, j.Name)
+		case apierrors.IsNotFound(err), apierrors.IsConflict(err):
+			// Gone, or changed since the list (admitted): not ours to reap.
+		default:
+			return swept, fmt.Errorf("sweep: delete job %s/%s: %w", namespace, j.Name, err)
+		}
+	}
+	return swept, nil
+}
+
+// Owned lists this broker's Jobs in namespace that are admitted and not
+// finished (a restarted broker follows them again), as Specs rebuilt
+// from their labels and spec. A Job whose labels do not rebuild a Spec
+// (edited by hand) is skipped.
+func Owned(ctx context.Context, c Clients, namespace, brokerID string) ([]Spec, error) {
+	js, err := listOwn(ctx, c, namespace, brokerID)
+	if err != nil {
+		return nil, err
+	}
+	var out []Spec
+	for i := range js {
+		j := &js[i]
+		if suspended(j) || finished(j) || j.DeletionTimestamp != nil {
+			continue
+		}
+		if s, err := specOf(j); err == nil {
+			out = append(out, s)
+		}
+	}
+	return out, nil
+}
+
