@@ -47,7 +47,7 @@ func clean() []Package {
 		pkg("broker", "api", "config", "runtime", "wire", "broker/idempotency", "broker/portpool"), pkg("broker/idempotency", "api", "os"), pkg("broker/portpool", "api", "net"),
 		pkg("launch", "hub", "broker", "store", "store/sqlite", "runtime", "config"),
 		pkg("cmd/scion", "cli", "launch"), pkg("spoke/fleet", "api", "config"),
-		pkg("spoke/tunnel", "net"), pkg("spoke/jobs", "api"), pkg("spoke/connect", "spoke/fleet", "spoke/jobs", "spoke/tunnel", "api", "config"),
+		pkg("spoke/tunnel", "net"), pkg("spoke/jobs", "api", "spoke/fleet", "config"), pkg("spoke/connect", "spoke/fleet", "spoke/jobs", "spoke/tunnel", "api", "config"),
 	}
 }
 
@@ -85,6 +85,10 @@ func TestCheckCatchesViolations(t *testing.T) {
 		{"spoke/tunnel imports spoke/fleet", "spoke/tunnel", "spoke/fleet", "spoke/tunnel imports spoke/fleet (directly or not); of ours it may import nothing"},
 		{"spoke/connect imports wire", "spoke/connect", "wire", "spoke/connect imports wire (directly or not); of ours it may import only api, config, spoke/fleet, spoke/jobs, spoke/tunnel"},
 		{"spoke/connect imports broker", "spoke/connect", "broker", "spoke/connect imports broker "},
+		{"spoke/jobs imports store", "spoke/jobs", "store", "spoke/jobs imports store (directly or not); of ours it may import only api, spoke/fleet, config"},
+		{"spoke/jobs imports hub", "spoke/jobs", "hub", "spoke/jobs imports hub "},
+		{"spoke/jobs imports broker", "spoke/jobs", "broker", "spoke/jobs imports broker "},
+		{"spoke/jobs imports cli", "spoke/jobs", "cli", "spoke/jobs imports cli "},
 		{"splitplan imports client", "internal/splitplan", "client", "internal/splitplan imports client "},
 		{"authz imports os", "hub/authz", "os", "hub/authz imports os; a pure package does no I/O"},
 	} {

@@ -82,6 +82,15 @@ var Rules = []Rule{
 		Pkgs: []string{"spoke/connect"}, Only: []string{"api", "config", "spoke/fleet", "spoke/jobs", "spoke/tunnel"},
 	},
 	{
+		// The Job runner (ADR-0046 §4): submits, follows and sweeps
+		// Jobs on a spoke through the clients it is given. Of ours only
+		// api (the Job states and bounds) and spoke/fleet (the spokes'
+		// typed errors, and the config leaf it brings); never the Hub,
+		// the store, the broker or the CLI, which call it.
+		Name: "spoke/jobs imports only api and spoke/fleet",
+		Pkgs: []string{"spoke/jobs"}, Only: []string{"api", "spoke/fleet", "config"},
+	},
+	{
 		// The legacy broker split planner: a decision over plain values
 		// that the CLI runs; it imports nothing of ours.
 		Name: "internal/splitplan is pure",

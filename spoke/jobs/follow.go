@@ -172,6 +172,7 @@ func (f *follower) failed(err error, now time.Time) (Progress, bool) {
 	}
 	if f.firstErr.IsZero() {
 		f.firstErr = now
+		f.log.Warn("status poll failed, retrying", "error", err, "retry_for", f.o.RetryFor)
 	}
 	down := now.Sub(f.firstErr)
 	if down >= f.o.RetryFor {
@@ -180,7 +181,7 @@ func (f *follower) failed(err error, now time.Time) (Progress, bool) {
 	if dl, _ := f.deadline(); !dl.IsZero() && now.After(dl) {
 		return f.giveUp(f.prev, "spoke unreachable past the Job's deadline: "+clip(err.Error(), 400), now), true
 	}
-	f.log.Warn("status poll failed, retrying", "error", err, "for", down.Round(time.Millisecond))
+	f.log.Debug("status poll failed again", "error", err, "for", down.Round(time.Millisecond))
 	p := f.prev
 	p.Logs = nil
 	p.Message = "spoke unreachable (retrying): " + clip(err.Error(), 400)

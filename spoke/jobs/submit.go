@@ -157,4 +157,3 @@ func Owned(ctx context.Context, c Clients, namespace, brokerID string) ([]Spec, 
 	}
 	return out, nil
 }
-
