@@ -47,6 +47,16 @@ func (s *Server) handleConnect(w http.ResponseWriter, r *http.Request) {
 		defer cancel()
 		return struct{}{}, s.applyAgentStatus(ctx, sess.brokerID, st)
 	})
+	conn.Handle(wire.MethodJobUpdate, func(ctx context.Context, req *wire.Request) (any, error) {
+		var u wire.JobUpdate
+		if err := req.Decode(&u); err != nil {
+			return nil, api.BadRequest("bad job.update body: %v", err)
+		}
+		// Recorded even if the channel drops meanwhile, as agent.status.
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		return struct{}{}, s.applyJobUpdate(ctx, sess.brokerID, u)
+	})
 	conn.Handle(wire.MethodInventorySet, func(ctx context.Context, req *wire.Request) (any, error) {
 		var inv wire.Inventory
 		if err := req.Decode(&inv); err != nil {

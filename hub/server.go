@@ -145,6 +145,7 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	if err := s.markAllOffline(ctx); err != nil {
 		return nil, err
 	}
+	s.expirePendingJobs(ctx)
 	s.routes()
 	s.bg.Add(1)
 	go func() {
@@ -245,6 +246,14 @@ func (s *Server) Routes() []Route {
 		stream("GET /api/v1/agents/{agent}/logs", s.handleAgentLogs),
 		stream("POST /api/v1/agents/{agent}/exec", s.handleAgentExec),
 		stream("GET /api/v1/agents/{agent}/attach", s.handleAgentAttach),
+		a("POST /api/v1/agents/{agent}/jobs", s.handleRunJob),
+		a("GET /api/v1/agents/{agent}/jobs", s.handleListAgentJobs),
+
+		a("GET /api/v1/jobs", s.handleListJobs),
+		a("GET /api/v1/jobs/{job}", s.handleGetJob),
+		stream("GET /api/v1/jobs/{job}/logs", s.handleJobLogs),
+		stream("GET /api/v1/jobs/{job}/trace", s.handleJobTrace),
+		a("POST /api/v1/jobs/{job}/cancel", s.handleCancelJob),
 
 		a("GET /api/v1/users", s.handleListUsers),
 		a("PATCH /api/v1/users/{user}", s.handleUpdateUser),
@@ -256,6 +265,10 @@ func (s *Server) Routes() []Route {
 		a("PUT /api/v1/secrets/{name}", s.handlePutSecret),
 		a("GET /api/v1/secrets", s.handleListSecrets),
 		a("DELETE /api/v1/secrets/{name}", s.handleDeleteSecret),
+		a("PUT /api/v1/runtime-brokers/{broker}/secrets/{name}", s.handlePutBrokerSecret),
+		a("GET /api/v1/runtime-brokers/{broker}/secrets", s.handleListBrokerSecrets),
+		a("DELETE /api/v1/runtime-brokers/{broker}/secrets/{name}", s.handleDeleteBrokerSecret),
+		pub("GET /api/v1/runtime-brokers/{broker}/secrets/{name}/value", s.handleBrokerSecretValue),
 
 		a("GET /api/v1/settings", s.handleGetSettings),
 		a("PUT /api/v1/settings", s.handlePutSettings),

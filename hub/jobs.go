@@ -1,0 +1,278 @@
+// Delegated Jobs (ADR-0046): the Hub keeps the ledger of the Jobs an
+// agent's broker runs on spoke clusters, and is the way in to them. The
+// routes are listed in api/jobs.go; run and cancel are in jobs_run.go, the
+// broker's job.update in jobs_update.go.
+//
+// Who may: every Job route needs agent.lifecycle on the Job's agent (an
+// agent for itself, a user or agent allowed to act on it). A Job the
+// caller cannot reach is answered 404 job_not_found, like an unknown one,
+// so Job IDs tell nothing. A Job whose agent record is gone (the ledger is
+// history) is judged as an agent of its project created by whoever ran
+// the Job: that user, the project's owner and admins keep it.
+//
+// GET /api/v1/jobs needs ?agent= (agent.lifecycle on it) or ?project=
+// (agent.lifecycle on every agent of it: an admin, the project's owner or
+// a token of theirs with the lifecycle scope, a coordinator agent of the
+// project). With neither, an agent lists its own Jobs and anyone else
+// needs to be a hub admin (every Job).
+
+package hub
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"net/http"
+	"regexp"
+	"strings"
+
+	"github.com/google/uuid"
+
+	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/hub/authz"
+	"github.com/scion-go/scion/store"
+)
+
+func jobView(j *store.Job) api.Job {
+	v := api.Job{ID: j.ID, ProjectID: j.ProjectID, AgentID: j.AgentID, BrokerID: j.BrokerID, Cluster: j.Cluster, Tier: j.Tier,
+		Namespace: j.Namespace, Name: j.Name, Image: j.Image, Command: j.Command, GPUs: j.GPUs, Queue: j.Queue,
+		DeadlineSeconds: j.DeadlineSeconds, State: j.State, Message: j.Message, CreatedBy: j.CreatedBy,
+		CreatedAt: j.CreatedAt, UpdatedAt: j.UpdatedAt, StartedAt: j.StartedAt, FinishedAt: j.FinishedAt,
+		ExitCode: j.ExitCode, Result: j.Result, Error: j.Error, LogBytes: j.LogBytes, TraceBytes: j.TraceBytes}
+	if v.Command == nil {
+		v.Command = []string{}
+	}
+	return v
+}
+
+// Name shapes (Kubernetes' rules, written out: the Hub does not import
+// the Kubernetes libraries). A cluster is a key of the fleet file's
+// [clusters.<name>] and the "cluster" label of metrics: a DNS label. A
+// queue is a Kueue LocalQueue's name: a DNS subdomain.
+var (
+	dnsLabelRE     = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`)
+	dnsSubdomainRE = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
+)
+
+// validateJobRun checks a JobRunRequest against the api bounds and fills
+// its defaults (the deadline). Every refusal is 400 invalid_request naming
+// the field.
+func validateJobRun(req *api.JobRunRequest) error {
+	if req.Cluster != "" && !dnsLabelRE.MatchString(req.Cluster) {
+		return api.BadRequest("invalid cluster %s: a cluster name is a DNS label (lower-case letters, digits and -, at most 63)", api.Quote(req.Cluster))
+	}
+	if strings.TrimSpace(req.Image) == "" {
+		return api.BadRequest("image is required")
+	}
+	if err := api.CheckText("image", req.Image, api.MaxImageLen); err != nil {
+		return err
+	}
+	if strings.ContainsAny(req.Image, " \t") {
+		return api.BadRequest("image %s holds a space", api.Quote(req.Image))
+	}
+	if len(req.Command) == 0 {
+		return api.BadRequest("command is required: at least one argument")
+	}
+	if len(req.Command) > api.MaxJobCommandArgs {
+		return api.BadRequest("command has %d arguments, at most %d", len(req.Command), api.MaxJobCommandArgs)
+	}
+	total := 0
+	for i, a := range req.Command {
+		total += len(a)
+		if err := api.CheckText(fmt.Sprintf("command[%d]", i), a, api.MaxJobCommandBytes); err != nil {
+			return err
+		}
+	}
+	if total > api.MaxJobCommandBytes {
+		return api.BadRequest("command is %d bytes, at most %d", total, api.MaxJobCommandBytes)
+	}
+	if req.GPUs < 0 || req.GPUs > api.MaxJobGPUs {
+		return api.BadRequest("gpus must be from 0 to %d, got %d", api.MaxJobGPUs, req.GPUs)
+	}
+	if req.Queue != "" && (len(req.Queue) > 253 || !dnsSubdomainRE.MatchString(req.Queue)) {
+		return api.BadRequest("invalid queue %s: a queue name is a DNS subdomain (lower-case letters, digits, - and ., at most 253)", api.Quote(req.Queue))
+	}
+	maxSec := int64(api.MaxJobDeadline.Seconds())
+	switch {
+	case req.DeadlineSeconds == 0:
+		req.DeadlineSeconds = int64(api.DefaultJobDeadline.Seconds())
+	case req.DeadlineSeconds < 1 || req.DeadlineSeconds > maxSec:
+		return api.BadRequest("deadlineSeconds must be from 1 to %d (%s), got %d", maxSec, api.MaxJobDeadline, req.DeadlineSeconds)
+	}
+	if len(req.Env) > api.MaxJobEnv {
+		return api.BadRequest("env has %d entries, at most %d", len(req.Env), api.MaxJobEnv)
+	}
+	for k, v := range req.Env {
+		if !envKeyRE.MatchString(k) {
+			return api.BadRequest("invalid env name %s: use letters, digits and _", api.Quote(k))
+		}
+		if err := api.CheckText("env "+k, v, api.MaxJobEnvValueBytes); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func jobNotFound(ref string) error {
+	return api.NotFound(api.CodeJobNotFound, "job %s not found", api.Quote(ref))
+}
+
+// jobAgentRes is the agent authorization judges a Job by: its agent's
+// record, or when that is gone, an agent of the Job's project created by
+// whoever ran the Job.
+func jobAgentRes(j *store.Job, a *store.Agent) *authz.AgentRes {
+	if a != nil {
+		return agentRes(a)
+	}
+	return &authz.AgentRes{ID: j.AgentID, ProjectID: j.ProjectID, CreatedBy: j.CreatedBy}
+}
+
+// loadJob resolves {job} and checks that c may act on its agent. Any
+// refusal, and an unknown or malformed ID, is 404 job_not_found.
+func (s *Server) loadJob(ctx context.Context, c *Caller, r *http.Request) (*store.Job, error) {
+	ref := r.PathValue("job")
+	markChecked(ctx) // every path below ends in a decision or a not-found
+	if _, err := uuid.Parse(ref); err != nil {
+		return nil, jobNotFound(ref)
+	}
+	j, err := s.store.GetJob(ctx, ref)
+	if err != nil {
+		return nil, storeErr(err, api.CodeJobNotFound, "job "+api.Quote(ref))
+	}
+	p, err := s.store.GetProject(ctx, j.ProjectID)
+	if err != nil {
+		if isNotFound(err) {
+			return nil, jobNotFound(ref)
+		}
+		return nil, err
+	}
+	a, err := s.store.GetAgent(ctx, j.AgentID)
+	switch {
+	case isNotFound(err):
+		a = nil
+	case err != nil:
+		return nil, err
+	}
+	res := authz.Resource{Project: projectRes(p), Agent: jobAgentRes(j, a)}
+	if ref := authz.Can(*c, authz.AgentLifecycle, res); ref != nil {
+		s.log.Info("request refused", "caller", c.Principal(), "kind", c.Kind, "action", authz.AgentLifecycle, "job", j.ID, "reason", ref.Reason)
+		return nil, jobNotFound(j.ID)
+	}
+	return j, nil
+}
+
+func (s *Server) handleGetJob(r *http.Request, c *Caller) (int, any, error) {
+	j, err := s.loadJob(r.Context(), c, r)
+	if err != nil {
+		return 0, nil, err
+	}
+	return http.StatusOK, jobView(j), nil
+}
+
+// handleJobLogs is GET /jobs/{job}/logs: the latest log snapshot the
+// broker sent, as text.
+func (s *Server) handleJobLogs(w http.ResponseWriter, r *http.Request, c *Caller) {
+	j, err := s.loadJob(r.Context(), c, r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write([]byte(j.Logs))
+}
+
+// handleJobTrace is GET /jobs/{job}/trace: the decoded trace, 404 when
+// the Job sent none.
+func (s *Server) handleJobTrace(w http.ResponseWriter, r *http.Request, c *Caller) {
+	j, err := s.loadJob(r.Context(), c, r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if len(j.Trace) == 0 {
+		s.writeError(w, r, api.NotFound(api.CodeNotFound, "job %s has no trace", j.ID))
+		return
+	}
+	w.Header().Set("Content-Type", "application/octet-stream")
+	w.Header().Set("Content-Disposition", fmt.Sprintf("attachment; filename=%q", "job-"+j.ID+".trace"))
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(j.Trace)
+}
+
+// handleListAgentJobs is GET /agents/{agent}/jobs.
+func (s *Server) handleListAgentJobs(r *http.Request, c *Caller) (int, any, error) {
+	ctx := r.Context()
+	a, err := s.loadAgent(ctx, c, r, authz.AgentLifecycle)
+	if err != nil {
+		return 0, nil, err
+	}
+	return s.listJobs(r, store.JobFilter{AgentID: a.ID, ProjectID: a.ProjectID})
+}
+
+// handleListJobs is GET /jobs?project=&agent= (see the file comment for
+// who may list what).
+func (s *Server) handleListJobs(r *http.Request, c *Caller) (int, any, error) {
+	ctx := r.Context()
+	q := r.URL.Query()
+	agentRef, projRef := q.Get("agent"), q.Get("project")
+	if err := api.CheckText("agent", agentRef, api.MaxRefLen); err != nil {
+		return 0, nil, err
+	}
+	if err := api.CheckText("project", projRef, api.MaxRefLen); err != nil {
+		return 0, nil, err
+	}
+	if agentRef == "" && projRef == "" && c.Kind == CallerAgent {
+		agentRef = c.ID
+	}
+	var f store.JobFilter
+	switch {
+	case agentRef != "":
+		// loadAgent reads {agent} from the path: hand it the query's.
+		r2 := r.Clone(ctx)
+		r2.SetPathValue("agent", agentRef)
+		a, err := s.loadAgent(ctx, c, r2, authz.AgentLifecycle)
+		if err != nil {
+			return 0, nil, err
+		}
+		f.AgentID, f.ProjectID = a.ID, a.ProjectID
+	case projRef != "":
+		p, err := s.loadProject(ctx, c, projRef, authz.ProjectRead)
+		if err != nil {
+			return 0, nil, err
+		}
+		if err := s.authorize(ctx, c, authz.AgentLifecycle, allAgentsOf(p), projectNotFound(projRef)); err != nil {
+			return 0, nil, err
+		}
+		f.ProjectID = p.ID
+	default:
+		if err := s.authorize(ctx, c, authz.AgentLifecycle, authz.Resource{Agent: &authz.AgentRes{}}, nil); err != nil {
+			return 0, nil, api.Forbidden("listing every Job needs the hub admin role; pass ?project= or ?agent= (%s)", cmp.Or(api.AsError(err).Message, "refused"))
+		}
+	}
+	return s.listJobs(r, f)
+}
+
+// allAgentsOf stands for every agent of project p: an agent nobody in
+// particular created, so agent.lifecycle on it is what a caller has on
+// all of them (an admin, the owner, a coordinator of the project).
+func allAgentsOf(p *store.Project) authz.Resource {
+	return authz.Resource{Project: projectRes(p), Agent: &authz.AgentRes{ProjectID: p.ID}}
+}
+
+func (s *Server) listJobs(r *http.Request, f store.JobFilter) (int, any, error) {
+	page, err := pageFrom(r)
+	if err != nil {
+		return 0, nil, err
+	}
+	items, next, total, err := s.store.ListJobs(r.Context(), f, page)
+	if err != nil {
+		return 0, nil, err
+	}
+	out := api.List[api.Job]{Items: make([]api.Job, 0, len(items)), NextCursor: next, Total: total}
+	for _, j := range items {
+		out.Items = append(out.Items, jobView(j))
+	}
+	return http.StatusOK, out, nil
+}

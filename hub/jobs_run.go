@@ -1,0 +1,192 @@
+package hub
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/hub/authz"
+	"github.com/scion-go/scion/store"
+	"github.com/scion-go/scion/wire"
+)
+
+// jobRunTimeout bounds job.run: the broker resolves the cluster and
+// fetches its secrets from this Hub before it answers, so it is longer
+// than a plain command and not the request's to cut short.
+const jobRunTimeout = 30 * time.Second
+
+// pendingJobTTL is how old a pending row must be at Hub start to be
+// declared lost: older than any job.run can wait for its answer.
+const pendingJobTTL = 5 * time.Minute
+
+// msgHubRestarted is the error of a Job whose run the Hub never saw
+// answered.
+const msgHubRestarted = "the Hub restarted before the runtime broker answered the run; whether the Job was submitted is unknown"
+
+// handleRunJob is POST /agents/{agent}/jobs: check, the pending row, the
+// broker's job.run, and what its answer says.
+func (s *Server) handleRunJob(r *http.Request, c *Caller) (int, any, error) {
+	ctx := r.Context()
+	a, err := s.loadAgent(ctx, c, r, authz.AgentLifecycle)
+	if err != nil {
+		return 0, nil, err
+	}
+	var req api.JobRunRequest
+	if err := decodeJSON(r, &req); err != nil {
+		return 0, nil, err
+	}
+	if err := validateJobRun(&req); err != nil {
+		return 0, nil, err
+	}
+	b, err := s.jobBroker(ctx, a)
+	if err != nil {
+		return 0, nil, err
+	}
+	now := time.Now().UTC()
+	j := &store.Job{ID: mustV7(), ProjectID: a.ProjectID, AgentID: a.ID, BrokerID: b.ID, Cluster: req.Cluster,
+		Image: req.Image, Command: req.Command, GPUs: req.GPUs, Queue: req.Queue, DeadlineSeconds: req.DeadlineSeconds,
+		State: api.JobStatePending, CreatedBy: c.Principal(), CreatedAt: now, UpdatedAt: now}
+	if err := s.store.CreateJob(ctx, j); err != nil {
+		return 0, nil, storeErr(err, api.CodeProjectNotFound, "project")
+	}
+	// From here the row exists: the client going away must not leave it
+	// pending, so the rest runs to its end on its own deadline.
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), jobRunTimeout)
+	defer cancel()
+	var acc wire.JobAccepted
+	derr := s.dispatch(wctx, b.ID, wire.MethodJobRun, wire.JobRun{Job: jobView(j), Profile: a.Profile, Env: req.Env}, &acc, "")
+	requested := cmpCluster(req.Cluster)
+	log := s.log.With("job", j.ID, "cluster", requested, "agent_id", a.ID, "broker_id", b.ID)
+	if derr != nil {
+		if !answerLost(derr) {
+			// The broker refused: nothing was submitted, and the ledger
+			// keeps no row of it.
+			if err := s.store.DeleteJob(context.WithoutCancel(ctx), j.ID); err != nil && !isNotFound(err) {
+				log.Error("deleting a refused job's row", "err", err)
+			}
+			log.Info("job refused by the runtime broker", "code", api.AsError(derr).Code, "err", derr)
+			s.metrics.jobs.WithLabelValues(requested, "refused").Inc()
+			return 0, nil, derr
+		}
+		msg := api.AsError(derr).Message
+		_, uerr := s.store.UpdateJobWith(context.WithoutCancel(ctx), j.ID, func(x *store.Job) error {
+			if x.State.Terminal() {
+				return nil
+			}
+			x.State, x.Message = api.JobStateError, msg
+			x.Error = &api.JobError{Status: "error", Cluster: requested, Message: msg}
+			return nil
+		})
+		if uerr != nil {
+			log.Error("marking a job whose run was not answered", "err", uerr)
+		}
+		log.Warn("job run not answered by the runtime broker", "err", derr)
+		s.metrics.jobs.WithLabelValues(requested, string(api.JobStateError)).Inc()
+		return 0, nil, derr
+	}
+	out, err := s.store.UpdateJobWith(context.WithoutCancel(ctx), j.ID, func(x *store.Job) error {
+		x.Cluster, x.Tier, x.Namespace, x.Name = clip(acc.Cluster, 63), clip(acc.Tier, 32), clip(acc.Namespace, 63), clip(acc.Name, 253)
+		return nil
+	})
+	if err != nil {
+		return 0, nil, storeErr(err, api.CodeJobNotFound, "job")
+	}
+	s.log.Info("job accepted", "job", out.ID, "cluster", out.Cluster, "tier", out.Tier, "agent_id", a.ID, "broker_id", b.ID, "by", c.Principal())
+	return http.StatusCreated, jobView(out), nil
+}
+
+// cmpCluster names a requested cluster for logs and metrics: "" is the
+// profile's (resolved by the broker).
+func cmpCluster(c string) string {
+	if c == "" {
+		return "(profile)"
+	}
+	return c
+}
+
+func clip(s string, n int) string {
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
+}
+
+// answerLost reports whether a job.run failed without the broker's
+// answer (offline, channel gone, deadline): the broker may have submitted
+// the Job. Anything else is the broker's refusal.
+func answerLost(err error) bool {
+	var ae *api.Error
+	if !errors.As(err, &ae) {
+		return true // a context error
+	}
+	return lostReply(err) || ae.Code == api.CodeBrokerTimeout || ae.Code == api.CodeBrokerOffline
+}
+
+// jobBroker is the broker that runs agent a's Jobs: its own, reachable
+// (reachCheck), connected and able to (wire.CapJobs).
+func (s *Server) jobBroker(ctx context.Context, a *store.Agent) (*store.Broker, error) {
+	reach, err := s.loadReach(ctx, a)
+	if err != nil {
+		return nil, err
+	}
+	if err := reachCheck(reach); err != nil {
+		return nil, err
+	}
+	b := reach.Broker
+	if !s.brokerOnline(b.ID) {
+		return nil, api.Errorf(api.CodeBrokerOffline, "agent %q's runtime broker %q is offline; try again when it reconnects", a.Slug, b.Name)
+	}
+	if !slices.Contains(b.Capabilities, wire.CapJobs) {
+		return nil, api.Errorf(api.CodeUnsupportedOperation,
+			"agent %q's runtime broker %q does not run delegated Jobs (it does not announce the %q capability); upgrade it and give its profile a jobs cluster",
+			a.Slug, b.Name, wire.CapJobs)
+	}
+	return b, nil
+}
+
+// handleCancelJob is POST /jobs/{job}/cancel. A Job already cancelled is
+// answered as it is (a retried cancel); one that finished otherwise is
+// 409 invalid_phase. Else the broker is asked to delete it on its spoke
+// and reports the cancelled state with job.update; the answer is the row
+// as it is then.
+func (s *Server) handleCancelJob(r *http.Request, c *Caller) (int, any, error) {
+	ctx := r.Context()
+	j, err := s.loadJob(ctx, c, r)
+	if err != nil {
+		return 0, nil, err
+	}
+	if j.State == api.JobStateCancelled {
+		return http.StatusOK, jobView(j), nil
+	}
+	if j.State.Terminal() {
+		return 0, nil, api.Conflict(api.CodeInvalidPhase, "job %s already finished (%s); there is nothing to cancel", j.ID, j.State)
+	}
+	if !s.brokerOnline(j.BrokerID) {
+		return 0, nil, api.Errorf(api.CodeBrokerOffline, "job %s's runtime broker is offline; cancel it again when the broker reconnects", j.ID)
+	}
+	if err := s.dispatch(ctx, j.BrokerID, wire.MethodJobCancel, wire.JobRef{JobID: j.ID}, nil, ""); err != nil {
+		s.log.Warn("job cancel failed", "job", j.ID, "cluster", j.Cluster, "err", err)
+		return 0, nil, err
+	}
+	s.log.Info("job cancel sent", "job", j.ID, "cluster", j.Cluster, "by", c.Principal())
+	cur, err := s.store.GetJob(ctx, j.ID)
+	if err != nil {
+		return 0, nil, storeErr(err, api.CodeJobNotFound, "job")
+	}
+	return http.StatusOK, jobView(cur), nil
+}
+
+// expirePendingJobs runs at Hub start: a Hub stopped between writing a
+// Job's row and its broker's answer leaves the row pending forever.
+func (s *Server) expirePendingJobs(ctx context.Context) {
+	n, err := s.store.ExpirePendingJobs(ctx, time.Now().UTC().Add(-pendingJobTTL), msgHubRestarted)
+	switch {
+	case err != nil:
+		s.log.Warn("expiring pending jobs", "err", err)
+	case n > 0:
+		s.log.Warn("jobs left pending by an earlier Hub marked error", "jobs", n)
+	}
+}

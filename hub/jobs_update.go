@@ -1,0 +1,140 @@
+package hub
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/store"
+	"github.com/scion-go/scion/wire"
+)
+
+// maxJobMessage bounds a Job's progress line and its error's message.
+const maxJobMessage = 2048
+
+// errJobUnchanged is mergeJobUpdate's "nothing to write": an update
+// equal to what the row holds (a broker sending its latest again).
+var errJobUnchanged = errors.New("job unchanged")
+
+// mergeJobUpdate applies broker brokerID's update u to row j, or says
+// why not: the Job is another broker's (never let broker A write broker
+// B's Job), or final already (a terminal Job never changes). Sizes are
+// bounded here: the log snapshot keeps its tail, a result must be JSON
+// within api.MaxJobResultBytes, a trace within api.MaxJobTraceBytes.
+func mergeJobUpdate(j *store.Job, brokerID string, u wire.JobUpdate) error {
+	if j.BrokerID != brokerID {
+		return api.Forbidden("job %s is not run by this runtime broker", u.JobID)
+	}
+	if j.State.Terminal() {
+		if u.State == j.State {
+			return errJobUnchanged // the latest sent again
+		}
+		return api.Conflict(api.CodeInvalidPhase, "job %s is %s already; a finished job does not change", j.ID, j.State)
+	}
+	switch u.State {
+	case api.JobStatePending, api.JobStateQueued, api.JobStateRunning, api.JobStateSucceeded, api.JobStateFailed,
+		api.JobStateCancelled, api.JobStateError:
+	default:
+		return api.BadRequest("job.update: unknown state %s", api.Quote(string(u.State)))
+	}
+	if len(u.Result) > 0 {
+		if len(u.Result) > api.MaxJobResultBytes {
+			return api.Errorf(api.CodeRequestTooLarge, "job.update: result of %d bytes exceeds %d", len(u.Result), api.MaxJobResultBytes)
+		}
+		if !json.Valid(u.Result) {
+			return api.BadRequest("job.update: result is not valid JSON")
+		}
+	}
+	if len(u.Trace) > api.MaxJobTraceBytes {
+		return api.Errorf(api.CodeRequestTooLarge, "job.update: trace of %d bytes exceeds %d", len(u.Trace), api.MaxJobTraceBytes)
+	}
+	j.State = u.State
+	if u.Message != "" {
+		j.Message = clipText(u.Message, maxJobMessage)
+	}
+	if u.StartedAt != nil {
+		j.StartedAt = u.StartedAt
+	}
+	if u.FinishedAt != nil {
+		j.FinishedAt = u.FinishedAt
+	}
+	if u.ExitCode != nil {
+		j.ExitCode = u.ExitCode
+	}
+	if len(u.Result) > 0 {
+		j.Result = append(json.RawMessage(nil), u.Result...)
+	}
+	if u.Error != nil {
+		e := *u.Error
+		e.Status, e.Message = "error", clipText(e.Message, maxJobMessage)
+		e.Cluster, e.Tier = clip(e.Cluster, 63), clip(e.Tier, 32)
+		if e.Cluster == "" {
+			e.Cluster = j.Cluster
+		}
+		if e.Tier == "" {
+			e.Tier = j.Tier
+		}
+		j.Error = &e
+	}
+	if u.Logs != nil {
+		logs := *u.Logs
+		if len(logs) > api.MaxJobLogBytes {
+			logs = logs[len(logs)-api.MaxJobLogBytes:] // the tail is what tells
+		}
+		j.Logs, j.LogBytes = logs, len(logs)
+	}
+	if len(u.Trace) > 0 {
+		j.Trace, j.TraceBytes = append([]byte(nil), u.Trace...), len(u.Trace)
+	}
+	if j.State.Terminal() && j.FinishedAt == nil {
+		now := time.Now().UTC()
+		j.FinishedAt = &now
+	}
+	return nil
+}
+
+// clipText cuts s to at most n bytes on a rune boundary.
+func clipText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && n < len(s) && s[n]&0xC0 == 0x80 {
+		n--
+	}
+	return s[:n]
+}
+
+// applyJobUpdate records broker brokerID's job.update. A refusal is
+// logged (a broker writing another's Job is a bug or worse) and answered
+// to the broker.
+func (s *Server) applyJobUpdate(ctx context.Context, brokerID string, u wire.JobUpdate) error {
+	if u.JobID == "" {
+		return api.BadRequest("job.update: no jobId")
+	}
+	var was api.JobState
+	j, err := s.store.UpdateJobWith(ctx, u.JobID, func(j *store.Job) error {
+		was = j.State
+		return mergeJobUpdate(j, brokerID, u)
+	})
+	switch {
+	case errors.Is(err, errJobUnchanged):
+		return nil
+	case isNotFound(err):
+		s.log.Warn("job update refused", "job", api.Quote(u.JobID), "broker_id", brokerID, "reason", "no such job")
+		return jobNotFound(u.JobID)
+	case err != nil:
+		if ae := (*api.Error)(nil); errors.As(err, &ae) {
+			s.log.Warn("job update refused", "job", u.JobID, "broker_id", brokerID, "state", u.State, "reason", ae.Message)
+		}
+		return err
+	}
+	if j.State != was {
+		s.log.Info("job state", "job", j.ID, "cluster", j.Cluster, "tier", j.Tier, "state", j.State, "was", was, "broker_id", brokerID)
+		if j.State.Terminal() {
+			s.metrics.jobs.WithLabelValues(j.Cluster, string(j.State)).Inc()
+		}
+	}
+	return nil
+}
