@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"time"
 
@@ -116,27 +117,43 @@ func newHubSecretCmd(a *app) *cobra.Command {
 		Short: "Set, list and delete Hub secrets",
 		Long: `Hub secrets are stored encrypted and referenced by name: an agent created
 with --secret NAME gets the value in its environment as NAME. The API never
-returns a value. Without --project a secret is hub-wide (admins only).`,
+returns a value. Without --project a secret is hub-wide (admins only).
+
+With --broker BROKER a secret is scoped to that Runtime Broker (hub admins
+only): a spoke cluster's kubeconfig or a bastion key, which the broker
+fetches with its own signed request when it runs a delegated Job. No agent
+can name one, and no API answer carries its value.`,
 	})
-	var project string
+	var project, broker, fromFile string
 	set := &cobra.Command{
 		Use:   "set <name>",
-		Short: "Set a secret; the value is read from standard input",
+		Short: "Set a secret; the value is read from standard input or --from-file",
 		Example: `  printf %s "$ANTHROPIC_API_KEY" | scion hub secret set ANTHROPIC_API_KEY
-  scion hub secret set DB_PASSWORD --project web < password.txt`,
+  scion hub secret set DB_PASSWORD --project web < password.txt
+  scion hub secret set SPOKE_B200_KUBECONFIG --broker gpu-broker --from-file b200.kubeconfig`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			v, err := io.ReadAll(io.LimitReader(cmd.InOrStdin(), api.MaxSecretValue+1))
-			if err != nil {
+			if err := secretTarget(project, broker); err != nil {
 				return err
 			}
-			value := strings.TrimRight(string(v), "\r\n")
-			if value == "" {
-				return usageErrorf("no value on standard input")
+			value, err := secretValue(cmd, fromFile)
+			if err != nil {
+				return err
 			}
 			_, cl, err := a.connect()
 			if err != nil {
 				return err
+			}
+			if broker != "" {
+				x, err := cl.PutBrokerSecret(cmd.Context(), broker, args[0], value)
+				if err != nil {
+					return err
+				}
+				if a.json() {
+					return writeJSON(cmd.OutOrStdout(), x)
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "Secret %s set for runtime broker %s.\n", x.Name, broker)
+				return nil
 			}
 			x, err := cl.PutSecret(cmd.Context(), project, args[0], value)
 			if err != nil {
@@ -149,14 +166,32 @@ returns a value. Without --project a secret is hub-wide (admins only).`,
 			return nil
 		},
 	}
+	set.Flags().StringVar(&fromFile, "from-file", "", "read the value from this file, kept as it is (a kubeconfig, a key)")
 	list := &cobra.Command{
 		Use:   "list",
 		Short: "List secret names (never values)",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := secretTarget(project, broker); err != nil {
+				return err
+			}
 			_, cl, err := a.connect()
 			if err != nil {
 				return err
+			}
+			if broker != "" {
+				xs, err := cl.ListBrokerSecrets(cmd.Context(), broker)
+				if err != nil {
+					return err
+				}
+				if a.json() {
+					return writeJSON(cmd.OutOrStdout(), xs)
+				}
+				t := newTable(cmd.OutOrStdout(), "NAME", "BROKER", "UPDATED", "BY")
+				for _, x := range xs {
+					t.row(x.Name, x.BrokerID, x.UpdatedAt.Local().Format("2006-01-02 15:04"), orDash(x.CreatedBy))
+				}
+				return t.flush()
 			}
 			xs, err := cl.ListSecrets(cmd.Context(), project)
 			if err != nil {
@@ -177,9 +212,19 @@ returns a value. Without --project a secret is hub-wide (admins only).`,
 		Short: "Delete a secret",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := secretTarget(project, broker); err != nil {
+				return err
+			}
 			_, cl, err := a.connect()
 			if err != nil {
 				return err
+			}
+			if broker != "" {
+				if err := cl.DeleteBrokerSecret(cmd.Context(), broker, args[0]); err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "Secret %s of runtime broker %s deleted.\n", args[0], broker)
+				return nil
 			}
 			if err := cl.DeleteSecret(cmd.Context(), project, args[0]); err != nil {
 				return err
@@ -190,9 +235,50 @@ returns a value. Without --project a secret is hub-wide (admins only).`,
 	}
 	for _, x := range []*cobra.Command{set, list, del} {
 		x.Flags().StringVar(&project, "project", "", "the project's secrets (default: hub-wide)")
+		x.Flags().StringVar(&broker, "broker", "", "a Runtime Broker's own secrets (name or ID; hub admins)")
 	}
 	c.AddCommand(set, list, del)
 	return c
+}
+
+func secretTarget(project, broker string) error {
+	if project != "" && broker != "" {
+		return usageErrorf("--project and --broker exclude each other: a broker's secrets belong to no project")
+	}
+	return nil
+}
+
+// secretValue reads a secret's value: from --from-file as it is (a
+// kubeconfig's last newline included), else from standard input without
+// its trailing newline (what echo or a here-string adds).
+func secretValue(cmd *cobra.Command, fromFile string) (string, error) {
+	if fromFile != "" {
+		f, err := os.Open(fromFile)
+		if err != nil {
+			return "", err
+		}
+		defer f.Close()
+		v, err := io.ReadAll(io.LimitReader(f, api.MaxSecretValue+1))
+		if err != nil {
+			return "", err
+		}
+		if len(v) == 0 {
+			return "", usageErrorf("%s is empty", fromFile)
+		}
+		if len(v) > api.MaxSecretValue {
+			return "", usageErrorf("%s is larger than a secret may be (%d bytes)", fromFile, api.MaxSecretValue)
+		}
+		return string(v), nil
+	}
+	v, err := io.ReadAll(io.LimitReader(cmd.InOrStdin(), api.MaxSecretValue+1))
+	if err != nil {
+		return "", err
+	}
+	value := strings.TrimRight(string(v), "\r\n")
+	if value == "" {
+		return "", usageErrorf("no value on standard input")
+	}
+	return value, nil
 }
 
 func scopeText(project string) string {
