@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/scion-go/scion/api"
 	"github.com/scion-go/scion/client"
 	"github.com/scion-go/scion/hub"
@@ -94,6 +96,17 @@ var matrix = []matrixRow{
 	{"GET /api/v1/agents/{agent}/logs", "200 200 200 403 403 403 200 200 200 200 200 200"},
 	{"POST /api/v1/agents/{agent}/exec", "200 200 403 403 403 403 403 403 200 200 403 403"},
 	{"GET /api/v1/agents/{agent}/attach", "426 426 403 403 403 403 403 403 426 426 403 403"},
+	// Delegated Jobs: agent.lifecycle on the Job's agent. The brokers of
+	// the matrix do not run Jobs, so an allowed run is 501 (nothing is
+	// written). A Job the caller cannot reach is 404, like an unknown one.
+	{"POST /api/v1/agents/{agent}/jobs", "501 501 403 403 403 403 403 403 501 501 403 403"},
+	{"GET /api/v1/agents/{agent}/jobs", "200 200 403 403 403 403 403 403 200 200 403 403"},
+	{"GET /api/v1/jobs", "200 200 403 403 403 403 403 403 200 403 403 403"},
+	{"GET /api/v1/jobs | no filter", "200 403 403 403 403 403 403 403 403 200 200 200"},
+	{"GET /api/v1/jobs/{job}", "200 200 404 404 404 404 404 404 200 200 404 404"},
+	{"GET /api/v1/jobs/{job}/logs", "200 200 404 404 404 404 404 404 200 200 404 404"},
+	{"GET /api/v1/jobs/{job}/trace", "200 200 404 404 404 404 404 404 200 200 404 404"},
+	{"POST /api/v1/jobs/{job}/cancel", "200 200 404 404 404 404 404 404 200 200 404 404"},
 
 	{"POST /api/v1/auth/device", "501 501 501 501 501 501 501 501 501 501 501 501"},
 	{"POST /api/v1/auth/device/token", "501 501 501 501 501 501 501 501 501 501 501 501"},
@@ -107,6 +120,12 @@ var matrix = []matrixRow{
 	{"PUT /api/v1/secrets/{name} | hub-wide", "200 403 403 403 403 403 403 403 403 403 403 403"},
 	{"GET /api/v1/secrets", "200 200 200 403 200 200 200 200 200 403 403 403"},
 	{"DELETE /api/v1/secrets/{name}", "204 204 403 403 403 204 403 403 403 403 403 403"},
+	// Broker-scoped secrets: hub admins only; the value route takes no
+	// bearer token at all (only that broker's signed headers).
+	{"PUT /api/v1/runtime-brokers/{broker}/secrets/{name}", "200 403 403 403 403 403 403 403 403 403 403 403"},
+	{"GET /api/v1/runtime-brokers/{broker}/secrets", "200 403 403 403 403 403 403 403 403 403 403 403"},
+	{"DELETE /api/v1/runtime-brokers/{broker}/secrets/{name}", "204 403 403 403 403 403 403 403 403 403 403 403"},
+	{"GET /api/v1/runtime-brokers/{broker}/secrets/{name}/value", "401 401 401 401 401 401 401 401 401 401 401 401"},
 
 	{"GET /api/v1/settings", "200 200 200 403 403 403 403 403 403 403 403 403"},
 	{"PUT /api/v1/settings", "200 403 403 403 403 403 403 403 403 403 403 403"},
@@ -391,6 +410,27 @@ func (m *matrixEnv) prepare(route, caller string) (cell, string) {
 		}
 	case "GET /api/v1/agents/{agent}", "DELETE /api/v1/agents/{agent}", "GET /api/v1/agents/{agent}/logs", "GET /api/v1/agents/{agent}/attach":
 		set("agent", target(api.CreateAgentRequest{}))
+	case "POST /api/v1/agents/{agent}/jobs":
+		set("agent", target(api.CreateAgentRequest{}))
+		c.body = api.JobRunRequest{Image: "busybox", Command: []string{"true"}}
+	case "GET /api/v1/agents/{agent}/jobs":
+		set("agent", target(api.CreateAgentRequest{}))
+	case "GET /api/v1/jobs":
+		if variant == "" {
+			path += "?project=" + m.project
+		}
+	case "GET /api/v1/jobs/{job}", "GET /api/v1/jobs/{job}/logs", "GET /api/v1/jobs/{job}/trace", "POST /api/v1/jobs/{job}/cancel":
+		// A cancelled Job: its cancel is answered without its broker.
+		set("job", m.job(target(api.CreateAgentRequest{}), api.JobStateCancelled))
+	case "PUT /api/v1/runtime-brokers/{broker}/secrets/{name}", "DELETE /api/v1/runtime-brokers/{broker}/secrets/{name}",
+		"GET /api/v1/runtime-brokers/{broker}/secrets", "GET /api/v1/runtime-brokers/{broker}/secrets/{name}/value":
+		name := strings.ReplaceAll(m.name("B"), "-", "_")
+		set("broker", "b1")
+		set("name", name)
+		if _, err := e.Admin.PutBrokerSecret(ctx, "b1", name, "broker-secret-value"); err != nil {
+			t.Fatal(err)
+		}
+		c.body = api.PutSecretRequest{Value: "s3cr3t-value"}
 	case "PATCH /api/v1/users/{user}":
 		set("user", "vie")
 		c.body = api.UpdateUserRequest{Role: ptr(api.RoleViewer)}
@@ -426,6 +466,20 @@ func (m *matrixEnv) prepare(route, caller string) (cell, string) {
 	}
 	c.path = path
 	return c, token
+}
+
+// job writes a Job row of agent agentID (on b1, run by the member) in
+// state st, with logs and a trace.
+func (m *matrixEnv) job(agentID string, st api.JobState) string {
+	m.t.Helper()
+	now := time.Now().UTC()
+	j := &store.Job{ID: uuid.Must(uuid.NewV7()).String(), ProjectID: m.project, AgentID: agentID, BrokerID: m.e.Brokers()[0].ID,
+		Cluster: "h200", Image: "busybox", Command: []string{"true"}, DeadlineSeconds: 60, State: st, CreatedBy: "user:mem",
+		CreatedAt: now, UpdatedAt: now, Logs: "log line\n", LogBytes: 9, Trace: []byte("trace"), TraceBytes: 5}
+	if err := m.e.Store.CreateJob(m.ctx, j); err != nil {
+		m.t.Fatal(err)
+	}
+	return j.ID
 }
 
 func (m *matrixEnv) send(c cell, token string) (int, string) {

@@ -1,6 +1,9 @@
 package hub
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // SettleAgent exposes settleAgent to the external tests: what the Hub
 // does for a cut-off command whose reconnect's inventory passed the agent
@@ -11,3 +14,7 @@ func (s *Server) SettleAgent(ctx context.Context, agentID, brokerID string) erro
 
 // UnsettledMessage is the status a cut-off create leaves.
 const UnsettledMessage = unsettledMessage
+
+// SetJobRunTimeout shortens how long a job.run waits for the broker's
+// answer.
+func (s *Server) SetJobRunTimeout(d time.Duration) { s.jobRunWait.Store(int64(d)) }

@@ -18,6 +18,13 @@ import (
 // than a plain command and not the request's to cut short.
 const jobRunTimeout = 30 * time.Second
 
+func (s *Server) jobRunTimeout() time.Duration {
+	if d := s.jobRunWait.Load(); d > 0 {
+		return time.Duration(d)
+	}
+	return jobRunTimeout
+}
+
 // pendingJobTTL is how old a pending row must be at Hub start to be
 // declared lost: older than any job.run can wait for its answer.
 const pendingJobTTL = 5 * time.Minute
@@ -54,7 +61,7 @@ func (s *Server) handleRunJob(r *http.Request, c *Caller) (int, any, error) {
 	}
 	// From here the row exists: the client going away must not leave it
 	// pending, so the rest runs to its end on its own deadline.
-	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), jobRunTimeout)
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.jobRunTimeout())
 	defer cancel()
 	var acc wire.JobAccepted
 	derr := s.dispatch(wctx, b.ID, wire.MethodJobRun, wire.JobRun{Job: jobView(j), Profile: a.Profile, Env: req.Env}, &acc, "")

@@ -114,6 +114,12 @@ func (jb *jobsBroker) setRun(f func(wire.JobRun) (any, error)) {
 	jb.mu.Unlock()
 }
 
+func (jb *jobsBroker) gotRuns() []wire.JobRun {
+	jb.mu.Lock()
+	defer jb.mu.Unlock()
+	return append([]wire.JobRun(nil), jb.runs...)
+}
+
 func (jb *jobsBroker) token(id string) string {
 	jb.mu.Lock()
 	defer jb.mu.Unlock()
@@ -161,8 +167,8 @@ func TestJobLifecycle(t *testing.T) {
 			j.DeadlineSeconds != int64(api.DefaultJobDeadline.Seconds()) {
 			t.Fatalf("job after run: %+v", j)
 		}
-		if len(jb.runs) != 1 || jb.runs[0].Job.ID != j.ID || jb.runs[0].Env["RUNG"] != "3" || jb.runs[0].Job.State != api.JobStatePending {
-			t.Fatalf("job.run the broker got: %+v", jb.runs)
+		if runs := jb.gotRuns(); len(runs) != 1 || runs[0].Job.ID != j.ID || runs[0].Env["RUNG"] != "3" || runs[0].Job.State != api.JobStatePending {
+			t.Fatalf("job.run the broker got: %+v", runs)
 		}
 		if err := jb.update(t, wire.JobUpdate{JobID: j.ID, State: api.JobStateRunning, Message: "pod running"}); err != nil {
 			t.Fatal(err)
@@ -194,7 +200,9 @@ func TestJobLifecycle(t *testing.T) {
 		for _, list := range []func() (*api.List[api.Job], error){
 			func() (*api.List[api.Job], error) { return e.Admin.ListAgentJobs(ctx, a.ID, "", "", 0) },
 			func() (*api.List[api.Job], error) { return e.Admin.ListJobs(ctx, client.JobFilter{Agent: a.ID}, "", 0) },
-			func() (*api.List[api.Job], error) { return e.Admin.ListJobs(ctx, client.JobFilter{Project: "default"}, "", 0) },
+			func() (*api.List[api.Job], error) {
+				return e.Admin.ListJobs(ctx, client.JobFilter{Project: "default"}, "", 0)
+			},
 			func() (*api.List[api.Job], error) { return e.Admin.ListJobs(ctx, client.JobFilter{}, "", 0) },
 		} {
 			l, err := list()
@@ -236,7 +244,8 @@ func metricsText(t *testing.T, e *testenv.Env) string {
 // leaves the row in state error naming the cluster asked for.
 func TestJobRefusedLeavesNoRow(t *testing.T) {
 	engines(t, func(t *testing.T, pg bool) {
-		e := testenv.New(t, testenv.Options{Postgres: pg, DispatchTimeout: 2 * time.Second})
+		e := testenv.New(t, testenv.Options{Postgres: pg})
+		e.Hub.SetJobRunTimeout(time.Second)
 		ctx := context.Background()
 		jb := newJobsBroker(t, e, "spoke-b", nil)
 		a := startOn(t, e.Admin, jb, "measurer")
@@ -346,7 +355,7 @@ func TestJobNeedsCapableBroker(t *testing.T) {
 	a := startOn(t, e.Admin, jb, "measurer")
 	_, err := e.Admin.RunJob(ctx, a.ID, "", jobReq)
 	apiErr(t, err, http.StatusNotImplemented, api.CodeUnsupportedOperation)
-	if len(jb.runs) != 0 {
+	if len(jb.gotRuns()) != 0 {
 		t.Fatal("job.run sent to a broker without the jobs capability")
 	}
 }
@@ -371,7 +380,9 @@ func TestJobRunBadInput(t *testing.T) {
 		{"image with a newline", func(r *api.JobRunRequest) { r.Image = "a\nb" }, "image"},
 		{"no command", func(r *api.JobRunRequest) { r.Command = nil }, "command"},
 		{"too many args", func(r *api.JobRunRequest) { r.Command = big }, "command"},
-		{"too many bytes", func(r *api.JobRunRequest) { r.Command = []string{strings.Repeat("a", api.MaxJobCommandBytes/2), strings.Repeat("b", api.MaxJobCommandBytes/2+1)} }, "command"},
+		{"too many bytes", func(r *api.JobRunRequest) {
+			r.Command = []string{strings.Repeat("a", api.MaxJobCommandBytes/2), strings.Repeat("b", api.MaxJobCommandBytes/2+1)}
+		}, "command"},
 		{"gpus", func(r *api.JobRunRequest) { r.GPUs = api.MaxJobGPUs + 1 }, "gpus"},
 		{"negative gpus", func(r *api.JobRunRequest) { r.GPUs = -1 }, "gpus"},
 		{"deadline", func(r *api.JobRunRequest) { r.DeadlineSeconds = int64(api.MaxJobDeadline.Seconds()) + 1 }, "deadlineSeconds"},
@@ -379,7 +390,9 @@ func TestJobRunBadInput(t *testing.T) {
 		{"cluster", func(r *api.JobRunRequest) { r.Cluster = "B200_box" }, "cluster"},
 		{"queue", func(r *api.JobRunRequest) { r.Queue = "Queue With Spaces" }, "queue"},
 		{"env name", func(r *api.JobRunRequest) { r.Env = map[string]string{"1BAD": "x"} }, "env"},
-		{"env value", func(r *api.JobRunRequest) { r.Env = map[string]string{"OK": strings.Repeat("v", api.MaxJobEnvValueBytes+1)} }, "env"},
+		{"env value", func(r *api.JobRunRequest) {
+			r.Env = map[string]string{"OK": strings.Repeat("v", api.MaxJobEnvValueBytes+1)}
+		}, "env"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			req := jobReq
@@ -391,7 +404,7 @@ func TestJobRunBadInput(t *testing.T) {
 			}
 		})
 	}
-	if len(jb.runs) != 0 {
+	if len(jb.gotRuns()) != 0 {
 		t.Fatal("a refused request reached the broker")
 	}
 }

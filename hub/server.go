@@ -18,6 +18,7 @@ import (
 	"log/slog"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/scion-go/scion/api"
@@ -73,6 +74,8 @@ type Server struct {
 	// its queue drained; drainLock keeps drains of one broker apart.
 	queueLock brokerLocks
 	drainLock brokerLocks
+	// jobRunWait overrides jobRunTimeout (tests: SetJobRunTimeout).
+	jobRunWait atomic.Int64
 
 	cfgMu    sync.Mutex
 	settings *api.HubSettings
