@@ -134,4 +134,3 @@ func (c *Client) jobBytes(ctx context.Context, id, what, accept string, limit in
 	}
 	return b, nil
 }
-
