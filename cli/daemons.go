@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/scion-go/scion/api"
 	"github.com/scion-go/scion/config"
 )
 
@@ -25,6 +26,9 @@ type Daemons struct {
 	// BuildDemoImage builds the demo agent image from this binary and
 	// returns its tag and the binary's path.
 	BuildDemoImage func(ctx context.Context) (tag, binary string, err error)
+	// Check runs `scion check`'s probes (spoke/check/probe) and returns
+	// what they found; an error is one that stopped the check itself.
+	Check func(ctx context.Context, o config.CheckOptions) (*api.CheckReport, error)
 }
 
 // errNoDaemon is what a daemon command answers in a build (a test) whose

@@ -77,6 +77,7 @@ entry uses its own token or none, never another entry's.`,
 		newAgentDemoCmd(),
 		newImageCmd(d),
 		newInstallBinaryCmd(),
+		newCheckCmd(a, d),
 	)
 	root.AddCommand(newAgentCmds(a)...)
 	explainErrors(root, a.explain)

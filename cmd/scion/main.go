@@ -32,5 +32,5 @@ func run() int {
 		}
 		defer pprof.StopCPUProfile()
 	}
-	return cli.Execute(cli.Daemons{Server: launch.Server, Broker: launch.Broker, BuildDemoImage: launch.BuildDemoImage})
+	return cli.Execute(cli.Daemons{Server: launch.Server, Broker: launch.Broker, BuildDemoImage: launch.BuildDemoImage, Check: launch.Check})
 }

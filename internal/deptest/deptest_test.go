@@ -48,6 +48,7 @@ func clean() []Package {
 		pkg("launch", "hub", "broker", "store", "store/sqlite", "runtime", "config"),
 		pkg("cmd/scion", "cli", "launch"), pkg("spoke/fleet", "api", "config"),
 		pkg("spoke/tunnel", "net"), pkg("spoke/jobs", "api", "spoke/fleet", "config"), pkg("spoke/connect", "spoke/fleet", "spoke/jobs", "spoke/tunnel", "api", "config"),
+		pkg("spoke/check", "api", "fmt"), pkg("spoke/check/probe", "api", "config", "spoke/check", "spoke/fleet", "runtime", "wire", "net"),
 	}
 }
 
@@ -89,6 +90,10 @@ func TestCheckCatchesViolations(t *testing.T) {
 		{"spoke/jobs imports hub", "spoke/jobs", "hub", "spoke/jobs imports hub "},
 		{"spoke/jobs imports broker", "spoke/jobs", "broker", "spoke/jobs imports broker "},
 		{"spoke/jobs imports cli", "spoke/jobs", "cli", "spoke/jobs imports cli "},
+		{"spoke/check imports spoke/fleet", "spoke/check", "spoke/fleet", "spoke/check imports spoke/fleet (directly or not); of ours it may import only api"},
+		{"spoke/check imports net", "spoke/check", "net", "spoke/check imports net; a pure package does no I/O"},
+		{"spoke/check/probe imports broker", "spoke/check/probe", "broker", "spoke/check/probe imports broker "},
+		{"spoke/check/probe imports hub", "spoke/check/probe", "hub", "spoke/check/probe imports hub "},
 		{"splitplan imports client", "internal/splitplan", "client", "internal/splitplan imports client "},
 		{"authz imports os", "hub/authz", "os", "hub/authz imports os; a pure package does no I/O"},
 	} {

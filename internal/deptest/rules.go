@@ -91,6 +91,20 @@ var Rules = []Rule{
 		Pkgs: []string{"spoke/jobs"}, Only: []string{"api", "spoke/fleet", "config"},
 	},
 	{
+		// `scion check`'s decisions (ADR-0046): results from what the
+		// probes saw, table-tested without a cluster.
+		Name: "spoke/check is pure",
+		Pkgs: []string{"spoke/check"}, Only: []string{"api"}, Pure: true,
+	},
+	{
+		// `scion check`'s I/O: reaches spokes (spoke/fleet, its tiers),
+		// the broker's own cluster and the Hub's broker-scoped secrets
+		// (wire); it reads the runtime's pod template from
+		// runtime/kubernetes. No Hub, store, broker daemon or CLI.
+		Name: "spoke/check/probe knows no server, store, broker or CLI",
+		Pkgs: []string{"spoke/check/probe"}, Deny: []string{"hub/...", "broker", "store/...", "cli/...", "launch/..."},
+	},
+	{
 		// The legacy broker split planner: a decision over plain values
 		// that the CLI runs; it imports nothing of ours.
 		Name: "internal/splitplan is pure",

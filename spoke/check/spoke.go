@@ -126,3 +126,14 @@ func reachFix(tier string) string {
 		return "check the kubeconfig's server address and that the API server answers from this host (a DNS-dark host needs host_aliases, a private one proxy_url or a bastion)"
 	}
 }
+
+// ProbeFleet is the fleet's own consistency: a profile's jobs.cluster
+// that names no cluster.
+const ProbeFleet = "fleet"
+
+// Fleet is the failed fleet probe of a profile whose jobs.cluster names
+// cluster, which the fleet lacks (msg says which it has).
+func Fleet(profile, cluster, msg string) Result {
+	return Result{Cluster: cluster, Tier: "", Profile: profile, Probe: ProbeFleet, Status: api.CheckFailed, Message: msg,
+		Fix: fmt.Sprintf("add a [clusters.%s] block to clusters.toml (or a clusters block to profile %s), or correct jobs.cluster", cluster, profile)}
+}
