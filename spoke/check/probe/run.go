@@ -18,13 +18,15 @@ import (
 	"github.com/scion-go/scion/config"
 	k8srt "github.com/scion-go/scion/runtime/kubernetes"
 	"github.com/scion-go/scion/spoke/check"
+	"github.com/scion-go/scion/spoke/connect"
 	"github.com/scion-go/scion/spoke/fleet"
 	"github.com/scion-go/scion/wire"
 )
 
 // Env is what Run reaches the world with; zero fields take the defaults.
 type Env struct {
-	// Open reaches a spoke (default: DirectOpener with the timeout).
+	// Open reaches a spoke (default: PoolOpener of a pool bounded by the
+	// timeout, closed when Run returns).
 	Open Opener
 	// HTTP fetches secrets from the Hub (default: a client bounded by
 	// the timeout).
@@ -52,7 +54,9 @@ func Run(ctx context.Context, o config.CheckOptions, env Env) (*api.CheckReport,
 		return nil, err
 	}
 	if env.Open == nil {
-		env.Open = DirectOpener(fleet.Options{ConnectTimeout: timeout, RequestTimeout: timeout})
+		pool := connect.NewPool(fleet.Options{ConnectTimeout: timeout, RequestTimeout: timeout}, nil)
+		defer pool.Close()
+		env.Open = PoolOpener(pool)
 	}
 	if env.HTTP == nil {
 		env.HTTP = &http.Client{Timeout: timeout}

@@ -1,7 +1,6 @@
 package probe
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,9 +8,9 @@ import (
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/scion-go/scion/spoke/check"
+	"github.com/scion-go/scion/spoke/connect"
 	"github.com/scion-go/scion/spoke/fleet"
 )
 
@@ -52,32 +51,15 @@ func tracked(s Secrets) Secrets {
 	}
 }
 
-// DirectOpener reaches the public, host_aliases and proxy tiers with a
-// client config from spoke/fleet alone (no tunnel: the bastion tier needs
-// spoke/connect's Pool).
-func DirectOpener(o fleet.Options) Opener {
+// PoolOpener reaches spokes with p (spoke/connect): every tier, the
+// bastion's tunnel included, exactly as the broker's Job runner does.
+func PoolOpener(p *connect.Pool) Opener {
 	return func(ctx context.Context, c *fleet.Cluster, secrets Secrets) (*Opened, error) {
-		kc, err := secrets(ctx, c.KubeconfigSecret)
+		s, err := p.Open(ctx, c, connect.Secrets(secrets))
 		if err != nil {
 			return nil, err
 		}
-		cfg, _, err := fleet.RESTConfig(c, []byte(kc), o)
-		if err != nil {
-			return nil, err
-		}
-		ns := c.Namespace
-		if ns == "" {
-			if raw, err := clientcmd.Load([]byte(kc)); err == nil {
-				if ctxt := raw.Contexts[raw.CurrentContext]; ctxt != nil {
-					ns = ctxt.Namespace
-				}
-			}
-		}
-		cl, err := kubernetes.NewForConfig(cfg)
-		if err != nil {
-			return nil, fmt.Errorf("cluster %s: %w", c.Name, err)
-		}
-		return &Opened{Tier: c.Tier(), Namespace: cmp.Or(ns, "default"), Config: cfg, Kube: cl}, nil
+		return &Opened{Tier: s.Tier, Namespace: s.Namespace, Config: s.Config, Kube: s.Clients.Kube}, nil
 	}
 }
 

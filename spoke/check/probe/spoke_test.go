@@ -16,11 +16,19 @@ import (
 	"github.com/scion-go/scion/internal/testenv/kube"
 	k8srt "github.com/scion-go/scion/runtime/kubernetes"
 	"github.com/scion-go/scion/spoke/check"
+	"github.com/scion-go/scion/spoke/connect"
 	"github.com/scion-go/scion/spoke/fleet"
 )
 
 func restFor(host string) *rest.Config {
 	return &rest.Config{Host: host, TLSClientConfig: rest.TLSClientConfig{Insecure: true}, Timeout: 2 * time.Second}
+}
+
+// open is a PoolOpener of a pool of t's.
+func open(t *testing.T, o fleet.Options) Opener {
+	p := connect.NewPool(o, nil)
+	t.Cleanup(p.Close)
+	return PoolOpener(p)
 }
 
 // secretsOf serves secrets from a map, as the Hub would.
@@ -41,7 +49,7 @@ func TestSpokeExactJobPermissionsPass(t *testing.T) {
 	grant(t, kc.Client, ns, "scion-jobs", rulesFor(check.SpokeNeeds), user("scion-broker"))
 	c := &fleet.Cluster{Name: "wharf", KubeconfigSecret: "SPOKE_WHARF", Namespace: ns}
 	sec := secretsOf(map[string]string{"SPOKE_WHARF": spokeKubeconfig(kc.URL, kc.CAPEM(), "scion-broker-token", "default")})
-	rs := Spoke(ctx, DirectOpener(fleet.Options{}), c, "", sec)
+	rs := Spoke(ctx, open(t, fleet.Options{}), c, "", sec)
 	allPassed(t, rs)
 	wantStatus(t, rs, check.ProbeReach, api.CheckPassed, kube.Version, "public")
 	if len(rs) != 4 {
@@ -51,20 +59,20 @@ func TestSpokeExactJobPermissionsPass(t *testing.T) {
 	t.Run("namespace from the kubeconfig", func(t *testing.T) {
 		c := &fleet.Cluster{Name: "wharf", KubeconfigSecret: "SPOKE_WHARF"}
 		sec := secretsOf(map[string]string{"SPOKE_WHARF": spokeKubeconfig(kc.URL, kc.CAPEM(), "scion-broker-token", ns)})
-		allPassed(t, Spoke(ctx, DirectOpener(fleet.Options{}), c, "", sec))
+		allPassed(t, Spoke(ctx, open(t, fleet.Options{}), c, "", sec))
 	})
 	t.Run("the wrong namespace lacks them", func(t *testing.T) {
 		c := &fleet.Cluster{Name: "wharf", KubeconfigSecret: "SPOKE_WHARF", Namespace: "elsewhere"}
-		rs := Spoke(ctx, DirectOpener(fleet.Options{}), c, "", sec)
+		rs := Spoke(ctx, open(t, fleet.Options{}), c, "", sec)
 		wantStatus(t, rs, check.ProbeJobPermissions, api.CheckFailed, "cannot create jobs.batch", "namespace elsewhere")
 	})
 	t.Run("missing secret", func(t *testing.T) {
-		rs := Spoke(ctx, DirectOpener(fleet.Options{}), c, "", secretsOf(nil))
+		rs := Spoke(ctx, open(t, fleet.Options{}), c, "", secretsOf(nil))
 		wantStatus(t, rs, check.ProbeKubeconfig, api.CheckFailed, "secret_not_found", "broker-scoped Hub secret SPOKE_WHARF")
 	})
 	t.Run("not self-contained", func(t *testing.T) {
 		bad := secretsOf(map[string]string{"SPOKE_WHARF": kubeconfigWithExec(kc.URL)})
-		wantStatus(t, Spoke(ctx, DirectOpener(fleet.Options{}), c, "", bad), check.ProbeKubeconfig, api.CheckFailed, "exec")
+		wantStatus(t, Spoke(ctx, open(t, fleet.Options{}), c, "", bad), check.ProbeKubeconfig, api.CheckFailed, "exec")
 	})
 }
 
@@ -75,7 +83,7 @@ func TestSpokeReadingSecretsFailsLeastPrivilege(t *testing.T) {
 	grant(t, kc.Client, ns, "too-much", rulesFor(check.SecretsRead[:2]), user("scion-other"))
 	c := &fleet.Cluster{Name: "wharf", KubeconfigSecret: "SPOKE_WHARF", Namespace: ns}
 	sec := secretsOf(map[string]string{"SPOKE_WHARF": spokeKubeconfig(kc.URL, kc.CAPEM(), "scion-other-token", ns)})
-	rs := Spoke(context.Background(), DirectOpener(fleet.Options{}), c, "gpu", sec)
+	rs := Spoke(context.Background(), open(t, fleet.Options{}), c, "gpu", sec)
 	wantStatus(t, rs, check.ProbeJobPermissions, api.CheckPassed)
 	r := wantStatus(t, rs, check.ProbeLeastPrivilege, api.CheckFailed, "can get secrets, list secrets in namespace "+ns,
 		"remove the RoleBinding too-much in namespace "+ns+" granting get secrets", "to User scion-other")
@@ -100,7 +108,7 @@ func TestSpokeBoundTokenFails(t *testing.T) {
 	}
 	c := &fleet.Cluster{Name: "wharf", KubeconfigSecret: "SPOKE_WHARF", Namespace: ns}
 	sec := secretsOf(map[string]string{"SPOKE_WHARF": spokeKubeconfig(kc.URL, kc.CAPEM(), tr.Status.Token, ns)})
-	rs := Spoke(ctx, DirectOpener(fleet.Options{}), c, "", sec)
+	rs := Spoke(ctx, open(t, fleet.Options{}), c, "", sec)
 	wantStatus(t, rs, check.ProbeToken, api.CheckFailed, "bound ServiceAccount token that expires", "kubernetes.io/service-account-token Secret")
 	wantStatus(t, rs, check.ProbeJobPermissions, api.CheckPassed)
 	wantStatus(t, rs, check.ProbeLeastPrivilege, api.CheckPassed)
@@ -130,7 +138,7 @@ func TestSpokeUnreachableWithinTimeout(t *testing.T) {
 			c.Name, c.KubeconfigSecret = "far", "SPOKE_FAR"
 			sec := secretsOf(map[string]string{"SPOKE_FAR": spokeKubeconfig(server, nil, "t", "default")})
 			start := time.Now()
-			rs := Spoke(context.Background(), DirectOpener(fleet.Options{ConnectTimeout: ct, RequestTimeout: ct}), &c, "", sec)
+			rs := Spoke(context.Background(), open(t, fleet.Options{ConnectTimeout: ct, RequestTimeout: ct}), &c, "", sec)
 			took := time.Since(start)
 			if len(rs) != 1 {
 				t.Fatalf("%+v", rs)
