@@ -17,6 +17,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/config"
+	"github.com/scion-go/scion/internal/testenv"
 	"github.com/scion-go/scion/internal/testenv/kube"
 	"github.com/scion-go/scion/launch"
 	k8srt "github.com/scion-go/scion/runtime/kubernetes"
@@ -179,6 +181,34 @@ kubeconfig_secret = "SPOKE_GONE"
 		if took > 2*time.Second {
 			t.Errorf("took %v", took)
 		}
+	})
+	// The kubeconfig from the Hub, as a broker reads it: a broker-scoped
+	// secret, fetched with the broker's stored credentials.
+	t.Run("kubeconfig from the Hub", func(t *testing.T) {
+		e := newHub(t, testenv.Options{Brokers: 1})
+		useHub(t, "team", e.URL, e.AdminToken)
+		mustRun(t, "hub", "secret", "set", "SPOKE_WHARF", "--broker", "b1", "--from-file", wharf)
+		b := e.Brokers()[0]
+		creds := &config.BrokerCredentials{}
+		creds.Put(&config.BrokerConnection{Name: "b1", HubEndpoint: e.URL, BrokerID: b.ID, BrokerName: b.Name, Secret: b.Secret})
+		if err := creds.Save(); err != nil {
+			t.Fatal(err)
+		}
+		write("settings.yaml", strings.Replace(settings, "  broker:\n", "  broker:\n    hub_endpoint: "+e.URL+"\n", 1))
+		defer write("settings.yaml", settings)
+		r := runCheck(t, "check", "--cluster", "wharf")
+		if r.code != 0 || !strings.Contains(r.out, "All 4 probes passed.") {
+			t.Fatalf("exit %d\n%s%s", r.code, r.out, r.err)
+		}
+		// A secret the Hub does not have (or not for this broker) is the
+		// kubeconfig probe failed with its fix, the Hub's code in it.
+		mustRun(t, "hub", "secret", "delete", "SPOKE_WHARF", "--broker", "b1")
+		r = runCheck(t, "check", "--cluster", "wharf", "-o", "json")
+		rep := decode(t, r)
+		if r.code != 1 || len(rep.Checks) != 1 || rep.Checks[0].Probe != "kubeconfig" || !strings.Contains(rep.Checks[0].Fix, "broker-scoped Hub secret SPOKE_WHARF") {
+			t.Fatalf("exit %d: %s %s", r.code, r.out, r.err)
+		}
+		t.Logf("missing secret: %s", rep.Checks[0].Message)
 	})
 	t.Run("usage", func(t *testing.T) {
 		if r := runCheck(t, "check", "--cluster", "nope"); r.code != exitUsage || !strings.Contains(r.err, "no such cluster") {
