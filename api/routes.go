@@ -38,6 +38,17 @@ package api
 //	GET    /api/v1/agents/{agent}/logs?follow=true&tail=N  -> text/plain stream of the agent's output
 //	POST   /api/v1/agents/{agent}/exec                  ExecRequest -> application/x-ndjson of ExecOutput
 //	GET    /api/v1/agents/{agent}/attach                WebSocket: binary = bytes both ways, text = AttachControl
+//	POST   /api/v1/agents/{agent}/jobs                  JobRunRequest -> Job (201; a delegated Job, see jobs.go)
+//	GET    /api/v1/agents/{agent}/jobs?cursor=&limit=   -> List[Job]
+//	GET    /api/v1/jobs?project=&agent=&cursor=&limit=  -> List[Job]
+//	GET    /api/v1/jobs/{job}                           -> Job (404 job_not_found for one the caller cannot reach)
+//	GET    /api/v1/jobs/{job}/logs                      -> text/plain (the latest log snapshot)
+//	GET    /api/v1/jobs/{job}/trace                     -> application/octet-stream (404 when none)
+//	POST   /api/v1/jobs/{job}/cancel                    -> Job (409 invalid_phase once finished; a cancelled one as it is)
+//	PUT    /api/v1/runtime-brokers/{broker}/secrets/{name}       PutSecretRequest -> BrokerSecret (admin)
+//	GET    /api/v1/runtime-brokers/{broker}/secrets              -> List[BrokerSecret] (admin; names only)
+//	DELETE /api/v1/runtime-brokers/{broker}/secrets/{name}       (204; admin)
+//	GET    /api/v1/runtime-brokers/{broker}/secrets/{name}/value -> BrokerSecretValue (that broker's signed headers only; no bearer)
 //	GET    /api/v1/settings                             -> HubSettings
 //	PUT    /api/v1/settings                             HubSettings -> HubSettings (admin)
 //	GET    /api/v1/admin/limits                         -> Limits
