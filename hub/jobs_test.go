@@ -11,10 +11,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/scion-go/scion/api"
 	"github.com/scion-go/scion/client"
 	"github.com/scion-go/scion/hub"
 	"github.com/scion-go/scion/internal/testenv"
+	"github.com/scion-go/scion/store"
 	"github.com/scion-go/scion/wire"
 )
 
@@ -482,5 +485,29 @@ func TestJobAccess(t *testing.T) {
 	}
 	if got, err := e.Admin.GetJob(ctx, j.ID); err != nil || got.ID != j.ID {
 		t.Fatalf("a job of a deleted agent: %+v %v", got, err)
+	}
+}
+
+// TestHubStartExpiresPendingJobs: a row left pending by a Hub that
+// stopped before its broker answered is marked error at the next start;
+// a fresh pending row is left alone.
+func TestHubStartExpiresPendingJobs(t *testing.T) {
+	e := testenv.New(t, testenv.Options{})
+	ctx := context.Background()
+	old, fresh := uuid.Must(uuid.NewV7()).String(), uuid.Must(uuid.NewV7()).String()
+	for id, at := range map[string]time.Time{old: time.Now().UTC().Add(-time.Hour), fresh: time.Now().UTC()} {
+		if err := e.Store.CreateJob(ctx, &store.Job{ID: id, ProjectID: e.ProjectID, AgentID: uuid.NewString(), BrokerID: uuid.NewString(),
+			Cluster: "b200", Image: "busybox", Command: []string{"true"}, DeadlineSeconds: 60, State: api.JobStatePending,
+			CreatedBy: "user:x", CreatedAt: at, UpdatedAt: at}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.RestartHub()
+	got, err := e.Admin.GetJob(ctx, old)
+	if err != nil || got.State != api.JobStateError || !strings.Contains(got.Message, "restarted") {
+		t.Fatalf("old pending job: %+v %v", got, err)
+	}
+	if got, err := e.Admin.GetJob(ctx, fresh); err != nil || got.State != api.JobStatePending {
+		t.Fatalf("fresh pending job: %+v %v", got, err)
 	}
 }
