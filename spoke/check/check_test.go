@@ -31,7 +31,7 @@ func find(t *testing.T, rs []Result, probe string) Result {
 
 func needsAllowed() map[Question]string {
 	m := map[Question]string{}
-	for _, x := range SpokeNeeds {
+	for _, x := range SpokeNeedsFor("") {
 		m[x] = `RBAC: allowed by RoleBinding "spoke/gpu" of Role "scion-jobs" to ServiceAccount "scion-spoke/gpu"`
 	}
 	return m
@@ -52,8 +52,8 @@ func TestSpokeProbes(t *testing.T) {
 		want   []string // substrings of message+fix
 		count  int
 	}{
-		{"all good", func(in *SpokeInput) { in.Answers = answers(SpokeQuestions(), needsAllowed()) }, ProbeLeastPrivilege, api.CheckPassed, nil, 4},
-		{"reach passes", func(in *SpokeInput) { in.Answers = answers(SpokeQuestions(), needsAllowed()) }, ProbeReach, api.CheckPassed, []string{"v1.37.2", "public"}, 4},
+		{"all good", func(in *SpokeInput) { in.Answers = answers(SpokeQuestions(""), needsAllowed()) }, ProbeLeastPrivilege, api.CheckPassed, nil, 4},
+		{"reach passes", func(in *SpokeInput) { in.Answers = answers(SpokeQuestions(""), needsAllowed()) }, ProbeReach, api.CheckPassed, []string{"v1.37.2", "public"}, 4},
 		{"missing secret", func(in *SpokeInput) { in.SecretErr = "secret_not_found" }, ProbeKubeconfig, api.CheckFailed, []string{"SPOKE_WHARF", "--kubeconfig-secret-file SPOKE_WHARF=PATH"}, 1},
 		{"bad kubeconfig", func(in *SpokeInput) { in.OpenErr = "an exec credential plugin is not allowed" }, ProbeKubeconfig, api.CheckFailed, []string{"exec", "self-contained"}, 1},
 		{"unreachable bastion", func(in *SpokeInput) {
@@ -61,15 +61,25 @@ func TestSpokeProbes(t *testing.T) {
 		}, ProbeReach, api.CheckFailed, []string{"wharf", "bastion tier", "known_hosts"}, 1},
 		{"unreachable aliases", func(in *SpokeInput) { in.Tier, in.Unreachable = "host_aliases", "x" }, ProbeReach, api.CheckFailed, []string{"host_aliases IP"}, 1},
 		{"bound token", func(in *SpokeInput) {
-			in.TokenExpires, in.Answers = &exp, answers(SpokeQuestions(), needsAllowed())
+			in.TokenExpires, in.Answers = &exp, answers(SpokeQuestions(""), needsAllowed())
 		}, ProbeToken, api.CheckFailed, []string{"2026-12-01T19:00:00Z", "kubernetes.io/service-account-token Secret", "SPOKE_WHARF"}, 4},
-		{"no pods/log", func(in *SpokeInput) { in.Answers = answers(SpokeQuestions(), noLog) }, ProbeJobPermissions, api.CheckFailed, []string{"cannot get pods/log in namespace gpu", "Role"}, 4},
-		{"reads secrets", func(in *SpokeInput) { in.Answers = answers(SpokeQuestions(), secretsToo) }, ProbeLeastPrivilege, api.CheckFailed,
+		{"no pods/log", func(in *SpokeInput) { in.Answers = answers(SpokeQuestions(""), noLog) }, ProbeJobPermissions, api.CheckFailed, []string{"cannot get pods/log in namespace gpu", "Role"}, 4},
+		{"reads secrets", func(in *SpokeInput) { in.Answers = answers(SpokeQuestions(""), secretsToo) }, ProbeLeastPrivilege, api.CheckFailed,
 			[]string{"can get secrets", "remove the ClusterRoleBinding too-much granting get secrets", "ClusterRole view-all"}, 4},
 		{"review failed", func(in *SpokeInput) {
-			in.Answers = answers(SpokeQuestions(), needsAllowed())
+			in.Answers = answers(SpokeQuestions(""), needsAllowed())
 			in.Answers[0].Err = "forbidden"
 		}, ProbeJobPermissions, api.CheckFailed, []string{"create jobs.batch: forbidden"}, 4},
+		{"no patch without a queue", func(in *SpokeInput) {
+			m := needsAllowed()
+			delete(m, ResumeJob)
+			in.Answers = answers(SpokeQuestions(""), m)
+		}, ProbeJobPermissions, api.CheckFailed, []string{"cannot patch jobs.batch", "the runner admits"}, 4},
+		{"queued: no patch needed", func(in *SpokeInput) {
+			m := needsAllowed()
+			delete(m, ResumeJob)
+			in.Queue, in.Answers = "h200", answers(SpokeQuestions("h200"), m)
+		}, ProbeJobPermissions, api.CheckPassed, []string{"can create jobs.batch"}, 4},
 		{"unanswered", func(in *SpokeInput) {}, ProbeLeastPrivilege, api.CheckFailed, []string{"not asked"}, 4},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -47,6 +47,19 @@ var SpokeNeeds = []Question{
 	q("get", "", "pods", "log"),
 }
 
+// ResumeJob is unsuspending a Job: the runner submits every Job
+// suspended and, on a spoke without Kueue (no queue), admits it itself.
+var ResumeJob = q("patch", "batch", "jobs", "")
+
+// SpokeNeedsFor are SpokeNeeds for a cluster whose default queue is
+// queue: with none, the runner admits its Jobs itself (ResumeJob).
+func SpokeNeedsFor(queue string) []Question {
+	if queue != "" {
+		return SpokeNeeds
+	}
+	return concat(SpokeNeeds, []Question{ResumeJob})
+}
+
 // SecretsRead are the verbs that read Secrets.
 var SecretsRead = []Question{q("get", "", "secrets", ""), q("list", "", "secrets", ""), q("watch", "", "secrets", "")}
 
@@ -71,8 +84,9 @@ func SandboxQuestions() []Question {
 	return concat(SecretsRead, PodMaking, TokenMinting)
 }
 
-// SpokeQuestions are every question the spoke identity asks of itself.
-func SpokeQuestions() []Question { return concat(SpokeNeeds, SecretsRead) }
+// SpokeQuestions are every question the spoke identity asks of itself,
+// for a cluster whose default queue is queue.
+func SpokeQuestions(queue string) []Question { return concat(SpokeNeedsFor(queue), SecretsRead) }
 
 func concat(qs ...[]Question) []Question {
 	var out []Question

@@ -34,8 +34,9 @@ type SpokeInput struct {
 	Cluster, Tier, Profile string
 	// Secret is the kubeconfig's Hub secret name (the value is never here).
 	Secret string
-	// Namespace is the Jobs' namespace on the spoke.
-	Namespace string
+	// Namespace is the Jobs' namespace on the spoke, Queue the cluster
+	// block's default Kueue queue ("" none: the runner admits Jobs).
+	Namespace, Queue string
 	// SecretErr: the kubeconfig (or the bastion key) could not be had.
 	SecretErr string
 	// OpenErr: no client could be built from it (not a kubeconfig, not
@@ -50,7 +51,7 @@ type SpokeInput struct {
 	// ServiceAccount token (a JWT with an exp claim).
 	TokenExpires *time.Time
 	// Answers are the spoke identity's own access reviews of
-	// SpokeQuestions in Namespace.
+	// SpokeQuestions(Queue) in Namespace.
 	Answers []Answer
 }
 
@@ -83,7 +84,7 @@ func Spoke(in SpokeInput) []Result {
 	} else {
 		out = append(out, r(ProbeToken, true, "the kubeconfig's credential does not expire (no bound token)", ""))
 	}
-	allowed, denied, failed := split(in.Answers, SpokeNeeds)
+	allowed, denied, failed := split(in.Answers, SpokeNeedsFor(in.Queue))
 	switch {
 	case len(failed) > 0:
 		out = append(out, r(ProbeJobPermissions, false, "access reviews failed: "+errsOf(failed),
@@ -91,7 +92,7 @@ func Spoke(in SpokeInput) []Result {
 	case len(denied) > 0:
 		out = append(out, r(ProbeJobPermissions, false,
 			fmt.Sprintf("the spoke identity cannot %s in namespace %s", verbsOf(denied), in.Namespace),
-			fmt.Sprintf("grant them in namespace %s: a Role with jobs.batch create/get/list/delete, pods get/list and pods/log get, bound to the spoke ServiceAccount (%s)", in.Namespace, defaultBootstrapGuide)))
+			fmt.Sprintf("grant them in namespace %s: a Role with jobs.batch create/get/list/delete%s, pods get/list and pods/log get, bound to the spoke ServiceAccount (%s)", in.Namespace, patchNote(in.Queue), defaultBootstrapGuide)))
 	default:
 		out = append(out, r(ProbeJobPermissions, true, fmt.Sprintf("the spoke identity can %s in namespace %s", verbsOf(allowed), in.Namespace), ""))
 	}
@@ -111,6 +112,14 @@ func Spoke(in SpokeInput) []Result {
 		out = append(out, r(ProbeLeastPrivilege, true, fmt.Sprintf("the spoke identity cannot read Secrets in namespace %s", in.Namespace), ""))
 	}
 	return out
+}
+
+// patchNote is the Role's extra verb on a spoke without Kueue.
+func patchNote(queue string) string {
+	if queue != "" {
+		return ""
+	}
+	return "/patch (no queue: the runner admits its suspended Jobs itself)"
 }
 
 // reachFix says what to look at for an unreachable spoke, by tier.

@@ -23,7 +23,7 @@ func TestSpokeBastionTier(t *testing.T) {
 	key, keyPEM := testsshd.NewKey(t)
 	srv := testsshd.Start(t, key.PublicKey())
 	ns := kc.Namespace(t)
-	grant(t, kc.Client, ns, "scion-jobs", rulesFor(check.SpokeNeeds), user("scion-broker"))
+	grant(t, kc.Client, ns, "scion-jobs", rulesFor(check.SpokeNeedsFor("")), user("scion-broker"))
 	u, err := url.Parse(kc.URL)
 	if err != nil {
 		t.Fatal(err)

@@ -66,7 +66,7 @@ func PoolOpener(p *connect.Pool) Opener {
 // Spoke runs the spoke probes of cluster c (a block of profile's, or of
 // the fleet file's when profile is "").
 func Spoke(ctx context.Context, open Opener, c *fleet.Cluster, profile string, secrets Secrets) []check.Result {
-	in := check.SpokeInput{Cluster: c.Name, Tier: string(c.Tier()), Profile: profile, Secret: c.KubeconfigSecret, Namespace: c.Namespace}
+	in := check.SpokeInput{Cluster: c.Name, Tier: string(c.Tier()), Profile: profile, Secret: c.KubeconfigSecret, Namespace: c.Namespace, Queue: c.Queue}
 	sp, err := open(ctx, c, tracked(secrets))
 	if err != nil {
 		classify(&in, err)
@@ -80,7 +80,7 @@ func Spoke(ctx context.Context, open Opener, c *fleet.Cluster, profile string, s
 	}
 	in.Version = v
 	in.TokenExpires = boundExpiry(sp.Config.BearerToken)
-	in.Answers = askSelf(ctx, sp.Kube, sp.Namespace, check.SpokeQuestions())
+	in.Answers = askSelf(ctx, sp.Kube, sp.Namespace, check.SpokeQuestions(c.Queue))
 	return check.Spoke(in)
 }
 

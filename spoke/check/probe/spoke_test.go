@@ -46,7 +46,7 @@ func TestSpokeExactJobPermissionsPass(t *testing.T) {
 	kc := kube.Need(t)
 	ctx := context.Background()
 	ns := kc.Namespace(t)
-	grant(t, kc.Client, ns, "scion-jobs", rulesFor(check.SpokeNeeds), user("scion-broker"))
+	grant(t, kc.Client, ns, "scion-jobs", rulesFor(check.SpokeNeedsFor("")), user("scion-broker"))
 	c := &fleet.Cluster{Name: "wharf", KubeconfigSecret: "SPOKE_WHARF", Namespace: ns}
 	sec := secretsOf(map[string]string{"SPOKE_WHARF": spokeKubeconfig(kc.URL, kc.CAPEM(), "scion-broker-token", "default")})
 	rs := Spoke(ctx, open(t, fleet.Options{}), c, "", sec)
@@ -79,7 +79,7 @@ func TestSpokeExactJobPermissionsPass(t *testing.T) {
 func TestSpokeReadingSecretsFailsLeastPrivilege(t *testing.T) {
 	kc := kube.Need(t)
 	ns := kc.Namespace(t)
-	grant(t, kc.Client, ns, "scion-jobs", rulesFor(check.SpokeNeeds), user("scion-other"))
+	grant(t, kc.Client, ns, "scion-jobs", rulesFor(check.SpokeNeedsFor("")), user("scion-other"))
 	grant(t, kc.Client, ns, "too-much", rulesFor(check.SecretsRead[:2]), user("scion-other"))
 	c := &fleet.Cluster{Name: "wharf", KubeconfigSecret: "SPOKE_WHARF", Namespace: ns}
 	sec := secretsOf(map[string]string{"SPOKE_WHARF": spokeKubeconfig(kc.URL, kc.CAPEM(), "scion-other-token", ns)})
@@ -101,7 +101,7 @@ func TestSpokeBoundTokenFails(t *testing.T) {
 	if _, err := kc.Client.CoreV1().ServiceAccounts(ns).Create(ctx, k8srt.SandboxServiceAccount(ns, "scion-spoke"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	grant(t, kc.Client, ns, "scion-jobs", rulesFor(check.SpokeNeeds), serviceAccount(ns, "scion-spoke"))
+	grant(t, kc.Client, ns, "scion-jobs", rulesFor(check.SpokeNeedsFor("")), serviceAccount(ns, "scion-spoke"))
 	tr, err := kc.Client.CoreV1().ServiceAccounts(ns).CreateToken(ctx, "scion-spoke", &authv1.TokenRequest{}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
