@@ -43,6 +43,15 @@ func fetchBrokerSecret(ctx context.Context, hc *http.Client, hubURL, brokerID st
 		return "", api.BadRequest("invalid runtime broker ID %s", api.Quote(brokerID))
 	}
 	u, err := url.Parse(strings.TrimRight(hubURL, "/"))
+	if err == nil {
+		// A broker's Hub endpoint may name the control channel's scheme.
+		switch u.Scheme {
+		case "ws":
+			u.Scheme = "http"
+		case "wss":
+			u.Scheme = "https"
+		}
+	}
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return "", fmt.Errorf("wire: invalid Hub URL %q", hubURL)
 	}

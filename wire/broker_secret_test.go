@@ -63,6 +63,14 @@ func TestFetchBrokerSecret(t *testing.T) {
 			}
 		})
 	}
+	// A broker's endpoint in the control channel's scheme.
+	answer = func(w http.ResponseWriter) { _, _ = w.Write([]byte(`{"name":"SPOKE_KUBECONFIG","value":"v"}`)) }
+	if v, err := FetchBrokerSecret(ctx, nil, "ws"+strings.TrimPrefix(hub, "http"), id, secret, name); err != nil || v != "v" {
+		t.Fatalf("ws endpoint: %q %v", v, err)
+	}
+	if _, err := FetchBrokerSecret(ctx, nil, "ftp://x", id, secret, name); err == nil {
+		t.Fatal("an ftp endpoint accepted")
+	}
 	answer = func(w http.ResponseWriter) { _, _ = w.Write([]byte(`{"name":"OTHER","value":"x"}`)) }
 	if _, err := FetchBrokerSecret(ctx, nil, hub, id, secret, name); err == nil {
 		t.Fatal("an answer for another name accepted")
