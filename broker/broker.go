@@ -97,6 +97,8 @@ type Config struct {
 	// that a team set-up runs its first agent without a registry, as the
 	// workstation does. Empty: such a create is refused with the fix.
 	DefaultImage string
+	// Jobs configures delegated Jobs (ADR-0046); its zero value runs none.
+	Jobs JobsConfig
 	// PortRange is the inclusive host port range agents' published ports
 	// come from (default DefaultPortRange). It must be reserved for this
 	// broker's agents on its host; see portpool.Pool.
@@ -136,6 +138,10 @@ type Broker struct {
 	ports       *portpool.Pool
 	portsMu     sync.Mutex // guards portsLoaded and serialises loadPorts
 	portsLoaded bool
+
+	jobs        *jobsState      // nil: no delegated Jobs
+	runCtx      context.Context // Run's: ends the Jobs' goroutines
+	jobsStarted sync.Once
 
 	mu      sync.Mutex
 	conn    *wire.Conn // the current session's channel once hello succeeded
@@ -200,6 +206,13 @@ func New(cfg Config) (*Broker, error) {
 	if _, ok := cfg.Runtime.(runtime.ProjectCleaner); ok && !slices.Contains(cfg.Capabilities, wire.CapProjectCleanup) {
 		cfg.Capabilities = append(cfg.Capabilities, wire.CapProjectCleanup)
 	}
+	js, err := newJobsState(cfg.Jobs, cfg.Logger)
+	if err != nil {
+		return nil, fmt.Errorf("broker: %w", err)
+	}
+	if js != nil && !slices.Contains(cfg.Capabilities, wire.CapJobs) {
+		cfg.Capabilities = append(cfg.Capabilities, wire.CapJobs)
+	}
 	l := layout{root: cfg.DataDir}
 	if cfg.Workspaces == nil {
 		cfg.GitWorkspaces.CloneDepth = cmp.Or(cfg.GitWorkspaces.CloneDepth, cfg.AgentDefaults.CloneDepth)
@@ -230,6 +243,7 @@ func New(cfg Config) (*Broker, error) {
 	}
 	return &Broker{
 		ports:   ports,
+		jobs:    js,
 		cfg:     cfg,
 		log:     brokerLogger(cfg),
 		rt:      cfg.Runtime,
@@ -260,9 +274,15 @@ func (b *Broker) Run(ctx context.Context) error {
 	if b.ownIdem != nil {
 		defer b.ownIdem.Close()
 	}
+	b.runCtx = ctx
 	var wg sync.WaitGroup
 	wg.Go(func() { b.forwardEvents(ctx) })
 	defer wg.Wait()
+	if js := b.jobs; js != nil {
+		wg.Go(func() { b.sendUpdates(ctx) })
+		defer js.cfg.Spokes.Close()
+		defer js.wg.Wait()
+	}
 	b.connectLoop(ctx)
 	return nil
 }

@@ -128,6 +128,9 @@ func (b *Broker) session(ctx context.Context) (up time.Duration, err error) {
 			b.status.Refused = ""
 		}
 	})
+	if b.jobs != nil {
+		b.jobsStarted.Do(func() { b.jobs.wg.Go(func() { b.jobsStartup(ctx) }) })
+	}
 	err = <-ended
 	b.update(func() {
 		b.conn = nil

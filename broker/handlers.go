@@ -32,6 +32,10 @@ func (b *Broker) register(c *wire.Conn) {
 		return b.inventory(ctx)
 	})
 	c.Handle(wire.MethodProjectCleanup, b.cleanupProject)
+	if b.jobs != nil {
+		c.Handle(wire.MethodJobRun, b.handleJobRun)
+		c.Handle(wire.MethodJobCancel, b.handleJobCancel)
+	}
 	c.Handle(wire.MethodEcho, func(_ context.Context, req *wire.Request) (any, error) {
 		return req.Body, nil
 	})

@@ -36,6 +36,11 @@ type testHub struct {
 	refuseWith atomic.Pointer[api.Error]
 	hellos     chan wire.Hello
 	statuses   chan wire.AgentStatus
+	// jobUpdates are the job.update calls the Hub took; refuseUpdates,
+	// while positive, makes the Hub drop the channel on this many more
+	// instead of answering (an update lost with the connection).
+	jobUpdates    chan wire.JobUpdate
+	dropOnUpdates atomic.Int32
 
 	mu   sync.Mutex
 	conn *wire.Conn // the session whose hello was accepted last
@@ -44,9 +49,10 @@ type testHub struct {
 func newTestHub(t *testing.T) *testHub {
 	h := &testHub{
 		t: t, brokerID: "broker-1", secret: []byte("s3cret"),
-		nonces:   wire.NewNonceCache(time.Minute, 1000),
-		hellos:   make(chan wire.Hello, 100),
-		statuses: make(chan wire.AgentStatus, 100),
+		nonces:     wire.NewNonceCache(time.Minute, 1000),
+		hellos:     make(chan wire.Hello, 100),
+		statuses:   make(chan wire.AgentStatus, 100),
+		jobUpdates: make(chan wire.JobUpdate, 100),
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET "+connectPath, h.connect)
@@ -91,6 +97,18 @@ func (h *testHub) connect(w http.ResponseWriter, r *http.Request) {
 			return nil, err
 		}
 		h.statuses <- st
+		return struct{}{}, nil
+	})
+	conn.Handle(wire.MethodJobUpdate, func(_ context.Context, req *wire.Request) (any, error) {
+		var u wire.JobUpdate
+		if err := req.Decode(&u); err != nil {
+			return nil, err
+		}
+		if h.dropOnUpdates.Add(-1) >= 0 {
+			_ = conn.Close("dropped by the test")
+			return nil, api.Errorf(api.CodeBrokerUnavailable, "dropped")
+		}
+		h.jobUpdates <- u
 		return struct{}{}, nil
 	})
 	_ = conn.Run(r.Context())

@@ -1,0 +1,110 @@
+package broker
+
+import (
+	"context"
+	"sort"
+
+	"github.com/scion-go/scion/spoke/connect"
+	"github.com/scion-go/scion/spoke/fleet"
+)
+
+// startupClusters are the distinct cluster blocks of the broker's fleet
+// and its profiles' overrides (a profile block of a file cluster's name is
+// another spoke), by the name Jobs label them with, and whether the
+// ambient cluster is one. A name two blocks share is swept through the
+// file's block and every profile's own: each may be a different spoke.
+func (js *jobsState) startupClusters() []*fleet.Cluster {
+	seen := map[*fleet.Cluster]bool{}
+	var out []*fleet.Cluster
+	add := func(f *fleet.Fleet) {
+		for _, n := range f.Names() {
+			if c := f.Clusters[n]; !seen[c] {
+				seen[c] = true
+				out = append(out, c)
+			}
+		}
+	}
+	add(js.base)
+	names := make([]string, 0, len(js.profiles))
+	for n := range js.profiles {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		add(js.profiles[n].fleet)
+	}
+	return out
+}
+
+// jobsStartup sweeps every cluster of the fleet (and the ambient one) for
+// this broker's leftovers and follows again its Jobs still running there,
+// each cluster on its own goroutine, bounded: a slow or unreachable spoke
+// delays nothing but its own Jobs. It runs once, after the first hello
+// (the secrets come from the Hub).
+func (b *Broker) jobsStartup(ctx context.Context) {
+	js := b.jobs
+	byName := map[string][]*fleet.Cluster{}
+	var names []string
+	for _, c := range js.startupClusters() {
+		if byName[c.Name] == nil {
+			names = append(names, c.Name)
+		}
+		byName[c.Name] = append(byName[c.Name], c)
+	}
+	if js.cfg.Ambient != nil && byName[connect.AmbientCluster] == nil {
+		names = append(names, connect.AmbientCluster)
+		byName[connect.AmbientCluster] = []*fleet.Cluster{nil}
+	}
+	for _, n := range names {
+		js.wg.Go(func() {
+			defer close(js.sweptCh(n))
+			for _, c := range byName[n] {
+				b.sweepCluster(ctx, c)
+			}
+		})
+	}
+}
+
+// sweepCluster sweeps and resumes one cluster block (nil: ambient).
+func (b *Broker) sweepCluster(parent context.Context, c *fleet.Cluster) {
+	js := b.jobs
+	ctx, cancel := context.WithTimeout(parent, js.cfg.StartupTimeout)
+	defer cancel()
+	name := connect.AmbientCluster
+	if c != nil {
+		name = c.Name
+	}
+	log := b.log.With("cluster", name)
+	sp, err := b.openSpoke(ctx, c)
+	if err != nil {
+		log.Warn("startup sweep: spoke not opened; its leftovers stay until the next start", "err", err)
+		return
+	}
+	deleted, err := js.cfg.Runner.Sweep(ctx, sp.Clients, sp.Namespace, b.cfg.BrokerID)
+	if err != nil {
+		log.Warn("startup sweep failed", "tier", sp.Tier, "namespace", sp.Namespace, "err", err)
+	}
+	for _, d := range deleted {
+		log.Info("startup sweep: deleted a suspended leftover job", "namespace", sp.Namespace, "name", d)
+	}
+	owned, err := js.cfg.Runner.Owned(ctx, sp.Clients, sp.Namespace, b.cfg.BrokerID)
+	if err != nil {
+		log.Warn("startup: running jobs not listed; they are not followed", "tier", sp.Tier, "namespace", sp.Namespace, "err", err)
+		return
+	}
+	for _, s := range owned {
+		if s.JobID == "" {
+			continue
+		}
+		s.Cluster, s.Tier, s.BrokerID = name, string(sp.Tier), b.cfg.BrokerID
+		if s.Namespace == "" {
+			s.Namespace = sp.Namespace
+		}
+		rj, fresh := js.add(s, sp)
+		if !fresh {
+			continue
+		}
+		b.jobLog(name, s.JobID).Info("startup: following a running job again", "namespace", s.Namespace)
+		js.wg.Go(func() { b.runJob(rj, false) })
+	}
+}

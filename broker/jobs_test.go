@@ -1,0 +1,409 @@
+package broker
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/rest"
+
+	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/config"
+	"github.com/scion-go/scion/runtime"
+	"github.com/scion-go/scion/runtime/fake"
+	"github.com/scion-go/scion/spoke/connect"
+	"github.com/scion-go/scion/spoke/fleet"
+	"github.com/scion-go/scion/spoke/jobs"
+	"github.com/scion-go/scion/wire"
+)
+
+// fakeSpokes opens every cluster without a network: the Spoke carries the
+// block, its tier and namespace. A cluster named "slow" never opens (its
+// Open waits for the context), and a kubeconfig secret named MISSING is
+// the Hub's secret_not_found.
+type fakeSpokes struct {
+	mu     sync.Mutex
+	opened []string
+}
+
+func (f *fakeSpokes) Open(ctx context.Context, c *fleet.Cluster, _ connect.Secrets) (*connect.Spoke, error) {
+	f.mu.Lock()
+	f.opened = append(f.opened, c.Name)
+	f.mu.Unlock()
+	if c.Name == "slow" {
+		<-ctx.Done()
+		return nil, fmt.Errorf("cluster slow: %w", ctx.Err())
+	}
+	if c.KubeconfigSecret == "MISSING" {
+		return nil, fmt.Errorf("cluster %s: kubeconfig secret MISSING: %w", c.Name, api.NotFound(api.CodeSecretNotFound, "secret MISSING not found"))
+	}
+	return &connect.Spoke{Cluster: c, Tier: c.Tier(), Namespace: cmp.Or(c.Namespace, "default")}, nil
+}
+
+func (f *fakeSpokes) Ambient(_ *rest.Config, ns string) (*connect.Spoke, error) {
+	return &connect.Spoke{Tier: connect.TierAmbient, Namespace: cmp.Or(ns, "default")}, nil
+}
+
+func (f *fakeSpokes) Close() {}
+
+// fakeRunner stands in for spoke/jobs: Submit and Cancel are recorded,
+// Follow reports what the test sends on the Job's channel, Sweep and
+// Owned answer from tables.
+type fakeRunner struct {
+	mu        sync.Mutex
+	progress  map[string]chan jobs.Progress
+	submits   chan jobs.Spec
+	follows   chan jobs.Spec
+	cancels   chan string
+	sweeps    chan string // cluster/namespace
+	submitErr error
+	owned     map[string][]jobs.Spec // by namespace
+}
+
+func newFakeRunner() *fakeRunner {
+	return &fakeRunner{progress: map[string]chan jobs.Progress{}, submits: make(chan jobs.Spec, 10),
+		follows: make(chan jobs.Spec, 10), cancels: make(chan string, 10), sweeps: make(chan string, 10), owned: map[string][]jobs.Spec{}}
+}
+
+func (r *fakeRunner) ch(id string) chan jobs.Progress {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.progress[id] == nil {
+		r.progress[id] = make(chan jobs.Progress, 10)
+	}
+	return r.progress[id]
+}
+
+func (r *fakeRunner) Submit(_ context.Context, _ jobs.Clients, s jobs.Spec) error {
+	r.submits <- s
+	return r.submitErr
+}
+
+func (r *fakeRunner) Follow(ctx context.Context, _ jobs.Clients, s jobs.Spec, _ jobs.FollowOptions, report func(jobs.Progress)) jobs.Progress {
+	r.follows <- s
+	ch := r.ch(s.JobID)
+	for {
+		select {
+		case p := <-ch:
+			if p.State.Terminal() {
+				return p
+			}
+			report(p)
+		case <-ctx.Done():
+			return jobs.Progress{State: api.JobStateRunning}
+		}
+	}
+}
+
+func (r *fakeRunner) Cancel(_ context.Context, _ jobs.Clients, ns, id string) error {
+	r.cancels <- ns + "/" + id
+	return nil
+}
+
+func (r *fakeRunner) Sweep(_ context.Context, _ jobs.Clients, ns, brokerID string) ([]string, error) {
+	r.sweeps <- ns + "/" + brokerID
+	return []string{"scion-job-leftover"}, nil
+}
+
+func (r *fakeRunner) Owned(_ context.Context, _ jobs.Clients, ns, _ string) ([]jobs.Spec, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.owned[ns], nil
+}
+
+// testFleet: gpu in the file (namespace gpu-ns), for every profile; team-a
+// adds private; team-b runs on gpu by default; broken's secret is missing.
+func testFleet(t *testing.T) (*fleet.Fleet, []config.ProfileSettings) {
+	f, err := fleet.Parse("clusters.toml", []byte(`
+[clusters.gpu]
+kubeconfig_secret = "GPU_KC"
+namespace = "gpu-ns"
+queue = "h200"
+[clusters.broken]
+kubeconfig_secret = "MISSING"
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f, []config.ProfileSettings{
+		{Name: "team-a", Clusters: map[string]config.ClusterSettings{"private": {KubeconfigSecret: "PRIV_KC", Namespace: "priv"}}},
+		{Name: "team-b", Jobs: &config.ProfileJobs{Cluster: "gpu"}},
+	}
+}
+
+type jobsEnv struct {
+	hub    *testHub
+	b      *Broker
+	runner *fakeRunner
+	spokes *fakeSpokes
+}
+
+func startJobsBroker(t *testing.T, edit func(*JobsConfig)) *jobsEnv {
+	t.Helper()
+	hub := newTestHub(t)
+	rt := fake.New()
+	if _, err := rt.Create(t.Context(), runtime.Spec{AgentID: "a1", ProjectID: "p1", RunID: "r1"}); err != nil {
+		t.Fatal(err)
+	}
+	f, profiles := testFleet(t)
+	e := &jobsEnv{hub: hub, runner: newFakeRunner(), spokes: &fakeSpokes{}}
+	e.b = startBroker(t, hub, rt, func(c *Config) {
+		c.Jobs = JobsConfig{Fleet: f, Profiles: profiles, Source: "settings.yaml", Spokes: e.spokes, Runner: e.runner}
+		if edit != nil {
+			edit(&c.Jobs)
+		}
+	})
+	waitConnected(t, e.b)
+	return e
+}
+
+func jobRun(id, agent, cluster, profile string) wire.JobRun {
+	return wire.JobRun{Job: api.Job{ID: id, AgentID: agent, Cluster: cluster, Image: "busybox", Command: []string{"true"},
+		DeadlineSeconds: 60, State: api.JobStatePending}, Profile: profile, Env: map[string]string{"K": "v"}}
+}
+
+// TestJobRunRefusals: an unknown cluster and another profile's cluster get
+// one answer (cluster_not_found, the same message shape); an agent this
+// broker does not run is agent_not_found; no cluster and no ambient is
+// cluster_not_found; a missing secret is the Hub's secret_not_found.
+func TestJobRunRefusals(t *testing.T) {
+	e := startJobsBroker(t, nil)
+	hello := recv(t, e.hub.hellos, "hello")
+	if !slices.Contains(hello.Capabilities, wire.CapJobs) {
+		t.Errorf("capabilities %v lack %s", hello.Capabilities, wire.CapJobs)
+	}
+	var acc wire.JobAccepted
+	unknown := e.hub.call(wire.MethodJobRun, jobRun("j1", "a1", "nowhere", "team-b"), &acc)
+	wantCode(t, unknown, api.CodeClusterNotFound)
+	other := e.hub.call(wire.MethodJobRun, jobRun("j2", "a1", "private", "team-b"), &acc)
+	wantCode(t, other, api.CodeClusterNotFound)
+	if api.AsError(other).Status != 404 {
+		t.Errorf("status %d", api.AsError(other).Status)
+	}
+	if a, b := strings.Replace(unknown.Error(), `"nowhere"`, "X", 1), strings.Replace(other.Error(), `"private"`, "X", 1); a != b {
+		t.Errorf("another profile's cluster answers unlike an unknown one:\n%s\n%s", a, b)
+	}
+	// team-a does see private.
+	if err := e.hub.call(wire.MethodJobRun, jobRun("j3", "a1", "private", "team-a"), &acc); err != nil || acc.Cluster != "private" || acc.Namespace != "priv" {
+		t.Fatalf("team-a's private: %+v, %v", acc, err)
+	}
+	wantCode(t, e.hub.call(wire.MethodJobRun, jobRun("j4", "ghost", "gpu", "team-b"), &acc), api.CodeAgentNotFound)
+	wantCode(t, e.hub.call(wire.MethodJobRun, jobRun("j5", "a1", "", ""), &acc), api.CodeClusterNotFound)
+	wantCode(t, e.hub.call(wire.MethodJobRun, jobRun("j6", "a1", "broken", ""), &acc), api.CodeSecretNotFound)
+	wantCode(t, e.hub.call(wire.MethodJobRun, jobRun("j7", "a1", "gpu", "no-such-profile"), &acc), api.CodeInvalidRequest)
+	bad := jobRun("j8", "a1", "gpu", "")
+	bad.Job.Command = nil
+	wantCode(t, e.hub.call(wire.MethodJobRun, bad, &acc), api.CodeInvalidRequest)
+	select {
+	case s := <-e.runner.submits:
+		if s.JobID != "j3" {
+			t.Errorf("a refused job.run was submitted: %+v", s)
+		}
+	case <-time.After(5 * time.Second):
+		t.Error("j3 was not submitted")
+	}
+}
+
+// TestJobRunAcceptedAndUpdates: the profile's cluster is used when the
+// Job names none; the answer says where the Job goes; its progress
+// reaches the Hub as job.update, the terminal one last; a retried job.run
+// is answered again and not submitted twice.
+func TestJobRunAcceptedAndUpdates(t *testing.T) {
+	e := startJobsBroker(t, nil)
+	var acc wire.JobAccepted
+	if err := e.hub.call(wire.MethodJobRun, jobRun("j1", "a1", "", "team-b"), &acc); err != nil {
+		t.Fatal(err)
+	}
+	if acc != (wire.JobAccepted{Cluster: "gpu", Tier: "public", Namespace: "gpu-ns", Name: "scion-job-j1"}) {
+		t.Fatalf("accepted %+v", acc)
+	}
+	s := recv(t, e.runner.submits, "submit")
+	if s.Queue != "h200" || s.BrokerID != e.hub.brokerID || s.Cluster != "gpu" || s.Deadline != time.Minute || s.Env["K"] != "v" {
+		t.Errorf("spec %+v", s)
+	}
+	recv(t, e.runner.follows, "follow")
+	var again wire.JobAccepted
+	if err := e.hub.call(wire.MethodJobRun, jobRun("j1", "a1", "", "team-b"), &again); err != nil || again != acc {
+		t.Fatalf("retried job.run: %+v, %v", again, err)
+	}
+	logs := "step 1\n"
+	e.runner.ch("j1") <- jobs.Progress{State: api.JobStateRunning, Message: "pod running", Logs: &logs}
+	u := recv(t, e.hub.jobUpdates, "running update")
+	if u.JobID != "j1" || u.State != api.JobStateRunning || u.Logs == nil || *u.Logs != logs {
+		t.Fatalf("update %+v", u)
+	}
+	code := 0
+	e.runner.ch("j1") <- jobs.Progress{State: api.JobStateSucceeded, ExitCode: &code, Result: []byte(`{"loss":0.1}`)}
+	u = recv(t, e.hub.jobUpdates, "terminal update")
+	if u.State != api.JobStateSucceeded || u.ExitCode == nil || string(u.Result) != `{"loss":0.1}` {
+		t.Fatalf("terminal update %+v", u)
+	}
+	select {
+	case s := <-e.runner.submits:
+		t.Fatalf("submitted twice: %+v", s)
+	default:
+	}
+}
+
+// TestJobUpdateResentAfterReconnect: an update lost with the control
+// channel is sent again on the next session; the terminal one arrives.
+func TestJobUpdateResentAfterReconnect(t *testing.T) {
+	e := startJobsBroker(t, nil)
+	var acc wire.JobAccepted
+	if err := e.hub.call(wire.MethodJobRun, jobRun("j1", "a1", "gpu", ""), &acc); err != nil {
+		t.Fatal(err)
+	}
+	recv(t, e.runner.follows, "follow")
+	e.hub.dropOnUpdates.Store(1)
+	e.runner.ch("j1") <- jobs.Progress{State: api.JobStateRunning, Message: "first"}
+	u := recv(t, e.hub.jobUpdates, "the update, resent")
+	if u.State != api.JobStateRunning || u.Message != "first" {
+		t.Fatalf("resent %+v", u)
+	}
+	if n := e.hub.dials.Load(); n < 2 {
+		t.Fatalf("%d dials: the update was not lost with a channel", n)
+	}
+	e.runner.ch("j1") <- jobs.Progress{State: api.JobStateFailed, Message: "exit 1"}
+	if u := recv(t, e.hub.jobUpdates, "terminal"); u.State != api.JobStateFailed {
+		t.Fatalf("terminal %+v", u)
+	}
+}
+
+// TestJobCancel: job.cancel deletes the Job on its spoke's namespace and
+// reports cancelled; the follow's later news is not sent; an unknown Job
+// is job_not_found.
+func TestJobCancel(t *testing.T) {
+	e := startJobsBroker(t, nil)
+	var acc wire.JobAccepted
+	if err := e.hub.call(wire.MethodJobRun, jobRun("j1", "a1", "gpu", ""), &acc); err != nil {
+		t.Fatal(err)
+	}
+	recv(t, e.runner.follows, "follow")
+	if err := e.hub.call(wire.MethodJobCancel, wire.JobRef{JobID: "j1"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if c := recv(t, e.runner.cancels, "cancel"); c != "gpu-ns/j1" {
+		t.Errorf("cancelled %s", c)
+	}
+	if u := recv(t, e.hub.jobUpdates, "cancelled"); u.State != api.JobStateCancelled || u.FinishedAt == nil {
+		t.Fatalf("update %+v", u)
+	}
+	e.runner.ch("j1") <- jobs.Progress{State: api.JobStateRunning}
+	select {
+	case u := <-e.hub.jobUpdates:
+		t.Fatalf("an update after cancelled: %+v", u)
+	case <-time.After(300 * time.Millisecond):
+	}
+	wantCode(t, e.hub.call(wire.MethodJobCancel, wire.JobRef{JobID: "nope"}, nil), api.CodeJobNotFound)
+}
+
+// TestJobsStartupSweepAndResume: after the first hello every cluster of
+// the fleet and the profiles is swept with the broker's ID and its owned
+// Jobs are followed again; a spoke that never opens blocks neither the
+// others nor the broker.
+func TestJobsStartupSweepAndResume(t *testing.T) {
+	runner := newFakeRunner()
+	runner.owned["gpu-ns"] = []jobs.Spec{{JobID: "old1", AgentID: "a1", Namespace: "gpu-ns", Deadline: time.Hour}}
+	f, profiles := testFleet(t)
+	f.Clusters["slow"] = &fleet.Cluster{Name: "slow", KubeconfigSecret: "SLOW"}
+	hub := newTestHub(t)
+	b := startBroker(t, hub, fake.New(), func(c *Config) {
+		c.Jobs = JobsConfig{Fleet: f, Profiles: profiles, Spokes: &fakeSpokes{}, Runner: runner, StartupTimeout: time.Minute}
+	})
+	waitConnected(t, b)
+	got := map[string]bool{}
+	for range 2 { // gpu and private; broken does not open, slow never does
+		got[recv(t, runner.sweeps, "sweep")] = true
+	}
+	if !got["gpu-ns/"+hub.brokerID] || !got["priv/"+hub.brokerID] {
+		t.Errorf("swept %v", got)
+	}
+	if s := recv(t, runner.follows, "resumed follow"); s.JobID != "old1" || s.Cluster != "gpu" || s.Tier != "public" || s.BrokerID != hub.brokerID {
+		t.Errorf("resumed %+v", s)
+	}
+	runner.ch("old1") <- jobs.Progress{State: api.JobStateRunning, Message: "still"}
+	if u := recv(t, hub.jobUpdates, "resumed update"); u.JobID != "old1" || u.Message != "still" {
+		t.Errorf("update %+v", u)
+	}
+}
+
+func TestResolveCluster(t *testing.T) {
+	f, profiles := testFleet(t)
+	fa, err := f.ForProfile(profiles[0], "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name      string
+		f         *fleet.Fleet
+		req, prof string
+		ambient   bool
+		want      string // cluster, "ambient", or the error code
+	}{
+		{"requested", f, "gpu", "", false, "gpu"},
+		{"requested over profile", fa, "private", "gpu", false, "private"},
+		{"profile's", f, "", "gpu", false, "gpu"},
+		{"ambient when none", f, "", "", true, "ambient"},
+		{"none and no ambient", f, "", "", false, api.CodeClusterNotFound},
+		{"unknown", f, "x", "", true, api.CodeClusterNotFound},
+		{"another profile's", f, "private", "", true, api.CodeClusterNotFound},
+		{"ambient by name", f, "ambient", "", true, "ambient"},
+		{"ambient by name, none", f, "ambient", "", false, api.CodeClusterNotFound},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tg, err := resolveCluster(tc.f, tc.req, tc.prof, tc.ambient, "b1")
+			got := connect.AmbientCluster
+			switch {
+			case err != nil:
+				got = api.AsError(err).Code
+			case tg.cluster != nil:
+				got = tg.cluster.Name
+			}
+			if got != tc.want {
+				t.Errorf("got %s (%v), want %s", got, err, tc.want)
+			}
+		})
+	}
+}
+
+func TestMergeUpdate(t *testing.T) {
+	logs := "l"
+	one := 1
+	older := wire.JobUpdate{JobID: "j", State: api.JobStateRunning, Logs: &logs, ExitCode: &one, Message: "a"}
+	m := mergeUpdate(older, wire.JobUpdate{JobID: "j", State: api.JobStateRunning, Message: "b"})
+	if m.Message != "b" || m.Logs != &logs || m.ExitCode != &one {
+		t.Errorf("news lost: %+v", m)
+	}
+	term := wire.JobUpdate{JobID: "j", State: api.JobStateCancelled}
+	if m := mergeUpdate(term, older); m.State != api.JobStateCancelled {
+		t.Errorf("a terminal update was replaced: %+v", m)
+	}
+	if m := mergeUpdate(older, term); m.State != api.JobStateCancelled || m.Logs != &logs {
+		t.Errorf("terminal over running: %+v", m)
+	}
+}
+
+// TestBadProfileClusterFailsNew: a profile whose jobs.cluster its fleet
+// lacks refuses the broker's start, naming the profile and cluster.
+func TestBadProfileClusterFailsNew(t *testing.T) {
+	f, _ := testFleet(t)
+	_, err := New(Config{HubEndpoint: "http://127.0.0.1:1", BrokerID: "b", Secret: []byte("s"), Runtime: fake.New(), DataDir: t.TempDir(),
+		Jobs: JobsConfig{Fleet: f, Source: "settings.yaml", Profiles: []config.ProfileSettings{{Name: "p", Jobs: &config.ProfileJobs{Cluster: "nope"}}}}})
+	if err == nil || !strings.Contains(err.Error(), `jobs.cluster "nope"`) || !strings.Contains(err.Error(), "settings.yaml") {
+		t.Fatalf("err %v", err)
+	}
+	_, err = New(Config{HubEndpoint: "http://127.0.0.1:1", BrokerID: "b", Secret: []byte("s"), Runtime: fake.New(), DataDir: t.TempDir(),
+		Jobs: JobsConfig{Fleet: f, Source: "settings.yaml", Profiles: []config.ProfileSettings{{Name: "p", Clusters: map[string]config.ClusterSettings{"x": {}}}}}})
+	if err == nil || !strings.Contains(err.Error(), "clusters.x.kubeconfig_secret") {
+		t.Fatalf("err %v", err)
+	}
+	if errors.Is(err, context.Canceled) {
+		t.Fatal("unreachable")
+	}
+}
