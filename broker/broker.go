@@ -281,7 +281,7 @@ func (b *Broker) Run(ctx context.Context) error {
 	if js := b.jobs; js != nil {
 		wg.Go(func() { b.sendUpdates(ctx) })
 		defer js.cfg.Spokes.Close()
-		defer js.wg.Wait()
+		defer js.stop()
 	}
 	b.connectLoop(ctx)
 	return nil

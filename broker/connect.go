@@ -129,7 +129,7 @@ func (b *Broker) session(ctx context.Context) (up time.Duration, err error) {
 		}
 	})
 	if b.jobs != nil {
-		b.jobsStarted.Do(func() { b.jobs.wg.Go(func() { b.jobsStartup(ctx) }) })
+		b.jobsStarted.Do(func() { b.jobs.goJob(func() { b.jobsStartup(ctx) }) })
 	}
 	err = <-ended
 	b.update(func() {

@@ -111,8 +111,29 @@ type jobsState struct {
 	// swept is closed per cluster when its startup sweep is over: a Job
 	// is submitted only after it, so that the sweep never takes a new
 	// Job, still suspended, for a leftover.
-	swept map[string]chan struct{}
-	wg    sync.WaitGroup
+	swept    map[string]chan struct{}
+	stopping bool // set by stop: no goroutine starts after it
+	wg       sync.WaitGroup
+}
+
+// goJob runs f on a goroutine that stop waits for, unless the broker is
+// stopping (a job.run answered while Run returns).
+func (js *jobsState) goJob(f func()) bool {
+	js.mu.Lock()
+	defer js.mu.Unlock()
+	if js.stopping {
+		return false
+	}
+	js.wg.Go(f)
+	return true
+}
+
+// stop waits for every Job goroutine (their context has ended).
+func (js *jobsState) stop() {
+	js.mu.Lock()
+	js.stopping = true
+	js.mu.Unlock()
+	js.wg.Wait()
 }
 
 // profileFleet is a profile's settings and the fleet it sees.
@@ -272,7 +293,10 @@ func (b *Broker) handleJobRun(ctx context.Context, req *wire.Request) (any, erro
 	rj, fresh := js.add(spec, sp)
 	if fresh {
 		b.jobLog(spec.Cluster, spec.JobID).Info("job accepted", "tier", spec.Tier, "namespace", spec.Namespace, "agent", spec.AgentID)
-		js.wg.Go(func() { b.runJob(rj, true) })
+		if !js.goJob(func() { b.runJob(rj, true) }) {
+			js.remove(spec.JobID)
+			return nil, api.Errorf(api.CodeBrokerUnavailable, "runtime broker %s is stopping", b.cfg.BrokerID)
+		}
 	}
 	return accepted(rj.spec), nil
 }

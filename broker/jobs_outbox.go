@@ -26,7 +26,7 @@ type jobOutbox struct {
 type outboxEntry struct {
 	u       wire.JobUpdate
 	cluster string // for the log lines
-	seq uint64 // bumped by every put, so a send acks only what it sent
+	seq     uint64 // bumped by every put, so a send acks only what it sent
 }
 
 func newJobOutbox() *jobOutbox {

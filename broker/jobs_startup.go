@@ -56,7 +56,7 @@ func (b *Broker) jobsStartup(ctx context.Context) {
 		byName[connect.AmbientCluster] = []*fleet.Cluster{nil}
 	}
 	for _, n := range names {
-		js.wg.Go(func() {
+		js.goJob(func() {
 			defer close(js.sweptCh(n))
 			for _, c := range byName[n] {
 				b.sweepCluster(ctx, c)
@@ -105,6 +105,8 @@ func (b *Broker) sweepCluster(parent context.Context, c *fleet.Cluster) {
 			continue
 		}
 		b.jobLog(name, s.JobID).Info("startup: following a running job again", "namespace", s.Namespace)
-		js.wg.Go(func() { b.runJob(rj, false) })
+		if !js.goJob(func() { b.runJob(rj, false) }) {
+			js.remove(s.JobID)
+		}
 	}
 }

@@ -69,7 +69,10 @@ type BrokerOptions struct {
 	// PortRange is the first and last host port of agents' published
 	// ports; zero for the broker's default.
 	PortRange [2]int
-	Version   string
+	// Clusters is --clusters: the fleet file of delegated Jobs instead of
+	// clusters.toml beside settings.yaml.
+	Clusters string
+	Version  string
 }
 
 // Names the CLI shows that belong to the runtimes (package launch tests

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"syscall"
 
+	"k8s.io/client-go/rest"
+
 	"github.com/scion-go/scion/broker"
 	"github.com/scion-go/scion/config"
 )
@@ -39,6 +41,10 @@ func Broker(parent context.Context, o config.BrokerOptions) error {
 	if s.Server.Broker.Instances.Configured() {
 		return brokerInstances(ctx, s, creds, o, log)
 	}
+	f, err := loadFleet(o.Clusters)
+	if err != nil {
+		return err
+	}
 	conn := creds.ForHub(ep)
 	if conn == nil {
 		return fmt.Errorf("no stored broker credentials for %s: run `scion runtime-broker register` against that Hub", ep)
@@ -67,6 +73,11 @@ func Broker(parent context.Context, o config.BrokerOptions) error {
 	if err != nil {
 		return err
 	}
+	var ambient *rest.Config
+	var ambientNS string
+	if rt.Name() == config.RuntimeKubernetes {
+		ambient, ambientNS = ambientCluster(s, "", "", log)
+	}
 	// server.broker.agent_hub_endpoint, when set, wins over the
 	// runtime's own choice (the Docker forwarder's address).
 	b, err := broker.New(broker.Config{Profiles: profiles, AgentHubEndpoint: cmp.Or(s.Server.Broker.AgentHubEndpoint, agentHub), HubEndpoint: ep, BrokerID: conn.BrokerID, Name: conn.BrokerName,
@@ -74,7 +85,8 @@ func Broker(parent context.Context, o config.BrokerOptions) error {
 		HeartbeatInterval: o.HeartbeatInterval, Grace: o.HeartbeatGrace, ScionBinary: self, PortRange: o.PortRange,
 		Capabilities:  passthroughCapabilities(s.Server.Broker.AllowPassthrough),
 		GitWorkspaces: broker.GitWorkspacesConfig{AllowLocalRemotes: s.Server.Broker.AllowLocalGitRemotes},
-		DefaultImage:  defaultImage})
+		DefaultImage:  defaultImage,
+		Jobs:          brokerJobs(f, s.Server.Broker.Profiles, ambient, ambientNS)})
 	if err != nil {
 		return err
 	}
@@ -89,6 +101,11 @@ func Broker(parent context.Context, o config.BrokerOptions) error {
 // serve.
 func brokerInstances(ctx context.Context, s *config.Settings, creds *config.BrokerCredentials, o config.BrokerOptions, log *slog.Logger) error {
 	ins, targets, err := parseInstances(s)
+	if err != nil {
+		return err
+	}
+	// A flat instance has no profile: the fleet file alone.
+	f, err := loadFleet(o.Clusters)
 	if err != nil {
 		return err
 	}
@@ -107,7 +124,7 @@ func brokerInstances(ctx context.Context, s *config.Settings, creds *config.Brok
 	}
 	h := &instanceHost{settings: s, hub: ep, version: o.Version, heartbeat: o.HeartbeatInterval, grace: o.HeartbeatGrace,
 		portRange: o.PortRange, dataDir: brokerDataDir(s), localRemotes: s.Server.Broker.AllowLocalGitRemotes, log: log,
-		runtime: instanceRuntimeFor}
+		runtime: instanceRuntimeFor, fleet: f}
 	return h.serve(ctx, ins, targets, conns)
 }
 

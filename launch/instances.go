@@ -31,6 +31,7 @@ import (
 	"github.com/scion-go/scion/runtime"
 	"github.com/scion-go/scion/runtime/docker"
 	"github.com/scion-go/scion/runtime/kubernetes"
+	"github.com/scion-go/scion/spoke/fleet"
 )
 
 // clusterCheckTimeout is how long an instance's API server has to answer
@@ -51,6 +52,9 @@ type instanceHost struct {
 	// runtime builds an instance's runtime (newInstanceRuntime; tests
 	// replace it).
 	runtime func(ctx context.Context, h *instanceHost, in config.Instance, target api.RuntimeTarget, brokerID, dataDir string) (instanceRuntime, error)
+	// fleet is the fleet file's clusters, the instances' only fleet (a
+	// flat instance has no profile); nil runs no Jobs.
+	fleet *fleet.Fleet
 
 	dockerOnce   sync.Once
 	dockerEnv    dockerEnv // the agents' network and image, made once for every Docker instance
@@ -250,7 +254,15 @@ func (h *instanceHost) prepareOne(ctx context.Context, in config.Instance, targe
 		return nil, err
 	}
 	self, _ := os.Executable()
+	var jobs broker.JobsConfig
+	if h.fleet != nil {
+		jobs = brokerJobs(h.fleet, nil, nil, "")
+		if target.Type == api.RuntimeTargetKubernetes {
+			jobs.Ambient, jobs.AmbientNamespace = ambientCluster(h.settings, target.Context, target.Namespace, h.log.With("instance", in.Key))
+		}
+	}
 	b, err := broker.New(broker.Config{
+		Jobs:        jobs,
 		HubEndpoint: h.hub, BrokerID: conn.BrokerID, Name: cmp.Or(conn.BrokerName, in.Name), Secret: []byte(conn.Secret),
 		Runtime: ir.rt, DataDir: dir, Version: h.version, Logger: h.log,
 		HeartbeatInterval: h.heartbeat, Grace: h.grace, ScionBinary: self, PortRange: ports,
