@@ -36,7 +36,7 @@ type testHub struct {
 	refuseWith atomic.Pointer[api.Error]
 	hellos     chan wire.Hello
 	statuses   chan wire.AgentStatus
-	// jobUpdates are the job.update calls the Hub took; refuseUpdates,
+	// jobUpdates are the job.update calls the Hub took; dropOnUpdates,
 	// while positive, makes the Hub drop the channel on this many more
 	// instead of answering (an update lost with the connection).
 	jobUpdates    chan wire.JobUpdate

@@ -101,13 +101,6 @@ func (o *jobOutbox) ack(id string, seq uint64) {
 	}
 }
 
-// len is how many Jobs have an unacknowledged update.
-func (o *jobOutbox) len() int {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return len(o.pending)
-}
-
 // updateTimeout bounds one job.update call.
 const updateTimeout = 10 * time.Second
 
