@@ -63,6 +63,19 @@ func (f *fakeJobsHub) serve(t *testing.T) *httptest.Server {
 	return srv
 }
 
+// sent returns the run requests and their agents, under the lock.
+func (f *fakeJobsHub) sent() ([]api.JobRunRequest, []string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]api.JobRunRequest(nil), f.runs...), append([]string(nil), f.agents...)
+}
+
+func (f *fakeJobsHub) setWho(w api.Whoami) {
+	f.mu.Lock()
+	f.who = w
+	f.mu.Unlock()
+}
+
 func jobIn(st api.JobState, msg string) api.Job {
 	return api.Job{ID: "0190c3a4-5e6f-7a00-8000-1234567890ab", AgentID: "ag", Cluster: "h200", Tier: "public", State: st, Message: msg,
 		Image: "busybox", Command: []string{"true"}, CreatedAt: time.Now()}
@@ -123,10 +136,11 @@ func TestJobRunWaitsForTheResult(t *testing.T) {
 			if strings.Count(r.err, "waiting for admission") > 1 {
 				t.Fatalf("a repeated state printed twice:\n%s", r.err)
 			}
-			req := f.runs[0]
+			runs, agents := f.sent()
+			req := runs[0]
 			if req.Cluster != "h200" || req.GPUs != 2 || req.DeadlineSeconds != 1800 || req.Env["RUNG"] != "3" ||
-				strings.Join(req.Command, " ") != "python m.py" || f.agents[0] != "worker" {
-				t.Fatalf("request %+v to %v", req, f.agents)
+				strings.Join(req.Command, " ") != "python m.py" || agents[0] != "worker" {
+				t.Fatalf("request %+v to %v", req, agents)
 			}
 		})
 	}
@@ -145,15 +159,22 @@ func TestJobRunAgentDefault(t *testing.T) {
 		return runCLI(t, "", "job", "run", "--image", "busybox", "--detach", "--", "true")
 	}
 	t.Setenv(api.EnvAgentID, "0190c3a4-aaaa-7000-8000-000000000001")
-	if r := run(); r.code != 0 || f.agents[0] != "0190c3a4-aaaa-7000-8000-000000000001" {
-		t.Fatalf("%d %v %s", r.code, f.agents, r.err)
+	if r := run(); r.code != 0 {
+		t.Fatalf("%d %s", r.code, r.err)
+	}
+	if _, agents := f.sent(); agents[0] != "0190c3a4-aaaa-7000-8000-000000000001" {
+		t.Fatalf("agents %v", agents)
 	}
 	t.Setenv(api.EnvAgentID, "")
-	f.who = api.Whoami{Kind: "agent", ID: "0190c3a4-bbbb-7000-8000-000000000002"}
-	if r := run(); r.code != 0 || f.agents[1] != f.who.ID {
-		t.Fatalf("%d %v %s", r.code, f.agents, r.err)
+	self := "0190c3a4-bbbb-7000-8000-000000000002"
+	f.setWho(api.Whoami{Kind: "agent", ID: self})
+	if r := run(); r.code != 0 {
+		t.Fatalf("%d %s", r.code, r.err)
 	}
-	f.who = api.Whoami{Kind: "user", ID: "u"}
+	if _, agents := f.sent(); agents[1] != self {
+		t.Fatalf("agents %v", agents)
+	}
+	f.setWho(api.Whoami{Kind: "user", ID: "u"})
 	if r := run(); r.code != exitUsage || !strings.Contains(r.err, "--agent") {
 		t.Fatalf("outside an agent: %d %s", r.code, r.err)
 	}

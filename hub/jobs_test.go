@@ -123,6 +123,13 @@ func (jb *jobsBroker) gotRuns() []wire.JobRun {
 	return append([]wire.JobRun(nil), jb.runs...)
 }
 
+// creates is how many agent creates the broker received.
+func (jb *jobsBroker) creates() int {
+	jb.mu.Lock()
+	defer jb.mu.Unlock()
+	return len(jb.tokens)
+}
+
 func (jb *jobsBroker) token(id string) string {
 	jb.mu.Lock()
 	defer jb.mu.Unlock()
