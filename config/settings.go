@@ -91,7 +91,10 @@ type ClusterSettings struct {
 	ProxyURL         string            `yaml:"proxy_url,omitempty"`
 	Namespace        string            `yaml:"namespace,omitempty"`
 	Queue            string            `yaml:"queue,omitempty"`
-	Bastion          *BastionSettings  `yaml:"bastion,omitempty"`
+	// ConnectTimeout and RequestTimeout ("5s"), as in clusters.toml.
+	ConnectTimeout string           `yaml:"connect_timeout,omitempty"`
+	RequestTimeout string           `yaml:"request_timeout,omitempty"`
+	Bastion        *BastionSettings `yaml:"bastion,omitempty"`
 }
 
 // BastionSettings is a cluster block's bastion: the SSH tier.
@@ -100,6 +103,9 @@ type BastionSettings struct {
 	User       string `yaml:"user,omitempty"`
 	KeySecret  string `yaml:"key_secret,omitempty"`
 	KnownHosts string `yaml:"known_hosts,omitempty"`
+	// KeepaliveInterval ("15s") and KeepaliveMax, as in clusters.toml.
+	KeepaliveInterval string `yaml:"keepalive_interval,omitempty"`
+	KeepaliveMax      int    `yaml:"keepalive_max,omitempty"`
 }
 
 // HubSettings is server.hub.

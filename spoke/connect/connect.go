@@ -166,7 +166,8 @@ func contextNamespace(kc []byte) string {
 // reuse the old connection. The hash keeps the key out of the map.
 func tunnelKey(c *fleet.Cluster, key []byte) string {
 	h := sha256.New()
-	for _, s := range []string{c.Name, c.Bastion.Address(), c.Bastion.User, c.Bastion.KnownHosts} {
+	for _, s := range []string{c.Name, c.Bastion.Address(), c.Bastion.User, c.Bastion.KnownHosts,
+		c.Options(fleet.Options{}).ConnectTimeout.String(), c.Bastion.KeepaliveInterval.D.String(), fmt.Sprint(c.Bastion.KeepaliveMax)} {
 		fmt.Fprintf(h, "%d:%s\n", len(s), s)
 	}
 	h.Write(key)
@@ -188,7 +189,8 @@ func (p *Pool) ensureTunnel(c *fleet.Cluster, key []byte) error {
 		return nil
 	}
 	t, err := tunnel.New(tunnel.Config{Host: c.Bastion.Address(), User: c.Bastion.User,
-		PrivateKey: key, KnownHosts: c.Bastion.KnownHosts, ConnectTimeout: p.o.ConnectTimeout})
+		PrivateKey: key, KnownHosts: c.Bastion.KnownHosts, ConnectTimeout: c.Options(p.o).ConnectTimeout,
+		KeepaliveInterval: c.Bastion.KeepaliveInterval.D, KeepaliveMax: c.Bastion.KeepaliveMax})
 	if err != nil {
 		return fmt.Errorf("cluster %s: bastion %s: %w", c.Name, c.Bastion.Address(), err)
 	}

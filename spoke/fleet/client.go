@@ -52,6 +52,7 @@ type Options struct {
 // (HTTPS_PROXY) are not used for spokes, and a kubeconfig proxy-url is
 // used only when the block has no proxy_url of its own.
 func RESTConfig(c *Cluster, kubeconfig []byte, o Options) (*rest.Config, []string, error) {
+	o = c.Options(o)
 	if o.ConnectTimeout <= 0 {
 		o.ConnectTimeout = DefaultConnectTimeout
 	}

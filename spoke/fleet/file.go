@@ -106,8 +106,12 @@ func (f *Fleet) ForProfile(p config.ProfileSettings, source string) (*Fleet, err
 		out.Clusters[n] = c
 	}
 	for n, s := range p.Clusters {
-		c := fromSettings(n, s)
-		if err := c.Validate(fmt.Sprintf("%s (profile %s)", source, p.Name)); err != nil {
+		src := fmt.Sprintf("%s (profile %s)", source, p.Name)
+		c, err := fromSettings(n, s)
+		if err != nil {
+			return nil, fmt.Errorf("%s: clusters.%s: %w", src, n, err)
+		}
+		if err := c.Validate(src); err != nil {
 			return nil, err
 		}
 		out.Clusters[n] = c
@@ -129,11 +133,33 @@ func (f *Fleet) Target(p config.ProfileSettings) (*Cluster, error) {
 	return c, nil
 }
 
-func fromSettings(name string, s config.ClusterSettings) *Cluster {
+func fromSettings(name string, s config.ClusterSettings) (*Cluster, error) {
 	c := &Cluster{Name: name, KubeconfigSecret: s.KubeconfigSecret, HostAliases: s.HostAliases,
 		ProxyURL: s.ProxyURL, Namespace: s.Namespace, Queue: s.Queue}
-	if b := s.Bastion; b != nil {
-		c.Bastion = &Bastion{Host: b.Host, User: b.User, KeySecret: b.KeySecret, KnownHosts: b.KnownHosts}
+	var err error
+	if c.ConnectTimeout, err = parseSetting(s.ConnectTimeout); err != nil {
+		return nil, fmt.Errorf("connect_timeout: %w", err)
 	}
-	return c
+	if c.RequestTimeout, err = parseSetting(s.RequestTimeout); err != nil {
+		return nil, fmt.Errorf("request_timeout: %w", err)
+	}
+	if b := s.Bastion; b != nil {
+		c.Bastion = &Bastion{Host: b.Host, User: b.User, KeySecret: b.KeySecret, KnownHosts: b.KnownHosts,
+			KeepaliveMax: b.KeepaliveMax}
+		if c.Bastion.KeepaliveInterval, err = parseSetting(b.KeepaliveInterval); err != nil {
+			return nil, fmt.Errorf("bastion.keepalive_interval: %w", err)
+		}
+	}
+	return c, nil
+}
+
+// Options is o with c's own timeouts over it.
+func (c *Cluster) Options(o Options) Options {
+	if c.ConnectTimeout.D > 0 {
+		o.ConnectTimeout = c.ConnectTimeout.D
+	}
+	if c.RequestTimeout.D > 0 {
+		o.RequestTimeout = c.RequestTimeout.D
+	}
+	return o
 }

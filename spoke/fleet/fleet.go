@@ -39,9 +39,14 @@ type Cluster struct {
 	// Namespace and Queue are the defaults for Jobs on this cluster
 	// (a Job may name its own queue); empty means the kubeconfig's
 	// namespace and no Kueue queue label.
-	Namespace string   `toml:"namespace"`
-	Queue     string   `toml:"queue"`
-	Bastion   *Bastion `toml:"bastion"`
+	Namespace string `toml:"namespace"`
+	Queue     string `toml:"queue"`
+	// ConnectTimeout and RequestTimeout override the broker's defaults
+	// for this cluster ("5s"; zero: Options'): each step of reaching the
+	// API server, and each request with its body.
+	ConnectTimeout Duration `toml:"connect_timeout"`
+	RequestTimeout Duration `toml:"request_timeout"`
+	Bastion        *Bastion `toml:"bastion"`
 }
 
 // Bastion is a [clusters.<name>.bastion] block: the SSH tier.
@@ -54,6 +59,11 @@ type Bastion struct {
 	// KnownHosts is one known_hosts line for Host: the host key is
 	// always verified, so it is required.
 	KnownHosts string `toml:"known_hosts"`
+	// KeepaliveInterval and KeepaliveMax: a keepalive every interval, and
+	// the connection declared dead after max unanswered ones (a NAT that
+	// dropped it silently); zero takes spoke/tunnel's defaults (15s, 3).
+	KeepaliveInterval Duration `toml:"keepalive_interval"`
+	KeepaliveMax      int      `toml:"keepalive_max"`
 }
 
 // Tier is the cluster's reachability tier, from the fields it sets. A
@@ -124,6 +134,14 @@ func (c *Cluster) Validate(source string) error {
 			return bad("queue", "%q: %s", c.Queue, strings.Join(errs, "; "))
 		}
 	}
+	for _, d := range []struct {
+		field string
+		v     Duration
+	}{{"connect_timeout", c.ConnectTimeout}, {"request_timeout", c.RequestTimeout}} {
+		if d.v.D < 0 || d.v.D > MaxTimeout {
+			return bad(d.field, "%s is out of range (0 to %s)", d.v.D, MaxTimeout)
+		}
+	}
 	if b := c.Bastion; b != nil {
 		if err := b.validate(); err != nil {
 			return fmt.Errorf("%s: clusters.%s.bastion.%w", source, c.Name, err)
@@ -141,6 +159,12 @@ func (b *Bastion) validate() error {
 	}
 	if b.User == "" {
 		return fmt.Errorf("user: required")
+	}
+	if b.KeepaliveInterval.D < 0 || b.KeepaliveInterval.D > MaxTimeout {
+		return fmt.Errorf("keepalive_interval: %s is out of range (0 to %s)", b.KeepaliveInterval.D, MaxTimeout)
+	}
+	if b.KeepaliveMax < 0 || b.KeepaliveMax > 100 {
+		return fmt.Errorf("keepalive_max: %d is out of range (0 to 100)", b.KeepaliveMax)
 	}
 	if !secretName.MatchString(b.KeySecret) {
 		return fmt.Errorf("key_secret: %q is not a secret name (required: the Hub secret that holds the SSH key)", b.KeySecret)

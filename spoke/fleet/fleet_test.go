@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/scion-go/scion/config"
 )
@@ -194,5 +195,54 @@ func TestKubeconfigMustBeSelfContained(t *testing.T) {
 				t.Fatalf("got %v, want %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestClusterTimeouts: connect_timeout, request_timeout and the bastion's
+// keepalives are read from the fleet file and a profile's block, override
+// the broker's Options, and are bounded.
+func TestClusterTimeouts(t *testing.T) {
+	f, err := Parse("clusters.toml", []byte(`
+[clusters.b200]
+kubeconfig_secret = "K"
+connect_timeout = "2s"
+request_timeout = "30s"
+[clusters.b200.bastion]
+host = "bastion.example"
+user = "scion"
+key_secret = "KEY"
+known_hosts = "`+knownHosts+`"
+keepalive_interval = "5s"
+keepalive_max = 2
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := f.Clusters["b200"]
+	o := c.Options(Options{ConnectTimeout: 9 * time.Second, RequestTimeout: time.Minute})
+	if o.ConnectTimeout != 2*time.Second || o.RequestTimeout != 30*time.Second {
+		t.Fatalf("options %+v", o)
+	}
+	if c.Bastion.KeepaliveInterval.D != 5*time.Second || c.Bastion.KeepaliveMax != 2 {
+		t.Fatalf("bastion %+v", c.Bastion)
+	}
+	if o := (&Cluster{}).Options(Options{ConnectTimeout: 9 * time.Second}); o.ConnectTimeout != 9*time.Second {
+		t.Fatalf("no override: %+v", o)
+	}
+	for _, bad := range []string{`connect_timeout = "soon"`, `connect_timeout = "11m"`, `request_timeout = "-1s"`, `connect_timeout = 5`} {
+		_, err := Parse("clusters.toml", []byte("[clusters.x]\nkubeconfig_secret = \"K\"\n"+bad+"\n"))
+		if err == nil || !strings.Contains(err.Error(), "clusters.toml") {
+			t.Errorf("%s: err %v", bad, err)
+		}
+	}
+	p := config.ProfileSettings{Name: "gpu", Clusters: map[string]config.ClusterSettings{
+		"x": {KubeconfigSecret: "K", ConnectTimeout: "1s"}, "y": {KubeconfigSecret: "K", ConnectTimeout: "later"}}}
+	if _, err := (&Fleet{}).ForProfile(p, "settings.yaml"); err == nil || !strings.Contains(err.Error(), "clusters.y: connect_timeout") {
+		t.Fatalf("profile error %v", err)
+	}
+	delete(p.Clusters, "y")
+	pf, err := (&Fleet{}).ForProfile(p, "settings.yaml")
+	if err != nil || pf.Clusters["x"].ConnectTimeout.D != time.Second {
+		t.Fatalf("profile fleet %v %+v", err, pf)
 	}
 }

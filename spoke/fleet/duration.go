@@ -1,0 +1,36 @@
+package fleet
+
+import (
+	"fmt"
+	"time"
+)
+
+// MaxTimeout bounds every duration a cluster block sets.
+const MaxTimeout = 10 * time.Minute
+
+// Duration is a duration written as a string ("5s", "1m30s") in
+// clusters.toml and settings.yaml.
+type Duration struct{ D time.Duration }
+
+// UnmarshalText reads "5s"; a bare number is refused (its unit would be a
+// guess).
+func (d *Duration) UnmarshalText(b []byte) error {
+	v, err := time.ParseDuration(string(b))
+	if err != nil {
+		return fmt.Errorf("%q is not a duration like \"10s\"", b)
+	}
+	d.D = v
+	return nil
+}
+
+// MarshalText writes the duration back as a string.
+func (d Duration) MarshalText() ([]byte, error) { return []byte(d.D.String()), nil }
+
+// parseSetting reads a settings.yaml duration ("" is zero).
+func parseSetting(s string) (Duration, error) {
+	var d Duration
+	if s == "" {
+		return d, nil
+	}
+	return d, d.UnmarshalText([]byte(s))
+}
