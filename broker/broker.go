@@ -206,7 +206,7 @@ func New(cfg Config) (*Broker, error) {
 	if _, ok := cfg.Runtime.(runtime.ProjectCleaner); ok && !slices.Contains(cfg.Capabilities, wire.CapProjectCleanup) {
 		cfg.Capabilities = append(cfg.Capabilities, wire.CapProjectCleanup)
 	}
-	js, err := newJobsState(cfg.Jobs, cfg.Logger)
+	js, err := newJobsState(cfg.Jobs, cfg.DataDir, cfg.Logger.With("broker_id", cfg.BrokerID))
 	if err != nil {
 		return nil, fmt.Errorf("broker: %w", err)
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -155,7 +156,7 @@ type runningJob struct {
 // newJobsState checks the fleet against every profile: a profile block
 // that does not validate, or a jobs.cluster the profile's fleet lacks,
 // fails the broker's start with the file, cluster and field.
-func newJobsState(cfg JobsConfig, log *slog.Logger) (*jobsState, error) {
+func newJobsState(cfg JobsConfig, dataDir string, log *slog.Logger) (*jobsState, error) {
 	if cfg.Fleet == nil {
 		return nil, nil
 	}
@@ -170,7 +171,7 @@ func newJobsState(cfg JobsConfig, log *slog.Logger) (*jobsState, error) {
 		cfg.Fleet.Clusters = map[string]*fleet.Cluster{}
 	}
 	s := &jobsState{cfg: cfg, base: cfg.Fleet, profiles: map[string]*profileFleet{},
-		running: map[string]*runningJob{}, swept: map[string]chan struct{}{}, outbox: newJobOutbox()}
+		running: map[string]*runningJob{}, swept: map[string]chan struct{}{}, outbox: newJobOutbox(filepath.Join(dataDir, "jobs", "outbox"), log)}
 	for _, p := range cfg.Profiles {
 		f, err := cfg.Fleet.ForProfile(p, cmp.Or(cfg.Source, "settings"))
 		if err != nil {

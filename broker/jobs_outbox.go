@@ -2,12 +2,17 @@ package broker
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"log/slog"
+	"os"
+	"path/filepath"
 	"sort"
 	"sync"
 	"time"
 
 	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/config"
 	"github.com/scion-go/scion/wire"
 )
 
@@ -17,30 +22,82 @@ import (
 // the newest. Fields that mean "no news" when empty (logs, trace, result,
 // times, exit code, error) are carried over from the update they replace,
 // and a terminal update is never replaced by a later non-terminal one.
+//
+// A terminal update is also written to dir until the Hub acknowledges it:
+// a Job that finished while the channel was down and the broker then
+// restarted is not among the running Jobs the next start follows again,
+// so its end would otherwise never reach the Hub. Non-terminal updates
+// are not kept on disk: the resumed follow makes new ones.
 type jobOutbox struct {
+	dir     string // "" keeps nothing on disk
+	log     *slog.Logger
 	mu      sync.Mutex
 	pending map[string]*outboxEntry
 	wake    chan struct{} // one slot: "something changed"
 }
 
 type outboxEntry struct {
-	u       wire.JobUpdate
-	cluster string // for the log lines
-	seq     uint64 // bumped by every put, so a send acks only what it sent
+	U       wire.JobUpdate `json:"update"`
+	Cluster string         `json:"cluster"` // for the log lines
+	seq     uint64         // bumped by every put, so a send acks only what it sent
 }
 
-func newJobOutbox() *jobOutbox {
-	return &jobOutbox{pending: map[string]*outboxEntry{}, wake: make(chan struct{}, 1)}
+// newJobOutbox is an outbox that keeps terminal updates in dir, loading
+// those a previous run left there.
+func newJobOutbox(dir string, log *slog.Logger) *jobOutbox {
+	o := &jobOutbox{dir: dir, log: log, pending: map[string]*outboxEntry{}, wake: make(chan struct{}, 1)}
+	if dir == "" {
+		return o
+	}
+	ents, _ := os.ReadDir(dir)
+	for _, e := range ents {
+		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		var oe outboxEntry
+		if err == nil {
+			err = json.Unmarshal(b, &oe)
+		}
+		if err != nil || oe.U.JobID+".json" != e.Name() || !oe.U.State.Terminal() {
+			log.Warn("job outbox: unreadable entry ignored", "file", e.Name(), "err", err)
+			continue
+		}
+		oe.seq = 1
+		o.pending[oe.U.JobID] = &oe
+		log.Info("job outbox: a terminal update of the last run to deliver", "cluster", oe.Cluster, "job", oe.U.JobID, "state", oe.U.State)
+	}
+	return o
+}
+
+// file is where a Job's terminal update is kept, or "" for none (an ID
+// that is not a safe file name is kept in memory only).
+func (o *jobOutbox) file(id string) string {
+	if o.dir == "" || validID("job ID", id) != nil {
+		return ""
+	}
+	return filepath.Join(o.dir, id+".json")
 }
 
 // put queues u as its Job's latest update.
 func (o *jobOutbox) put(cluster string, u wire.JobUpdate) {
 	o.mu.Lock()
-	if e := o.pending[u.JobID]; e != nil {
-		e.u = mergeUpdate(e.u, u)
+	e := o.pending[u.JobID]
+	if e != nil {
+		e.U = mergeUpdate(e.U, u)
 		e.seq++
 	} else {
-		o.pending[u.JobID] = &outboxEntry{u: u, cluster: cluster, seq: 1}
+		e = &outboxEntry{U: u, Cluster: cluster, seq: 1}
+		o.pending[u.JobID] = e
+	}
+	if f := o.file(u.JobID); f != "" && e.U.State.Terminal() {
+		b, err := json.Marshal(e)
+		if err == nil {
+			err = os.MkdirAll(o.dir, 0o700)
+		}
+		if err == nil {
+			err = config.WriteFileAtomic(f, b, 0o600)
+		}
+		if err != nil {
+			o.log.Warn("job outbox: terminal update not kept on disk", "cluster", cluster, "job", u.JobID, "err", err)
+		}
 	}
 	o.mu.Unlock()
 	select {
@@ -88,7 +145,7 @@ func (o *jobOutbox) snapshot() []outboxEntry {
 	for _, e := range o.pending {
 		out = append(out, *e)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].u.JobID < out[j].u.JobID })
+	sort.Slice(out, func(i, j int) bool { return out[i].U.JobID < out[j].U.JobID })
 	return out
 }
 
@@ -98,6 +155,9 @@ func (o *jobOutbox) ack(id string, seq uint64) {
 	defer o.mu.Unlock()
 	if e := o.pending[id]; e != nil && e.seq == seq {
 		delete(o.pending, id)
+		if f := o.file(id); f != "" && e.U.State.Terminal() {
+			_ = os.Remove(f)
+		}
 	}
 }
 
@@ -121,18 +181,18 @@ func (b *Broker) sendUpdates(ctx context.Context) {
 		if conn != nil {
 			for _, e := range o.snapshot() {
 				cctx, cancel := context.WithTimeout(ctx, updateTimeout)
-				err := conn.Call(cctx, wire.MethodJobUpdate, e.u, nil)
+				err := conn.Call(cctx, wire.MethodJobUpdate, e.U, nil)
 				cancel()
-				log := b.jobLog(e.cluster, e.u.JobID)
+				log := b.jobLog(e.Cluster, e.U.JobID)
 				var ae *api.Error
 				switch {
 				case err == nil:
-					o.ack(e.u.JobID, e.seq)
+					o.ack(e.U.JobID, e.seq)
 				case errors.As(err, &ae) && api.StatusForCode(ae.Code) < 500 && !errors.Is(err, wire.ErrClosed):
-					log.Warn("job update refused by the hub; dropped", "state", e.u.State, "err", err)
-					o.ack(e.u.JobID, e.seq)
+					log.Warn("job update refused by the hub; dropped", "state", e.U.State, "err", err)
+					o.ack(e.U.JobID, e.seq)
 				default:
-					log.Debug("job update not delivered; kept for resend", "state", e.u.State, "err", err)
+					log.Debug("job update not delivered; kept for resend", "state", e.U.State, "err", err)
 					failed = true
 				}
 				if failed || ctx.Err() != nil {

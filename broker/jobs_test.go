@@ -5,6 +5,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -405,5 +408,27 @@ func TestBadProfileClusterFailsNew(t *testing.T) {
 	}
 	if errors.Is(err, context.Canceled) {
 		t.Fatal("unreachable")
+	}
+}
+
+// TestJobOutboxKeepsTerminalOnDisk: a terminal update not yet
+// acknowledged survives a restart (the next outbox loads it); a running
+// one is not written; an ack removes the file.
+func TestJobOutboxKeepsTerminalOnDisk(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "outbox")
+	log := slog.New(slog.DiscardHandler)
+	o := newJobOutbox(dir, log)
+	o.put("gpu", wire.JobUpdate{JobID: "j1", State: api.JobStateRunning})
+	o.put("gpu", wire.JobUpdate{JobID: "j2", State: api.JobStateRunning})
+	o.put("gpu", wire.JobUpdate{JobID: "j2", State: api.JobStateSucceeded, Message: "done"})
+	again := newJobOutbox(dir, log).snapshot()
+	if len(again) != 1 || again[0].U.JobID != "j2" || again[0].U.State != api.JobStateSucceeded || again[0].Cluster != "gpu" {
+		t.Fatalf("after a restart: %+v", again)
+	}
+	for _, e := range o.snapshot() {
+		o.ack(e.U.JobID, e.seq)
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+		t.Fatalf("left on disk after the ack: %v", ents)
 	}
 }
