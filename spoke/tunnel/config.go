@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
+	"strings"
 	"time"
 
 	"golang.org/x/crypto/ssh"
@@ -25,6 +27,11 @@ type Config struct {
 	// "[bastion.example]:22 ssh-ed25519 AAAA...". Required: the host key is
 	// always verified against it.
 	KnownHosts string
+
+	// Ciphers, when set, is the cipher preference offered to the bastion,
+	// from x/crypto/ssh's secure defaults only (an insecure name is a
+	// config error). Empty is x/crypto/ssh's default order.
+	Ciphers []string
 
 	KeepaliveInterval time.Duration // default 15s
 	KeepaliveMax      int           // unanswered keepalives before the connection is dead; default 3
@@ -75,7 +82,12 @@ func (c Config) clientConfig() (*ssh.ClientConfig, error) {
 	if err != nil {
 		return nil, err
 	}
+	ciphers, err := checkCiphers(c.Ciphers)
+	if err != nil {
+		return nil, err
+	}
 	return &ssh.ClientConfig{
+		Config:          ssh.Config{Ciphers: ciphers},
 		User:            c.User,
 		Auth:            []ssh.AuthMethod{ssh.PublicKeys(signer)},
 		HostKeyCallback: pinnedHostKey(c.Host, pinned),
@@ -120,4 +132,15 @@ func hostKeyAlgorithms(k ssh.PublicKey) []string {
 		return []string{ssh.KeyAlgoRSASHA512, ssh.KeyAlgoRSASHA256, ssh.KeyAlgoRSA}
 	}
 	return []string{k.Type()}
+}
+
+// checkCiphers refuses names outside x/crypto/ssh's secure set, so that no
+// configuration can bring back CBC or RC4.
+func checkCiphers(names []string) ([]string, error) {
+	for _, n := range names {
+		if !slices.Contains(ssh.SupportedAlgorithms().Ciphers, n) {
+			return nil, fmt.Errorf("cipher %q is not one of %s", n, strings.Join(ssh.SupportedAlgorithms().Ciphers, ", "))
+		}
+	}
+	return names, nil
 }

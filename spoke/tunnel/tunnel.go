@@ -327,3 +327,20 @@ func (t *Tunnel) Close() error {
 	t.mu.Unlock()
 	return nil
 }
+
+// Algorithms are what the live connection negotiated (cipher, MAC, key
+// exchange, host key); false when there is none. For diagnostics and the
+// benchmark, which reports the cipher each side used.
+func (t *Tunnel) Algorithms() (ssh.NegotiatedAlgorithms, bool) {
+	t.mu.Lock()
+	c := t.cur
+	t.mu.Unlock()
+	if c == nil || c.isDead() {
+		return ssh.NegotiatedAlgorithms{}, false
+	}
+	am, ok := c.client.Conn.(ssh.AlgorithmsConnMetadata)
+	if !ok {
+		return ssh.NegotiatedAlgorithms{}, false
+	}
+	return am.Algorithms(), true
+}

@@ -33,8 +33,9 @@ type Server struct {
 	// HostKey is the key it presents.
 	HostKey ssh.PublicKey
 	// Log is its output (-e: the log goes to stderr).
-	Log *Log
-	cmd *exec.Cmd
+	Log    *Log
+	cmd    *exec.Cmd
+	exited chan struct{}
 }
 
 // Log is a buffer safe for the child's writes and the test's reads.
@@ -51,16 +52,26 @@ func (l *Log) Write(p []byte) (int, error) {
 
 func (l *Log) String() string { l.mu.Lock(); defer l.mu.Unlock(); return l.b.String() }
 
-// Need finds sshd, or skips t (fails it under CI=true, where a missing
-// real part must not pass unnoticed).
-func Need(t testing.TB) string {
-	t.Helper()
+// Binary is sshd's absolute path (sshd re-executes itself and insists on
+// one): on PATH or /usr/sbin/sshd.
+func Binary() (string, error) {
 	path, err := exec.LookPath("sshd")
 	if err != nil {
 		if _, serr := os.Stat("/usr/sbin/sshd"); serr == nil {
 			path, err = "/usr/sbin/sshd", nil
 		}
 	}
+	if err != nil {
+		return "", err
+	}
+	return filepath.Abs(path)
+}
+
+// Need finds sshd, or skips t (fails it under CI=true, where a missing
+// real part must not pass unnoticed).
+func Need(t testing.TB) string {
+	t.Helper()
+	path, err := Binary()
 	if err == nil && testing.Short() && os.Getenv("CI") != "true" {
 		t.Skip("sshd: skipped with -short")
 	}
@@ -70,11 +81,7 @@ func Need(t testing.TB) string {
 		}
 		t.Skipf("no sshd (apt-get install openssh-server; CI=true makes this fail): %v", err)
 	}
-	abs, err := filepath.Abs(path) // sshd re-executes itself and insists on an absolute path
-	if err != nil {
-		t.Fatal(err)
-	}
-	return abs
+	return path
 }
 
 // Start runs `sshd -D -e -f <config>` as a child of the test, as the
@@ -83,31 +90,61 @@ func Need(t testing.TB) string {
 func Start(t testing.TB, clients ...ssh.PublicKey) *Server {
 	t.Helper()
 	bin := Need(t)
-	dir := t.TempDir()
-	host, hostPEM := NewKey(t)
+	s, err := Launch(bin, t.TempDir(), clients...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		s.Stop()
+		if t.Failed() {
+			t.Logf("sshd log:\n%s", s.Log.String())
+		}
+	})
+	return s
+}
+
+// Launch is Start for a program (bench/spoke): sshd at bin, its files in
+// dir, running until Stop. It returns once sshd accepts connections.
+func Launch(bin, dir string, clients ...ssh.PublicKey) (*Server, error) {
+	_, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	host, err := ssh.NewSignerFromKey(priv)
+	if err != nil {
+		return nil, err
+	}
+	blk, err := ssh.MarshalPrivateKey(priv, "")
+	if err != nil {
+		return nil, err
+	}
 	hostKey := filepath.Join(dir, "host_ed25519")
 	auth := filepath.Join(dir, "authorized_keys")
-	write := func(p string, b []byte) {
-		if err := os.WriteFile(p, b, 0o600); err != nil {
-			t.Fatal(err)
-		}
+	if err := os.WriteFile(hostKey, pem.EncodeToMemory(blk), 0o600); err != nil {
+		return nil, err
 	}
-	write(hostKey, hostPEM)
 	var keys []byte
 	for _, k := range clients {
 		keys = append(keys, ssh.MarshalAuthorizedKey(k)...)
 	}
-	write(auth, keys)
+	if err := os.WriteFile(auth, keys, 0o600); err != nil {
+		return nil, err
+	}
 	if os.Geteuid() == 0 {
 		// Debian's sshd refuses to start without its privilege separation
 		// directory, which only the system service would create.
 		if err := os.MkdirAll("/run/sshd", 0o755); err != nil {
-			t.Fatal(err)
+			return nil, err
 		}
 	}
-	port := FreePort(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
 	conf := filepath.Join(dir, "sshd_config")
-	write(conf, []byte(strings.Join([]string{
+	if err := os.WriteFile(conf, []byte(strings.Join([]string{
 		"Port " + strconv.Itoa(port),
 		"ListenAddress 127.0.0.1",
 		"HostKey " + hostKey,
@@ -123,40 +160,42 @@ func Start(t testing.TB, clients ...ssh.PublicKey) *Server {
 		"MaxStartups 100",
 		"LogLevel INFO",
 		"",
-	}, "\n")))
-	s := &Server{Addr: fmt.Sprintf("127.0.0.1:%d", port), HostKey: host.PublicKey(), Log: &Log{}}
+	}, "\n")), 0o600); err != nil {
+		return nil, err
+	}
+	s := &Server{Addr: fmt.Sprintf("127.0.0.1:%d", port), HostKey: host.PublicKey(), Log: &Log{}, exited: make(chan struct{})}
 	s.cmd = exec.Command(bin, "-D", "-e", "-f", conf)
 	s.cmd.Stdout, s.cmd.Stderr = s.Log, s.Log
 	if err := s.cmd.Start(); err != nil {
-		t.Fatalf("start sshd: %v", err)
+		return nil, fmt.Errorf("start sshd: %w", err)
 	}
-	exited := make(chan struct{})
-	go func() { s.cmd.Wait(); close(exited) }()
-	t.Cleanup(func() {
-		s.KillSessions()
-		s.cmd.Process.Kill()
-		<-exited
-		if t.Failed() {
-			t.Logf("sshd log:\n%s", s.Log.String())
-		}
-	})
+	go func() { s.cmd.Wait(); close(s.exited) }()
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		c, err := net.DialTimeout("tcp", s.Addr, 200*time.Millisecond)
 		if err == nil {
 			c.Close()
-			return s
+			return s, nil
 		}
 		select {
-		case <-exited:
-			t.Fatalf("sshd exited: %s", s.Log.String())
+		case <-s.exited:
+			return nil, fmt.Errorf("sshd exited: %s", s.Log.String())
 		default:
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("sshd not listening on %s after 5s: %s", s.Addr, s.Log.String())
+			s.Stop()
+			return nil, fmt.Errorf("sshd not listening on %s after 5s: %s", s.Addr, s.Log.String())
 		}
 		time.Sleep(20 * time.Millisecond) // polling for the child's listen
 	}
+}
+
+// Stop kills sshd and the processes serving its sessions, and waits for
+// it to exit.
+func (s *Server) Stop() {
+	s.KillSessions()
+	s.cmd.Process.Kill()
+	<-s.exited
 }
 
 // KnownHosts is the known_hosts line that pins the server's host key.

@@ -1,0 +1,186 @@
+// Command spoke measures the fleet's network tiers on loopback: the SSH
+// bastion tier (spoke/tunnel) against the stock client's `ssh -L` to the
+// same sshd, and the proxy tier (spoke/fleet's transport through a real
+// tinyproxy CONNECT) against a direct connection, each pair in the same
+// run, interleaved ABBA round by round so that the load of a shared
+// machine falls on both arms alike.
+//
+//	go run ./bench/spoke                                     # 15 rounds: default ciphers, then aes128-gcm and chacha20-poly1305 on both; the proxy tier
+//	go run ./bench/spoke -rounds 31 -ciphers default         # one cipher setting
+//	go run ./bench/spoke -tiers proxy                        # the proxy tier only
+//	go run ./bench/spoke -cpuprofile /tmp/spoke.pprof        # profile of this process (the tunnel's side)
+//
+// A round downloads -size bytes -per times over each arm (A then B in
+// even rounds, B then A in odd ones); the arm's figure for the round is
+// its bytes over its own wall time, and the round's ratio is tunnel over
+// ssh -L (proxy over direct). The table gives the medians over rounds of
+// each arm's MB/s and of the ratio, with the ratio's range.
+//
+// sshd is Debian's openssh-server and tinyproxy Debian's tinyproxy, both
+// children of this process on loopback ports (internal/testenv/sshd,
+// internal/testenv/proxy); nothing leaves 127.0.0.1.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"os"
+	"runtime"
+	"runtime/pprof"
+	"slices"
+	"strings"
+	"time"
+)
+
+func main() {
+	rounds := flag.Int("rounds", 15, "interleaved rounds per comparison")
+	per := flag.Int("per", 4, "downloads per arm per round")
+	size := flag.Int64("size", 16<<20, "bytes per download")
+	ciphers := flag.String("ciphers", "default,aes128-gcm@openssh.com,chacha20-poly1305@openssh.com",
+		"SSH settings to compare, comma-separated: default (each client's own preference) or a cipher forced on both")
+	tiers := flag.String("tiers", "ssh,proxy", "comparisons to run: ssh, proxy")
+	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of this process here")
+	flag.Parse()
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		if err != nil {
+			log.Fatal(err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			log.Fatal(err)
+		}
+		defer pprof.StopCPUProfile()
+	}
+	load, _ := os.ReadFile("/proc/loadavg")
+	fmt.Printf("%d rounds x %d downloads of %d MiB per arm, ABBA; GOMAXPROCS=%d; loadavg %s\n",
+		*rounds, *per, *size>>20, runtime.GOMAXPROCS(0), strings.TrimSpace(string(load)))
+
+	dir, err := os.MkdirTemp("", "bench-spoke")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	src := sourceServer(*size)
+
+	for _, tier := range strings.Split(*tiers, ",") {
+		switch tier {
+		case "ssh":
+			for _, c := range strings.Split(*ciphers, ",") {
+				if c == "default" {
+					c = ""
+				}
+				if err := sshTier(dir, src, c, *rounds, *per, *size); err != nil {
+					log.Fatal(err)
+				}
+			}
+		case "proxy":
+			if err := proxyTier(dir, *rounds, *per, *size); err != nil {
+				log.Fatal(err)
+			}
+		default:
+			log.Fatalf("unknown tier %q", tier)
+		}
+	}
+}
+
+// arm is one side of a comparison: a name, the cipher it negotiated (or
+// another note) and one download.
+type arm struct {
+	name, note string
+	get        func(ctx context.Context) (int64, error)
+}
+
+// compare runs a and b interleaved ABBA and prints the table row.
+func compare(title string, a, b arm, rounds, per int, size int64) error {
+	var ma, mb, ratio []float64
+	measure := func(x arm) (float64, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		start := time.Now()
+		for range per {
+			n, err := x.get(ctx)
+			if err != nil {
+				return 0, fmt.Errorf("%s: %w", x.name, err)
+			}
+			if n != size {
+				return 0, fmt.Errorf("%s: read %d of %d bytes", x.name, n, size)
+			}
+		}
+		return float64(per) * float64(size) / time.Since(start).Seconds() / 1e6, nil
+	}
+	// One warm-up download each: connections up, buffers grown.
+	for _, x := range []arm{a, b} {
+		if _, err := x.get(context.Background()); err != nil {
+			return fmt.Errorf("%s: warm-up: %w", x.name, err)
+		}
+	}
+	for r := range rounds {
+		order := []arm{a, b}
+		if r%2 == 1 {
+			order = []arm{b, a}
+		}
+		got := map[string]float64{}
+		for _, x := range order {
+			v, err := measure(x)
+			if err != nil {
+				return err
+			}
+			got[x.name] = v
+		}
+		ma, mb = append(ma, got[a.name]), append(mb, got[b.name])
+		ratio = append(ratio, got[a.name]/got[b.name])
+	}
+	load, _ := os.ReadFile("/proc/loadavg")
+	fmt.Printf("\n%s (loadavg after: %s)\n", title, strings.Join(strings.Fields(string(load))[:3], " "))
+	fmt.Printf("| %s | MB/s | %s | MB/s | ratio median | ratio range |\n", a.name, b.name)
+	fmt.Printf("|---|---|---|---|---|---|\n")
+	fmt.Printf("| %s | %.0f | %s | %.0f | **%.2fx** | %.2f-%.2f |\n",
+		a.note, median(ma), b.note, median(mb), median(ratio), slices.Min(ratio), slices.Max(ratio))
+	return nil
+}
+
+func median(v []float64) float64 {
+	s := slices.Clone(v)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// readAll drains c with a 256 KiB buffer (8 SSH packets), as a client that
+// streams a body would; io.Copy to io.Discard would read 8 KiB at a time.
+func readAll(c io.Reader) (int64, error) {
+	buf := make([]byte, 256<<10)
+	return io.CopyBuffer(struct{ io.Writer }{io.Discard}, struct{ io.Reader }{c}, buf)
+}
+
+// sourceServer writes size bytes to every connection and closes it.
+func sourceServer(size int64) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		log.Fatal(err)
+	}
+	chunk := make([]byte, 256<<10)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				for left := size; left > 0; left -= int64(len(chunk)) {
+					if _, err := c.Write(chunk[:min(left, int64(len(chunk)))]); err != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	return ln.Addr().String()
+}
