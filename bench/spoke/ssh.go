@@ -184,4 +184,3 @@ func newKey() (ssh.Signer, []byte, error) {
 	}
 	return s, pem.EncodeToMemory(blk), nil
 }
-
