@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/crypto/ssh"
 )
 
 // TestRealSSHD runs the tunnel through Debian's openssh-server: HTTPS to a
@@ -167,4 +169,43 @@ func TestRealSSHDFrozen(t *testing.T) {
 	}
 	roundTrip(t, c2, "after")
 	c2.Close()
+}
+
+// The cipher preference reaches the real sshd: each forced cipher is the
+// one both directions negotiate, and the default is x/crypto/ssh's first
+// (AES-GCM; docs/performance.md explains the choice).
+func TestRealSSHDCiphers(t *testing.T) {
+	signer, pemKey := newKey(t)
+	srv := startSSHD(t, signer.PublicKey())
+	echo := echoServer(t)
+	for _, want := range []string{"", ssh.CipherChaCha20Poly1305, ssh.CipherAES256GCM, ssh.CipherAES128CTR} {
+		cfg := Config{Host: srv.addr, User: currentUser(t), PrivateKey: pemKey, KnownHosts: knownHostsLine(srv.addr, srv.hostPK)}
+		if want != "" {
+			cfg.Ciphers = []string{want}
+		}
+		tun, err := New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := tun.Algorithms(); ok {
+			t.Error("Algorithms before the first dial reported a connection")
+		}
+		c, err := tun.DialContext(ctxT(t, 5*time.Second), "tcp", echo)
+		if err != nil {
+			t.Fatal(err)
+		}
+		roundTrip(t, c, "hello "+want)
+		c.Close()
+		alg, ok := tun.Algorithms()
+		if want == "" {
+			want = ssh.CipherAES128GCM
+		}
+		if !ok || alg.Read.Cipher != want || alg.Write.Cipher != want {
+			t.Errorf("negotiated %+v (ok %v), want %s both ways", alg, ok, want)
+		}
+		tun.Close()
+		if _, ok := tun.Algorithms(); ok {
+			t.Error("Algorithms after Close reported a connection")
+		}
+	}
 }

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/crypto/ssh"
 )
 
 // fixture is a tunnel to a test server with fast timings.
@@ -147,6 +149,8 @@ func TestConfigRefusals(t *testing.T) {
 		"bad key":         func(c *Config) { c.PrivateKey = []byte("-----BEGIN NOPE-----") },
 		"no port":         func(c *Config) { c.Host = "bastion" },
 		"no user":         func(c *Config) { c.User = "" },
+		"insecure cipher": func(c *Config) { c.Ciphers = []string{ssh.CipherAES128GCM, ssh.InsecureCipherAES128CBC} },
+		"unknown cipher":  func(c *Config) { c.Ciphers = []string{"none"} },
 	} {
 		c := good
 		edit(&c)
