@@ -43,6 +43,7 @@ func main() {
 	ciphers := flag.String("ciphers", "default,aes128-gcm@openssh.com,chacha20-poly1305@openssh.com",
 		"SSH settings to compare, comma-separated: default (each client's own preference) or a cipher forced on both")
 	tiers := flag.String("tiers", "ssh,proxy", "comparisons to run: ssh, proxy")
+	latencyN := flag.Int("latency", 300, "small GETs per tier for the latency table")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of this process here")
 	flag.Parse()
 	if *cpuprofile != "" {
@@ -55,9 +56,8 @@ func main() {
 		}
 		defer pprof.StopCPUProfile()
 	}
-	load, _ := os.ReadFile("/proc/loadavg")
 	fmt.Printf("%d rounds x %d downloads of %d MiB per arm, ABBA; GOMAXPROCS=%d; loadavg %s\n",
-		*rounds, *per, *size>>20, runtime.GOMAXPROCS(0), strings.TrimSpace(string(load)))
+		*rounds, *per, *size>>20, runtime.GOMAXPROCS(0), loadavg())
 
 	dir, err := os.MkdirTemp("", "bench-spoke")
 	if err != nil {
@@ -78,7 +78,7 @@ func main() {
 				}
 			}
 		case "proxy":
-			if err := proxyTier(dir, *rounds, *per, *size); err != nil {
+			if err := proxyTier(dir, *rounds, *per, *size, *latencyN); err != nil {
 				log.Fatal(err)
 			}
 		default:
@@ -94,9 +94,11 @@ type arm struct {
 	get        func(ctx context.Context) (int64, error)
 }
 
-// compare runs a and b interleaved ABBA and prints the table row.
-func compare(title string, a, b arm, rounds, per int, size int64) error {
-	var ma, mb, ratio []float64
+// compare runs the arms interleaved (in order in even rounds, reversed in
+// odd ones: ABBA for two) and prints a table row per arm but the last,
+// the baseline every other arm's ratio is taken against.
+func compare(title string, arms []arm, rounds, per int, size int64) error {
+	mbps := make([][]float64, len(arms))
 	measure := func(x arm) (float64, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
@@ -113,34 +115,44 @@ func compare(title string, a, b arm, rounds, per int, size int64) error {
 		return float64(per) * float64(size) / time.Since(start).Seconds() / 1e6, nil
 	}
 	// One warm-up download each: connections up, buffers grown.
-	for _, x := range []arm{a, b} {
+	for _, x := range arms {
 		if _, err := x.get(context.Background()); err != nil {
 			return fmt.Errorf("%s: warm-up: %w", x.name, err)
 		}
 	}
 	for r := range rounds {
-		order := []arm{a, b}
-		if r%2 == 1 {
-			order = []arm{b, a}
-		}
-		got := map[string]float64{}
-		for _, x := range order {
-			v, err := measure(x)
+		for j := range arms {
+			i := j
+			if r%2 == 1 {
+				i = len(arms) - 1 - j
+			}
+			v, err := measure(arms[i])
 			if err != nil {
 				return err
 			}
-			got[x.name] = v
+			mbps[i] = append(mbps[i], v)
 		}
-		ma, mb = append(ma, got[a.name]), append(mb, got[b.name])
-		ratio = append(ratio, got[a.name]/got[b.name])
 	}
-	load, _ := os.ReadFile("/proc/loadavg")
-	fmt.Printf("\n%s (loadavg after: %s)\n", title, strings.Join(strings.Fields(string(load))[:3], " "))
-	fmt.Printf("| %s | MB/s | %s | MB/s | ratio median | ratio range |\n", a.name, b.name)
-	fmt.Printf("|---|---|---|---|---|---|\n")
-	fmt.Printf("| %s | %.0f | %s | %.0f | **%.2fx** | %.2f-%.2f |\n",
-		a.note, median(ma), b.note, median(mb), median(ratio), slices.Min(ratio), slices.Max(ratio))
+	base := arms[len(arms)-1]
+	baseV := mbps[len(arms)-1]
+	fmt.Printf("\n%s (loadavg after: %s)\n", title, loadavg())
+	fmt.Printf("| arm | cipher / path | MB/s | %s: %s | MB/s | ratio median | ratio range |\n", base.name, "cipher / path")
+	fmt.Printf("|---|---|---|---|---|---|---|\n")
+	for i, x := range arms[:len(arms)-1] {
+		ratio := make([]float64, rounds)
+		for r := range rounds {
+			ratio[r] = mbps[i][r] / baseV[r]
+		}
+		fmt.Printf("| %s | %s | %.0f | %s | %.0f | **%.2fx** | %.2f-%.2f |\n",
+			x.name, x.note, median(mbps[i]), base.note, median(baseV), median(ratio), slices.Min(ratio), slices.Max(ratio))
+	}
 	return nil
+}
+
+func loadavg() string {
+	b, _ := os.ReadFile("/proc/loadavg")
+	f := strings.Fields(string(b))
+	return strings.Join(f[:min(3, len(f))], " ")
 }
 
 func median(v []float64) float64 {

@@ -92,7 +92,7 @@ func sshTier(dir, src, cipher string, rounds, per int, size int64) error {
 	if cipher != "" {
 		title = "SSH tier, " + cipher + " forced on both"
 	}
-	return compare(title, tunArm, sshArm, rounds, per, size)
+	return compare(title, []arm{tunArm, sshArm}, rounds, per, size)
 }
 
 // sshL starts `ssh -N -L` to src through srv and returns the local
