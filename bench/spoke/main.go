@@ -44,6 +44,7 @@ func main() {
 		"SSH settings to compare, comma-separated: default (each client's own preference) or a cipher forced on both")
 	tiers := flag.String("tiers", "ssh,proxy", "comparisons to run: ssh, proxy")
 	latencyN := flag.Int("latency", 300, "small GETs per tier for the latency table")
+	flag.IntVar(&readBuf, "buf", 256<<10, "read buffer of the downloading client, bytes")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of this process here")
 	flag.Parse()
 	if *cpuprofile != "" {
@@ -56,8 +57,8 @@ func main() {
 		}
 		defer pprof.StopCPUProfile()
 	}
-	fmt.Printf("%d rounds x %d downloads of %d MiB per arm, ABBA; GOMAXPROCS=%d; loadavg %s\n",
-		*rounds, *per, *size>>20, runtime.GOMAXPROCS(0), loadavg())
+	fmt.Printf("%d rounds x %d downloads of %d MiB per arm, ABBA, %d KiB reads; GOMAXPROCS=%d; loadavg %s\n",
+		*rounds, *per, *size>>20, readBuf>>10, runtime.GOMAXPROCS(0), loadavg())
 
 	dir, err := os.MkdirTemp("", "bench-spoke")
 	if err != nil {
@@ -164,10 +165,13 @@ func median(v []float64) float64 {
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
-// readAll drains c with a 256 KiB buffer (8 SSH packets), as a client that
-// streams a body would; io.Copy to io.Discard would read 8 KiB at a time.
+// readBuf is -buf: 256 KiB (8 SSH packets) by default, as a client that
+// streams a body would read; io.Copy to io.Discard reads 8 KiB at a time.
+var readBuf int
+
+// readAll drains c with a readBuf buffer.
 func readAll(c io.Reader) (int64, error) {
-	buf := make([]byte, 256<<10)
+	buf := make([]byte, readBuf)
 	return io.CopyBuffer(struct{ io.Writer }{io.Discard}, struct{ io.Reader }{c}, buf)
 }
 
