@@ -43,6 +43,7 @@ func main() {
 	ciphers := flag.String("ciphers", "default,aes128-gcm@openssh.com,chacha20-poly1305@openssh.com",
 		"SSH settings to compare, comma-separated: default (each client's own preference) or a cipher forced on both")
 	tiers := flag.String("tiers", "ssh,proxy", "comparisons to run: ssh, proxy")
+	h1 := flag.Bool("h1", false, "the proxy tier's source speaks HTTP/1.1 only (an API server speaks HTTP/2)")
 	latencyN := flag.Int("latency", 300, "small GETs per tier for the latency table")
 	flag.IntVar(&readBuf, "buf", 256<<10, "read buffer of the downloading client, bytes")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of this process here")
@@ -79,7 +80,7 @@ func main() {
 				}
 			}
 		case "proxy":
-			if err := proxyTier(dir, *rounds, *per, *size, *latencyN); err != nil {
+			if err := proxyTier(dir, *rounds, *per, *size, *latencyN, *h1); err != nil {
 				log.Fatal(err)
 			}
 		default:
@@ -137,15 +138,15 @@ func compare(title string, arms []arm, rounds, per int, size int64) error {
 	base := arms[len(arms)-1]
 	baseV := mbps[len(arms)-1]
 	fmt.Printf("\n%s (loadavg after: %s)\n", title, loadavg())
-	fmt.Printf("| arm | cipher / path | MB/s | %s: %s | MB/s | ratio median | ratio range |\n", base.name, "cipher / path")
-	fmt.Printf("|---|---|---|---|---|---|---|\n")
+	fmt.Printf("| arm | via | MB/s | baseline | via | MB/s | ratio median | ratio range |\n")
+	fmt.Printf("|---|---|---|---|---|---|---|---|\n")
 	for i, x := range arms[:len(arms)-1] {
 		ratio := make([]float64, rounds)
 		for r := range rounds {
 			ratio[r] = mbps[i][r] / baseV[r]
 		}
-		fmt.Printf("| %s | %s | %.0f | %s | %.0f | **%.2fx** | %.2f-%.2f |\n",
-			x.name, x.note, median(mbps[i]), base.note, median(baseV), median(ratio), slices.Min(ratio), slices.Max(ratio))
+		fmt.Printf("| %s | %s | %.0f | %s | %s | %.0f | **%.2fx** | %.2f-%.2f |\n",
+			x.name, x.note, median(mbps[i]), base.name, base.note, median(baseV), median(ratio), slices.Min(ratio), slices.Max(ratio))
 	}
 	return nil
 }

@@ -27,7 +27,7 @@ import (
 // (spoke/tunnel through sshd), and then measures a small GET's latency on
 // each. The source is an HTTPS server on loopback speaking HTTP/2, as an
 // API server does.
-func proxyTier(dir string, rounds, per int, size int64, latencyN int) error {
+func proxyTier(dir string, rounds, per int, size int64, latencyN int, h1 bool) error {
 	chunk := make([]byte, 256<<10)
 	src := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/blob" {
@@ -42,7 +42,7 @@ func proxyTier(dir string, rounds, per int, size int64, latencyN int) error {
 			}
 		}
 	}))
-	src.EnableHTTP2 = os.Getenv("BENCH_H1") == ""
+	src.EnableHTTP2 = !h1
 	src.Config.ErrorLog = log.New(io.Discard, "", 0)
 	src.StartTLS()
 	defer src.Close()
@@ -92,15 +92,15 @@ func proxyTier(dir string, rounds, per int, size int64, latencyN int) error {
 		return &http.Client{Transport: cfg.Transport}, nil
 	}
 	tiers := []struct {
-		name string
-		c    *fleet.Cluster
-		o    fleet.Options
+		name, via string
+		c         *fleet.Cluster
+		o         fleet.Options
 	}{
-		{"proxy", &fleet.Cluster{Name: "proxied", KubeconfigSecret: "K", ProxyURL: p.url}, fleet.Options{}},
-		{"bastion", &fleet.Cluster{Name: "tunnelled", KubeconfigSecret: "K",
+		{"proxy", "CONNECT through " + p.version, &fleet.Cluster{Name: "proxied", KubeconfigSecret: "K", ProxyURL: p.url}, fleet.Options{}},
+		{"bastion", "spoke/tunnel through sshd", &fleet.Cluster{Name: "tunnelled", KubeconfigSecret: "K",
 			Bastion: &fleet.Bastion{Host: srv.Addr, User: u.Username, KeySecret: "B", KnownHosts: srv.KnownHosts()}},
 			fleet.Options{Dialer: tun}},
-		{"public", &fleet.Cluster{Name: "direct", KubeconfigSecret: "K"}, fleet.Options{}},
+		{"public", "direct TCP", &fleet.Cluster{Name: "direct", KubeconfigSecret: "K"}, fleet.Options{}},
 	}
 	var arms []arm
 	var gets []func(context.Context) (time.Duration, error)
@@ -112,7 +112,7 @@ func proxyTier(dir string, rounds, per int, size int64, latencyN int) error {
 		if got := tr.c.Tier(); string(got) != tr.name {
 			return fmt.Errorf("cluster %s is on tier %s, want %s", tr.c.Name, got, tr.name)
 		}
-		arms = append(arms, arm{name: tr.name, note: "HTTP/2 over TLS", get: func(ctx context.Context) (int64, error) {
+		arms = append(arms, arm{name: tr.name, note: tr.via, get: func(ctx context.Context) (int64, error) {
 			return fetch(ctx, hc, src.URL+"/blob")
 		}})
 		gets = append(gets, func(ctx context.Context) (time.Duration, error) {
@@ -121,7 +121,11 @@ func proxyTier(dir string, rounds, per int, size int64, latencyN int) error {
 			return time.Since(start), err
 		})
 	}
-	if err := compare("HTTPS download through spoke/fleet's transport, by tier", arms, rounds, per, size); err != nil {
+	title := "HTTPS (HTTP/2) download through spoke/fleet's transport, by tier"
+	if !src.EnableHTTP2 {
+		title = "HTTPS (HTTP/1.1, -h1) download through spoke/fleet's transport, by tier"
+	}
+	if err := compare(title, arms, rounds, per, size); err != nil {
 		return err
 	}
 	names := []string{tiers[0].name, tiers[1].name, tiers[2].name}

@@ -6,13 +6,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 )
 
 type proxyProc struct {
-	url  string
-	stop func()
+	url, version string
+	stop         func()
 }
 
 // startProxy runs tinyproxy on a free loopback port, CONNECT allowed to
@@ -45,7 +46,8 @@ func startProxy(dir, port string) (*proxyProc, error) {
 		c, err := net.DialTimeout("tcp", addr, time.Second)
 		if err == nil {
 			c.Close()
-			return &proxyProc{url: "http://" + addr, stop: stop}, nil
+			v, _ := exec.Command(bin, "-v").Output()
+			return &proxyProc{url: "http://" + addr, version: strings.TrimSpace(string(v)), stop: stop}, nil
 		}
 		if time.Now().After(deadline) {
 			stop()
