@@ -224,7 +224,9 @@ func (p *Pool) Close() {
 
 // poolDialer dials through the cluster's current tunnel, so that a client
 // built before a key rotation (a Job followed for hours) carries on over
-// the new tunnel instead of a closed one.
+// the new tunnel instead of a closed one. The old tunnel is closed at once
+// (a rotated key or host key may be compromised), so a request on a pooled
+// connection that died with it fails typed, and the runner's retry redials.
 type poolDialer struct {
 	p       *Pool
 	cluster string
