@@ -436,3 +436,60 @@ func TestTransient(t *testing.T) {
 		}
 	}
 }
+
+// kubeletLog answers a log read as a kubelet does: the last TailLines
+// lines, then at most LimitBytes of them from their start.
+func kubeletLog(log string, o *corev1.PodLogOptions) string {
+	if o != nil && o.TailLines != nil {
+		lines := strings.SplitAfter(log, "\n")
+		if lines[len(lines)-1] == "" {
+			lines = lines[:len(lines)-1]
+		}
+		if n := int(*o.TailLines); n < len(lines) {
+			lines = lines[len(lines)-n:]
+		}
+		log = strings.Join(lines, "")
+	}
+	if o != nil && o.LimitBytes != nil && int64(len(log)) > *o.LimitBytes {
+		log = log[:*o.LimitBytes]
+	}
+	return log
+}
+
+// TestFollowLongLogKeepsItsEnd: a log much longer than the reads'
+// bounds still gives the snapshot of its end (the line count is lowered
+// until the last lines fit) and the result printed last.
+func TestFollowLongLogKeepsItsEnd(t *testing.T) {
+	s := testSpec()
+	f := newFakeSpoke(t, s)
+	var b strings.Builder
+	for i := 0; b.Len() < FinalLogBytes+(1<<20); i++ {
+		fmt.Fprintf(&b, "line %08d %s\n", i, strings.Repeat("x", 200))
+	}
+	b.WriteString("::scion-result:: {\"done\":true}\n")
+	log := b.String()
+	f.log = func(n int, o *corev1.PodLogOptions) (string, error) { return kubeletLog(log, o), nil }
+	f.getJob = func(n int) error {
+		if n == 3 {
+			f.finish(0)
+		}
+		return nil
+	}
+	var snaps []string
+	final := Follow(followCtx(t), f.clients(), s, fastOpts(), func(p Progress) {
+		if p.Logs != nil {
+			snaps = append(snaps, *p.Logs)
+		}
+	})
+	if final.State != api.JobStateSucceeded || string(final.Result) != `{"done":true}` {
+		t.Fatalf("final %+v", final)
+	}
+	if len(snaps) == 0 {
+		t.Fatal("no log snapshot")
+	}
+	for i, sn := range snaps {
+		if len(sn) > api.MaxJobLogBytes || !strings.HasSuffix(sn, "::scion-result:: {\"done\":true}\n") || !strings.HasPrefix(sn, "line ") {
+			t.Errorf("snapshot %d: %d bytes, starts %.20q, ends %q", i, len(sn), sn, sn[max(0, len(sn)-40):])
+		}
+	}
+}
