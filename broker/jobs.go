@@ -145,12 +145,17 @@ type profileFleet struct {
 
 // runningJob is a Job this broker follows.
 type runningJob struct {
-	spec   jobs.Spec
-	spoke  *connect.Spoke
+	spec  jobs.Spec
+	spoke *connect.Spoke
+	// ctx bounds the Job's follow (deadline and margin, the broker's
+	// run); done is closed when its goroutine has returned.
+	ctx    context.Context
 	cancel context.CancelFunc
+	done   chan struct{}
 	// ended is set once a terminal update is queued: nothing after it
-	// is reported.
-	ended bool
+	// is reported. cancelling is set by job.cancel, which reports the
+	// end itself.
+	ended, cancelling bool
 }
 
 // newJobsState checks the fleet against every profile: a profile block
@@ -291,11 +296,11 @@ func (b *Broker) handleJobRun(ctx context.Context, req *wire.Request) (any, erro
 		return nil, err
 	}
 	spec := specFor(run, sp, b.cfg.BrokerID)
-	rj, fresh := js.add(spec, sp)
+	rj, fresh := js.add(b.runCtx, spec, sp)
 	if fresh {
 		b.jobLog(spec.Cluster, spec.JobID).Info("job accepted", "tier", spec.Tier, "namespace", spec.Namespace, "agent", spec.AgentID)
 		if !js.goJob(func() { b.runJob(rj, true) }) {
-			js.remove(spec.JobID)
+			js.remove(rj)
 			return nil, api.Errorf(api.CodeBrokerUnavailable, "runtime broker %s is stopping", b.cfg.BrokerID)
 		}
 	}
@@ -357,21 +362,31 @@ func (js *jobsState) get(id string) *runningJob {
 }
 
 // add records a Job to follow; fresh is false when it was already there.
-func (js *jobsState) add(spec jobs.Spec, sp *connect.Spoke) (rj *runningJob, fresh bool) {
+func (js *jobsState) add(parent context.Context, spec jobs.Spec, sp *connect.Spoke) (rj *runningJob, fresh bool) {
 	js.mu.Lock()
 	defer js.mu.Unlock()
 	if rj := js.running[spec.JobID]; rj != nil {
 		return rj, false
 	}
-	rj = &runningJob{spec: spec, spoke: sp}
+	ctx, cancel := context.WithTimeout(parent, spec.Deadline+followMargin)
+	rj = &runningJob{spec: spec, spoke: sp, ctx: ctx, cancel: cancel, done: make(chan struct{})}
 	js.running[spec.JobID] = rj
 	return rj, true
 }
 
-func (js *jobsState) remove(id string) {
+func (js *jobsState) remove(rj *runningJob) {
 	js.mu.Lock()
 	defer js.mu.Unlock()
-	delete(js.running, id)
+	if js.running[rj.spec.JobID] == rj {
+		delete(js.running, rj.spec.JobID)
+	}
+	rj.cancel()
+}
+
+func (js *jobsState) isCancelling(rj *runningJob) bool {
+	js.mu.Lock()
+	defer js.mu.Unlock()
+	return rj.cancelling
 }
 
 // sweptCh is the channel closed when cluster's startup sweep is over.
@@ -411,19 +426,16 @@ func (b *Broker) runJob(rj *runningJob, submit bool) {
 	js := b.jobs
 	s := rj.spec
 	log := b.jobLog(s.Cluster, s.JobID)
-	ctx, cancel := context.WithTimeout(b.runCtx, s.Deadline+followMargin)
-	js.mu.Lock()
-	rj.cancel = cancel
-	js.mu.Unlock()
-	defer cancel()
-	defer js.remove(s.JobID)
+	ctx := rj.ctx
+	defer close(rj.done)
+	defer js.remove(rj)
 	if submit {
 		select {
 		case <-js.sweptCh(s.Cluster):
 		case <-ctx.Done():
 		}
 		if err := js.cfg.Runner.Submit(ctx, rj.spoke.Clients, s); err != nil {
-			if b.runCtx.Err() != nil {
+			if b.runCtx.Err() != nil || js.isCancelling(rj) {
 				return
 			}
 			log.Warn("job not submitted", "tier", s.Tier, "err", err)
@@ -440,6 +452,7 @@ func (b *Broker) runJob(rj *runningJob, submit bool) {
 	case last.State.Terminal():
 		b.report(rj, updateOf(last))
 		log.Info("job finished", "state", last.State)
+	case js.isCancelling(rj):
 	case b.runCtx.Err() != nil:
 		log.Info("broker stopping: job left running on its spoke, followed again at the next start")
 	default:
@@ -477,8 +490,22 @@ func (b *Broker) handleJobCancel(ctx context.Context, req *wire.Request) (any, e
 	}
 	s := rj.spec
 	log := b.jobLog(s.Cluster, s.JobID)
+	// The follow (and a submit in flight) ends first, so that no submit
+	// creates the Job after its deletion and no report follows cancelled.
+	js.mu.Lock()
+	rj.cancelling = true
+	js.mu.Unlock()
+	rj.cancel()
+	select {
+	case <-rj.done:
+	case <-ctx.Done():
+		return nil, ctxError(ctx.Err())
+	}
 	if err := js.cfg.Runner.Cancel(ctx, rj.spoke.Clients, s.Namespace, s.JobID); err != nil {
-		log.Warn("job not cancelled", "tier", s.Tier, "err", err)
+		log.Warn("job not cancelled; following it again", "tier", s.Tier, "err", err)
+		if again, fresh := js.add(b.runCtx, s, rj.spoke); fresh && !js.goJob(func() { b.runJob(again, false) }) {
+			js.remove(again)
+		}
 		if ae := (*api.Error)(nil); errors.As(err, &ae) {
 			return nil, ae
 		}
@@ -486,11 +513,6 @@ func (b *Broker) handleJobCancel(ctx context.Context, req *wire.Request) (any, e
 	}
 	now := time.Now().UTC()
 	b.report(rj, wire.JobUpdate{State: api.JobStateCancelled, Message: "cancelled", FinishedAt: &now})
-	js.mu.Lock()
-	if rj.cancel != nil {
-		rj.cancel()
-	}
-	js.mu.Unlock()
 	log.Info("job cancelled")
 	return struct{}{}, nil
 }

@@ -100,13 +100,13 @@ func (b *Broker) sweepCluster(parent context.Context, c *fleet.Cluster) {
 		if s.Namespace == "" {
 			s.Namespace = sp.Namespace
 		}
-		rj, fresh := js.add(s, sp)
+		rj, fresh := js.add(b.runCtx, s, sp)
 		if !fresh {
 			continue
 		}
 		b.jobLog(name, s.JobID).Info("startup: following a running job again", "namespace", s.Namespace)
 		if !js.goJob(func() { b.runJob(rj, false) }) {
-			js.remove(s.JobID)
+			js.remove(rj)
 		}
 	}
 }
