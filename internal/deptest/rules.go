@@ -110,4 +110,10 @@ var Rules = []Rule{
 		Name: "internal/splitplan is pure",
 		Pkgs: []string{"internal/splitplan"}, Only: []string{}, Pure: true,
 	},
+	{
+		// The real HTTP CONNECT proxy of the tests (tinyproxy as a child
+		// process): a leaf any package's tests may use.
+		Name: "internal/testenv/proxy imports nothing of ours",
+		Pkgs: []string{"internal/testenv/proxy"}, Only: []string{},
+	},
 }
