@@ -60,7 +60,9 @@ func (s *Spoke) BootstrapToken(t testing.TB, namespace string) string {
 		}
 		token = sec.Data["token"]
 		return len(token) > 0, nil
-	}, func() string { return "token Secret " + namespace + "/" + BootstrapTokenSecret + " not filled:\n" + s.kcm.tail() })
+	}, func() string {
+		return "token Secret " + namespace + "/" + BootstrapTokenSecret + " not filled:\n" + s.kcm.tail()
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
