@@ -66,6 +66,10 @@ func (s *Spoke) BootstrapToken(t testing.TB, namespace string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Pods of a fresh namespace need its default ServiceAccount.
+	if err := s.waitServiceAccount(ctx, namespace, "default"); err != nil {
+		t.Fatal(err)
+	}
 	return string(token)
 }
 

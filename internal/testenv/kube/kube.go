@@ -47,6 +47,7 @@ type Cluster struct {
 	caPEM   []byte
 	etcd    *process
 	api     *process
+	apiArgs []string
 	nsSeq   atomic.Int64
 	prefix  string
 	stopped atomic.Bool
@@ -95,6 +96,11 @@ func CacheDir() string {
 // Start runs etcd and kube-apiserver in a fresh temporary directory and
 // waits until /readyz answers ok (about 20 s on two cores). Stop ends both.
 func Start(ctx context.Context) (*Cluster, error) {
+	return startCluster(ctx, nil)
+}
+
+// startCluster is Start with extra kube-apiserver flags.
+func startCluster(ctx context.Context, apiArgs []string) (*Cluster, error) {
 	apiBin, etcdBin, err := Binaries()
 	if err != nil {
 		return nil, err
@@ -103,7 +109,7 @@ func Start(ctx context.Context) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Cluster{dir: dir, prefix: fmt.Sprintf("t%x", time.Now().UnixNano()&0xffffff)}
+	c := &Cluster{dir: dir, prefix: fmt.Sprintf("t%x", time.Now().UnixNano()&0xffffff), apiArgs: apiArgs}
 	if err := c.start(ctx, apiBin, etcdBin); err != nil {
 		c.Stop()
 		return nil, err
@@ -121,6 +127,11 @@ func (c *Cluster) Stop() {
 	}
 	if c.etcd != nil {
 		c.etcd.stop()
+	}
+	// SCION_KUBE_KEEP=1 keeps the logs and data for a post-mortem.
+	if os.Getenv("SCION_KUBE_KEEP") != "" {
+		fmt.Fprintf(os.Stderr, "kube fixture: kept %s\n", c.dir)
+		return
 	}
 	os.RemoveAll(c.dir)
 }

@@ -135,7 +135,12 @@ func StartSpoke(ctx context.Context, opts SpokeOptions) (*Spoke, error) {
 	if err != nil {
 		return nil, err
 	}
-	c, err := Start(ctx)
+	// Streaming lists (WatchList) need etcd's RequestWatchProgress, which
+	// Debian's etcd 3.4 lacks; kwok's client-go then never gets a watch
+	// going (it retries the stream with a growing backoff, so pods change
+	// phase up to half a minute late). Refused outright, the request makes
+	// every client fall back to list and watch.
+	c, err := startCluster(ctx, []string{"--feature-gates", "WatchList=false"})
 	if err != nil {
 		return nil, err
 	}

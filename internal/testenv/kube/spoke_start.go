@@ -57,6 +57,9 @@ func (s *Spoke) start(ctx context.Context, bins SpokeBinaries) error {
 		// is taken.
 		"--secure-port", "0",
 		"--concurrent-job-syncs", "2",
+		// The default 20 queries a second throttles the informers' start
+		// and every controller behind them by seconds.
+		"--kube-api-qps", "200", "--kube-api-burst", "400",
 		"--v", "1")
 	if err != nil {
 		return fmt.Errorf("start kube-controller-manager: %w", err)

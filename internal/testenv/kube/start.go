@@ -49,8 +49,7 @@ func (c *Cluster) start(ctx context.Context, apiBin, etcdBin string) error {
 	}
 	c.URL = fmt.Sprintf("https://127.0.0.1:%d", ports[2])
 	f := func(name string) string { return filepath.Join(c.dir, name) }
-	c.api, err = run(f("kube-apiserver.log"), apiBin,
-		"--etcd-servers", etcdClient,
+	args := []string{"--etcd-servers", etcdClient,
 		"--bind-address", "127.0.0.1", "--advertise-address", "127.0.0.1",
 		"--secure-port", strconv.Itoa(ports[2]),
 		"--tls-cert-file", f("serving.crt"), "--tls-private-key-file", f("serving.key"),
@@ -68,7 +67,8 @@ func (c *Cluster) start(ctx context.Context, apiBin, etcdBin string) error {
 		// There are no kubelets to reach; a bad kubelet address must not
 		// be dialled on our behalf beyond loopback.
 		"--kubelet-preferred-address-types", "InternalIP",
-		"--v", "1")
+		"--v", "1"}
+	c.api, err = run(f("kube-apiserver.log"), apiBin, append(args, c.apiArgs...)...)
 	if err != nil {
 		return fmt.Errorf("start kube-apiserver: %w", err)
 	}
