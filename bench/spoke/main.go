@@ -44,6 +44,7 @@ func main() {
 		"SSH settings to compare, comma-separated: default (each client's own preference) or a cipher forced on both")
 	tiers := flag.String("tiers", "ssh,proxy", "comparisons to run: ssh, proxy")
 	h1 := flag.Bool("h1", false, "the proxy tier's source speaks HTTP/1.1 only (an API server speaks HTTP/2)")
+	kubeToo := flag.Bool("kube", true, "also measure small-GET latency against the kube-apiserver fixture (skipped when not built)")
 	latencyN := flag.Int("latency", 300, "small GETs per tier for the latency table")
 	flag.IntVar(&readBuf, "buf", 256<<10, "read buffer of the downloading client, bytes")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of this process here")
@@ -80,7 +81,7 @@ func main() {
 				}
 			}
 		case "proxy":
-			if err := proxyTier(dir, *rounds, *per, *size, *latencyN, *h1); err != nil {
+			if err := proxyTier(dir, *rounds, *per, *size, *latencyN, *h1, *kubeToo); err != nil {
 				log.Fatal(err)
 			}
 		default:

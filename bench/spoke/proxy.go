@@ -14,8 +14,10 @@ import (
 	"os/user"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
+	"github.com/scion-go/scion/internal/testenv/kube"
 	"github.com/scion-go/scion/internal/testenv/sshd"
 	"github.com/scion-go/scion/spoke/fleet"
 	"github.com/scion-go/scion/spoke/tunnel"
@@ -27,7 +29,7 @@ import (
 // (spoke/tunnel through sshd), and then measures a small GET's latency on
 // each. The source is an HTTPS server on loopback speaking HTTP/2, as an
 // API server does.
-func proxyTier(dir string, rounds, per int, size int64, latencyN int, h1 bool) error {
+func proxyTier(dir string, rounds, per int, size int64, latencyN int, h1, kubeToo bool) error {
 	chunk := make([]byte, 256<<10)
 	src := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/blob" {
@@ -48,7 +50,7 @@ func proxyTier(dir string, rounds, per int, size int64, latencyN int, h1 bool) e
 	defer src.Close()
 	_, port, _ := net.SplitHostPort(src.Listener.Addr().String())
 	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: src.Certificate().Raw})
-	kc := kubeconfig(src.URL, ca)
+	kc := kubeconfig(src.URL, ca, "bench-token")
 
 	p, err := startProxy(dir, port)
 	if err != nil {
@@ -84,42 +86,16 @@ func proxyTier(dir string, rounds, per int, size int64, latencyN int, h1 bool) e
 	}
 	defer tun.Close()
 
-	client := func(c *fleet.Cluster, o fleet.Options) (*http.Client, error) {
-		cfg, _, err := fleet.RESTConfig(c, kc, o)
-		if err != nil {
-			return nil, err
-		}
-		return &http.Client{Transport: cfg.Transport}, nil
-	}
-	tiers := []struct {
-		name, via string
-		c         *fleet.Cluster
-		o         fleet.Options
-	}{
-		{"proxy", "CONNECT through " + p.version, &fleet.Cluster{Name: "proxied", KubeconfigSecret: "K", ProxyURL: p.url}, fleet.Options{}},
-		{"bastion", "spoke/tunnel through sshd", &fleet.Cluster{Name: "tunnelled", KubeconfigSecret: "K",
-			Bastion: &fleet.Bastion{Host: srv.Addr, User: u.Username, KeySecret: "B", KnownHosts: srv.KnownHosts()}},
-			fleet.Options{Dialer: tun}},
-		{"public", "direct TCP", &fleet.Cluster{Name: "direct", KubeconfigSecret: "K"}, fleet.Options{}},
+	b := bastion{addr: srv.Addr, user: u.Username, knownHosts: srv.KnownHosts(), tun: tun}
+	tiers, err := tierClients(kc, p, b)
+	if err != nil {
+		return err
 	}
 	var arms []arm
-	var gets []func(context.Context) (time.Duration, error)
-	for _, tr := range tiers {
-		hc, err := client(tr.c, tr.o)
-		if err != nil {
-			return fmt.Errorf("%s: %w", tr.name, err)
-		}
-		if got := tr.c.Tier(); string(got) != tr.name {
-			return fmt.Errorf("cluster %s is on tier %s, want %s", tr.c.Name, got, tr.name)
-		}
-		arms = append(arms, arm{name: tr.name, note: tr.via, get: func(ctx context.Context) (int64, error) {
-			return fetch(ctx, hc, src.URL+"/blob")
+	for _, tc := range tiers {
+		arms = append(arms, arm{name: tc.name, note: tc.via, get: func(ctx context.Context) (int64, error) {
+			return fetch(ctx, tc.hc, src.URL+"/blob")
 		}})
-		gets = append(gets, func(ctx context.Context) (time.Duration, error) {
-			start := time.Now()
-			_, err := fetch(ctx, hc, src.URL+"/api")
-			return time.Since(start), err
-		})
 	}
 	title := "HTTPS (HTTP/2) download through spoke/fleet's transport, by tier"
 	if !src.EnableHTTP2 {
@@ -128,8 +104,86 @@ func proxyTier(dir string, rounds, per int, size int64, latencyN int, h1 bool) e
 	if err := compare(title, arms, rounds, per, size); err != nil {
 		return err
 	}
-	names := []string{tiers[0].name, tiers[1].name, tiers[2].name}
-	return latency(names, gets, latencyN)
+	if err := latency("the loopback HTTPS source, GET /api", tiers, src.URL+"/api", latencyN); err != nil {
+		return err
+	}
+	if !kubeToo {
+		return nil
+	}
+	return kubeLatency(dir, b, latencyN)
+}
+
+// bastion is the SSH tier's sshd and the tunnel through it.
+type bastion struct {
+	addr, user, knownHosts string
+	tun                    *tunnel.Tunnel
+}
+
+// tierClient is an HTTP client with spoke/fleet's transport for one tier.
+type tierClient struct {
+	name, via string
+	hc        *http.Client
+}
+
+// tierClients builds the proxy, bastion and public tiers' clients for the
+// API server of kubeconfig kc, with fleet.RESTConfig as a spoke client
+// gets them (public last: it is the baseline).
+func tierClients(kc []byte, p *proxyProc, b bastion) ([]tierClient, error) {
+	tiers := []struct {
+		name, via string
+		c         *fleet.Cluster
+		o         fleet.Options
+	}{
+		{"proxy", "CONNECT through " + p.version, &fleet.Cluster{Name: "proxied", KubeconfigSecret: "K", ProxyURL: p.url}, fleet.Options{}},
+		{"bastion", "spoke/tunnel through sshd", &fleet.Cluster{Name: "tunnelled", KubeconfigSecret: "K",
+			Bastion: &fleet.Bastion{Host: b.addr, User: b.user, KeySecret: "B", KnownHosts: b.knownHosts}},
+			fleet.Options{Dialer: b.tun}},
+		{"public", "direct TCP", &fleet.Cluster{Name: "direct", KubeconfigSecret: "K"}, fleet.Options{}},
+	}
+	var out []tierClient
+	for _, tr := range tiers {
+		if got := tr.c.Tier(); string(got) != tr.name {
+			return nil, fmt.Errorf("cluster %s is on tier %s, want %s", tr.c.Name, got, tr.name)
+		}
+		cfg, _, err := fleet.RESTConfig(tr.c, kc, tr.o)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", tr.name, err)
+		}
+		out = append(out, tierClient{name: tr.name, via: tr.via, hc: &http.Client{Transport: cfg.Transport}})
+	}
+	return out, nil
+}
+
+// kubeLatency is latency against the kube-apiserver fixture
+// (internal/testenv/kube; .ci/kube-apiserver.sh builds it), started only
+// now so that it does not load the machine during the downloads.
+func kubeLatency(dir string, b bastion, n int) error {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	kc, err := kube.Start(ctx)
+	if err != nil {
+		fmt.Printf("\nkube-apiserver latency skipped: %v\n", err)
+		return nil
+	}
+	defer kc.Stop()
+	_, port, err := net.SplitHostPort(strings.TrimPrefix(kc.URL, "https://"))
+	if err != nil {
+		return err
+	}
+	pdir, err := os.MkdirTemp(dir, "kproxy")
+	if err != nil {
+		return err
+	}
+	p, err := startProxy(pdir, port)
+	if err != nil {
+		return err
+	}
+	defer p.stop()
+	tiers, err := tierClients(kubeconfig(kc.URL, kc.CAPEM(), kc.Admin.BearerToken), p, b)
+	if err != nil {
+		return err
+	}
+	return latency("kube-apiserver "+kube.Version+", GET /version", tiers, kc.URL+"/version", n)
 }
 
 func fetch(ctx context.Context, hc *http.Client, url string) (int64, error) {
@@ -148,35 +202,41 @@ func fetch(ctx context.Context, hc *http.Client, url string) (int64, error) {
 	return readAll(resp.Body)
 }
 
-// latency runs n small GETs per tier on kept-alive connections, the tiers
-// taking turns one request at a time, and prints p50 and p99.
-func latency(names []string, gets []func(context.Context) (time.Duration, error), n int) error {
-	d := make([][]time.Duration, len(gets))
+// latency runs n small GETs of url per tier on kept-alive connections,
+// the tiers taking turns one request at a time (in reverse order every
+// other turn), and prints p50 and p99, the last tier the baseline.
+func latency(title string, tiers []tierClient, url string, n int) error {
+	d := make([][]time.Duration, len(tiers))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	for i := range n {
-		for j := range gets {
-			k := j
-			if i%2 == 1 {
-				k = len(gets) - 1 - j
-			}
-			v, err := gets[k](ctx)
-			if err != nil {
-				return fmt.Errorf("%s: %w", names[k], err)
-			}
-			d[k] = append(d[k], v)
+	for _, tc := range tiers { // connections up
+		if _, err := fetch(ctx, tc.hc, url); err != nil {
+			return fmt.Errorf("%s: %w", tc.name, err)
 		}
 	}
-	fmt.Printf("\nsmall GET (%d per tier, alternated), kept-alive connection (loadavg after: %s)\n", n, loadavg())
-	fmt.Printf("| tier | p50 | p99 | p50 ratio to public |\n|---|---|---|---|\n")
+	for i := range n {
+		for j := range tiers {
+			k := j
+			if i%2 == 1 {
+				k = len(tiers) - 1 - j
+			}
+			start := time.Now()
+			if _, err := fetch(ctx, tiers[k].hc, url); err != nil {
+				return fmt.Errorf("%s: %w", tiers[k].name, err)
+			}
+			d[k] = append(d[k], time.Since(start))
+		}
+	}
+	fmt.Printf("\nsmall GET latency, %s, %d per tier, alternated, kept-alive connections (loadavg after: %s)\n", title, n, loadavg())
+	fmt.Printf("| tier | p50 | p99 | p50 ratio to %s |\n|---|---|---|---|\n", tiers[len(tiers)-1].name)
 	pct := func(v []time.Duration, q float64) time.Duration {
 		s := slices.Clone(v)
 		slices.Sort(s)
 		return s[min(len(s)-1, int(q*float64(len(s))))]
 	}
 	base := pct(d[len(d)-1], 0.5)
-	for i := range d {
-		fmt.Printf("| %s | %v | %v | %.2fx |\n", names[i], pct(d[i], 0.5).Round(time.Microsecond),
+	for i, tc := range tiers {
+		fmt.Printf("| %s | %v | %v | %.2fx |\n", tc.name, pct(d[i], 0.5).Round(time.Microsecond),
 			pct(d[i], 0.99).Round(time.Microsecond), float64(pct(d[i], 0.5))/float64(base))
 	}
 	return nil
@@ -184,7 +244,7 @@ func latency(names []string, gets []func(context.Context) (time.Duration, error)
 
 // kubeconfig is a self-contained kubeconfig for server, as a Hub secret
 // holds one (embedded CA, a token).
-func kubeconfig(server string, ca []byte) []byte {
+func kubeconfig(server string, ca []byte, token string) []byte {
 	return fmt.Appendf(nil, `apiVersion: v1
 kind: Config
 clusters:
@@ -195,10 +255,10 @@ clusters:
 users:
 - name: u
   user:
-    token: bench-token
+    token: %s
 contexts:
 - name: c
   context: {cluster: c, user: u}
 current-context: c
-`, server, base64.StdEncoding.EncodeToString(ca))
+`, server, base64.StdEncoding.EncodeToString(ca), token)
 }
