@@ -102,20 +102,22 @@ type arm struct {
 // the baseline every other arm's ratio is taken against.
 func compare(title string, arms []arm, rounds, per int, size int64) error {
 	mbps := make([][]float64, len(arms))
-	measure := func(x arm) (float64, error) {
+	cpu := make([][]float64, len(arms)) // CPU ms per download, the machine's
+	measure := func(x arm) (float64, float64, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		start := time.Now()
+		start, cpu0 := time.Now(), cpuNow()
 		for range per {
 			n, err := x.get(ctx)
 			if err != nil {
-				return 0, fmt.Errorf("%s: %w", x.name, err)
+				return 0, 0, fmt.Errorf("%s: %w", x.name, err)
 			}
 			if n != size {
-				return 0, fmt.Errorf("%s: read %d of %d bytes", x.name, n, size)
+				return 0, 0, fmt.Errorf("%s: read %d of %d bytes", x.name, n, size)
 			}
 		}
-		return float64(per) * float64(size) / time.Since(start).Seconds() / 1e6, nil
+		wall, used := time.Since(start), cpuNow()-cpu0
+		return float64(per) * float64(size) / wall.Seconds() / 1e6, float64(used.Milliseconds()) / float64(per), nil
 	}
 	// One warm-up download each: connections up, buffers grown.
 	for _, x := range arms {
@@ -129,25 +131,26 @@ func compare(title string, arms []arm, rounds, per int, size int64) error {
 			if r%2 == 1 {
 				i = len(arms) - 1 - j
 			}
-			v, err := measure(arms[i])
+			v, c, err := measure(arms[i])
 			if err != nil {
 				return err
 			}
-			mbps[i] = append(mbps[i], v)
+			mbps[i], cpu[i] = append(mbps[i], v), append(cpu[i], c)
 		}
 	}
 	base := arms[len(arms)-1]
 	baseV := mbps[len(arms)-1]
 	fmt.Printf("\n%s (loadavg after: %s)\n", title, loadavg())
-	fmt.Printf("| arm | via | MB/s | baseline | via | MB/s | ratio median | ratio range |\n")
-	fmt.Printf("|---|---|---|---|---|---|---|---|\n")
+	fmt.Printf("| arm | via | MB/s | baseline | via | MB/s | ratio median | ratio range | CPU ms/download | baseline's | CPU ratio |\n")
+	fmt.Printf("|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for i, x := range arms[:len(arms)-1] {
 		ratio := make([]float64, rounds)
 		for r := range rounds {
 			ratio[r] = mbps[i][r] / baseV[r]
 		}
-		fmt.Printf("| %s | %s | %.0f | %s | %s | %.0f | **%.2fx** | %.2f-%.2f |\n",
-			x.name, x.note, median(mbps[i]), base.name, base.note, median(baseV), median(ratio), slices.Min(ratio), slices.Max(ratio))
+		fmt.Printf("| %s | %s | %.0f | %s | %s | %.0f | **%.2fx** | %.2f-%.2f | %.0f | %.0f | %.2fx |\n",
+			x.name, x.note, median(mbps[i]), base.name, base.note, median(baseV), median(ratio), slices.Min(ratio), slices.Max(ratio),
+			median(cpu[i]), median(cpu[len(arms)-1]), median(cpu[i])/median(cpu[len(arms)-1]))
 	}
 	return nil
 }
