@@ -73,24 +73,35 @@ type Proxy struct {
 func Start(t testing.TB, connectPorts ...int) *Proxy {
 	t.Helper()
 	bin := Need(t)
+	p, err := Launch(bin, t.TempDir(), connectPorts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Stop)
+	return p
+}
+
+// Launch is Start for a program (bench/spoke): tinyproxy at bin, its files
+// in dir, running until Stop.
+func Launch(bin, dir string, connectPorts ...int) (*Proxy, error) {
 	if len(connectPorts) == 0 {
-		t.Fatal("proxy.Start: no CONNECT port: tinyproxy would allow every port")
+		return nil, errors.New("proxy.Start: no CONNECT port: tinyproxy would allow every port")
 	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	port := l.Addr().(*net.TCPAddr).Port
 	l.Close()
-	p := &Proxy{Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), dir: t.TempDir(), done: make(chan struct{})}
+	p := &Proxy{Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), dir: dir, done: make(chan struct{})}
 	p.URL = "http://" + p.Addr
 	conf := filepath.Join(p.dir, "tinyproxy.conf")
 	if err := os.WriteFile(conf, []byte(config(port, connectPorts, filepath.Join(p.dir, "tinyproxy.log"))), 0o600); err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	out, err := os.Create(filepath.Join(p.dir, "stderr"))
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	// -d: stay in the foreground, a child of the test.
 	p.cmd = exec.Command(bin, "-d", "-c", conf)
@@ -98,20 +109,20 @@ func Start(t testing.TB, connectPorts ...int) *Proxy {
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := p.cmd.Start(); err != nil {
 		out.Close()
-		t.Fatalf("start tinyproxy: %v", err)
+		return nil, fmt.Errorf("start tinyproxy: %w", err)
 	}
 	go func() {
 		p.cmd.Wait()
 		out.Close()
 		close(p.done)
 	}()
-	t.Cleanup(p.Stop)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := p.waitListening(ctx); err != nil {
-		t.Fatalf("tinyproxy: %v\n%s", err, p.Log())
+		p.Stop()
+		return nil, fmt.Errorf("tinyproxy: %w\n%s", err, p.Log())
 	}
-	return p
+	return p, nil
 }
 
 // config is tinyproxy's configuration: loopback only, CONNECT to the
