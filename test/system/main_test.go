@@ -37,6 +37,7 @@ func runMain(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "system tests: no scion binary:", buildErr)
 	}
 	defer dockerCleanupAfterAll()
+	defer spokeCleanupAfterAll()
 	return m.Run()
 }
 
