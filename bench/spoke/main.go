@@ -5,7 +5,7 @@
 // run, interleaved ABBA round by round so that the load of a shared
 // machine falls on both arms alike.
 //
-//	go run ./bench/spoke                                     # 15 rounds: default ciphers, then aes128-gcm and chacha20-poly1305 on both; the proxy tier
+//	go run ./bench/spoke                                     # 20 rounds: default ciphers, then aes128-gcm and chacha20-poly1305 on both; the proxy tier
 //	go run ./bench/spoke -rounds 31 -ciphers default         # one cipher setting
 //	go run ./bench/spoke -tiers proxy                        # the proxy tier only
 //	go run ./bench/spoke -cpuprofile /tmp/spoke.pprof        # profile of this process (the tunnel's side)
@@ -37,8 +37,8 @@ import (
 )
 
 func main() {
-	rounds := flag.Int("rounds", 15, "interleaved rounds per comparison")
-	per := flag.Int("per", 4, "downloads per arm per round")
+	rounds := flag.Int("rounds", 20, "interleaved rounds per comparison")
+	per := flag.Int("per", 2, "downloads per arm per round")
 	size := flag.Int64("size", 16<<20, "bytes per download")
 	ciphers := flag.String("ciphers", "default,aes128-gcm@openssh.com,chacha20-poly1305@openssh.com",
 		"SSH settings to compare, comma-separated: default (each client's own preference) or a cipher forced on both")
