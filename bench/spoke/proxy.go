@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/base64"
 	"encoding/pem"
 	"fmt"
@@ -10,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"os/user"
 	"slices"
@@ -104,7 +107,11 @@ func proxyTier(dir string, rounds, per int, size int64, latencyN int, h1, kubeTo
 	if err := compare(title, arms, rounds, per, size); err != nil {
 		return err
 	}
-	if err := latency("the loopback HTTPS source, GET /api", tiers, src.URL+"/api", latencyN); err != nil {
+	diag, err := proxyH1(p, ca)
+	if err != nil {
+		return err
+	}
+	if err := latency("the loopback HTTPS source, GET /api", withH1(tiers, diag), src.URL+"/api", latencyN); err != nil {
 		return err
 	}
 	if !kubeToo {
@@ -154,6 +161,29 @@ func tierClients(kc []byte, p *proxyProc, b bastion) ([]tierClient, error) {
 	return out, nil
 }
 
+// proxyH1 is a diagnostic, not a tier: the same proxy with a plain
+// HTTP/1.1 transport (not spoke/fleet's, which forces HTTP/2), to tell
+// the proxy's own cost from its interplay with HTTP/2's small writes.
+func proxyH1(p *proxyProc, caPEM []byte) (tierClient, error) {
+	pu, err := url.Parse(p.url)
+	if err != nil {
+		return tierClient{}, err
+	}
+	roots := x509.NewCertPool()
+	if !roots.AppendCertsFromPEM(caPEM) {
+		return tierClient{}, fmt.Errorf("no CA certificate")
+	}
+	tr := &http.Transport{Proxy: http.ProxyURL(pu), TLSClientConfig: &tls.Config{RootCAs: roots},
+		TLSNextProto: map[string]func(string, *tls.Conn) http.RoundTripper{}}
+	return tierClient{name: "proxy, HTTP/1.1 (diagnostic)", via: p.version, hc: &http.Client{Transport: tr}}, nil
+}
+
+// withH1 puts the diagnostic before the baseline (public, last).
+func withH1(tiers []tierClient, h1 tierClient) []tierClient {
+	out := slices.Clone(tiers[:len(tiers)-1])
+	return append(out, h1, tiers[len(tiers)-1])
+}
+
 // kubeLatency is latency against the kube-apiserver fixture
 // (internal/testenv/kube; .ci/kube-apiserver.sh builds it), started only
 // now so that it does not load the machine during the downloads.
@@ -183,7 +213,11 @@ func kubeLatency(dir string, b bastion, n int) error {
 	if err != nil {
 		return err
 	}
-	return latency("kube-apiserver "+kube.Version+", GET /version", tiers, kc.URL+"/version", n)
+	diag, err := proxyH1(p, kc.CAPEM())
+	if err != nil {
+		return err
+	}
+	return latency("kube-apiserver "+kube.Version+", GET /version", withH1(tiers, diag), kc.URL+"/version", n)
 }
 
 func fetch(ctx context.Context, hc *http.Client, url string) (int64, error) {
