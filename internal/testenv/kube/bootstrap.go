@@ -85,6 +85,12 @@ func (c *Cluster) KubeconfigBytes(server, token, namespace string) []byte {
 	return []byte(b.String())
 }
 
+// AdminKubeconfig is a self-contained kubeconfig of a member of
+// system:masters (the spoke admin), namespace default.
+func (c *Cluster) AdminKubeconfig() []byte {
+	return c.KubeconfigBytes(c.URL, adminToken, "default")
+}
+
 // DarkURL is the API server's URL by DarkHost, a name no resolver
 // knows: for the DNS-dark tier, with host_aliases mapping DarkHost to
 // 127.0.0.1 (the serving certificate carries the name).

@@ -1,10 +1,13 @@
 // Package kube starts a real Kubernetes API server for tests: etcd from
 // the distribution and a kube-apiserver built from k8s.io/kubernetes by the
 // separate module in internal/testenv/kubeapiserver (see
-// .ci/kube-apiserver.sh, which builds and caches it). There is no kubelet,
-// scheduler or controller-manager: objects are stored, validated, admitted
-// and authorized exactly as on a real cluster, but pods stay Pending and
-// nothing garbage-collects.
+// .ci/kube-apiserver.sh, which builds and caches it). A Cluster has no
+// kubelet, scheduler or controller-manager: objects are stored, validated,
+// admitted and authorized exactly as on a real cluster, but pods stay
+// Pending and nothing garbage-collects. A Spoke (StartSpoke, SpokeMain,
+// NeedSpoke) adds kube-controller-manager, kwok as the kubelet of one fake
+// node and Kueue's CRDs, so that Jobs run, log and finish
+// (docs/spokes.md, "Test fixtures").
 //
 // A test package starts one Cluster in TestMain and shares it; each test
 // works in a namespace of its own (Cluster.Namespace). Need(t) skips a test

@@ -259,6 +259,18 @@ func TestBootstrapSpokeTokenPermissions(t *testing.T) {
 	if _, err := c.CoreV1().Secrets(ns).Get(ctx, BootstrapTokenSecret, metav1.GetOptions{}); !apierrors.IsForbidden(err) {
 		t.Fatalf("secrets get with the bootstrap token: %v, want forbidden", err)
 	}
+	// The admin may (the refusal above is RBAC's, not a missing Secret).
+	acfg, err := clientcmd.RESTConfigFromKubeConfig(s.AdminKubeconfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin, err := kubernetes.NewForConfig(acfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.CoreV1().Secrets(ns).Get(ctx, BootstrapTokenSecret, metav1.GetOptions{}); err != nil {
+		t.Fatalf("secrets get as the admin: %v", err)
+	}
 	other := s.Namespace(t)
 	if _, err := c.BatchV1().Jobs(other).List(ctx, metav1.ListOptions{}); !apierrors.IsForbidden(err) {
 		t.Fatalf("jobs list in another namespace: %v, want forbidden", err)
