@@ -368,7 +368,10 @@ func (js *jobsState) add(parent context.Context, spec jobs.Spec, sp *connect.Spo
 	if rj := js.running[spec.JobID]; rj != nil {
 		return rj, false
 	}
-	ctx, cancel := context.WithTimeout(parent, spec.Deadline+followMargin)
+	// No timeout here: a queued Job may wait for admission as long as its
+	// queue makes it (the user can cancel it), and the runner bounds a
+	// started one by its start, its deadline and a margin.
+	ctx, cancel := context.WithCancel(parent)
 	rj = &runningJob{spec: spec, spoke: sp, ctx: ctx, cancel: cancel, done: make(chan struct{})}
 	js.running[spec.JobID] = rj
 	return rj, true
@@ -449,6 +452,21 @@ func (b *Broker) runJob(rj *runningJob, submit bool) {
 		b.report(rj, updateOf(p))
 	})
 	switch {
+	case last.State == api.JobStateError && last.StartedAt == nil && !js.isCancelling(rj) && b.runCtx.Err() == nil:
+		// Given up before it started (its spoke unreachable for too long,
+		// credentials refused): a Job left suspended there could be
+		// admitted later and run with nobody following it, so it is
+		// deleted when the spoke lets us; else the next start's sweep
+		// does.
+		dctx, cancel := context.WithTimeout(b.runCtx, 30*time.Second)
+		err := js.cfg.Runner.Cancel(dctx, rj.spoke.Clients, s.Namespace, s.JobID)
+		cancel()
+		if err != nil {
+			log.Warn("job given up before it started; not deleted from its spoke (the next start's sweep will)", "err", err)
+		} else {
+			log.Info("job given up before it started; deleted from its spoke")
+		}
+		b.report(rj, updateOf(last))
 	case last.State.Terminal():
 		b.report(rj, updateOf(last))
 		log.Info("job finished", "state", last.State)
@@ -456,9 +474,12 @@ func (b *Broker) runJob(rj *runningJob, submit bool) {
 	case b.runCtx.Err() != nil:
 		log.Info("broker stopping: job left running on its spoke, followed again at the next start")
 	default:
+		// The runner ended its follow without a final state and nobody
+		// asked it to stop (it bounds a started Job by its deadline and
+		// followMargin).
 		if b.report(rj, wire.JobUpdate{State: api.JobStateError, Message: "not followed to its end",
-			Error: jobError(s, fmt.Sprintf("the job did not finish within its deadline (%v) and a margin of %v", s.Deadline, followMargin))}) {
-			log.Warn("job given up: past its deadline and margin", "deadline", s.Deadline)
+			Error: jobError(s, fmt.Sprintf("the job was not followed to its end (deadline %v, margin %v)", s.Deadline, followMargin))}) {
+			log.Warn("job given up: its follow ended without a final state", "deadline", s.Deadline)
 		}
 	}
 }

@@ -432,3 +432,40 @@ func TestJobOutboxKeepsTerminalOnDisk(t *testing.T) {
 		t.Fatalf("left on disk after the ack: %v", ents)
 	}
 }
+
+// TestJobGivenUpBeforeItStartedIsDeleted: a Job the runner gives up while
+// it is still queued (its spoke unreachable for too long) is deleted from
+// the spoke, so that it cannot be admitted later and run unfollowed; one
+// given up after it started is left to its deadline and TTL.
+func TestJobGivenUpBeforeItStartedIsDeleted(t *testing.T) {
+	e := startJobsBroker(t, nil)
+	var acc wire.JobAccepted
+	if err := e.hub.call(wire.MethodJobRun, jobRun("q1", "a1", "gpu", ""), &acc); err != nil {
+		t.Fatal(err)
+	}
+	recv(t, e.runner.follows, "follow")
+	e.runner.ch("q1") <- jobs.Progress{State: api.JobStateError, Message: "spoke unreachable",
+		Error: &api.JobError{Status: "error", Cluster: "gpu", Tier: "public", Message: "unreachable for 5m0s"}}
+	if id := recv(t, e.runner.cancels, "delete of the queued job"); id != "gpu-ns/q1" {
+		t.Fatalf("deleted %q", id)
+	}
+	if u := recv(t, e.hub.jobUpdates, "terminal"); u.State != api.JobStateError || u.Error == nil {
+		t.Fatalf("terminal %+v", u)
+	}
+
+	if err := e.hub.call(wire.MethodJobRun, jobRun("r1", "a1", "gpu", ""), &acc); err != nil {
+		t.Fatal(err)
+	}
+	recv(t, e.runner.follows, "follow")
+	started := time.Now()
+	e.runner.ch("r1") <- jobs.Progress{State: api.JobStateError, StartedAt: &started, Message: "spoke unreachable",
+		Error: &api.JobError{Status: "error", Cluster: "gpu", Tier: "public", Message: "unreachable"}}
+	if u := recv(t, e.hub.jobUpdates, "terminal"); u.JobID != "r1" || u.State != api.JobStateError {
+		t.Fatalf("terminal %+v", u)
+	}
+	select {
+	case id := <-e.runner.cancels:
+		t.Fatalf("a started job was deleted: %s", id)
+	default:
+	}
+}
