@@ -412,13 +412,20 @@ func (b *bastion) listener(t *testing.T) int {
 		if err != nil {
 			continue
 		}
-		args := strings.Split(strings.TrimRight(string(raw), "\x00"), "\x00")
-		if len(args) < 4 || filepath.Base(args[0]) != "sshd" || args[len(args)-2] != "-f" {
+		// sshd rewrites its command line ("sshd: /usr/sbin/sshd -D -e -f
+		// CONF [listener] ..."): look for -f among its words.
+		args := strings.Fields(strings.ReplaceAll(string(raw), "\x00", " "))
+		if len(args) == 0 || !strings.Contains(args[0], "sshd") {
 			continue
 		}
-		conf, err := os.ReadFile(args[len(args)-1])
-		if err == nil && bytes.Contains(conf, []byte("Port "+port+"\n")) {
-			return pid
+		for i, a := range args[:len(args)-1] {
+			if a != "-f" {
+				continue
+			}
+			conf, err := os.ReadFile(args[i+1])
+			if err == nil && bytes.Contains(conf, []byte("Port "+port+"\n")) && !strings.Contains(string(raw), "sshd-session") {
+				return pid
+			}
 		}
 	}
 	t.Fatalf("no sshd process listens on %s", b.Addr)
