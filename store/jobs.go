@@ -81,7 +81,9 @@ type JobStore interface {
 	// there is none.
 	DeleteJob(ctx context.Context, id string) error
 	// ExpirePendingJobs moves every Job still pending that was created
-	// before `before` (strictly) to state error with Message msg, Error
+	// before `before` (strictly) and has no Name (its broker never
+	// answered the run: an accepted Job is followed by its broker, which
+	// reports it in time) to state error with Message msg, Error
 	// {"status":"error", its cluster, its tier, msg} and FinishedAt now,
 	// and returns how many (run at Hub start: a Hub killed between writing
 	// the row and the broker's answer leaves one).

@@ -201,8 +201,8 @@ func (s *Store) DeleteJob(ctx context.Context, id string) error {
 	return s.mustAffect(n, err, fmt.Sprintf("delete job %q", id))
 }
 
-// ExpirePendingJobs ends the Jobs left pending before `before` in state
-// error, with an Error naming their cluster and tier as the broker's own
+// ExpirePendingJobs ends the Jobs left pending before `before` and never
+// accepted (no name on the spoke) in state error, with an Error naming their cluster and tier as the broker's own
 // would. The rows are read locked and written in one transaction, each
 // only if still pending, so a broker's answer that lands meanwhile is
 // either seen (and the row left alone) or waits for this to commit.
@@ -212,7 +212,7 @@ func (s *Store) ExpirePendingJobs(ctx context.Context, before time.Time, msg str
 	err := s.d.Tx(ctx, func(tx Querier) error {
 		type stale struct{ id, cluster, tier string }
 		rows, err := tx.Query(ctx, `SELECT id, cluster, tier FROM jobs WHERE state = $1 AND created_at < $2
-			ORDER BY id FOR UPDATE`, string(api.JobStatePending), s.d.Time(dbutil.Time(before)))
+			AND name = '' ORDER BY id FOR UPDATE`, string(api.JobStatePending), s.d.Time(dbutil.Time(before)))
 		found, err := collect(rows, err, func(r Row) (x stale, err error) { return x, r.Scan(&x.id, &x.cluster, &x.tier) })
 		if err != nil {
 			return s.mapErr(err, what)
@@ -224,7 +224,7 @@ func (s *Store) ExpirePendingJobs(ctx context.Context, before time.Time, msg str
 				return fmt.Errorf("%s: %w", what, err)
 			}
 			n, err := tx.Exec(ctx, `UPDATE jobs SET state = $1, message = $2, error = $3, finished_at = $4,
-				updated_at = $4 WHERE id = $5 AND state = $6`, string(api.JobStateError), msg, s.d.JSON(jerr), now,
+				updated_at = $4 WHERE id = $5 AND state = $6 AND name = ''`, string(api.JobStateError), msg, s.d.JSON(jerr), now,
 				x.id, string(api.JobStatePending))
 			if err != nil {
 				return s.mapErr(err, what)

@@ -302,8 +302,9 @@ func testUpdateJobWithRace(t *testing.T, s store.Store) {
 	}
 }
 
-// testExpirePendingJobs: only pending rows created before the bound move
-// to error, with an Error naming their cluster and tier.
+// testExpirePendingJobs: only pending rows created before the bound and
+// never accepted (no Name) move to error, with an Error naming their
+// cluster and tier.
 func testExpirePendingJobs(t *testing.T, s store.Store) {
 	ctx := t.Context()
 	p := newProject(t, s, "p")
@@ -320,6 +321,12 @@ func testExpirePendingJobs(t *testing.T, s store.Store) {
 	fresh := mk(api.JobStatePending, time.Now())
 	running := mk(api.JobStateRunning, bound.Add(-time.Hour))
 	done := mk(api.JobStateSucceeded, bound.Add(-time.Hour))
+	// Pending but accepted: the broker named its Job on the spoke and
+	// follows it (its first report may be slow in coming); it is no
+	// lost run.
+	accepted := &store.Job{ID: dbutil.NewID(), ProjectID: p.ID, Cluster: "b200", Tier: "proxy", Name: "scion-job-1",
+		State: api.JobStatePending, Message: "asking", CreatedAt: bound.Add(-time.Hour)}
+	must(t, s.CreateJob(ctx, accepted))
 
 	n, err := s.ExpirePendingJobs(ctx, bound, "hub restarted before the broker answered")
 	must(t, err)
@@ -336,7 +343,7 @@ func testExpirePendingJobs(t *testing.T, s store.Store) {
 		}
 		equal(t, got.Error, want)
 	}
-	for _, j := range []*store.Job{atBound, fresh, running, done} {
+	for _, j := range []*store.Job{atBound, fresh, running, done, accepted} {
 		got, err := s.GetJob(ctx, j.ID)
 		must(t, err)
 		equal(t, got, j)
