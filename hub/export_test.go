@@ -18,3 +18,12 @@ const UnsettledMessage = unsettledMessage
 // SetJobRunTimeout shortens how long a job.run waits for the broker's
 // answer.
 func (s *Server) SetJobRunTimeout(d time.Duration) { s.jobRunWait.Store(int64(d)) }
+
+// SetPendingJobSweep makes the lost-run sweep run every d, starting now.
+func (s *Server) SetPendingJobSweep(d time.Duration) {
+	s.pendingSweepWait.Store(int64(d))
+	select {
+	case s.pendingSweepWake <- struct{}{}:
+	default:
+	}
+}

@@ -33,6 +33,10 @@ const pendingJobTTL = 5 * time.Minute
 // answered.
 const msgHubRestarted = "the Hub restarted before the runtime broker answered the run; whether the Job was submitted is unknown"
 
+// msgCancelledPending is the message of a Job cancelled before its
+// broker answered the run.
+const msgCancelledPending = "cancelled before the runtime broker answered the run"
+
 // handleRunJob is POST /agents/{agent}/jobs: check, the pending row, the
 // broker's job.run, and what its answer says.
 func (s *Server) handleRunJob(r *http.Request, c *Caller) (int, any, error) {
@@ -75,7 +79,7 @@ func (s *Server) handleRunJob(r *http.Request, c *Caller) (int, any, error) {
 				log.Error("deleting a refused job's row", "err", err)
 			}
 			log.Info("job refused by the runtime broker", "code", api.AsError(derr).Code, "err", derr)
-			s.metrics.jobs.WithLabelValues(requested, "refused").Inc()
+			s.metrics.jobs.WithLabelValues(s.metrics.clusterLabel(req.Cluster), "refused").Inc()
 			return 0, nil, derr
 		}
 		msg := api.AsError(derr).Message
@@ -91,7 +95,7 @@ func (s *Server) handleRunJob(r *http.Request, c *Caller) (int, any, error) {
 			log.Error("marking a job whose run was not answered", "err", uerr)
 		}
 		log.Warn("job run not answered by the runtime broker", "err", derr)
-		s.metrics.jobs.WithLabelValues(requested, string(api.JobStateError)).Inc()
+		s.metrics.jobs.WithLabelValues(s.metrics.clusterLabel(req.Cluster), string(api.JobStateError)).Inc()
 		return 0, nil, derr
 	}
 	out, err := s.store.UpdateJobWith(context.WithoutCancel(ctx), j.ID, func(x *store.Job) error {
@@ -100,6 +104,17 @@ func (s *Server) handleRunJob(r *http.Request, c *Caller) (int, any, error) {
 	})
 	if err != nil {
 		return 0, nil, storeErr(err, api.CodeJobNotFound, "job")
+	}
+	s.metrics.learnCluster(out.Cluster)
+	if out.State.Terminal() {
+		// Cancelled (or expired) while the broker was answering: the
+		// broker now follows the Job, so it can delete it.
+		if err := s.dispatch(wctx, b.ID, wire.MethodJobCancel, wire.JobRef{JobID: out.ID}, nil, ""); err != nil {
+			log.Warn("cancelling a job accepted after the ledger ended it", "state", out.State, "err", err)
+		} else {
+			log.Info("job accepted after the ledger ended it; cancel sent", "state", out.State)
+		}
+		return http.StatusCreated, jobView(out), nil
 	}
 	s.log.Info("job accepted", "job", out.ID, "cluster", out.Cluster, "tier", out.Tier, "agent_id", a.ID, "broker_id", b.ID, "by", c.Principal())
 	return http.StatusCreated, jobView(out), nil
@@ -168,6 +183,36 @@ func (s *Server) handleCancelJob(r *http.Request, c *Caller) (int, any, error) {
 	if j.State == api.JobStateCancelled {
 		return http.StatusOK, jobView(j), nil
 	}
+	if j.State == api.JobStatePending && j.Name == "" {
+		// The broker has not answered the run (it may still be fetching
+		// the cluster's secrets): a job.cancel now would find nothing to
+		// cancel and the run would go on. The ledger ends it here;
+		// handleRunJob cancels the Job on its spoke if the broker then
+		// accepts it, and applyJobUpdate if it reports it alive later.
+		out, err := s.store.UpdateJobWith(ctx, j.ID, func(x *store.Job) error {
+			if x.State != api.JobStatePending || x.Name != "" {
+				return errJobUnchanged
+			}
+			now := time.Now().UTC()
+			x.State, x.Message, x.FinishedAt = api.JobStateCancelled, msgCancelledPending, &now
+			return nil
+		})
+		switch {
+		case err == nil:
+			s.log.Info("job cancelled before its run was answered", "job", j.ID, "cluster", cmpCluster(j.Cluster), "by", c.Principal())
+			s.metrics.jobs.WithLabelValues(s.metrics.clusterLabel(j.Cluster), string(api.JobStateCancelled)).Inc()
+			return http.StatusOK, jobView(out), nil
+		case errors.Is(err, errJobUnchanged):
+			if j, err = s.store.GetJob(ctx, j.ID); err != nil {
+				return 0, nil, storeErr(err, api.CodeJobNotFound, "job")
+			}
+			if j.State == api.JobStateCancelled {
+				return http.StatusOK, jobView(j), nil
+			}
+		default:
+			return 0, nil, storeErr(err, api.CodeJobNotFound, "job")
+		}
+	}
 	if j.State.Terminal() {
 		return 0, nil, api.Conflict(api.CodeInvalidPhase, "job %s already finished (%s); there is nothing to cancel", j.ID, j.State)
 	}
@@ -186,8 +231,36 @@ func (s *Server) handleCancelJob(r *http.Request, c *Caller) (int, any, error) {
 	return http.StatusOK, jobView(cur), nil
 }
 
-// expirePendingJobs runs at Hub start: a Hub stopped between writing a
-// Job's row and its broker's answer leaves the row pending forever.
+// pendingJobSweepEvery is how often a running Hub expires lost runs: at
+// its start it can only take rows older than pendingJobTTL (a younger one
+// may be another replica's run in flight), so a Hub killed and restarted
+// within that time would leave its rows pending for ever.
+const pendingJobSweepEvery = time.Minute
+
+func (s *Server) pendingJobSweep() {
+	for {
+		every := pendingJobSweepEvery
+		if d := s.pendingSweepWait.Load(); d > 0 {
+			every = time.Duration(d)
+		}
+		t := time.NewTimer(every)
+		select {
+		case <-s.ctx.Done():
+			t.Stop()
+			return
+		case <-s.pendingSweepWake:
+			t.Stop()
+		case <-t.C:
+		}
+		ctx, cancel := context.WithTimeout(s.ctx, time.Minute)
+		s.expirePendingJobs(ctx)
+		cancel()
+	}
+}
+
+// expirePendingJobs runs at Hub start and every pendingJobSweepEvery: a
+// Hub stopped between writing a Job's row and its broker's answer leaves
+// the row pending forever.
 func (s *Server) expirePendingJobs(ctx context.Context) {
 	n, err := s.store.ExpirePendingJobs(ctx, time.Now().UTC().Add(-pendingJobTTL), msgHubRestarted)
 	switch {

@@ -114,8 +114,10 @@ func (s *Server) applyJobUpdate(ctx context.Context, brokerID string, u wire.Job
 		return api.BadRequest("job.update: no jobId")
 	}
 	var was api.JobState
+	orphan := false
 	j, err := s.store.UpdateJobWith(ctx, u.JobID, func(j *store.Job) error {
 		was = j.State
+		orphan = j.BrokerID == brokerID && j.State.Terminal() && !u.State.Terminal()
 		return mergeJobUpdate(j, brokerID, u)
 	})
 	switch {
@@ -128,13 +130,45 @@ func (s *Server) applyJobUpdate(ctx context.Context, brokerID string, u wire.Job
 		if ae := (*api.Error)(nil); errors.As(err, &ae) {
 			s.log.Warn("job update refused", "job", u.JobID, "broker_id", brokerID, "state", u.State, "reason", ae.Message)
 		}
+		if orphan {
+			// The ledger ended this Job (its run's answer was lost, or it
+			// was cancelled before the broker answered) while its broker
+			// follows it alive on a spoke: nobody could cancel it any
+			// more, and it would hold its GPUs to its deadline.
+			s.cancelOrphanJob(u.JobID, brokerID, was)
+		}
 		return err
 	}
 	if j.State != was {
 		s.log.Info("job state", "job", j.ID, "cluster", j.Cluster, "tier", j.Tier, "state", j.State, "was", was, "broker_id", brokerID)
 		if j.State.Terminal() {
-			s.metrics.jobs.WithLabelValues(j.Cluster, string(j.State)).Inc()
+			if j.Name != "" {
+				// Where the broker said it put the Job (a Job not yet
+				// accepted still has the name its caller asked for).
+				s.metrics.learnCluster(j.Cluster)
+			}
+			s.metrics.jobs.WithLabelValues(s.metrics.clusterLabel(j.Cluster), string(j.State)).Inc()
 		}
 	}
 	return nil
+}
+
+// cancelOrphanJob asks broker brokerID to delete Job id on its spoke,
+// in the background (the caller is the broker's own job.update): the
+// ledger has it in final state was while the broker reports it alive.
+// The broker's cancelled report then finds the row final and is
+// refused, which it drops.
+func (s *Server) cancelOrphanJob(id, brokerID string, was api.JobState) {
+	s.bg.Add(1)
+	go func() {
+		defer s.bg.Done()
+		ctx, cancel := context.WithTimeout(s.ctx, s.opts.DispatchTimeout)
+		defer cancel()
+		log := s.log.With("job", id, "broker_id", brokerID, "state", was)
+		if err := s.dispatch(ctx, brokerID, wire.MethodJobCancel, wire.JobRef{JobID: id}, nil, ""); err != nil {
+			log.Warn("cancelling a job its broker runs but the ledger ended", "err", err)
+			return
+		}
+		log.Warn("cancelled a job its broker ran but the ledger had ended")
+	}()
 }

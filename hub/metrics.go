@@ -25,7 +25,8 @@ type metrics struct {
 	// jobs counts delegated Jobs by the cluster they ran on and how they
 	// ended (refused, or a terminal state): the cluster label keeps a
 	// spoke's results apart from the local cluster's ("ambient").
-	jobs *prometheus.CounterVec
+	jobs     *prometheus.CounterVec
+	clusters clusterLabels
 }
 
 func newMetrics(s *Server) *metrics {

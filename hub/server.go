@@ -76,6 +76,10 @@ type Server struct {
 	drainLock brokerLocks
 	// jobRunWait overrides jobRunTimeout (tests: SetJobRunTimeout).
 	jobRunWait atomic.Int64
+	// pendingSweepWait overrides pendingJobSweepEvery and
+	// pendingSweepWake starts a sweep now (tests: SetPendingJobSweep).
+	pendingSweepWait atomic.Int64
+	pendingSweepWake chan struct{}
 
 	cfgMu    sync.Mutex
 	settings *api.HubSettings
@@ -123,6 +127,7 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 		log:   opts.Logger,
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.pendingSweepWake = make(chan struct{}, 1)
 	s.sessions = newSessions()
 	rl := DefaultRateLimits()
 	if opts.RateLimits != nil {
@@ -154,6 +159,11 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	go func() {
 		defer s.bg.Done()
 		s.janitor()
+	}()
+	s.bg.Add(1)
+	go func() {
+		defer s.bg.Done()
+		s.pendingJobSweep()
 	}()
 	return s, nil
 }

@@ -1,0 +1,193 @@
+package hub_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/client"
+	"github.com/scion-go/scion/internal/testenv"
+	"github.com/scion-go/scion/internal/wait"
+	"github.com/scion-go/scion/store"
+	"github.com/scion-go/scion/wire"
+)
+
+func (jb *jobsBroker) gotCancels() []string {
+	jb.mu.Lock()
+	defer jb.mu.Unlock()
+	return append([]string(nil), jb.cancels...)
+}
+
+func waitCancel(t *testing.T, jb *jobsBroker, id string) {
+	t.Helper()
+	wait.Eventually(t, 10*time.Second, 10*time.Millisecond, func() error {
+		if !slices.Contains(jb.gotCancels(), id) {
+			return fmt.Errorf("no job.cancel of %s; got %v", id, jb.gotCancels())
+		}
+		return nil
+	})
+}
+
+// TestJobLostAnswerLiveJobIsCancelled: a run whose answer the Hub lost
+// is error in the ledger; when its broker then reports the Job alive (it
+// had accepted and submitted it), the update is still refused, and the
+// Hub has the broker delete it, since nobody can cancel a Job the ledger
+// calls finished and it would hold its GPUs to its deadline.
+func TestJobLostAnswerLiveJobIsCancelled(t *testing.T) {
+	engines(t, func(t *testing.T, pg bool) {
+		e := testenv.New(t, testenv.Options{Postgres: pg})
+		e.Hub.SetJobRunTimeout(500 * time.Millisecond)
+		ctx := context.Background()
+		jb := newJobsBroker(t, e, "spoke-b", nil)
+		a := startOn(t, e.Admin, jb, "measurer")
+		release := make(chan struct{})
+		jb.setRun(func(r wire.JobRun) (any, error) {
+			<-release
+			return wire.JobAccepted{Cluster: "h200", Tier: "public", Namespace: "ns", Name: "scion-job-x"}, nil
+		})
+		_, err := e.Admin.RunJob(ctx, a.ID, "", jobReq)
+		apiErr(t, err, http.StatusGatewayTimeout, api.CodeBrokerTimeout)
+		close(release)
+		id := jb.gotRuns()[0].Job.ID
+		if got, err := e.Admin.GetJob(ctx, id); err != nil || got.State != api.JobStateError {
+			t.Fatalf("unanswered run: %+v %v", got, err)
+		}
+		apiErr(t, jb.update(t, wire.JobUpdate{JobID: id, State: api.JobStateRunning, Message: "pod running"}), http.StatusConflict, api.CodeInvalidPhase)
+		waitCancel(t, jb, id)
+		if got, _ := e.Admin.GetJob(ctx, id); got.State != api.JobStateError {
+			t.Fatalf("the ledger changed: %+v", got)
+		}
+	})
+}
+
+// TestJobCancelWhileRunUnanswered: a cancel while the broker has not yet
+// answered the run (it is fetching the cluster's secrets) ends the Job in
+// the ledger at once; when the broker then accepts, the Hub sends it
+// job.cancel, and the run's caller sees the cancelled Job.
+func TestJobCancelWhileRunUnanswered(t *testing.T) {
+	engines(t, func(t *testing.T, pg bool) {
+		e := testenv.New(t, testenv.Options{Postgres: pg})
+		ctx := context.Background()
+		jb := newJobsBroker(t, e, "spoke-b", nil)
+		a := startOn(t, e.Admin, jb, "measurer")
+		release := make(chan struct{})
+		jb.setRun(func(r wire.JobRun) (any, error) {
+			<-release
+			return wire.JobAccepted{Cluster: "h200", Tier: "public", Namespace: "ns", Name: "scion-job-x"}, nil
+		})
+		type res struct {
+			j   *api.Job
+			err error
+		}
+		done := make(chan res, 1)
+		go func() {
+			j, err := e.Admin.RunJob(ctx, a.ID, "", jobReq)
+			done <- res{j, err}
+		}()
+		wait.Eventually(t, 10*time.Second, 10*time.Millisecond, func() error {
+			if len(jb.gotRuns()) == 0 {
+				return errors.New("no job.run yet")
+			}
+			return nil
+		})
+		id := jb.gotRuns()[0].Job.ID
+		got, err := e.Admin.CancelJob(ctx, id)
+		if err != nil || got.State != api.JobStateCancelled {
+			t.Fatalf("cancel of an unanswered run: %+v %v", got, err)
+		}
+		if c := jb.gotCancels(); len(c) != 0 {
+			t.Fatalf("job.cancel sent before the broker knew the Job: %v", c)
+		}
+		close(release)
+		r := <-done
+		if r.err != nil || r.j.State != api.JobStateCancelled || r.j.Name != "scion-job-x" {
+			t.Fatalf("the run's answer: %+v %v", r.j, r.err)
+		}
+		waitCancel(t, jb, id)
+		// The broker's own cancelled report is the state it has.
+		if err := jb.update(t, wire.JobUpdate{JobID: id, State: api.JobStateCancelled}); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := e.Admin.CancelJob(ctx, id); err != nil || got.State != api.JobStateCancelled {
+			t.Fatalf("cancel again: %+v %v", got, err)
+		}
+	})
+}
+
+// TestPendingJobsExpireWhileRunning: a run lost by a Hub that was
+// killed and restarted within pendingJobTTL (too young to expire at
+// start) is expired by the running Hub later, not left pending for
+// ever; an accepted Job still pending (its broker's first report slow)
+// is left alone.
+func TestPendingJobsExpireWhileRunning(t *testing.T) {
+	e := testenv.New(t, testenv.Options{})
+	ctx := context.Background()
+	lost, accepted := uuid.Must(uuid.NewV7()).String(), uuid.Must(uuid.NewV7()).String()
+	at := time.Now().UTC().Add(-time.Hour)
+	for id, name := range map[string]string{lost: "", accepted: "scion-job-a"} {
+		if err := e.Store.CreateJob(ctx, &store.Job{ID: id, ProjectID: e.ProjectID, AgentID: uuid.NewString(), BrokerID: uuid.NewString(),
+			Cluster: "b200", Name: name, Image: "busybox", Command: []string{"true"}, DeadlineSeconds: 60, State: api.JobStatePending,
+			CreatedBy: "user:x", CreatedAt: at, UpdatedAt: at}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.Hub.SetPendingJobSweep(20 * time.Millisecond)
+	wait.Eventually(t, 10*time.Second, 20*time.Millisecond, func() error {
+		got, err := e.Admin.GetJob(ctx, lost)
+		if err != nil {
+			return err
+		}
+		if got.State != api.JobStateError {
+			return fmt.Errorf("lost run is %s", got.State)
+		}
+		return nil
+	})
+	if got, err := e.Admin.GetJob(ctx, accepted); err != nil || got.State != api.JobStatePending {
+		t.Fatalf("an accepted pending job: %+v %v", got, err)
+	}
+}
+
+// TestJobMetricsClusterBounded: the cluster of a run is the caller's
+// word until a broker accepts a Job on it; refused guesses must not each
+// make a scion_jobs_total series.
+func TestJobMetricsClusterBounded(t *testing.T) {
+	e := testenv.New(t, testenv.Options{})
+	ctx := context.Background()
+	jb := newJobsBroker(t, e, "spoke-b", nil)
+	a := startOn(t, e.Admin, jb, "measurer")
+	self := client.New(e.URL, jb.token(a.ID))
+	jb.setRun(func(r wire.JobRun) (any, error) {
+		return nil, api.NotFound(api.CodeClusterNotFound, "no cluster %s", r.Job.Cluster)
+	})
+	for i := range 20 {
+		req := jobReq
+		req.Cluster = fmt.Sprintf("guess-%d", i)
+		_, err := self.RunJob(ctx, a.ID, "", req)
+		apiErr(t, err, http.StatusNotFound, api.CodeClusterNotFound)
+	}
+	m := metricsText(t, e)
+	if strings.Contains(m, "guess-") {
+		t.Fatalf("refused cluster names became metric labels:\n%s", grepLines(m, "scion_jobs_total"))
+	}
+	if !strings.Contains(m, `scion_jobs_total{cluster="(unknown)",outcome="refused"} 20`) {
+		t.Fatalf("refusals not counted:\n%s", grepLines(m, "scion_jobs_total"))
+	}
+}
+
+func grepLines(s, sub string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}

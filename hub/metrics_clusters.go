@@ -1,0 +1,49 @@
+package hub
+
+import "sync"
+
+// The cluster label of scion_jobs_total. A run names any DNS label it
+// likes as its cluster, so a caller's name is a label value only once a
+// broker has accepted a Job on it: otherwise every refused guess would
+// be a new series for as long as the Hub runs. Accepted names are
+// brokers' words, and still capped.
+const (
+	maxClusterLabels  = 64
+	clusterLabelAsked = "(unknown)" // a name no broker accepted
+	clusterLabelOther = "(other)"   // accepted, past the cap
+	clusterLabelLocal = "(profile)" // none named: the profile's
+)
+
+type clusterLabels struct {
+	mu    sync.Mutex
+	known map[string]bool
+}
+
+// learnCluster records a cluster a broker accepted a Job on.
+func (m *metrics) learnCluster(name string) {
+	m.clusters.mu.Lock()
+	defer m.clusters.mu.Unlock()
+	if name == "" || len(m.clusters.known) >= maxClusterLabels {
+		return
+	}
+	if m.clusters.known == nil {
+		m.clusters.known = map[string]bool{}
+	}
+	m.clusters.known[name] = true
+}
+
+// clusterLabel is the label value for cluster name.
+func (m *metrics) clusterLabel(name string) string {
+	if name == "" {
+		return clusterLabelLocal
+	}
+	m.clusters.mu.Lock()
+	defer m.clusters.mu.Unlock()
+	switch {
+	case m.clusters.known[name]:
+		return name
+	case len(m.clusters.known) >= maxClusterLabels:
+		return clusterLabelOther
+	}
+	return clusterLabelAsked
+}
