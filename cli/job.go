@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -191,9 +193,13 @@ func (a *app) waitJob(cmd *cobra.Command, cl *client.Client, j *api.Job) error {
 				return ctx.Err()
 			}
 			var ae *api.Error
-			if errors.As(err, &ae) && ae.Status >= 500 {
+			var ue *url.Error
+			if (errors.As(err, &ae) && (ae.Status >= 500 || ae.Status == http.StatusTooManyRequests)) ||
+				(!errors.As(err, &ae) && errors.As(err, &ue)) {
+				// A Hub restarting (its connections cut or refused), a proxy
+				// blip, a rate limit: the Job goes on, and so does the wait.
 				fmt.Fprintf(errw, "job %s: %v (retrying)\n", j.ID, err)
-				continue // a Hub restart or a proxy blip: the Job goes on
+				continue
 			}
 			return err
 		}

@@ -27,6 +27,9 @@ type fakeJobsHub struct {
 	mu     sync.Mutex
 	states []api.Job
 	gets   int
+	// drops is how many GETs of the Job are cut (the connection closed
+	// unanswered, as by a Hub restarting) before any is answered.
+	drops  int
 	runs   []api.JobRunRequest
 	agents []string
 	who    api.Whoami
@@ -51,6 +54,12 @@ func (f *fakeJobsHub) serve(t *testing.T) *httptest.Server {
 			f.agents = append(f.agents, strings.TrimSuffix(strings.TrimPrefix(r.URL.Path, "/api/v1/agents/"), "/jobs"))
 			w.WriteHeader(http.StatusCreated)
 			_ = json.NewEncoder(w).Encode(f.states[0])
+		case r.Method == http.MethodGet && strings.HasPrefix(r.URL.Path, "/api/v1/jobs/") && f.drops > 0:
+			f.drops--
+			conn, _, err := w.(http.Hijacker).Hijack()
+			if err == nil {
+				_ = conn.Close()
+			}
 		case r.Method == http.MethodGet && strings.HasPrefix(r.URL.Path, "/api/v1/jobs/"):
 			f.gets++
 			_ = json.NewEncoder(w).Encode(f.states[min(f.gets, len(f.states)-1)])
@@ -262,4 +271,23 @@ func writeJob(t *testing.T, e *testenv.Env, a *api.Agent, st api.JobState) strin
 		t.Fatal(err)
 	}
 	return j.ID
+}
+
+// TestJobRunWaitSurvivesHubRestart: a Hub restarting while `scion job
+// run` waits (its connections cut, nothing answered) is waited out: the
+// Job goes on, and the command still ends with its result.
+func TestJobRunWaitSurvivesHubRestart(t *testing.T) {
+	setHome(t)
+	fastPoll(t)
+	t.Setenv(api.EnvAgentID, "")
+	zero := 0
+	ok := jobIn(api.JobStateSucceeded, "pod succeeded")
+	ok.ExitCode, ok.Result = &zero, json.RawMessage(`{"tflops":812.5}`)
+	f := &fakeJobsHub{states: []api.Job{jobIn(api.JobStatePending, ""), ok}, drops: 3}
+	srv := f.serve(t)
+	useHub(t, "fake", srv.URL, "scu_x")
+	r := runCLI(t, "", "job", "run", "--agent", "worker", "--image", "busybox", "--", "true")
+	if r.code != 0 || !strings.Contains(r.out, `"tflops": 812.5`) || !strings.Contains(r.err, "retrying") {
+		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", r.code, r.out, r.err)
+	}
 }
