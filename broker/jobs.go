@@ -71,7 +71,8 @@ type Spokes interface {
 type JobRunner interface {
 	Submit(ctx context.Context, c jobs.Clients, s jobs.Spec) error
 	Follow(ctx context.Context, c jobs.Clients, s jobs.Spec, o jobs.FollowOptions, report func(jobs.Progress)) jobs.Progress
-	Cancel(ctx context.Context, c jobs.Clients, namespace, jobID string) error
+	// Cancel deletes the Job only if it is brokerID's (jobs.CancelOwn).
+	Cancel(ctx context.Context, c jobs.Clients, namespace, jobID, brokerID string) error
 	Sweep(ctx context.Context, c jobs.Clients, namespace, brokerID string) ([]string, error)
 	Owned(ctx context.Context, c jobs.Clients, namespace, brokerID string) ([]jobs.Spec, error)
 }
@@ -85,8 +86,8 @@ func (specRunner) Submit(ctx context.Context, c jobs.Clients, s jobs.Spec) error
 func (specRunner) Follow(ctx context.Context, c jobs.Clients, s jobs.Spec, o jobs.FollowOptions, report func(jobs.Progress)) jobs.Progress {
 	return jobs.Follow(ctx, c, s, o, report)
 }
-func (specRunner) Cancel(ctx context.Context, c jobs.Clients, ns, id string) error {
-	return jobs.Cancel(ctx, c, ns, id)
+func (specRunner) Cancel(ctx context.Context, c jobs.Clients, ns, id, broker string) error {
+	return jobs.CancelOwn(ctx, c, ns, id, broker)
 }
 func (specRunner) Sweep(ctx context.Context, c jobs.Clients, ns, broker string) ([]string, error) {
 	return jobs.Sweep(ctx, c, ns, broker)
@@ -459,7 +460,7 @@ func (b *Broker) runJob(rj *runningJob, submit bool) {
 		// deleted when the spoke lets us; else the next start's sweep
 		// does.
 		dctx, cancel := context.WithTimeout(b.runCtx, 30*time.Second)
-		err := js.cfg.Runner.Cancel(dctx, rj.spoke.Clients, s.Namespace, s.JobID)
+		err := js.cfg.Runner.Cancel(dctx, rj.spoke.Clients, s.Namespace, s.JobID, s.BrokerID)
 		cancel()
 		if err != nil {
 			log.Warn("job given up before it started; not deleted from its spoke (the next start's sweep will)", "err", err)
@@ -522,7 +523,7 @@ func (b *Broker) handleJobCancel(ctx context.Context, req *wire.Request) (any, e
 	case <-ctx.Done():
 		return nil, ctxError(ctx.Err())
 	}
-	if err := js.cfg.Runner.Cancel(ctx, rj.spoke.Clients, s.Namespace, s.JobID); err != nil {
+	if err := js.cfg.Runner.Cancel(ctx, rj.spoke.Clients, s.Namespace, s.JobID, s.BrokerID); err != nil {
 		log.Warn("job not cancelled; following it again", "tier", s.Tier, "err", err)
 		if again, fresh := js.add(b.runCtx, s, rj.spoke); fresh && !js.goJob(func() { b.runJob(again, false) }) {
 			js.remove(again)

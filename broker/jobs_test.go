@@ -104,7 +104,7 @@ func (r *fakeRunner) Follow(ctx context.Context, _ jobs.Clients, s jobs.Spec, _ 
 	}
 }
 
-func (r *fakeRunner) Cancel(_ context.Context, _ jobs.Clients, ns, id string) error {
+func (r *fakeRunner) Cancel(_ context.Context, _ jobs.Clients, ns, id, _ string) error {
 	r.cancels <- ns + "/" + id
 	return nil
 }

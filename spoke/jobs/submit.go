@@ -73,6 +73,39 @@ func Cancel(ctx context.Context, c Clients, namespace, jobID string) error {
 	return nil
 }
 
+// CancelOwn is Cancel for the broker brokerID: it deletes the Job only if
+// it is that broker's Job of that ID (its job-id, broker and managed-by
+// labels), preconditioned on the UID it read, so that a cancel never
+// deletes another broker's Job of the same name (a Hub that reuses or
+// forges an ID, two Hubs on one namespace) nor one made again meanwhile.
+// A Job already gone is not an error; one that is not ours is, and is
+// left alone.
+func CancelOwn(ctx context.Context, c Clients, namespace, jobID, brokerID string) error {
+	jobs := c.Kube.BatchV1().Jobs(namespace)
+	j, err := jobs.Get(ctx, Name(jobID), metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("read job %s/%s before deleting it: %w", namespace, Name(jobID), err)
+	}
+	if brokerID == "" || j.Labels[LabelJobID] != jobID || j.Labels[LabelBroker] != brokerID || j.Labels[LabelManagedBy] != ManagedBy {
+		return fmt.Errorf("job %s/%s is not this broker's (job-id %q, broker %q): not deleted",
+			namespace, j.Name, j.Labels[LabelJobID], j.Labels[LabelBroker])
+	}
+	bg := metav1.DeletePropagationBackground
+	opts := metav1.DeleteOptions{PropagationPolicy: &bg}
+	if j.UID != "" {
+		uid := j.UID
+		opts.Preconditions = &metav1.Preconditions{UID: &uid}
+	}
+	err = jobs.Delete(ctx, j.Name, opts)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete job %s/%s: %w", namespace, j.Name, err)
+	}
+	return nil
+}
+
 // Selector selects the Jobs brokerID submitted.
 func Selector(brokerID string) string {
 	return labels.SelectorFromSet(labels.Set{LabelManagedBy: ManagedBy, LabelBroker: brokerID}).String()
@@ -136,10 +169,12 @@ func Sweep(ctx context.Context, c Clients, namespace, brokerID string) ([]string
 	return swept, nil
 }
 
-// Owned lists this broker's Jobs in namespace that are admitted and not
-// finished (a restarted broker follows them again), as Specs rebuilt
-// from their labels and spec. A Job whose labels do not rebuild a Spec
-// (edited by hand) is skipped.
+// Owned lists this broker's Jobs in namespace that were admitted, running
+// or finished (a restarted broker follows them again: a Job that ended
+// while the broker was down is followed to its end at once, so that its
+// end reaches the Hub), as Specs rebuilt from their labels and spec.
+// Suspended Jobs are the sweep's; a Job whose labels do not rebuild a
+// Spec (edited by hand) is skipped.
 func Owned(ctx context.Context, c Clients, namespace, brokerID string) ([]Spec, error) {
 	js, err := listOwn(ctx, c, namespace, brokerID)
 	if err != nil {
@@ -148,7 +183,7 @@ func Owned(ctx context.Context, c Clients, namespace, brokerID string) ([]Spec, 
 	var out []Spec
 	for i := range js {
 		j := &js[i]
-		if suspended(j) || finished(j) || j.DeletionTimestamp != nil {
+		if (suspended(j) && !finished(j)) || j.DeletionTimestamp != nil {
 			continue
 		}
 		if s, err := specOf(j); err == nil {

@@ -1,0 +1,92 @@
+package jobs
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+)
+
+// TestCancelOwnSparesOthers: a cancel names a Job by its Hub ID, and a
+// Job of that name may be another broker's (a Hub that reuses or forges
+// an ID, two Hubs on one spoke namespace) or no Job of scion's at all:
+// CancelOwn deletes only the broker's own, and a Job already gone is no
+// error.
+func TestCancelOwnSparesOthers(t *testing.T) {
+	ctx := context.Background()
+	s := testSpec()
+	for _, tc := range []struct {
+		name    string
+		labels  func(map[string]string)
+		deleted bool
+	}{
+		{"own", func(map[string]string) {}, true},
+		{"another broker's", func(l map[string]string) { l[LabelBroker] = "broker-b" }, false},
+		{"another run's id", func(l map[string]string) { l[LabelJobID] = "other" }, false},
+		{"not scion's", func(l map[string]string) { delete(l, LabelManagedBy) }, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cs := fake.NewClientset()
+			j := Manifest(s)
+			tc.labels(j.Labels)
+			if _, err := cs.BatchV1().Jobs(s.Namespace).Create(ctx, j, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			err := CancelOwn(ctx, Clients{Kube: cs}, s.Namespace, s.JobID, s.BrokerID)
+			_, gerr := cs.BatchV1().Jobs(s.Namespace).Get(ctx, Name(s.JobID), metav1.GetOptions{})
+			if gone := gerr != nil; gone != tc.deleted {
+				t.Fatalf("deleted %v, want %v (cancel: %v)", gone, tc.deleted, err)
+			}
+			if tc.deleted && err != nil {
+				t.Errorf("cancel of its own Job: %v", err)
+			}
+			if !tc.deleted && err == nil {
+				t.Error("a cancel that deleted nothing said nothing")
+			}
+		})
+	}
+	if err := CancelOwn(ctx, Clients{Kube: fake.NewClientset()}, s.Namespace, s.JobID, s.BrokerID); err != nil {
+		t.Errorf("cancel of a Job already gone: %v", err)
+	}
+}
+
+// TestOwnedFindsFinished: a Job that ended while its broker was down is
+// still the broker's to report (its end never reached the Hub otherwise):
+// Owned lists it beside the running ones, not the suspended ones (the
+// sweep's) nor one being deleted.
+func TestOwnedFindsFinished(t *testing.T) {
+	ctx := context.Background()
+	cs := fake.NewClientset()
+	no := false
+	mk := func(id string, edit func(*batchv1.Job)) {
+		s := testSpec()
+		s.JobID = id
+		j := Manifest(s)
+		j.Spec.Suspend = &no
+		edit(j)
+		if _, err := cs.BatchV1().Jobs(s.Namespace).Create(ctx, j, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	now := metav1.NewTime(time.Now())
+	mk("running", func(*batchv1.Job) {})
+	mk("done", func(j *batchv1.Job) {
+		j.Status.Conditions = []batchv1.JobCondition{{Type: batchv1.JobComplete, Status: corev1.ConditionTrue, LastTransitionTime: now}}
+	})
+	mk("queued", func(j *batchv1.Job) { yes := true; j.Spec.Suspend = &yes })
+	got, err := Owned(ctx, Clients{Kube: cs}, testSpec().Namespace, testSpec().BrokerID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := map[string]bool{}
+	for _, s := range got {
+		ids[s.JobID] = true
+	}
+	if !ids["running"] || !ids["done"] || ids["queued"] || len(ids) != 2 {
+		t.Errorf("owned %v, want running and done", ids)
+	}
+}
