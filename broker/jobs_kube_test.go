@@ -116,12 +116,20 @@ func TestJobOnKubeFixture(t *testing.T) {
 	if err := hub.call(wire.MethodJobCancel, wire.JobRef{JobID: "j1"}, nil); err != nil {
 		t.Fatal(err)
 	}
-	for {
-		u := recv(t, hub.jobUpdates, "the cancelled update")
-		if u.JobID == "j1" && u.State == api.JobStateCancelled {
-			break
-		}
-		if u.State.Terminal() {
+	// The swept leftover's end is reported too (its ledger row would
+	// wait forever otherwise).
+	cancelled, swept := false, false
+	for !cancelled || !swept {
+		u := recv(t, hub.jobUpdates, "the cancelled update and the swept leftover's")
+		switch {
+		case u.JobID == "leftover":
+			if u.State != api.JobStateError || u.Error == nil || u.Error.Cluster != "gpu" {
+				t.Fatalf("the swept leftover's update: %+v", u)
+			}
+			swept = true
+		case u.JobID == "j1" && u.State == api.JobStateCancelled:
+			cancelled = true
+		case u.State.Terminal():
 			t.Fatalf("terminal update before cancelled: %+v", u)
 		}
 	}

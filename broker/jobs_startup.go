@@ -3,6 +3,12 @@ package broker
 import (
 	"context"
 	"sort"
+	"strings"
+	"time"
+
+	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/spoke/jobs"
+	"github.com/scion-go/scion/wire"
 
 	"github.com/scion-go/scion/spoke/connect"
 	"github.com/scion-go/scion/spoke/fleet"
@@ -84,8 +90,19 @@ func (b *Broker) sweepCluster(parent context.Context, c *fleet.Cluster) {
 	if err != nil {
 		log.Warn("startup sweep failed", "tier", sp.Tier, "namespace", sp.Namespace, "err", err)
 	}
+	now := time.Now().UTC()
 	for _, d := range deleted {
 		log.Info("startup sweep: deleted a suspended leftover job", "namespace", sp.Namespace, "name", d)
+		// The Hub still holds it as pending or queued, and no follow
+		// will report it again: say how it ended, or its ledger row (and
+		// a waiting `scion job run`) would wait forever.
+		id, ok := strings.CutPrefix(d, jobs.Name(""))
+		if !ok || id == "" || js.get(id) != nil {
+			continue
+		}
+		msg := "the runtime broker restarted before the Job was admitted; the startup sweep deleted it: run it again"
+		js.outbox.put(name, wire.JobUpdate{JobID: id, State: api.JobStateError, Message: msg, FinishedAt: &now,
+			Error: &api.JobError{Status: "error", Cluster: name, Tier: string(sp.Tier), Message: msg}})
 	}
 	owned, err := js.cfg.Runner.Owned(ctx, sp.Clients, sp.Namespace, b.cfg.BrokerID)
 	if err != nil {

@@ -67,6 +67,7 @@ type fakeRunner struct {
 	sweeps    chan string // cluster/namespace
 	submitErr error
 	owned     map[string][]jobs.Spec // by namespace
+	swept     []string               // what every Sweep deletes
 }
 
 func newFakeRunner() *fakeRunner {
@@ -111,7 +112,9 @@ func (r *fakeRunner) Cancel(_ context.Context, _ jobs.Clients, ns, id, _ string)
 
 func (r *fakeRunner) Sweep(_ context.Context, _ jobs.Clients, ns, brokerID string) ([]string, error) {
 	r.sweeps <- ns + "/" + brokerID
-	return []string{"scion-job-leftover"}, nil
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.swept, nil
 }
 
 func (r *fakeRunner) Owned(_ context.Context, _ jobs.Clients, ns, _ string) ([]jobs.Spec, error) {
@@ -313,6 +316,7 @@ func TestJobCancel(t *testing.T) {
 func TestJobsStartupSweepAndResume(t *testing.T) {
 	runner := newFakeRunner()
 	runner.owned["gpu-ns"] = []jobs.Spec{{JobID: "old1", AgentID: "a1", Namespace: "gpu-ns", Deadline: time.Hour}}
+	runner.swept = []string{"scion-job-leftover"}
 	f, profiles := testFleet(t)
 	f.Clusters["slow"] = &fleet.Cluster{Name: "slow", KubeconfigSecret: "SLOW"}
 	hub := newTestHub(t)
@@ -331,8 +335,35 @@ func TestJobsStartupSweepAndResume(t *testing.T) {
 		t.Errorf("resumed %+v", s)
 	}
 	runner.ch("old1") <- jobs.Progress{State: api.JobStateRunning, Message: "still"}
-	if u := recv(t, hub.jobUpdates, "resumed update"); u.JobID != "old1" || u.Message != "still" {
-		t.Errorf("update %+v", u)
+	for {
+		u := recv(t, hub.jobUpdates, "resumed update")
+		if u.JobID == "leftover" {
+			continue // the swept one's end (TestJobsStartupReportsSwept)
+		}
+		if u.JobID != "old1" || u.Message != "still" {
+			t.Errorf("update %+v", u)
+		}
+		break
+	}
+}
+
+// TestJobsStartupReportsSwept: a leftover the startup sweep deletes was a
+// Job the Hub still holds as pending or queued, and no follow will ever
+// report it again: the sweep reports its end (error, typed, naming the
+// cluster and tier), so that its ledger row and a waiting `scion job run`
+// end.
+func TestJobsStartupReportsSwept(t *testing.T) {
+	runner := newFakeRunner()
+	runner.swept = []string{"scion-job-leftover"}
+	f, profiles := testFleet(t)
+	hub := newTestHub(t)
+	b := startBroker(t, hub, fake.New(), func(c *Config) {
+		c.Jobs = JobsConfig{Fleet: f, Profiles: profiles, Spokes: &fakeSpokes{}, Runner: runner, StartupTimeout: time.Minute}
+	})
+	waitConnected(t, b)
+	u := recv(t, hub.jobUpdates, "the swept Job's update")
+	if u.JobID != "leftover" || u.State != api.JobStateError || u.Error == nil || u.Error.Cluster == "" || u.Error.Tier == "" || u.FinishedAt == nil {
+		t.Fatalf("update %+v (error %+v)", u, u.Error)
 	}
 }
 
