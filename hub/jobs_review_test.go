@@ -130,26 +130,34 @@ func TestJobCancelWhileRunUnanswered(t *testing.T) {
 func TestPendingJobsExpireWhileRunning(t *testing.T) {
 	e := testenv.New(t, testenv.Options{})
 	ctx := context.Background()
-	lost, accepted := uuid.Must(uuid.NewV7()).String(), uuid.Must(uuid.NewV7()).String()
-	at := time.Now().UTC().Add(-time.Hour)
-	for id, name := range map[string]string{lost: "", accepted: "scion-job-a"} {
-		if err := e.Store.CreateJob(ctx, &store.Job{ID: id, ProjectID: e.ProjectID, AgentID: uuid.NewString(), BrokerID: uuid.NewString(),
-			Cluster: "b200", Name: name, Image: "busybox", Command: []string{"true"}, DeadlineSeconds: 60, State: api.JobStatePending,
-			CreatedBy: "user:x", CreatedAt: at, UpdatedAt: at}); err != nil {
+	lost, accepted, neverSubmitted := uuid.Must(uuid.NewV7()).String(), uuid.Must(uuid.NewV7()).String(), uuid.Must(uuid.NewV7()).String()
+	now := time.Now().UTC()
+	for _, r := range []struct {
+		id, name string
+		at       time.Time
+	}{{lost, "", now.Add(-10 * time.Minute)}, {accepted, "scion-job-a", now.Add(-10 * time.Minute)}, {neverSubmitted, "scion-job-b", now.Add(-2 * time.Hour)}} {
+		if err := e.Store.CreateJob(ctx, &store.Job{ID: r.id, ProjectID: e.ProjectID, AgentID: uuid.NewString(), BrokerID: uuid.NewString(),
+			Cluster: "b200", Name: r.name, Image: "busybox", Command: []string{"true"}, DeadlineSeconds: 60, State: api.JobStatePending,
+			CreatedBy: "user:x", CreatedAt: r.at, UpdatedAt: r.at}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	e.Hub.SetPendingJobSweep(20 * time.Millisecond)
-	wait.Eventually(t, 10*time.Second, 20*time.Millisecond, func() error {
-		got, err := e.Admin.GetJob(ctx, lost)
-		if err != nil {
-			return err
-		}
-		if got.State != api.JobStateError {
-			return fmt.Errorf("lost run is %s", got.State)
-		}
-		return nil
-	})
+	// A run lost before its answer; an accepted one its broker never
+	// reported (the broker killed before it submitted the Job) after
+	// long enough.
+	for _, id := range []string{lost, neverSubmitted} {
+		wait.Eventually(t, 10*time.Second, 20*time.Millisecond, func() error {
+			got, err := e.Admin.GetJob(ctx, id)
+			if err != nil {
+				return err
+			}
+			if got.State != api.JobStateError || got.Error == nil || got.FinishedAt == nil {
+				return fmt.Errorf("lost run is %s", got.State)
+			}
+			return nil
+		})
+	}
 	if got, err := e.Admin.GetJob(ctx, accepted); err != nil || got.State != api.JobStatePending {
 		t.Fatalf("an accepted pending job: %+v %v", got, err)
 	}

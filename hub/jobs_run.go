@@ -237,8 +237,12 @@ func (s *Server) handleCancelJob(r *http.Request, c *Caller) (int, any, error) {
 // within that time would leave its rows pending for ever.
 const pendingJobSweepEvery = time.Minute
 
+// unreportedSweepRatio: one sweep in this many also expires accepted
+// Jobs never reported (acceptedPendingTTL).
+const unreportedSweepRatio = 10
+
 func (s *Server) pendingJobSweep() {
-	for {
+	for n := 1; ; n++ {
 		every := pendingJobSweepEvery
 		if d := s.pendingSweepWait.Load(); d > 0 {
 			every = time.Duration(d)
@@ -253,7 +257,8 @@ func (s *Server) pendingJobSweep() {
 		case <-t.C:
 		}
 		ctx, cancel := context.WithTimeout(s.ctx, time.Minute)
-		s.expirePendingJobs(ctx)
+		// The accepted ones want a scan of the pending rows: less often.
+		s.expirePendingJobs(ctx, n%unreportedSweepRatio == 0 || s.pendingSweepWait.Load() > 0)
 		cancel()
 	}
 }
@@ -261,12 +266,66 @@ func (s *Server) pendingJobSweep() {
 // expirePendingJobs runs at Hub start and every pendingJobSweepEvery: a
 // Hub stopped between writing a Job's row and its broker's answer leaves
 // the row pending forever.
-func (s *Server) expirePendingJobs(ctx context.Context) {
+func (s *Server) expirePendingJobs(ctx context.Context, accepted bool) {
 	n, err := s.store.ExpirePendingJobs(ctx, time.Now().UTC().Add(-pendingJobTTL), msgHubRestarted)
 	switch {
 	case err != nil:
 		s.log.Warn("expiring pending jobs", "err", err)
 	case n > 0:
 		s.log.Warn("jobs left pending by an earlier Hub marked error", "jobs", n)
+	}
+	if accepted {
+		s.expireUnreportedJobs(ctx)
+	}
+}
+
+// acceptedPendingTTL is how long an accepted Job may stay pending, its
+// broker never reporting it from the spoke: a broker submits right after
+// it answers and reports the Job queued, or its typed error within the
+// spoke's connect timeout; its reports survive its reconnects and
+// restarts. Past this, the broker lost it (killed between its answer and
+// the submit). Should it report the Job alive after all,
+// applyJobUpdate has it cancelled.
+const acceptedPendingTTL = time.Hour
+
+const msgNeverReported = "the runtime broker accepted the run but never reported the Job from its spoke"
+
+// expireUnreportedJobs ends the accepted Jobs pending for longer than
+// acceptedPendingTTL (ExpirePendingJobs takes only the unanswered ones).
+func (s *Server) expireUnreportedJobs(ctx context.Context) {
+	before := time.Now().UTC().Add(-acceptedPendingTTL)
+	page := store.Page{Limit: 500}
+	for {
+		items, next, _, err := s.store.ListJobs(ctx, store.JobFilter{State: api.JobStatePending}, page)
+		if err != nil {
+			s.log.Warn("expiring unreported jobs", "err", err)
+			return
+		}
+		for _, j := range items {
+			if j.Name == "" || !j.CreatedAt.Before(before) {
+				continue
+			}
+			out, err := s.store.UpdateJobWith(ctx, j.ID, func(x *store.Job) error {
+				if x.State != api.JobStatePending {
+					return errJobUnchanged
+				}
+				now := time.Now().UTC()
+				x.State, x.Message, x.FinishedAt = api.JobStateError, msgNeverReported, &now
+				x.Error = &api.JobError{Status: "error", Cluster: x.Cluster, Tier: x.Tier, Message: msgNeverReported}
+				return nil
+			})
+			switch {
+			case err == nil:
+				s.log.Warn("accepted job never reported by its broker marked error", "job", out.ID, "cluster", out.Cluster,
+					"tier", out.Tier, "broker_id", out.BrokerID)
+			case errors.Is(err, errJobUnchanged), isNotFound(err):
+			default:
+				s.log.Warn("expiring an unreported job", "job", j.ID, "err", err)
+			}
+		}
+		if next == "" {
+			return
+		}
+		page.Cursor = next
 	}
 }

@@ -153,7 +153,7 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	if err := s.markAllOffline(ctx); err != nil {
 		return nil, err
 	}
-	s.expirePendingJobs(ctx)
+	s.expirePendingJobs(ctx, true)
 	s.routes()
 	s.bg.Add(1)
 	go func() {
