@@ -65,7 +65,7 @@ type Pool struct {
 
 	mu      sync.Mutex
 	closed  bool
-	tunnels map[string]*held // by cluster name
+	tunnels map[string]*held // by slot: see tunnelSlot
 }
 
 // held is a cluster's current tunnel and the hash of what made it.
@@ -103,7 +103,7 @@ func (p *Pool) Open(ctx context.Context, c *fleet.Cluster, secrets Secrets) (*Sp
 		if err := p.ensureTunnel(c, []byte(key)); err != nil {
 			return nil, err
 		}
-		o.Dialer = &poolDialer{p: p, cluster: c.Name}
+		o.Dialer = &poolDialer{p: p, cluster: c.Name, slot: tunnelSlot(c)}
 	}
 	cfg, warnings, err := fleet.RESTConfig(c, []byte(kc), o)
 	if err != nil {
@@ -174,17 +174,27 @@ func tunnelKey(c *fleet.Cluster, key []byte) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
+// tunnelSlot is which bastion a block goes through: its cluster name,
+// bastion address, user and key secret's name. A profile may override a
+// file block of the same name with another bastion (another spoke), and
+// the two must not share, or replace each other's, tunnel. A rotated key
+// (the same secret, a new value) or a new known_hosts line is the same
+// slot: its tunnel is replaced, and the clients made before follow.
+func tunnelSlot(c *fleet.Cluster) string {
+	return fmt.Sprintf("%d:%s\x00%s\x00%s\x00%s", len(c.Name), c.Name, c.Bastion.Address(), c.Bastion.User, c.Bastion.KeySecret)
+}
+
 // ensureTunnel makes c's tunnel the one for these settings and key,
 // replacing (and closing) one made of others. New does not connect: the
 // first dial does, bounded by its request's context.
 func (p *Pool) ensureTunnel(c *fleet.Cluster, key []byte) error {
-	k := tunnelKey(c, key)
+	k, slot := tunnelKey(c, key), tunnelSlot(c)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
 		return fmt.Errorf("cluster %s: %w", c.Name, errClosed)
 	}
-	old := p.tunnels[c.Name]
+	old := p.tunnels[slot]
 	if old != nil && old.key == k {
 		return nil
 	}
@@ -194,7 +204,7 @@ func (p *Pool) ensureTunnel(c *fleet.Cluster, key []byte) error {
 	if err != nil {
 		return fmt.Errorf("cluster %s: bastion %s: %w", c.Name, c.Bastion.Address(), err)
 	}
-	p.tunnels[c.Name] = &held{key: k, t: t}
+	p.tunnels[slot] = &held{key: k, t: t}
 	if old != nil {
 		p.log.Info("spoke: bastion settings or key changed; new tunnel", "cluster", c.Name, "bastion", c.Bastion.Address())
 		// Connections on the old tunnel die with it; their clients redial
@@ -229,12 +239,13 @@ func (p *Pool) Close() {
 // connection that died with it fails typed, and the runner's retry redials.
 type poolDialer struct {
 	p       *Pool
-	cluster string
+	cluster string // for errors
+	slot    string
 }
 
 func (d *poolDialer) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
 	d.p.mu.Lock()
-	h := d.p.tunnels[d.cluster]
+	h := d.p.tunnels[d.slot]
 	closed := d.p.closed
 	d.p.mu.Unlock()
 	if closed || h == nil {

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/url"
 	"strings"
@@ -20,6 +21,7 @@ import (
 	"github.com/scion-go/scion/internal/testenv/kube"
 	testsshd "github.com/scion-go/scion/internal/testenv/sshd"
 	"github.com/scion-go/scion/spoke/fleet"
+	"github.com/scion-go/scion/spoke/tunnel"
 )
 
 // kubeconfig is a spoke kubeconfig as the Hub secret delivers it (CA
@@ -285,4 +287,51 @@ func TestBastionTierRealSSHD(t *testing.T) {
 
 func fingerprint(s interface{ PublicKey() ssh.PublicKey }) string {
 	return ssh.FingerprintSHA256(s.PublicKey())
+}
+
+// TestSameNameBastionsKeepTheirTunnels: a profile may override a file
+// block of the same name with another bastion (its own spoke). The pool
+// kept one tunnel per cluster name, so opening one closed the other's
+// tunnel and the other's Jobs dialled through the wrong bastion with its
+// key: each bastion (address, user, key secret) keeps its own tunnel, and
+// opening one again replaces nothing.
+func TestSameNameBastionsKeepTheirTunnels(t *testing.T) {
+	_, pem := testsshd.NewKey(t)
+	hk, _ := testsshd.NewKey(t)
+	block := func(addr, keySecret string) *fleet.Cluster {
+		c := &fleet.Cluster{Name: "b200", KubeconfigSecret: "KC",
+			Bastion: &fleet.Bastion{Host: addr, User: "u", KeySecret: keySecret, KnownHosts: testsshd.KnownHostsLine(addr, hk.PublicKey())}}
+		if err := c.Validate("test"); err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	file, profile := block("127.0.0.1:2201", "KEY_A"), block("127.0.0.1:2202", "KEY_B")
+	secrets := secretMap{"KC": kubeconfig("https://api.example:6443", nil, "t", ""), "KEY_A": string(pem), "KEY_B": string(pem)}
+	p := NewPool(fleet.Options{}, nil)
+	defer p.Close()
+	held := func() map[*tunnel.Tunnel]bool {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		m := map[*tunnel.Tunnel]bool{}
+		for _, h := range p.tunnels {
+			m[h.t] = true
+		}
+		return m
+	}
+	var first map[*tunnel.Tunnel]bool
+	for i, c := range []*fleet.Cluster{file, profile, file, profile} {
+		if _, err := p.Open(ctxT(t), c, secrets.get); err != nil {
+			t.Fatal(err)
+		}
+		if want := min(i+1, 2); p.Tunnels() != want {
+			t.Fatalf("after Open %d: %d tunnels, want %d", i+1, p.Tunnels(), want)
+		}
+		if i == 1 {
+			first = held()
+		}
+	}
+	if !maps.Equal(first, held()) {
+		t.Error("opening a block again replaced a tunnel")
+	}
 }
