@@ -98,6 +98,8 @@ keepalive_max = 2
 	})
 
 	t.Run("cut past the deadline", func(t *testing.T) {
+		// Another agent: its Job is the only one labelled with it.
+		ag := startFakeAgent(t, admin, "cutter", "measurer-2")
 		const deadline = 15 * time.Second
 		ch := ag.startJobRun(t, 3*time.Minute, "--cluster", "bast", "--image", "busybox", "--deadline", deadline.String(),
 			"--env", kube.EnvFakeDuration+"=90s", "--", "measure.sh", "--long")
