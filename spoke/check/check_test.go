@@ -136,6 +136,28 @@ func TestSandboxProbes(t *testing.T) {
 		{"deployments create", func(in *SandboxInput) {
 			in.Answers = answers(SandboxQuestions(), map[Question]string{q("create", "apps", "deployments", ""): "some webhook said yes"})
 		}, ProbeSandboxPods, api.CheckFailed, []string{"create deployments.apps", "the authorizer said: some webhook said yes"}},
+		// Changing a pod that runs (the broker's own: a new image runs in
+		// it with its mounts and token), attaching an ephemeral container
+		// to it, or changing a workload's pod template are as good as
+		// making a pod.
+		{"pods patch", func(in *SandboxInput) {
+			in.Answers = answers(SandboxQuestions(), map[Question]string{q("patch", "", "pods", ""): bind("patcher")})
+		}, ProbeSandboxPods, api.CheckFailed, []string{"can patch pods", "RoleBinding oops"}},
+		{"pods update", func(in *SandboxInput) {
+			in.Answers = answers(SandboxQuestions(), map[Question]string{q("update", "", "pods", ""): bind("patcher")})
+		}, ProbeSandboxPods, api.CheckFailed, []string{"can update pods"}},
+		{"ephemeral containers", func(in *SandboxInput) {
+			in.Answers = answers(SandboxQuestions(), map[Question]string{q("update", "", "pods", "ephemeralcontainers"): bind("debugger")})
+		}, ProbeSandboxPods, api.CheckFailed, []string{"update pods/ephemeralcontainers"}},
+		{"pods attach", func(in *SandboxInput) {
+			in.Answers = answers(SandboxQuestions(), map[Question]string{q("create", "", "pods", "attach"): bind("debugger")})
+		}, ProbeSandboxPods, api.CheckFailed, []string{"create pods/attach"}},
+		{"deployments patch", func(in *SandboxInput) {
+			in.Answers = answers(SandboxQuestions(), map[Question]string{q("patch", "apps", "deployments", ""): bind("deployer")})
+		}, ProbeSandboxPods, api.CheckFailed, []string{"patch deployments.apps"}},
+		{"cronjobs update", func(in *SandboxInput) {
+			in.Answers = answers(SandboxQuestions(), map[Question]string{q("update", "batch", "cronjobs", ""): bind("deployer")})
+		}, ProbeSandboxPods, api.CheckFailed, []string{"update cronjobs.batch"}},
 		{"token mint", func(in *SandboxInput) {
 			in.Answers = answers(SandboxQuestions(), map[Question]string{q("create", "", "serviceaccounts", "token"): bind("minter")})
 		}, ProbeSandboxTokens, api.CheckFailed, []string{"create serviceaccounts/token"}},

@@ -67,13 +67,26 @@ var SecretsRead = []Question{q("get", "", "secrets", ""), q("list", "", "secrets
 // namespace, directly or through a controller, or run a command in one
 // that is there: each can read any Secret of the namespace without any
 // secrets permission (a pod mounts it; exec reads what the broker's pod
-// mounts).
-var PodMaking = []Question{
-	q("create", "", "pods", ""), q("create", "", "pods", "exec"),
-	q("create", "apps", "deployments", ""), q("create", "apps", "replicasets", ""),
-	q("create", "apps", "statefulsets", ""), q("create", "apps", "daemonsets", ""),
-	q("create", "batch", "jobs", ""), q("create", "batch", "cronjobs", ""),
-}
+// mounts). Changing what runs is as good as creating it: a patched pod's
+// new image runs with the pod's mounts and token (the broker's own pod),
+// an ephemeral container or an attach joins a running pod, and a changed
+// workload's pod template makes new pods.
+var PodMaking = func() []Question {
+	out := []Question{
+		q("create", "", "pods", ""), q("create", "", "pods", "exec"), q("create", "", "pods", "attach"),
+		q("update", "", "pods", ""), q("patch", "", "pods", ""),
+		q("update", "", "pods", "ephemeralcontainers"), q("patch", "", "pods", "ephemeralcontainers"),
+	}
+	for _, w := range []struct{ group, resource string }{
+		{"apps", "deployments"}, {"apps", "replicasets"}, {"apps", "statefulsets"}, {"apps", "daemonsets"},
+		{"batch", "jobs"}, {"batch", "cronjobs"},
+	} {
+		for _, verb := range []string{"create", "update", "patch"} {
+			out = append(out, q(verb, w.group, w.resource, ""))
+		}
+	}
+	return out
+}()
 
 // TokenMinting is minting a token for a ServiceAccount of the namespace
 // (the broker's own, say): the sandbox would become that account.

@@ -65,7 +65,7 @@ func Sandbox(in SandboxInput) []Result {
 		out = append(out, denyProbe(r, ProbeSandboxSecrets, in.Answers, SecretsRead, who, in.Namespace,
 			"cannot get, list or watch Secrets", "the sandbox could read the spoke kubeconfig and every other Secret of the namespace"))
 		out = append(out, denyProbe(r, ProbeSandboxPods, in.Answers, PodMaking, who, in.Namespace,
-			"cannot create pods (directly, through a workload, or exec into one)", "a pod it makes can mount any Secret of the namespace without any secrets permission"))
+			"cannot create or change pods (directly, through a workload, exec, attach or an ephemeral container)", "a pod it makes can mount any Secret of the namespace without any secrets permission"))
 		out = append(out, denyProbe(r, ProbeSandboxTokens, in.Answers, TokenMinting, who, in.Namespace,
 			"cannot mint ServiceAccount tokens", "a token for the broker's ServiceAccount is the broker's permissions"))
 	}
