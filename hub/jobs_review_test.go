@@ -199,3 +199,36 @@ func grepLines(s, sub string) string {
 	}
 	return strings.Join(out, "\n")
 }
+
+// TestJobCancelOfAJobItsBrokerLost: a cancel its broker answers with
+// job_not_found (it does not follow the Job: killed before it submitted
+// it) ends the row, rather than answering the caller that its own Job
+// does not exist and leaving the row live for ever; should the broker
+// report the Job alive after all, it is cancelled on its spoke.
+func TestJobCancelOfAJobItsBrokerLost(t *testing.T) {
+	e := testenv.New(t, testenv.Options{})
+	ctx := context.Background()
+	jb := newJobsBroker(t, e, "spoke-b", nil)
+	a := startOn(t, e.Admin, jb, "measurer")
+	j, err := e.Admin.RunJob(ctx, a.ID, "", jobReq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	jb.mu.Lock()
+	jb.cancelErr = api.NotFound(api.CodeJobNotFound, "job %s is not followed by runtime broker x", j.ID)
+	jb.mu.Unlock()
+	got, err := e.Admin.CancelJob(ctx, j.ID)
+	if err != nil || got.State != api.JobStateCancelled || got.FinishedAt == nil {
+		t.Fatalf("cancel of a job its broker lost: %+v %v", got, err)
+	}
+	jb.mu.Lock()
+	jb.cancelErr = nil
+	jb.mu.Unlock()
+	apiErr(t, jb.update(t, wire.JobUpdate{JobID: j.ID, State: api.JobStateRunning}), http.StatusConflict, api.CodeInvalidPhase)
+	wait.Eventually(t, 10*time.Second, 10*time.Millisecond, func() error {
+		if n := len(jb.gotCancels()); n != 2 {
+			return fmt.Errorf("%d job.cancel, want 2", n)
+		}
+		return nil
+	})
+}

@@ -33,6 +33,34 @@ const pendingJobTTL = 5 * time.Minute
 // answered.
 const msgHubRestarted = "the Hub restarted before the runtime broker answered the run; whether the Job was submitted is unknown"
 
+// msgCancelledUnfollowed is the message of a Job cancelled that its
+// broker did not follow.
+const msgCancelledUnfollowed = "cancelled; its runtime broker was not following it"
+
+// cancelInLedger ends non-final Job j as cancelled in the ledger alone.
+func (s *Server) cancelInLedger(ctx context.Context, c *Caller, j *store.Job, msg string) (int, any, error) {
+	out, err := s.store.UpdateJobWith(ctx, j.ID, func(x *store.Job) error {
+		if x.State.Terminal() {
+			return errJobUnchanged
+		}
+		now := time.Now().UTC()
+		x.State, x.Message, x.FinishedAt = api.JobStateCancelled, msg, &now
+		return nil
+	})
+	switch {
+	case errors.Is(err, errJobUnchanged):
+		if out, err = s.store.GetJob(ctx, j.ID); err != nil {
+			return 0, nil, storeErr(err, api.CodeJobNotFound, "job")
+		}
+		return http.StatusOK, jobView(out), nil
+	case err != nil:
+		return 0, nil, storeErr(err, api.CodeJobNotFound, "job")
+	}
+	s.log.Info("job cancelled in the ledger", "job", j.ID, "cluster", cmpCluster(j.Cluster), "reason", msg, "by", c.Principal())
+	s.metrics.jobs.WithLabelValues(s.metrics.clusterLabel(j.Cluster), string(api.JobStateCancelled)).Inc()
+	return http.StatusOK, jobView(out), nil
+}
+
 // msgCancelledPending is the message of a Job cancelled before its
 // broker answered the run.
 const msgCancelledPending = "cancelled before the runtime broker answered the run"
@@ -220,6 +248,13 @@ func (s *Server) handleCancelJob(r *http.Request, c *Caller) (int, any, error) {
 		return 0, nil, api.Errorf(api.CodeBrokerOffline, "job %s's runtime broker is offline; cancel it again when the broker reconnects", j.ID)
 	}
 	if err := s.dispatch(ctx, j.BrokerID, wire.MethodJobCancel, wire.JobRef{JobID: j.ID}, nil, ""); err != nil {
+		if api.AsError(err).Code == api.CodeJobNotFound {
+			// The broker follows no such Job (it lost it, killed before
+			// the submit): there is nothing left to stop, and the ledger
+			// must not keep it live for ever. Should the broker report it
+			// alive after all, applyJobUpdate has it cancelled.
+			return s.cancelInLedger(ctx, c, j, msgCancelledUnfollowed)
+		}
 		s.log.Warn("job cancel failed", "job", j.ID, "cluster", j.Cluster, "err", err)
 		return 0, nil, err
 	}

@@ -34,7 +34,9 @@ type jobsBroker struct {
 	run     func(wire.JobRun) (any, error)
 	runs    []wire.JobRun
 	cancels []string
-	tokens  map[string]string // agent ID -> its token from the create
+	// cancelErr, when set, is job.cancel's answer.
+	cancelErr error
+	tokens    map[string]string // agent ID -> its token from the create
 }
 
 func newJobsBroker(t *testing.T, e *testenv.Env, name string, caps []string) *jobsBroker {
@@ -87,7 +89,11 @@ func newJobsBroker(t *testing.T, e *testenv.Env, name string, caps []string) *jo
 		}
 		jb.mu.Lock()
 		jb.cancels = append(jb.cancels, r.JobID)
+		cerr := jb.cancelErr
 		jb.mu.Unlock()
+		if cerr != nil {
+			return nil, cerr
+		}
 		return struct{}{}, nil
 	})
 	done := make(chan struct{})
