@@ -246,7 +246,7 @@ func hubJobOf(t *testing.T, name string) string {
 }
 
 // waitJobMessage waits until the agent sees Job id's message hold part.
-func waitJobMessage(t *testing.T, ag *fakeAgent, id string, timeout time.Duration, part string) {
+func waitJobMessage(t *testing.T, ag *jobAgent, id string, timeout time.Duration, part string) {
 	t.Helper()
 	wait.Eventually(t, timeout, 100*time.Millisecond, func() error {
 		if j := ag.jobOf(t, id); !strings.Contains(j.Message, part) {

@@ -100,6 +100,9 @@ func writeTemp(t *testing.T, name string, content []byte) string {
 func newJobsBroker(t *testing.T, hub *hubProc, token string, admin *host, name, rt, clustersTOML string, secrets map[string][]byte) *brokerHost {
 	t.Helper()
 	b := &brokerHost{host: newHost(t, name), brokerName: name}
+	if rt == "docker" {
+		cleanupBrokerContainers(t, requireDocker(t), &b.brokerID)
+	}
 	b.useHub(t, hub.URL, token)
 	var reg registration
 	b.mustScionJSON(t, &reg, "runtime-broker", "register", "--name", name)
@@ -170,18 +173,66 @@ next:
 	return ""
 }
 
-// fakeAgent is an agent on a fake-runtime broker, and the CLI as that
+// jobAgent is an agent on a fake-runtime broker, and the CLI as that
 // agent: the environment its broker gave it (Hub endpoint, its token, ID
 // and project, read back with the fake runtime's `env NAME`), in a HOME
 // of its own.
-type fakeAgent struct {
+type jobAgent struct {
 	name, id string
 	h        *host
 	env      []string
+	// docker: the agent is a Docker container with the demo image, and
+	// the CLI runs inside it (scion exec NAME -- scion ...) as admin's.
+	docker *host
+}
+
+// startDockerAgent starts agent name (the demo image, which carries the
+// scion binary) on a Docker broker; its CLI runs inside its container.
+func startDockerAgent(t *testing.T, admin *host, broker, name string) *jobAgent {
+	t.Helper()
+	var a api.Agent
+	if err := admin.scionJSONCmd(&a, "start", name, "--broker", broker, "--", "scion", "agent-demo", "--stay", "--steps", "0"); err != nil {
+		t.Fatal(err)
+	}
+	if a.Phase != api.PhaseRunning {
+		t.Fatalf("agent %s: phase %s (%s)", name, a.Phase, a.StatusMessage)
+	}
+	t.Cleanup(func() { _, _, _ = admin.scion("delete", name) })
+	ag := &jobAgent{name: name, id: a.ID, h: newHost(t, "agent-"+name), docker: admin}
+	// The image has no env(1): the container's environment is what the
+	// engine started its process with.
+	ag.env = dockerAgentEnv(t, ag.id)
+	if ag.token() == "" {
+		t.Fatalf("agent %s's environment has no %s", name, api.EnvAgentToken)
+	}
+	return ag
+}
+
+// dockerAgentEnv is the environment of agent id's container.
+func dockerAgentEnv(t *testing.T, id string) []string {
+	t.Helper()
+	cl := requireDocker(t)
+	cs := agentContainers(t, cl, id)
+	if len(cs) != 1 {
+		t.Fatalf("agent %s has %d containers", id, len(cs))
+	}
+	return inspect(t, cl, cs[0].ID).Config.Env
+}
+
+// command is the process that runs scion args as the agent.
+func (a *jobAgent) command(ctx context.Context, args ...string) *exec.Cmd {
+	if a.docker != nil {
+		cmd := exec.CommandContext(ctx, scionBin, append([]string{"exec", a.name, "--", "scion"}, args...)...)
+		cmd.Env = a.docker.env()
+		return cmd
+	}
+	cmd := exec.CommandContext(ctx, scionBin, args...)
+	cmd.Env = append(a.h.env(), a.env...)
+	return cmd
 }
 
 // startFakeAgent starts agent name on broker and reads its identity.
-func startFakeAgent(t *testing.T, admin *host, broker, name string) *fakeAgent {
+func startFakeAgent(t *testing.T, admin *host, broker, name string) *jobAgent {
 	t.Helper()
 	var a api.Agent
 	if err := admin.scionJSONCmd(&a, "start", name, "--broker", broker, "--", "sleep", "3600"); err != nil {
@@ -190,7 +241,7 @@ func startFakeAgent(t *testing.T, admin *host, broker, name string) *fakeAgent {
 	if a.Phase != api.PhaseRunning {
 		t.Fatalf("agent %s: phase %s (%s)", name, a.Phase, a.StatusMessage)
 	}
-	fa := &fakeAgent{name: name, id: a.ID, h: newHost(t, "agent-"+name)}
+	fa := &jobAgent{name: name, id: a.ID, h: newHost(t, "agent-"+name)}
 	for _, k := range []string{api.EnvHubEndpoint, api.EnvAgentToken, api.EnvAgentID, api.EnvProject} {
 		out := strings.TrimSpace(admin.mustScion(t, "exec", name, "--", "env", k))
 		if out == "" {
@@ -202,7 +253,7 @@ func startFakeAgent(t *testing.T, admin *host, broker, name string) *fakeAgent {
 }
 
 // token is the agent's token, as its environment holds it.
-func (a *fakeAgent) token() string {
+func (a *jobAgent) token() string {
 	for _, kv := range a.env {
 		if v, ok := strings.CutPrefix(kv, api.EnvAgentToken+"="); ok {
 			return v
@@ -223,12 +274,11 @@ func (r cliResult) String() string {
 }
 
 // run runs scion as the agent, bounded by timeout.
-func (a *fakeAgent) run(t *testing.T, timeout time.Duration, args ...string) cliResult {
+func (a *jobAgent) run(t *testing.T, timeout time.Duration, args ...string) cliResult {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, scionBin, args...)
-	cmd.Env = append(a.h.env(), a.env...)
+	cmd := a.command(ctx, args...)
 	var out, errB bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errB
 	start := time.Now()
@@ -248,13 +298,12 @@ func (a *fakeAgent) run(t *testing.T, timeout time.Duration, args ...string) cli
 
 // startJobRun runs `scion job run` as the agent in the background; the
 // result comes on the channel.
-func (a *fakeAgent) startJobRun(t *testing.T, timeout time.Duration, args ...string) <-chan cliResult {
+func (a *jobAgent) startJobRun(t *testing.T, timeout time.Duration, args ...string) <-chan cliResult {
 	ch := make(chan cliResult, 1)
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), timeout)
 		defer cancel()
-		cmd := exec.CommandContext(ctx, scionBin, append([]string{"job", "run"}, args...)...)
-		cmd.Env = append(a.h.env(), a.env...)
+		cmd := a.command(ctx, append([]string{"job", "run"}, args...)...)
 		var out, errB bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &errB
 		start := time.Now()
@@ -272,7 +321,7 @@ func (a *fakeAgent) startJobRun(t *testing.T, timeout time.Duration, args ...str
 }
 
 // jobOf reads the Job as the agent sees it (scion job show -o json).
-func (a *fakeAgent) jobOf(t *testing.T, id string) api.Job {
+func (a *jobAgent) jobOf(t *testing.T, id string) api.Job {
 	t.Helper()
 	r := a.run(t, cliTimeout, "job", "show", id, "-o", "json")
 	if r.code != 0 {

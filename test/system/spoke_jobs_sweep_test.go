@@ -40,7 +40,7 @@ connect_timeout = "5s"
 	agA := startFakeAgent(t, admin, "bro-a", "agent-a")
 	agB := startFakeAgent(t, admin, "bro-b", "agent-b")
 
-	queued := func(ag *fakeAgent, brokerID string) string {
+	queued := func(ag *jobAgent, brokerID string) string {
 		t.Helper()
 		r := ag.run(t, cliTimeout, "job", "run", "--cluster", "q", "--image", "busybox", "--detach", "-o", "json", "--", "train.sh")
 		if r.code != 0 {
@@ -107,7 +107,7 @@ func waitSpokeJobGone(t *testing.T, sp *kube.Spoke, ns, name string) time.Durati
 }
 
 // waitJobState waits until the agent sees Job id in state.
-func waitJobState(t *testing.T, ag *fakeAgent, id string, state api.JobState) {
+func waitJobState(t *testing.T, ag *jobAgent, id string, state api.JobState) {
 	t.Helper()
 	wait.Eventually(t, 30*time.Second, 100*time.Millisecond, func() error {
 		if j := ag.jobOf(t, id); j.State != state {

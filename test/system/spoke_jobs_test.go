@@ -27,12 +27,15 @@ type tierCase struct{ cluster, tier string }
 // the DNS-dark spoke-api.scion.invalid, aliased to 127.0.0.1), proxy
 // (through a real tinyproxy) and bastion (through Debian's sshd with a
 // pinned host key). The kubeconfigs and the SSH key are broker-scoped Hub
-// secrets set with the CLI. An agent runs `scion job run` on each; the
+// secrets set with the CLI. An agent (a Docker container of the demo
+// image, on a Docker broker) runs `scion job run` inside its container
+// (scion exec) on each cluster; the
 // test writes each Job's pod log with a result line once the Job shows on
 // the spoke. Then: nothing the agent can read, nor the Hub's and broker's
 // logs, holds the token, the CA or the SSH key.
 func TestSpokeJobsPerTier(t *testing.T) {
 	s := requireSpoke(t)
+	requireDemoImage(t)
 	bast := startBastion(t)
 	ns, tok := spokeNamespace(t, s, "tiers")
 	px := proxy.Start(t, spokePort(t, s))
@@ -64,7 +67,7 @@ user = %q
 key_secret = "SPOKE_BAST_SSH_KEY"
 known_hosts = %q
 `, kube.DarkHost, px.URL, bast.Addr, sshd.User(t), bast.KnownHosts())
-	b := newJobsBroker(t, hub, token, admin, "spokes", "fake", fleetFile, map[string][]byte{
+	b := newJobsBroker(t, hub, token, admin, "spokes", "docker", fleetFile, map[string][]byte{
 		"SPOKE_PUB_KUBECONFIG":  pub,
 		"SPOKE_DARK_KUBECONFIG": dark,
 		"SPOKE_BAST_SSH_KEY":    bast.key,
@@ -72,7 +75,7 @@ known_hosts = %q
 	wait.Eventually(t, offlineBudget, pollInterval, func() error {
 		return admin.brokerStatuses(map[string]string{"spokes": api.BrokerOnline})
 	})
-	ag := startFakeAgent(t, admin, "spokes", "trainer")
+	ag := startDockerAgent(t, admin, "spokes", "trainer")
 
 	cases := []tierCase{{"pub", "public"}, {"dark", "host_aliases"}, {"prox", "proxy"}, {"bast", "bastion"}}
 	runs := map[string]<-chan cliResult{}
@@ -120,9 +123,7 @@ known_hosts = %q
 	// Secrecy: whatever the agent can read, and the processes' logs.
 	secrets := secretNeedles(tok, s.CAPEM(), bast.key)
 	seen := map[string]string{}
-	for _, k := range []string{api.EnvHubEndpoint, api.EnvAgentToken, api.EnvAgentID, api.EnvProject, "SPOKE_PUB_KUBECONFIG", "SPOKE_DARK_KUBECONFIG", "SPOKE_BAST_SSH_KEY", "KUBECONFIG"} {
-		seen["agent env "+k] = admin.mustScion(t, "exec", ag.name, "--", "env", k)
-	}
+	seen["agent env"] = strings.Join(dockerAgentEnv(t, ag.id), "\n")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	acl := client.New(hub.URL, ag.token())
