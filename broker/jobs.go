@@ -271,11 +271,19 @@ func (b *Broker) handleJobRun(ctx context.Context, req *wire.Request) (any, erro
 	if rj := js.get(j.ID); rj != nil {
 		return accepted(rj.spec), nil
 	}
-	if _, err := b.rt.Inspect(ctx, j.AgentID); err != nil {
+	st, err := b.rt.Inspect(ctx, j.AgentID)
+	if err != nil {
 		if errors.Is(err, runtime.ErrNotFound) {
 			return nil, api.NotFound(api.CodeAgentNotFound, "agent %s is not run by runtime broker %s", j.AgentID, b.cfg.BrokerID)
 		}
 		return nil, b.opError(req.Method, j.AgentID, err)
+	}
+	// The profile whose fleet the Job may use is the agent's own, as the
+	// broker labelled it at create: a job.run naming another (a forged or
+	// wrong Hub) must not reach that profile's spokes. A runtime that
+	// reports no labels leaves the Hub's word.
+	if st.Labels != nil && st.Labels[runtime.LabelProfile] != run.Profile {
+		return nil, api.BadRequest("%s: profile %q is not the profile of agent %s on runtime broker %s", req.Method, run.Profile, j.AgentID, b.cfg.BrokerID)
 	}
 	f, profileCluster := js.base, ""
 	if run.Profile != "" {

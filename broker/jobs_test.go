@@ -154,8 +154,16 @@ func startJobsBroker(t *testing.T, edit func(*JobsConfig)) *jobsEnv {
 	t.Helper()
 	hub := newTestHub(t)
 	rt := fake.New()
-	if _, err := rt.Create(t.Context(), runtime.Spec{AgentID: "a1", ProjectID: "p1", RunID: "r1"}); err != nil {
-		t.Fatal(err)
+	// a1 has no profile; ab and aa were created under team-b and team-a
+	// (the label the broker puts on an agent of a profile).
+	for _, a := range []struct{ id, profile string }{{"a1", ""}, {"ab", "team-b"}, {"aa", "team-a"}} {
+		sp := runtime.Spec{AgentID: a.id, ProjectID: "p1", RunID: "r-" + a.id}
+		if a.profile != "" {
+			sp.Labels = map[string]string{runtime.LabelProfile: a.profile}
+		}
+		if _, err := rt.Create(t.Context(), sp); err != nil {
+			t.Fatal(err)
+		}
 	}
 	f, profiles := testFleet(t)
 	e := &jobsEnv{hub: hub, runner: newFakeRunner(), spokes: &fakeSpokes{}}
@@ -185,9 +193,9 @@ func TestJobRunRefusals(t *testing.T) {
 		t.Errorf("capabilities %v lack %s", hello.Capabilities, wire.CapJobs)
 	}
 	var acc wire.JobAccepted
-	unknown := e.hub.call(wire.MethodJobRun, jobRun("j1", "a1", "nowhere", "team-b"), &acc)
+	unknown := e.hub.call(wire.MethodJobRun, jobRun("j1", "ab", "nowhere", "team-b"), &acc)
 	wantCode(t, unknown, api.CodeClusterNotFound)
-	other := e.hub.call(wire.MethodJobRun, jobRun("j2", "a1", "private", "team-b"), &acc)
+	other := e.hub.call(wire.MethodJobRun, jobRun("j2", "ab", "private", "team-b"), &acc)
 	wantCode(t, other, api.CodeClusterNotFound)
 	if api.AsError(other).Status != 404 {
 		t.Errorf("status %d", api.AsError(other).Status)
@@ -196,7 +204,7 @@ func TestJobRunRefusals(t *testing.T) {
 		t.Errorf("another profile's cluster answers unlike an unknown one:\n%s\n%s", a, b)
 	}
 	// team-a does see private.
-	if err := e.hub.call(wire.MethodJobRun, jobRun("j3", "a1", "private", "team-a"), &acc); err != nil || acc.Cluster != "private" || acc.Namespace != "priv" {
+	if err := e.hub.call(wire.MethodJobRun, jobRun("j3", "aa", "private", "team-a"), &acc); err != nil || acc.Cluster != "private" || acc.Namespace != "priv" {
 		t.Fatalf("team-a's private: %+v, %v", acc, err)
 	}
 	wantCode(t, e.hub.call(wire.MethodJobRun, jobRun("j4", "ghost", "gpu", "team-b"), &acc), api.CodeAgentNotFound)
@@ -223,7 +231,7 @@ func TestJobRunRefusals(t *testing.T) {
 func TestJobRunAcceptedAndUpdates(t *testing.T) {
 	e := startJobsBroker(t, nil)
 	var acc wire.JobAccepted
-	if err := e.hub.call(wire.MethodJobRun, jobRun("j1", "a1", "", "team-b"), &acc); err != nil {
+	if err := e.hub.call(wire.MethodJobRun, jobRun("j1", "ab", "", "team-b"), &acc); err != nil {
 		t.Fatal(err)
 	}
 	if acc != (wire.JobAccepted{Cluster: "gpu", Tier: "public", Namespace: "gpu-ns", Name: "scion-job-j1"}) {
@@ -235,7 +243,7 @@ func TestJobRunAcceptedAndUpdates(t *testing.T) {
 	}
 	recv(t, e.runner.follows, "follow")
 	var again wire.JobAccepted
-	if err := e.hub.call(wire.MethodJobRun, jobRun("j1", "a1", "", "team-b"), &again); err != nil || again != acc {
+	if err := e.hub.call(wire.MethodJobRun, jobRun("j1", "ab", "", "team-b"), &again); err != nil || again != acc {
 		t.Fatalf("retried job.run: %+v, %v", again, err)
 	}
 	logs := "step 1\n"
@@ -254,6 +262,30 @@ func TestJobRunAcceptedAndUpdates(t *testing.T) {
 	case s := <-e.runner.submits:
 		t.Fatalf("submitted twice: %+v", s)
 	default:
+	}
+}
+
+// TestJobRunProfileIsTheAgents: the profile whose fleet a Job may use is
+// the one the agent was created under (its label on the broker), not
+// whatever job.run says: a Hub (forged, compromised, or wrong) naming
+// another profile does not reach that profile's spokes.
+func TestJobRunProfileIsTheAgents(t *testing.T) {
+	e := startJobsBroker(t, nil)
+	var acc wire.JobAccepted
+	for _, tc := range []struct{ id, agent, profile string }{
+		{"p1", "a1", "team-a"}, // no profile, claims team-a
+		{"p2", "ab", "team-a"}, // team-b, claims team-a
+		{"p3", "aa", ""},       // team-a, claims none
+	} {
+		err := e.hub.call(wire.MethodJobRun, jobRun(tc.id, tc.agent, "private", tc.profile), &acc)
+		if err == nil {
+			t.Errorf("agent %s as profile %q reached cluster private: %+v", tc.agent, tc.profile, acc)
+		}
+	}
+	select {
+	case s := <-e.runner.submits:
+		t.Fatalf("submitted %+v", s)
+	case <-time.After(100 * time.Millisecond):
 	}
 }
 
