@@ -232,3 +232,52 @@ func TestJobCancelOfAJobItsBrokerLost(t *testing.T) {
 		return nil
 	})
 }
+
+// TestJobLostAnswerAfterItsReport: a run whose answer is lost but whose
+// broker has already reported the Job (queued: it is on its spoke) is
+// not overwritten with error (its next report would then find it
+// finished and have it cancelled); the caller gets the Job as reported.
+func TestJobLostAnswerAfterItsReport(t *testing.T) {
+	engines(t, func(t *testing.T, pg bool) {
+		e := testenv.New(t, testenv.Options{Postgres: pg})
+		e.Hub.SetJobRunTimeout(time.Second)
+		ctx := context.Background()
+		jb := newJobsBroker(t, e, "spoke-b", nil)
+		a := startOn(t, e.Admin, jb, "measurer")
+		release := make(chan struct{})
+		defer close(release)
+		jb.setRun(func(r wire.JobRun) (any, error) { <-release; return nil, errors.New("late") })
+		type res struct {
+			j   *api.Job
+			err error
+		}
+		done := make(chan res, 1)
+		go func() {
+			j, err := e.Admin.RunJob(ctx, a.ID, "", jobReq)
+			done <- res{j, err}
+		}()
+		wait.Eventually(t, 10*time.Second, 10*time.Millisecond, func() error {
+			if len(jb.gotRuns()) == 0 {
+				return errors.New("no job.run yet")
+			}
+			return nil
+		})
+		id := jb.gotRuns()[0].Job.ID
+		if err := jb.update(t, wire.JobUpdate{JobID: id, State: api.JobStateQueued, Message: "waiting for admission"}); err != nil {
+			t.Fatal(err)
+		}
+		r := <-done
+		if r.err != nil || r.j.ID != id || r.j.State != api.JobStateQueued {
+			t.Fatalf("the run's answer: %+v %v", r.j, r.err)
+		}
+		if got, err := e.Admin.GetJob(ctx, id); err != nil || got.State != api.JobStateQueued {
+			t.Fatalf("the reported job: %+v %v", got, err)
+		}
+		if err := jb.update(t, wire.JobUpdate{JobID: id, State: api.JobStateRunning}); err != nil {
+			t.Fatalf("the next report: %v", err)
+		}
+		if c := jb.gotCancels(); len(c) != 0 {
+			t.Fatalf("a live reported job was cancelled: %v", c)
+		}
+	})
+}

@@ -112,13 +112,23 @@ func (s *Server) handleRunJob(r *http.Request, c *Caller) (int, any, error) {
 		}
 		msg := api.AsError(derr).Message
 		_, uerr := s.store.UpdateJobWith(context.WithoutCancel(ctx), j.ID, func(x *store.Job) error {
-			if x.State.Terminal() {
-				return nil
+			if x.State != api.JobStatePending {
+				// The broker reported it (it is on its spoke), or it was
+				// cancelled: that is its state, not this.
+				return errJobUnchanged
 			}
 			x.State, x.Message = api.JobStateError, msg
 			x.Error = &api.JobError{Status: "error", Cluster: requested, Message: msg}
 			return nil
 		})
+		if errors.Is(uerr, errJobUnchanged) {
+			cur, err := s.store.GetJob(context.WithoutCancel(ctx), j.ID)
+			if err == nil && cur.State != api.JobStateCancelled {
+				log.Info("job run not answered but reported by its broker", "state", cur.State, "err", derr)
+				return http.StatusCreated, jobView(cur), nil
+			}
+			uerr = nil
+		}
 		if uerr != nil {
 			log.Error("marking a job whose run was not answered", "err", uerr)
 		}
