@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 
@@ -278,6 +279,37 @@ func TestJobLostAnswerAfterItsReport(t *testing.T) {
 		}
 		if c := jb.gotCancels(); len(c) != 0 {
 			t.Fatalf("a live reported job was cancelled: %v", c)
+		}
+	})
+}
+
+// TestJobAcceptanceClippedOnRunes: a broker's over-long names are cut to
+// the ledger's bounds on a rune boundary (a cut mid-rune is invalid UTF-8,
+// which PostgreSQL's text refuses and a metric label panics on).
+func TestJobAcceptanceClippedOnRunes(t *testing.T) {
+	engines(t, func(t *testing.T, pg bool) {
+		e := testenv.New(t, testenv.Options{Postgres: pg})
+		ctx := context.Background()
+		jb := newJobsBroker(t, e, "spoke-b", nil)
+		a := startOn(t, e.Admin, jb, "measurer")
+		long := strings.Repeat("é", 200)
+		jb.setRun(func(r wire.JobRun) (any, error) {
+			return wire.JobAccepted{Cluster: long, Tier: long, Namespace: long, Name: long}, nil
+		})
+		j, err := e.Admin.RunJob(ctx, a.ID, "", jobReq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range []string{j.Cluster, j.Tier, j.Namespace, j.Name} {
+			if !utf8.ValidString(s) || s == "" {
+				t.Fatalf("a clipped name is not valid UTF-8: %q", s)
+			}
+		}
+		if err := jb.update(t, wire.JobUpdate{JobID: j.ID, State: api.JobStateFailed}); err != nil {
+			t.Fatalf("the final report: %v", err)
+		}
+		if m := metricsText(t, e); !strings.Contains(m, `scion_jobs_total{cluster="(unknown)",outcome="failed"} 1`) {
+			t.Fatalf("a cluster name no DNS label became a label:\n%s", grepLines(m, "scion_jobs_total"))
 		}
 	})
 }

@@ -167,12 +167,9 @@ func cmpCluster(c string) string {
 	return c
 }
 
-func clip(s string, n int) string {
-	if len(s) > n {
-		return s[:n]
-	}
-	return s
-}
+// clip cuts a broker's name to n bytes, on a rune boundary: a cut
+// mid-rune is invalid UTF-8, which PostgreSQL's text refuses.
+func clip(s string, n int) string { return clipText(s, n) }
 
 // answerLost reports whether a job.run failed without the broker's
 // answer (offline, channel gone, deadline): the broker may have submitted

@@ -23,7 +23,10 @@ type clusterLabels struct {
 func (m *metrics) learnCluster(name string) {
 	m.clusters.mu.Lock()
 	defer m.clusters.mu.Unlock()
-	if name == "" || len(m.clusters.known) >= maxClusterLabels {
+	// A fleet's cluster names are DNS labels; anything else from a
+	// broker (a bug) is no label (nor, being maybe invalid UTF-8, can it
+	// be one: the registry panics on those).
+	if !dnsLabelRE.MatchString(name) || len(m.clusters.known) >= maxClusterLabels {
 		return
 	}
 	if m.clusters.known == nil {
