@@ -107,6 +107,10 @@ type jobsState struct {
 	profiles map[string]*profileFleet
 	base     *fleet.Fleet
 	outbox   *jobOutbox
+	// marks are the accepted Jobs not yet on their spoke; lost are those
+	// a previous run left (read-only after newJobsState).
+	marks acceptedMarks
+	lost  map[string]acceptedMark
 
 	mu      sync.Mutex
 	running map[string]*runningJob // by Hub Job ID
@@ -177,7 +181,9 @@ func newJobsState(cfg JobsConfig, dataDir string, log *slog.Logger) (*jobsState,
 		cfg.Fleet.Clusters = map[string]*fleet.Cluster{}
 	}
 	s := &jobsState{cfg: cfg, base: cfg.Fleet, profiles: map[string]*profileFleet{},
-		running: map[string]*runningJob{}, swept: map[string]chan struct{}{}, outbox: newJobOutbox(filepath.Join(dataDir, "jobs", "outbox"), log)}
+		running: map[string]*runningJob{}, swept: map[string]chan struct{}{}, outbox: newJobOutbox(filepath.Join(dataDir, "jobs", "outbox"), log),
+		marks: acceptedMarks{dir: filepath.Join(dataDir, "jobs", "accepted"), log: log}}
+	s.lost = s.marks.load()
 	for _, p := range cfg.Profiles {
 		f, err := cfg.Fleet.ForProfile(p, cmp.Or(cfg.Source, "settings"))
 		if err != nil {
@@ -308,8 +314,10 @@ func (b *Broker) handleJobRun(ctx context.Context, req *wire.Request) (any, erro
 	rj, fresh := js.add(b.runCtx, spec, sp)
 	if fresh {
 		b.jobLog(spec.Cluster, spec.JobID).Info("job accepted", "tier", spec.Tier, "namespace", spec.Namespace, "agent", spec.AgentID)
+		js.marks.mark(spec.Cluster, spec.Tier, spec.JobID)
 		if !js.goJob(func() { b.runJob(rj, true) }) {
 			js.remove(rj)
+			js.marks.clear(spec.JobID)
 			return nil, api.Errorf(api.CodeBrokerUnavailable, "runtime broker %s is stopping", b.cfg.BrokerID)
 		}
 	}
@@ -428,6 +436,9 @@ func (b *Broker) report(rj *runningJob, u wire.JobUpdate) bool {
 	js.mu.Unlock()
 	u.JobID = rj.spec.JobID
 	js.outbox.put(rj.spec.Cluster, u)
+	if u.State.Terminal() {
+		js.marks.clear(u.JobID) // the outbox keeps the end now
+	}
 	return true
 }
 
@@ -455,6 +466,7 @@ func (b *Broker) runJob(rj *runningJob, submit bool) {
 				Error: jobError(s, fmt.Sprintf("submit: %v", err))})
 			return
 		}
+		js.marks.clear(s.JobID) // on the spoke now: a restart sweeps or follows it
 		log.Info("job submitted", "tier", s.Tier, "namespace", s.Namespace, "name", jobs.Name(s.JobID))
 	}
 	last := js.cfg.Runner.Follow(ctx, rj.spoke.Clients, s, js.cfg.FollowOptions, func(p jobs.Progress) {

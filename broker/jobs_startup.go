@@ -64,15 +64,43 @@ func (b *Broker) jobsStartup(ctx context.Context) {
 	for _, n := range names {
 		js.goJob(func() {
 			defer close(js.sweptCh(n))
+			seen, ok := map[string]bool{}, true
 			for _, c := range byName[n] {
-				b.sweepCluster(ctx, c)
+				ok = b.sweepCluster(ctx, c, seen) && ok
+			}
+			if ok {
+				b.reportLost(n, seen)
 			}
 		})
 	}
 }
 
-// sweepCluster sweeps and resumes one cluster block (nil: ambient).
-func (b *Broker) sweepCluster(parent context.Context, c *fleet.Cluster) {
+// reportLost reports the Jobs a previous run accepted on cluster and never
+// created there (its marks, neither swept nor owned: seen): the Hub holds
+// them pending, and nothing else would end them. Only after every block of
+// that name was swept and listed: a spoke not read leaves its marks for
+// the next start.
+func (b *Broker) reportLost(cluster string, seen map[string]bool) {
+	js := b.jobs
+	now := time.Now().UTC()
+	for id, mk := range js.lost {
+		if mk.Cluster != cluster {
+			continue
+		}
+		if !seen[id] {
+			msg := "the runtime broker stopped after accepting the Job and before submitting it: run it again"
+			b.jobLog(cluster, id).Warn("startup: a job accepted by the last run was never submitted; reported as error")
+			js.outbox.put(cluster, wire.JobUpdate{JobID: id, State: api.JobStateError, Message: msg, FinishedAt: &now,
+				Error: &api.JobError{Status: "error", Cluster: cluster, Tier: mk.Tier, Message: msg}})
+		}
+		js.marks.clear(id)
+	}
+}
+
+// sweepCluster sweeps and resumes one cluster block (nil: ambient),
+// adding the IDs of the Jobs it swept or follows to seen; ok says the
+// spoke was read whole (swept and listed).
+func (b *Broker) sweepCluster(parent context.Context, c *fleet.Cluster, seen map[string]bool) (ok bool) {
 	js := b.jobs
 	ctx, cancel := context.WithTimeout(parent, js.cfg.StartupTimeout)
 	defer cancel()
@@ -84,9 +112,10 @@ func (b *Broker) sweepCluster(parent context.Context, c *fleet.Cluster) {
 	sp, err := b.openSpoke(ctx, c)
 	if err != nil {
 		log.Warn("startup sweep: spoke not opened; its leftovers stay until the next start", "err", err)
-		return
+		return false
 	}
 	deleted, err := js.cfg.Runner.Sweep(ctx, sp.Clients, sp.Namespace, b.cfg.BrokerID)
+	ok = err == nil
 	if err != nil {
 		log.Warn("startup sweep failed", "tier", sp.Tier, "namespace", sp.Namespace, "err", err)
 	}
@@ -96,10 +125,11 @@ func (b *Broker) sweepCluster(parent context.Context, c *fleet.Cluster) {
 		// The Hub still holds it as pending or queued, and no follow
 		// will report it again: say how it ended, or its ledger row (and
 		// a waiting `scion job run`) would wait forever.
-		id, ok := strings.CutPrefix(d, jobs.Name(""))
-		if !ok || id == "" || js.get(id) != nil {
+		id, named := strings.CutPrefix(d, jobs.Name(""))
+		if !named || id == "" || js.get(id) != nil {
 			continue
 		}
+		seen[id] = true
 		msg := "the runtime broker restarted before the Job was admitted; the startup sweep deleted it: run it again"
 		js.outbox.put(name, wire.JobUpdate{JobID: id, State: api.JobStateError, Message: msg, FinishedAt: &now,
 			Error: &api.JobError{Status: "error", Cluster: name, Tier: string(sp.Tier), Message: msg}})
@@ -107,12 +137,13 @@ func (b *Broker) sweepCluster(parent context.Context, c *fleet.Cluster) {
 	owned, err := js.cfg.Runner.Owned(ctx, sp.Clients, sp.Namespace, b.cfg.BrokerID)
 	if err != nil {
 		log.Warn("startup: running jobs not listed; they are not followed", "tier", sp.Tier, "namespace", sp.Namespace, "err", err)
-		return
+		return false
 	}
 	for _, s := range owned {
 		if s.JobID == "" {
 			continue
 		}
+		seen[s.JobID] = true
 		s.Cluster, s.Tier, s.BrokerID = name, string(sp.Tier), b.cfg.BrokerID
 		if s.Namespace == "" {
 			s.Namespace = sp.Namespace
@@ -126,4 +157,5 @@ func (b *Broker) sweepCluster(parent context.Context, c *fleet.Cluster) {
 			js.remove(rj)
 		}
 	}
+	return ok
 }

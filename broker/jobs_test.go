@@ -68,6 +68,9 @@ type fakeRunner struct {
 	submitErr error
 	owned     map[string][]jobs.Spec // by namespace
 	swept     []string               // what every Sweep deletes
+	// submitHangs makes Submit wait for its context (a broker that
+	// stops before the create).
+	submitHangs bool
 }
 
 func newFakeRunner() *fakeRunner {
@@ -84,8 +87,12 @@ func (r *fakeRunner) ch(id string) chan jobs.Progress {
 	return r.progress[id]
 }
 
-func (r *fakeRunner) Submit(_ context.Context, _ jobs.Clients, s jobs.Spec) error {
+func (r *fakeRunner) Submit(ctx context.Context, _ jobs.Clients, s jobs.Spec) error {
 	r.submits <- s
+	if r.submitHangs {
+		<-ctx.Done()
+		return ctx.Err()
+	}
 	return r.submitErr
 }
 
@@ -530,5 +537,56 @@ func TestJobGivenUpBeforeItStartedIsDeleted(t *testing.T) {
 	case id := <-e.runner.cancels:
 		t.Fatalf("a started job was deleted: %s", id)
 	default:
+	}
+}
+
+// TestJobAcceptedButNeverSubmittedIsReported: a broker that answered a
+// job.run and stopped (or was killed) before its create reached the spoke
+// leaves nothing there for the next start to sweep or follow, and the
+// Hub keeps an accepted row pending: the next start reports it as error.
+// One the spoke has (Owned: it was created and admitted) is followed, not
+// reported.
+func TestJobAcceptedButNeverSubmittedIsReported(t *testing.T) {
+	hub := newTestHub(t)
+	dir := t.TempDir()
+	f, profiles := testFleet(t)
+	rt := fake.New()
+	if _, err := rt.Create(t.Context(), runtime.Spec{AgentID: "a1", ProjectID: "p1", RunID: "r1"}); err != nil {
+		t.Fatal(err)
+	}
+	t.Run("accepts and stops before submitting", func(t *testing.T) {
+		runner := newFakeRunner()
+		runner.submitHangs = true
+		b := startBroker(t, hub, rt, func(c *Config) {
+			c.DataDir = dir
+			c.Jobs = JobsConfig{Fleet: f, Profiles: profiles, Spokes: &fakeSpokes{}, Runner: runner}
+		})
+		waitConnected(t, b)
+		for _, id := range []string{"lost", "created"} {
+			var acc wire.JobAccepted
+			if err := hub.call(wire.MethodJobRun, jobRun(id, "a1", "gpu", ""), &acc); err != nil {
+				t.Fatal(err)
+			}
+			recv(t, runner.submits, "the submit in flight")
+		}
+	})
+	runner := newFakeRunner()
+	runner.owned["gpu-ns"] = []jobs.Spec{{JobID: "created", AgentID: "a1", Namespace: "gpu-ns", Deadline: time.Hour}}
+	b := startBroker(t, hub, rt, func(c *Config) {
+		c.DataDir = dir
+		c.Jobs = JobsConfig{Fleet: f, Profiles: profiles, Spokes: &fakeSpokes{}, Runner: runner}
+	})
+	waitConnected(t, b)
+	u := recv(t, hub.jobUpdates, "the lost Job's update")
+	if u.JobID != "lost" || u.State != api.JobStateError || u.Error == nil || u.Error.Cluster != "gpu" {
+		t.Fatalf("update %+v", u)
+	}
+	if s := recv(t, runner.follows, "the created Job followed"); s.JobID != "created" {
+		t.Fatalf("followed %+v", s)
+	}
+	select {
+	case u := <-hub.jobUpdates:
+		t.Fatalf("another update: %+v", u)
+	case <-time.After(300 * time.Millisecond):
 	}
 }
