@@ -80,6 +80,17 @@ connect_timeout = "5s"
 	if l := logLine(a.proc, jobB); l != "" {
 		t.Errorf("broker A's log names broker B's Job: %s", l)
 	}
+	// The Job the sweep deleted is over for its agent too: a `scion job
+	// run` waiting on it must not wait for ever.
+	wait.Eventually(t, 30*time.Second, 100*time.Millisecond, func() error {
+		if j := agA.jobOf(t, hubJobOf(t, jobA)); !j.State.Terminal() {
+			return fmt.Errorf("broker A's swept Job %s is %s in the Hub (%s); want it ended", jobA, j.State, j.Message)
+		}
+		return nil
+	})
+	if j := agB.jobOf(t, hubJobOf(t, jobB)); j.State != api.JobStateQueued {
+		t.Errorf("broker B's Job after A's sweep: %s (%s); want still queued", j.State, j.Message)
+	}
 
 	b.proc.Kill9(t)
 	b.startJobs(t, "fake")
@@ -115,4 +126,77 @@ func waitJobState(t *testing.T, ag *jobAgent, id string, state api.JobState) {
 		}
 		return nil
 	})
+}
+
+// TestSpokeJobFollowedAcrossBrokerRestart: a broker killed with SIGKILL
+// while its Job runs leaves the Job to its spoke; restarted, it follows
+// the Job again (its labels rebuild the run), and the `scion job run`
+// still waiting gets the Job's end and result. Then `scion job cancel`
+// of a running Job deletes it on the spoke and ends it cancelled.
+func TestSpokeJobFollowedAcrossBrokerRestart(t *testing.T) {
+	s := requireSpoke(t)
+	ns, tok := spokeNamespace(t, s, "resume")
+	hub, token, admin := jobsHub(t)
+	fleetFile := `
+[clusters.pub]
+kubeconfig_secret = "SPOKE_KUBECONFIG"
+connect_timeout = "5s"
+`
+	b := newJobsBroker(t, hub, token, admin, "phoenix", "fake", fleetFile, map[string][]byte{"SPOKE_KUBECONFIG": s.KubeconfigBytes(s.URL, tok, ns)})
+	wait.Eventually(t, offlineBudget, pollInterval, func() error {
+		return admin.brokerStatuses(map[string]string{"phoenix": api.BrokerOnline})
+	})
+	ag := startFakeAgent(t, admin, "phoenix", "survivor")
+	ch := ag.startJobRun(t, 2*time.Minute, "--cluster", "pub", "--image", "busybox", "--env", kube.EnvFakeDuration+"=12s", "--", "train.sh")
+	name := spokeJobOfCluster(t, s, ns, ag.id, "pub", time.Minute)
+	s.SetJobLog(t, ns, name, "epoch 1\n::scion-result:: {\"resumed\": true}\n")
+	waitPodRunning(t, s, ns, name)
+	id := hubJobOf(t, name)
+	waitJobMessage(t, ag, id, 30*time.Second, "running")
+
+	b.proc.Kill9(t)
+	killedAt := time.Now()
+	b.startJobs(t, "fake")
+	waitBrokerLog(t, b.proc, 30*time.Second, "following a running job again", "cluster=pub", id)
+	r := <-ch
+	t.Logf("MEASURED: the Job followed again after the broker's kill -9 ended %v after the kill (scion job run took %v)", time.Since(killedAt).Round(time.Millisecond), r.took.Round(time.Millisecond))
+	if r.code != 0 || compactJSON(r.stdout) != `{"resumed":true}` {
+		t.Fatalf("scion job run across the broker's restart: %s; want exit 0 and the result", r)
+	}
+	if j := ag.jobOf(t, id); j.State != api.JobStateSucceeded || j.Cluster != "pub" || j.Tier != "public" {
+		t.Errorf("job %s after the broker's restart: %+v; want succeeded on pub (public)", id, j)
+	}
+
+	// Cancel of a running Job, for an agent of the restarted broker (the
+	// fake runtime's agents die with their broker).
+	ag = startFakeAgent(t, admin, "phoenix", "canceller")
+	ch = ag.startJobRun(t, 2*time.Minute, "--cluster", "pub", "--image", "busybox", "--env", kube.EnvFakeDuration+"=90s", "--", "train.sh", "--long")
+	var long string
+	wait.Eventually(t, time.Minute, 50*time.Millisecond, func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		l, err := s.Client.BatchV1().Jobs(ns).List(ctx, metav1.ListOptions{LabelSelector: "scion.dev/agent=" + ag.id})
+		if err != nil {
+			return err
+		}
+		for _, j := range l.Items {
+			long = j.Name
+			return nil
+		}
+		return fmt.Errorf("no second Job yet")
+	})
+	waitPodRunning(t, s, ns, long)
+	c := ag.run(t, cliTimeout, "job", "cancel", hubJobOf(t, long), "-o", "json")
+	if c.code != 0 {
+		t.Fatalf("scion job cancel: %s", c)
+	}
+	gone := waitSpokeJobGone(t, s, ns, long)
+	r = <-ch
+	t.Logf("MEASURED: cancel: the Job left the spoke %v after scion job cancel answered; scion job run ended with %s", gone.Round(time.Millisecond), r)
+	if r.code != 1 || !strings.Contains(r.stderr, ": cancelled") {
+		t.Errorf("scion job run of a cancelled Job: %s; want exit 1 and the cancelled state", r)
+	}
+	if j := ag.jobOf(t, hubJobOf(t, long)); j.State != api.JobStateCancelled {
+		t.Errorf("cancelled job: %+v", j)
+	}
 }
