@@ -313,3 +313,29 @@ func TestJobAcceptanceClippedOnRunes(t *testing.T) {
 		}
 	})
 }
+
+// TestJobUpdateOddBytes: a pod's result line and message with bytes that
+// are not UTF-8 (a pod writes what it likes) are recorded on both
+// engines, not refused by the store for ever (the broker resends a
+// refused-by-5xx update every second and the Job never ends).
+func TestJobUpdateOddBytes(t *testing.T) {
+	engines(t, func(t *testing.T, pg bool) {
+		e := testenv.New(t, testenv.Options{Postgres: pg})
+		ctx := context.Background()
+		jb := newJobsBroker(t, e, "spoke-b", nil)
+		a := startOn(t, e.Admin, jb, "measurer")
+		j, err := e.Admin.RunJob(ctx, a.ID, "", jobReq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		logs := "a\x00b\xffc\n"
+		if err := jb.update(t, wire.JobUpdate{JobID: j.ID, State: api.JobStateSucceeded, Message: "m\xff\x00",
+			Result: []byte("{\"v\":\"\xff\\u0000\"}"), Logs: &logs}); err != nil {
+			t.Fatalf("update: %v", err)
+		}
+		got, err := e.Admin.GetJob(ctx, j.ID)
+		if err != nil || got.State != api.JobStateSucceeded {
+			t.Fatalf("%+v %v", got, err)
+		}
+	})
+}

@@ -110,7 +110,7 @@ func (s *Server) handleRunJob(r *http.Request, c *Caller) (int, any, error) {
 			s.metrics.jobs.WithLabelValues(s.metrics.clusterLabel(req.Cluster), "refused").Inc()
 			return 0, nil, derr
 		}
-		msg := api.AsError(derr).Message
+		msg := cleanText(api.AsError(derr).Message, maxJobMessage)
 		_, uerr := s.store.UpdateJobWith(context.WithoutCancel(ctx), j.ID, func(x *store.Job) error {
 			if x.State != api.JobStatePending {
 				// The broker reported it (it is on its spoke), or it was
@@ -167,9 +167,10 @@ func cmpCluster(c string) string {
 	return c
 }
 
-// clip cuts a broker's name to n bytes, on a rune boundary: a cut
-// mid-rune is invalid UTF-8, which PostgreSQL's text refuses.
-func clip(s string, n int) string { return clipText(s, n) }
+// clip cuts a broker's name to n bytes, on a rune boundary, as
+// cleanText: a cut mid-rune is invalid UTF-8, which PostgreSQL's text
+// refuses.
+func clip(s string, n int) string { return cleanText(s, n) }
 
 // answerLost reports whether a job.run failed without the broker's
 // answer (offline, channel gone, deadline): the broker may have submitted

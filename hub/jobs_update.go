@@ -1,10 +1,13 @@
 package hub
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/scion-go/scion/api"
 	"github.com/scion-go/scion/store"
@@ -52,7 +55,7 @@ func mergeJobUpdate(j *store.Job, brokerID string, u wire.JobUpdate) error {
 	}
 	j.State = u.State
 	if u.Message != "" {
-		j.Message = clipText(u.Message, maxJobMessage)
+		j.Message = cleanText(u.Message, maxJobMessage)
 	}
 	if u.StartedAt != nil {
 		j.StartedAt = u.StartedAt
@@ -64,11 +67,14 @@ func mergeJobUpdate(j *store.Job, brokerID string, u wire.JobUpdate) error {
 		j.ExitCode = u.ExitCode
 	}
 	if len(u.Result) > 0 {
-		j.Result = append(json.RawMessage(nil), u.Result...)
+		// As printed, but valid UTF-8 (PostgreSQL's json refuses other
+		// bytes; in valid JSON they can only be inside strings, so the
+		// replacement keeps it valid).
+		j.Result = bytes.ToValidUTF8(append(json.RawMessage(nil), u.Result...), []byte("\uFFFD"))
 	}
 	if u.Error != nil {
 		e := *u.Error
-		e.Status, e.Message = "error", clipText(e.Message, maxJobMessage)
+		e.Status, e.Message = "error", cleanText(e.Message, maxJobMessage)
 		e.Cluster, e.Tier = clip(e.Cluster, 63), clip(e.Tier, 32)
 		if e.Cluster == "" {
 			e.Cluster = j.Cluster
@@ -93,6 +99,16 @@ func mergeJobUpdate(j *store.Job, brokerID string, u wire.JobUpdate) error {
 		j.FinishedAt = &now
 	}
 	return nil
+}
+
+// cleanText is a broker's line (a pod's words, maybe) as the ledger
+// keeps it: valid UTF-8 without NUL (PostgreSQL's text refuses both),
+// at most n bytes cut on a rune boundary.
+func cleanText(s string, n int) string {
+	if !utf8.ValidString(s) {
+		s = strings.ToValidUTF8(s, "\uFFFD")
+	}
+	return clipText(strings.ReplaceAll(s, "\x00", ""), n)
 }
 
 // clipText cuts s to at most n bytes on a rune boundary.
