@@ -28,7 +28,7 @@ type Secrets func(ctx context.Context, name string) (string, error)
 
 // Ambient names the broker's own cluster and its tier.
 const (
-	AmbientCluster = "ambient"
+	AmbientCluster = fleet.AmbientName
 	TierAmbient    = fleet.Tier("ambient")
 )
 

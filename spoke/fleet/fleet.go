@@ -89,6 +89,10 @@ func (c *Cluster) Tier() Tier {
 // that no secret can match is refused here, not at the first Job.
 var secretName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,127}$`)
 
+// AmbientName is the cluster name of the broker's own (ambient) cluster,
+// which no fleet block may take.
+const AmbientName = "ambient"
+
 // Validate checks one block; errors name source (the file), the cluster
 // and the field.
 func (c *Cluster) Validate(source string) error {
@@ -97,6 +101,12 @@ func (c *Cluster) Validate(source string) error {
 	}
 	if errs := validation.IsDNS1123Label(c.Name); len(errs) > 0 {
 		return fmt.Errorf("%s: clusters.%s: the cluster name %s", source, c.Name, strings.Join(errs, "; "))
+	}
+	if c.Name == AmbientName {
+		// Jobs on the broker's own cluster carry this name (labels, the
+		// Hub's ledger, the startup sweep): a spoke of that name would
+		// pass for it, and leave the broker's own unswept.
+		return fmt.Errorf("%s: clusters.%s: the name %s is the broker's own cluster (Jobs that name no cluster): choose another", source, c.Name, AmbientName)
 	}
 	switch {
 	case c.KubeconfigSecret == "":

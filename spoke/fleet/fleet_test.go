@@ -69,6 +69,10 @@ func TestParseRefusals(t *testing.T) {
 		{"no kubeconfig", "[clusters.x]\nnamespace = \"n\"\n", "f.toml: clusters.x.kubeconfig_secret: required"},
 		{"secret name rule", "[clusters.x]\nkubeconfig_secret = \"spoke-kubeconfig\"\n", `clusters.x.kubeconfig_secret: "spoke-kubeconfig" is not a secret name`},
 		{"cluster name", "[clusters.Wharf_1]\n" + ok, "clusters.Wharf_1: the cluster name"},
+		// The broker's own cluster is "ambient" on its Jobs, in the Hub's
+		// ledger and in its sweep: a block of that name would pass for it
+		// (and leave the real one unswept).
+		{"the ambient cluster's name", "[clusters.ambient]\n" + ok, "clusters.ambient: the name ambient is the broker's own cluster"},
 		{"alias not an IP", "[clusters.x]\n" + ok + "host_aliases = { \"api.x\" = \"api.y\" }\n", `clusters.x.host_aliases: "api.x" maps to "api.y", which is not an IP address`},
 		{"alias host", "[clusters.x]\n" + ok + "host_aliases = { \"api.x:6443\" = \"10.0.0.1\" }\n", `clusters.x.host_aliases: "api.x:6443" is not a host name`},
 		{"proxy scheme", "[clusters.x]\n" + ok + "proxy_url = \"socks5://p:1080\"\n", "clusters.x.proxy_url: \"socks5://p:1080\" is not an http:// or https:// proxy URL"},
