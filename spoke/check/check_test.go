@@ -161,6 +161,19 @@ func TestSandboxProbes(t *testing.T) {
 		{"token mint", func(in *SandboxInput) {
 			in.Answers = answers(SandboxQuestions(), map[Question]string{q("create", "", "serviceaccounts", "token"): bind("minter")})
 		}, ProbeSandboxTokens, api.CheckFailed, []string{"create serviceaccounts/token"}},
+		// Becoming another identity is as good as minting its token.
+		{"impersonate serviceaccounts", func(in *SandboxInput) {
+			in.Answers = answers(SandboxQuestions(), map[Question]string{q("impersonate", "", "serviceaccounts", ""): bind("sudo")})
+		}, ProbeSandboxTokens, api.CheckFailed, []string{"impersonate serviceaccounts"}},
+		{"impersonate users", func(in *SandboxInput) {
+			in.Answers = answers(SandboxQuestions(), map[Question]string{q("impersonate", "", "users", ""): bind("sudo")})
+		}, ProbeSandboxTokens, api.CheckFailed, []string{"impersonate users"}},
+		{"bind roles", func(in *SandboxInput) {
+			in.Answers = answers(SandboxQuestions(), map[Question]string{q("bind", "rbac.authorization.k8s.io", "clusterroles", ""): bind("binder")})
+		}, ProbeSandboxTokens, api.CheckFailed, []string{"bind clusterroles.rbac.authorization.k8s.io"}},
+		{"escalate roles", func(in *SandboxInput) {
+			in.Answers = answers(SandboxQuestions(), map[Question]string{q("escalate", "rbac.authorization.k8s.io", "roles", ""): bind("binder")})
+		}, ProbeSandboxTokens, api.CheckFailed, []string{"escalate roles.rbac.authorization.k8s.io"}},
 		{"automount true", func(in *SandboxInput) { in.Account.Automount = &yes }, ProbeSandboxAccount, api.CheckFailed,
 			[]string{"automountServiceAccountToken true", "set automountServiceAccountToken: false on ServiceAccount agents/scion-agent-sandbox"}},
 		{"automount unset", func(in *SandboxInput) { in.Account.Automount = nil }, ProbeSandboxAccount, api.CheckFailed, []string{"unset", "patch serviceaccount scion-agent-sandbox"}},

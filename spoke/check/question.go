@@ -88,9 +88,16 @@ var PodMaking = func() []Question {
 	return out
 }()
 
-// TokenMinting is minting a token for a ServiceAccount of the namespace
-// (the broker's own, say): the sandbox would become that account.
-var TokenMinting = []Question{q("create", "", "serviceaccounts", "token")}
+// TokenMinting is becoming another identity: minting a token for a
+// ServiceAccount of the namespace (the broker's own, say), impersonating
+// an account, user or group, or binding (or widening) a role past its own
+// permissions.
+var TokenMinting = []Question{
+	q("create", "", "serviceaccounts", "token"),
+	q("impersonate", "", "serviceaccounts", ""), q("impersonate", "", "users", ""), q("impersonate", "", "groups", ""),
+	q("bind", "rbac.authorization.k8s.io", "roles", ""), q("bind", "rbac.authorization.k8s.io", "clusterroles", ""),
+	q("escalate", "rbac.authorization.k8s.io", "roles", ""), q("escalate", "rbac.authorization.k8s.io", "clusterroles", ""),
+}
 
 // SandboxQuestions are every question asked of the sandbox identity.
 func SandboxQuestions() []Question {

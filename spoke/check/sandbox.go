@@ -67,7 +67,7 @@ func Sandbox(in SandboxInput) []Result {
 		out = append(out, denyProbe(r, ProbeSandboxPods, in.Answers, PodMaking, who, in.Namespace,
 			"cannot create or change pods (directly, through a workload, exec, attach or an ephemeral container)", "a pod it makes can mount any Secret of the namespace without any secrets permission"))
 		out = append(out, denyProbe(r, ProbeSandboxTokens, in.Answers, TokenMinting, who, in.Namespace,
-			"cannot mint ServiceAccount tokens", "a token for the broker's ServiceAccount is the broker's permissions"))
+			"cannot mint ServiceAccount tokens, impersonate, or bind or escalate roles", "another identity's token (the broker's ServiceAccount's, say) is its permissions"))
 	}
 	patch := fmt.Sprintf(`set automountServiceAccountToken: false on ServiceAccount %s (kubectl -n %s patch serviceaccount %s -p '{"automountServiceAccountToken":false}')`,
 		sa, in.Namespace, in.ServiceAccount)
