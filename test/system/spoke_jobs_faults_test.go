@@ -14,6 +14,7 @@ import (
 
 	"github.com/scion-go/scion/api"
 	"github.com/scion-go/scion/internal/testenv/kube"
+	"github.com/scion-go/scion/internal/testenv/proxy"
 	"github.com/scion-go/scion/internal/testenv/sshd"
 	"github.com/scion-go/scion/internal/wait"
 )
@@ -151,6 +152,9 @@ func TestSpokeUnreachablePerTier(t *testing.T) {
 		steps         int // the connect steps the tier has (dial, proxy answer or SSH handshake, TLS)
 		block         string
 	}
+	// A real tinyproxy that answers, but refuses CONNECT to the spoke's
+	// port (403): a proxy's policy, not the network.
+	strict := proxy.Start(t, spokePort(t, s)+1)
 	known := "[127.0.0.1]:1 ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl"
 	cases := []unreachable{
 		{"pub-closed", "public", 2, `kubeconfig_secret = "KC_CLOSED"`},
@@ -158,6 +162,7 @@ func TestSpokeUnreachablePerTier(t *testing.T) {
 		{"dark-hole", "host_aliases", 2, fmt.Sprintf("kubeconfig_secret = \"KC_DARK_HOLE\"\nhost_aliases = { %q = \"127.0.0.1\" }", kube.DarkHost)},
 		{"prox-dead", "proxy", 3, fmt.Sprintf("kubeconfig_secret = \"KC\"\nproxy_url = \"http://%s\"", closed)},
 		{"prox-hole", "proxy", 3, fmt.Sprintf("kubeconfig_secret = \"KC\"\nproxy_url = \"http://%s\"", hole)},
+		{"prox-refuses", "proxy", 3, fmt.Sprintf("kubeconfig_secret = \"KC\"\nproxy_url = %q", strict.URL)},
 		{"bast-dead", "bastion", 3, fmt.Sprintf("kubeconfig_secret = \"KC\"\n[clusters.bast-dead.bastion]\nhost = %q\nuser = \"root\"\nkey_secret = \"SSH_KEY\"\nknown_hosts = %q", closed, known)},
 		{"bast-hole", "bastion", 3, fmt.Sprintf("kubeconfig_secret = \"KC\"\n[clusters.bast-hole.bastion]\nhost = %q\nuser = \"root\"\nkey_secret = \"SSH_KEY\"\nknown_hosts = %q", hole, known)},
 	}
@@ -198,6 +203,11 @@ func TestSpokeUnreachablePerTier(t *testing.T) {
 		t.Logf("MEASURED: %s (%s, %d steps): scion job run answered in %v (bound %v): %s", c.cluster, c.tier, c.steps, r.took.Round(time.Millisecond), bound, e.Message)
 		if err != nil || r.code != 1 || e.Status != "error" || e.Cluster != c.cluster || e.Tier != c.tier || e.Message == "" {
 			t.Errorf("%s: %s; want exit 1 and {\"status\":\"error\",\"cluster\":%q,\"tier\":%q,\"message\":...} on stdout", c.cluster, r, c.cluster, c.tier)
+		}
+		if id := jobIDOf(r.stderr); id == "" {
+			t.Errorf("%s: no Job ID in scion job run's progress lines: %s", c.cluster, r)
+		} else if cl, tier, state := ledgerRow(t, hub, id); cl != c.cluster || tier != c.tier || state != string(api.JobStateError) {
+			t.Errorf("%s: ledger row: cluster %q tier %q state %q; want %s, %s, error", c.cluster, cl, tier, state, c.cluster, c.tier)
 		}
 		if r.took > bound {
 			t.Errorf("%s (%s): scion job run took %v to give up, more than %v", c.cluster, c.tier, r.took.Round(time.Millisecond), bound)

@@ -200,3 +200,44 @@ connect_timeout = "5s"
 		t.Errorf("cancelled job: %+v", j)
 	}
 }
+
+// TestSpokeJobRunAcrossHubRestart: the Hub is killed with SIGKILL while
+// `scion job run` waits on a running Job, and is down for 6 s (longer
+// than the command's longest poll interval, so a poll surely finds it
+// gone) before it restarts on the same database and port. The command
+// keeps waiting (docs/spokes.md: a Hub restart does not end it), the
+// broker's job.update outbox delivers the end after it reconnects, and
+// the command prints the result.
+func TestSpokeJobRunAcrossHubRestart(t *testing.T) {
+	s := requireSpoke(t)
+	ns, tok := spokeNamespace(t, s, "hubkill")
+	hub, token, admin := jobsHub(t)
+	fleetFile := `
+[clusters.pub]
+kubeconfig_secret = "SPOKE_KUBECONFIG"
+`
+	newJobsBroker(t, hub, token, admin, "steady", "fake", fleetFile, map[string][]byte{"SPOKE_KUBECONFIG": s.KubeconfigBytes(s.URL, tok, ns)})
+	wait.Eventually(t, offlineBudget, pollInterval, func() error {
+		return admin.brokerStatuses(map[string]string{"steady": api.BrokerOnline})
+	})
+	ag := startFakeAgent(t, admin, "steady", "patient")
+	ch := ag.startJobRun(t, 2*time.Minute, "--cluster", "pub", "--image", "busybox", "--env", kube.EnvFakeDuration+"=10s", "--", "train.sh")
+	name := spokeJobOfCluster(t, s, ns, ag.id, "pub", time.Minute)
+	s.SetJobLog(t, ns, name, "::scion-result:: {\"hub\": \"restarted\"}\n")
+	waitPodRunning(t, s, ns, name)
+	waitJobMessage(t, ag, hubJobOf(t, name), 30*time.Second, "running")
+
+	hub.proc.Kill9(t)
+	killedAt := time.Now()
+	<-time.After(6 * time.Second)
+	hub.restart(t)
+	t.Logf("MEASURED: the Hub was down %v", time.Since(killedAt).Round(time.Millisecond))
+	r := <-ch
+	t.Logf("MEASURED: scion job run ended %v after the Hub's kill: %s", time.Since(killedAt).Round(time.Millisecond), r)
+	if r.code != 0 || compactJSON(r.stdout) != `{"hub":"restarted"}` {
+		t.Errorf("scion job run across a Hub restart: %s; want it to keep waiting, exit 0 and print the result", r)
+	}
+	if j := ag.jobOf(t, hubJobOf(t, name)); j.State != api.JobStateSucceeded || compactJSON(string(j.Result)) != `{"hub":"restarted"}` {
+		t.Errorf("job after the Hub's restart: %+v; want succeeded with its result", j)
+	}
+}
