@@ -123,8 +123,12 @@ func RESTConfig(c *Cluster, kubeconfig []byte, o Options) (*rest.Config, []strin
 		TLSClientConfig:     tlsCfg,
 		TLSHandshakeTimeout: ct,
 		ForceAttemptHTTP2:   true,
-		MaxIdleConnsPerHost: 25,
-		IdleConnTimeout:     90 * time.Second,
+		// net/http's own error for a refused CONNECT is the bare reason
+		// phrase ("Access violation"): say a proxy answered, which, and
+		// with what status.
+		OnProxyConnectResponse: proxyRefusal,
+		MaxIdleConnsPerHost:    25,
+		IdleConnTimeout:        90 * time.Second,
 	}
 	// A custom transport carries the TLS settings itself; client-go
 	// refuses a config that has both.
@@ -133,6 +137,15 @@ func RESTConfig(c *Cluster, kubeconfig []byte, o Options) (*rest.Config, []strin
 	cfg.Dial = nil
 	cfg.Transport = &unreachableRT{next: tr, cluster: c.Name, tier: tier, timeout: o.RequestTimeout}
 	return cfg, warnings, nil
+}
+
+// proxyRefusal is the error of a proxy's CONNECT answer that is not 200:
+// the proxy's address (never its userinfo), the target and the status.
+func proxyRefusal(_ context.Context, proxyURL *url.URL, req *http.Request, resp *http.Response) error {
+	if resp.StatusCode == http.StatusOK {
+		return nil
+	}
+	return fmt.Errorf("proxy %s refused CONNECT to %s: %s", proxyURL.Host, req.Host, resp.Status)
 }
 
 // connectConn bounds the connect phase: until the peer first speaks (the

@@ -173,6 +173,41 @@ func TestProxyTierInTestProxy(t *testing.T) {
 	}
 }
 
+// A proxy that answers CONNECT with a refusal (tinyproxy's 403 for a
+// port its ConnectPort lines do not allow) is named with its status in
+// the typed error, not net/http's bare reason phrase; its userinfo is not.
+func TestProxyRefusalNamesProxyAndStatus(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				if _, err := http.ReadRequest(bufio.NewReader(c)); err == nil {
+					io.WriteString(c, "HTTP/1.1 403 Access violation\r\nContent-Length: 0\r\n\r\n")
+				}
+			}()
+		}
+	}()
+	c := &Cluster{Name: "pok", KubeconfigSecret: "P", ProxyURL: "http://user:hunter2@" + l.Addr().String()}
+	err = version(t, c, kubeconfigFor("https://"+kube.DarkHost+":6443", nil, "scion-broker-token", ""), Options{ConnectTimeout: 2 * time.Second})
+	var ue *UnreachableError
+	if !errors.As(err, &ue) || ue.Tier != TierProxy {
+		t.Fatalf("got %v, want an UnreachableError of the proxy tier", err)
+	}
+	want := "proxy " + l.Addr().String() + " refused CONNECT to " + kube.DarkHost + ":6443: 403 Access violation"
+	if !strings.Contains(ue.Message, want) || strings.Contains(ue.Message, "hunter2") {
+		t.Errorf("message %q; want it to hold %q and no userinfo", ue.Message, want)
+	}
+}
+
 // Every tier answers the typed error within the connect timeout, for a
 // closed port and for a blackhole that accepts and never answers.
 func TestUnreachableSpokeTypedErrorInTime(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -203,6 +204,9 @@ func TestSpokeUnreachablePerTier(t *testing.T) {
 		t.Logf("MEASURED: %s (%s, %d steps): scion job run answered in %v (bound %v): %s", c.cluster, c.tier, c.steps, r.took.Round(time.Millisecond), bound, e.Message)
 		if err != nil || r.code != 1 || e.Status != "error" || e.Cluster != c.cluster || e.Tier != c.tier || e.Message == "" {
 			t.Errorf("%s: %s; want exit 1 and {\"status\":\"error\",\"cluster\":%q,\"tier\":%q,\"message\":...} on stdout", c.cluster, r, c.cluster, c.tier)
+		}
+		if c.cluster == "prox-refuses" && !strings.Contains(e.Message, "refused CONNECT to 127.0.0.1:"+strconv.Itoa(spokePort(t, s))+": 403 Access violation") {
+			t.Errorf("%s: message %q; want the proxy's refusal with its status", c.cluster, e.Message)
 		}
 		if id := jobIDOf(r.stderr); id == "" {
 			t.Errorf("%s: no Job ID in scion job run's progress lines: %s", c.cluster, r)
