@@ -435,6 +435,8 @@ func (b *Broker) report(rj *runningJob, u wire.JobUpdate) bool {
 	}
 	js.mu.Unlock()
 	u.JobID = rj.spec.JobID
+	where := accepted(rj.spec) // for a Hub that lost job.run's answer
+	u.Where = &where
 	js.outbox.put(rj.spec.Cluster, u)
 	if u.State.Terminal() {
 		js.marks.clear(u.JobID) // the outbox keeps the end now

@@ -134,6 +134,9 @@ func mergeUpdate(older, newer wire.JobUpdate) wire.JobUpdate {
 	if m.Trace == nil {
 		m.Trace = older.Trace
 	}
+	if m.Where == nil {
+		m.Where = older.Where
+	}
 	return m
 }
 

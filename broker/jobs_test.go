@@ -259,6 +259,10 @@ func TestJobRunAcceptedAndUpdates(t *testing.T) {
 	if u.JobID != "j1" || u.State != api.JobStateRunning || u.Logs == nil || *u.Logs != logs {
 		t.Fatalf("update %+v", u)
 	}
+	// Where the Job went, for a Hub that lost job.run's answer.
+	if u.Where == nil || *u.Where != acc {
+		t.Fatalf("update's where: %+v, want %+v", u.Where, acc)
+	}
 	code := 0
 	e.runner.ch("j1") <- jobs.Progress{State: api.JobStateSucceeded, ExitCode: &code, Result: []byte(`{"loss":0.1}`)}
 	u = recv(t, e.hub.jobUpdates, "terminal update")

@@ -264,11 +264,12 @@ func TestJobLostAnswerAfterItsReport(t *testing.T) {
 			return nil
 		})
 		id := jb.gotRuns()[0].Job.ID
-		if err := jb.update(t, wire.JobUpdate{JobID: id, State: api.JobStateQueued, Message: "waiting for admission"}); err != nil {
+		if err := jb.update(t, wire.JobUpdate{JobID: id, State: api.JobStateQueued, Message: "waiting for admission",
+			Where: &wire.JobAccepted{Cluster: "h200", Tier: "bastion", Namespace: "ns", Name: "scion-job-x"}}); err != nil {
 			t.Fatal(err)
 		}
 		r := <-done
-		if r.err != nil || r.j.ID != id || r.j.State != api.JobStateQueued {
+		if r.err != nil || r.j.ID != id || r.j.State != api.JobStateQueued || r.j.Cluster != "h200" || r.j.Tier != "bastion" || r.j.Name != "scion-job-x" {
 			t.Fatalf("the run's answer: %+v %v", r.j, r.err)
 		}
 		if got, err := e.Admin.GetJob(ctx, id); err != nil || got.State != api.JobStateQueued {

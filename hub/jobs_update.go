@@ -54,6 +54,10 @@ func mergeJobUpdate(j *store.Job, brokerID string, u wire.JobUpdate) error {
 		return api.Errorf(api.CodeRequestTooLarge, "job.update: trace of %d bytes exceeds %d", len(u.Trace), api.MaxJobTraceBytes)
 	}
 	j.State = u.State
+	if w := u.Where; w != nil && j.Name == "" {
+		// The run's answer never reached the Hub: this is it.
+		j.Cluster, j.Tier, j.Namespace, j.Name = clip(w.Cluster, 63), clip(w.Tier, 32), clip(w.Namespace, 63), clip(w.Name, 253)
+	}
 	if u.Message != "" {
 		j.Message = cleanText(u.Message, maxJobMessage)
 	}

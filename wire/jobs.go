@@ -75,4 +75,9 @@ type JobUpdate struct {
 	// Trace is the decoded trace (at most api.MaxJobTraceBytes), sent
 	// once, with or before the terminal state.
 	Trace []byte `json:"trace,omitempty"`
+	// Where is where the Job went, as job.run's answer said: the Hub
+	// fills its row from it when it never got that answer (lost with the
+	// channel, or the Hub restarted meanwhile), so that the ledger still
+	// names the cluster and tier. Brokers before it send none.
+	Where *JobAccepted `json:"where,omitempty"`
 }
