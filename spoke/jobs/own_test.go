@@ -90,3 +90,28 @@ func TestOwnedFindsFinished(t *testing.T) {
 		t.Errorf("owned %v, want running and done", ids)
 	}
 }
+
+// TestSubmitRetryLeavesAQueuedJobToKueue: a retried submit (the same Job
+// ID and broker) without a queue finds the Job there with Kueue's queue
+// label, still waiting for admission: unsuspending it would run it past
+// Kueue's quota. Only Kueue admits a queued Job.
+func TestSubmitRetryLeavesAQueuedJobToKueue(t *testing.T) {
+	ctx := context.Background()
+	cs := fake.NewClientset()
+	s := testSpec()
+	queued := s
+	queued.Queue = "h200"
+	if _, err := cs.BatchV1().Jobs(s.Namespace).Create(ctx, Manifest(queued), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := Submit(ctx, Clients{Kube: cs}, s); err != nil {
+		t.Fatal(err)
+	}
+	j, err := cs.BatchV1().Jobs(s.Namespace).Get(ctx, Name(s.JobID), metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j.Spec.Suspend == nil || !*j.Spec.Suspend {
+		t.Error("a queued Job was unsuspended by a retried submit without its queue")
+	}
+}

@@ -35,7 +35,9 @@ func Submit(ctx context.Context, c Clients, s Spec) error {
 	} else if err != nil {
 		return fmt.Errorf("cluster %s: create job %s/%s: %w", s.Cluster, s.Namespace, Name(s.JobID), err)
 	}
-	if s.Queue != "" || !suspended(j) || finished(j) {
+	// A Job that carries a queue label is Kueue's to admit, whatever this
+	// (retried) Spec says: unsuspending it would pass Kueue's quota by.
+	if s.Queue != "" || j.Labels[LabelQueue] != "" || !suspended(j) || finished(j) {
 		return nil
 	}
 	return resume(ctx, c, j)
