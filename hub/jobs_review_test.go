@@ -340,3 +340,32 @@ func TestJobUpdateOddBytes(t *testing.T) {
 		}
 	})
 }
+
+// TestJobWithoutRowIsCancelled: a Job its broker reports alive whose
+// row is gone (its project deleted, the ledger going with it) is
+// cancelled on its spoke: nobody could reach it any more, and it would
+// run to its deadline.
+func TestJobWithoutRowIsCancelled(t *testing.T) {
+	e := testenv.New(t, testenv.Options{})
+	ctx := context.Background()
+	jb := newJobsBroker(t, e, "spoke-b", nil)
+	a := startOn(t, e.Admin, jb, "measurer")
+	j, err := e.Admin.RunJob(ctx, a.ID, "", jobReq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Store.DeleteJob(ctx, j.ID); err != nil {
+		t.Fatal(err)
+	}
+	apiErr(t, jb.update(t, wire.JobUpdate{JobID: j.ID, State: api.JobStateRunning}), http.StatusNotFound, api.CodeJobNotFound)
+	waitCancel(t, jb, j.ID)
+	// A final report of a Job without a row has nothing left to stop.
+	gone := uuid.Must(uuid.NewV7()).String()
+	apiErr(t, jb.update(t, wire.JobUpdate{JobID: gone, State: api.JobStateSucceeded}), http.StatusNotFound, api.CodeJobNotFound)
+	wait.Consistently(t, 200*time.Millisecond, 20*time.Millisecond, func() error {
+		if slices.Contains(jb.gotCancels(), gone) {
+			return errors.New("job.cancel of a finished job without a row")
+		}
+		return nil
+	})
+}

@@ -9,6 +9,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/google/uuid"
+
 	"github.com/scion-go/scion/api"
 	"github.com/scion-go/scion/store"
 	"github.com/scion-go/scion/wire"
@@ -145,6 +147,11 @@ func (s *Server) applyJobUpdate(ctx context.Context, brokerID string, u wire.Job
 		return nil
 	case isNotFound(err):
 		s.log.Warn("job update refused", "job", api.Quote(u.JobID), "broker_id", brokerID, "reason", "no such job")
+		if _, perr := uuid.Parse(u.JobID); perr == nil && !u.State.Terminal() {
+			// Alive on a spoke with no row (its project deleted, the
+			// ledger with it): nobody can reach it to cancel it.
+			s.cancelOrphanJob(u.JobID, brokerID, "")
+		}
 		return jobNotFound(u.JobID)
 	case err != nil:
 		if ae := (*api.Error)(nil); errors.As(err, &ae) {
@@ -175,7 +182,8 @@ func (s *Server) applyJobUpdate(ctx context.Context, brokerID string, u wire.Job
 
 // cancelOrphanJob asks broker brokerID to delete Job id on its spoke,
 // in the background (the caller is the broker's own job.update): the
-// ledger has it in final state was while the broker reports it alive.
+// ledger has it in final state was ("" for no row at all) while the
+// broker reports it alive.
 // The broker's cancelled report then finds the row final and is
 // refused, which it drops.
 func (s *Server) cancelOrphanJob(id, brokerID string, was api.JobState) {
