@@ -22,7 +22,7 @@ import (
 type tierCase struct{ cluster, tier string }
 
 // TestSpokeJobsPerTier: issue 16's acceptance over every tier. One spoke
-// (the kube fixture's), four clusters on it in the broker's clusters.toml:
+// (the kube fixture's), five clusters on it in the broker's clusters.toml:
 // public (the bootstrap kubeconfig), host_aliases (the kubeconfig naming
 // the DNS-dark spoke-api.scion.invalid, aliased to 127.0.0.1), proxy
 // (through a real tinyproxy) and bastion (through Debian's sshd with a
@@ -66,7 +66,19 @@ host = %q
 user = %q
 key_secret = "SPOKE_BAST_SSH_KEY"
 known_hosts = %q
-`, kube.DarkHost, px.URL, bast.Addr, sshd.User(t), bast.KnownHosts())
+
+# The bastion tier with host_aliases: the bastion opens its channel to
+# the alias (it cannot resolve the DNS-dark name either).
+[clusters.bdark]
+kubeconfig_secret = "SPOKE_DARK_KUBECONFIG"
+host_aliases = { %q = "127.0.0.1" }
+connect_timeout = "5s"
+[clusters.bdark.bastion]
+host = %q
+user = %q
+key_secret = "SPOKE_BAST_SSH_KEY"
+known_hosts = %q
+`, kube.DarkHost, px.URL, bast.Addr, sshd.User(t), bast.KnownHosts(), kube.DarkHost, bast.Addr, sshd.User(t), bast.KnownHosts())
 	b := newJobsBroker(t, hub, token, admin, "spokes", "docker", fleetFile, map[string][]byte{
 		"SPOKE_PUB_KUBECONFIG":  pub,
 		"SPOKE_DARK_KUBECONFIG": dark,
@@ -77,7 +89,7 @@ known_hosts = %q
 	})
 	ag := startDockerAgent(t, admin, "spokes", "trainer")
 
-	cases := []tierCase{{"pub", "public"}, {"dark", "host_aliases"}, {"prox", "proxy"}, {"bast", "bastion"}}
+	cases := []tierCase{{"pub", "public"}, {"dark", "host_aliases"}, {"prox", "proxy"}, {"bast", "bastion"}, {"bdark", "bastion"}}
 	runs := map[string]<-chan cliResult{}
 	began := time.Now()
 	for _, c := range cases {
@@ -99,7 +111,7 @@ known_hosts = %q
 		}
 		ids[c.cluster] = jobIDOf(r.stderr)
 	}
-	t.Logf("MEASURED: the four Jobs (one per tier, 3 s each) done %v after their runs began", time.Since(began).Round(time.Millisecond))
+	t.Logf("MEASURED: the five Jobs (one per cluster, 3 s each) done %v after their runs began", time.Since(began).Round(time.Millisecond))
 	if t.Failed() {
 		t.FailNow()
 	}
@@ -152,6 +164,34 @@ known_hosts = %q
 		}
 	}
 	t.Logf("secrecy: %d sources checked for %d secret values", len(seen), len(secrets))
+
+	// Rotation, as a hub admin does it with the CLI: the broker reads the
+	// secrets at each run. A revoked token is refused by the spoke, a key
+	// the bastion does not accept by the bastion: each the typed error of
+	// its cluster, at once. The old values back, Jobs run again (the
+	// bastion's tunnel is remade for the key it now has).
+	setSecret := func(name string, v []byte) {
+		t.Helper()
+		admin.mustScion(t, "hub", "secret", "set", name, "--broker", "spokes", "--from-file", writeTemp(t, "rotated", v))
+	}
+	_, otherKey := sshd.NewKey(t)
+	setSecret("SPOKE_PUB_KUBECONFIG", s.KubeconfigBytes(s.URL, "revoked-token", ns))
+	setSecret("SPOKE_BAST_SSH_KEY", otherKey)
+	for _, c := range []tierCase{{"pub", "public"}, {"bast", "bastion"}} {
+		r := <-ag.startJobRun(t, time.Minute, "--cluster", c.cluster, "--image", "busybox", "--", "train.sh")
+		var e api.JobError
+		err := json.Unmarshal([]byte(r.stdout), &e)
+		t.Logf("MEASURED: rotated to a bad secret, %s answered in %v: %s", c.cluster, r.took.Round(time.Millisecond), e.Message)
+		if err != nil || r.code != 1 || e.Status != "error" || e.Cluster != c.cluster || e.Tier != c.tier || r.took > 15*time.Second {
+			t.Errorf("scion job run --cluster %s after its secret was rotated to a bad one: %s; want exit 1 and the typed error of %s (%s), promptly", c.cluster, r, c.cluster, c.tier)
+		}
+	}
+	setSecret("SPOKE_PUB_KUBECONFIG", pub)
+	setSecret("SPOKE_BAST_SSH_KEY", bast.key)
+	r := <-ag.startJobRun(t, time.Minute, "--cluster", "bast", "--image", "busybox", "--env", kube.EnvFakeDuration+"=1s", "--", "train.sh")
+	if r.code != 0 {
+		t.Errorf("scion job run --cluster bast with its key restored: %s; want it to run", r)
+	}
 }
 
 // compactJSON is s compacted, or s as it is when it is not JSON.
