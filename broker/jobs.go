@@ -314,7 +314,7 @@ func (b *Broker) handleJobRun(ctx context.Context, req *wire.Request) (any, erro
 	rj, fresh := js.add(b.runCtx, spec, sp)
 	if fresh {
 		b.jobLog(spec.Cluster, spec.JobID).Info("job accepted", "tier", spec.Tier, "namespace", spec.Namespace, "agent", spec.AgentID)
-		js.marks.mark(spec.Cluster, spec.Tier, spec.JobID)
+		js.marks.mark(spec.Cluster, spec.Tier, spec.Namespace, spec.JobID)
 		if !js.goJob(func() { b.runJob(rj, true) }) {
 			js.remove(rj)
 			js.marks.clear(spec.JobID)

@@ -24,8 +24,9 @@ type acceptedMarks struct {
 }
 
 type acceptedMark struct {
-	Cluster string `json:"cluster"`
-	Tier    string `json:"tier"`
+	Cluster   string `json:"cluster"`
+	Tier      string `json:"tier"`
+	Namespace string `json:"namespace"`
 }
 
 func (m acceptedMarks) file(id string) string {
@@ -35,12 +36,12 @@ func (m acceptedMarks) file(id string) string {
 	return filepath.Join(m.dir, id+".json")
 }
 
-func (m acceptedMarks) mark(cluster, tier, id string) {
+func (m acceptedMarks) mark(cluster, tier, namespace, id string) {
 	f := m.file(id)
 	if f == "" {
 		return
 	}
-	b, err := json.Marshal(acceptedMark{Cluster: cluster, Tier: tier})
+	b, err := json.Marshal(acceptedMark{Cluster: cluster, Tier: tier, Namespace: namespace})
 	if err == nil {
 		err = os.MkdirAll(m.dir, 0o700)
 	}

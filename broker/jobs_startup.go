@@ -91,7 +91,8 @@ func (b *Broker) reportLost(cluster string, seen map[string]bool) {
 			msg := "the runtime broker stopped after accepting the Job and before submitting it: run it again"
 			b.jobLog(cluster, id).Warn("startup: a job accepted by the last run was never submitted; reported as error")
 			js.outbox.put(cluster, wire.JobUpdate{JobID: id, State: api.JobStateError, Message: msg, FinishedAt: &now,
-				Error: &api.JobError{Status: "error", Cluster: cluster, Tier: mk.Tier, Message: msg}})
+				Error: &api.JobError{Status: "error", Cluster: cluster, Tier: mk.Tier, Message: msg},
+				Where: &wire.JobAccepted{Cluster: cluster, Tier: mk.Tier, Namespace: mk.Namespace, Name: jobs.Name(id)}})
 		}
 		js.marks.clear(id)
 	}
@@ -132,7 +133,8 @@ func (b *Broker) sweepCluster(parent context.Context, c *fleet.Cluster, seen map
 		seen[id] = true
 		msg := "the runtime broker restarted before the Job was admitted; the startup sweep deleted it: run it again"
 		js.outbox.put(name, wire.JobUpdate{JobID: id, State: api.JobStateError, Message: msg, FinishedAt: &now,
-			Error: &api.JobError{Status: "error", Cluster: name, Tier: string(sp.Tier), Message: msg}})
+			Error: &api.JobError{Status: "error", Cluster: name, Tier: string(sp.Tier), Message: msg},
+			Where: &wire.JobAccepted{Cluster: name, Tier: string(sp.Tier), Namespace: sp.Namespace, Name: d}})
 	}
 	owned, err := js.cfg.Runner.Owned(ctx, sp.Clients, sp.Namespace, b.cfg.BrokerID)
 	if err != nil {

@@ -408,6 +408,9 @@ func TestJobsStartupReportsSwept(t *testing.T) {
 	if u.JobID != "leftover" || u.State != api.JobStateError || u.Error == nil || u.Error.Cluster == "" || u.Error.Tier == "" || u.FinishedAt == nil {
 		t.Fatalf("update %+v (error %+v)", u, u.Error)
 	}
+	if u.Where == nil || u.Where.Name != "scion-job-leftover" || u.Where.Cluster != u.Error.Cluster {
+		t.Errorf("the swept Job's where: %+v", u.Where)
+	}
 }
 
 func TestResolveCluster(t *testing.T) {
@@ -584,6 +587,9 @@ func TestJobAcceptedButNeverSubmittedIsReported(t *testing.T) {
 	u := recv(t, hub.jobUpdates, "the lost Job's update")
 	if u.JobID != "lost" || u.State != api.JobStateError || u.Error == nil || u.Error.Cluster != "gpu" {
 		t.Fatalf("update %+v", u)
+	}
+	if u.Where == nil || *u.Where != (wire.JobAccepted{Cluster: "gpu", Tier: "public", Namespace: "gpu-ns", Name: "scion-job-lost"}) {
+		t.Errorf("the lost Job's where: %+v", u.Where)
 	}
 	if s := recv(t, runner.follows, "the created Job followed"); s.JobID != "created" {
 		t.Fatalf("followed %+v", s)
