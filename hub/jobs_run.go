@@ -127,7 +127,8 @@ func (s *Server) handleRunJob(r *http.Request, c *Caller) (int, any, error) {
 				log.Info("job run not answered but reported by its broker", "state", cur.State, "err", derr)
 				return http.StatusCreated, jobView(cur), nil
 			}
-			uerr = nil
+			log.Warn("job run not answered by the runtime broker; it was cancelled meanwhile", "err", derr)
+			return 0, nil, derr // counted as cancelled already
 		}
 		if uerr != nil {
 			log.Error("marking a job whose run was not answered", "err", uerr)
