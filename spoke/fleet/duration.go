@@ -5,8 +5,15 @@ import (
 	"time"
 )
 
-// MaxTimeout bounds every duration a cluster block sets.
-const MaxTimeout = 10 * time.Minute
+// MaxTimeout bounds every duration a cluster block sets; MinTimeout and
+// MinKeepalive are the shortest a timeout and a keepalive interval may be
+// (shorter is a mistake: every request would fail, or keepalives would
+// flood the bastion).
+const (
+	MaxTimeout   = 10 * time.Minute
+	MinTimeout   = 100 * time.Millisecond
+	MinKeepalive = time.Second
+)
 
 // Duration is a duration written as a string ("5s", "1m30s") in
 // clusters.toml and settings.yaml.

@@ -148,8 +148,8 @@ func (c *Cluster) Validate(source string) error {
 		field string
 		v     Duration
 	}{{"connect_timeout", c.ConnectTimeout}, {"request_timeout", c.RequestTimeout}} {
-		if d.v.D < 0 || d.v.D > MaxTimeout {
-			return bad(d.field, "%s is out of range (0 to %s)", d.v.D, MaxTimeout)
+		if d.v.D < 0 || d.v.D > MaxTimeout || (d.v.D > 0 && d.v.D < MinTimeout) {
+			return bad(d.field, "%s is out of range (%s to %s, or 0 for the default)", d.v.D, MinTimeout, MaxTimeout)
 		}
 	}
 	if b := c.Bastion; b != nil {
@@ -170,8 +170,8 @@ func (b *Bastion) validate() error {
 	if b.User == "" {
 		return fmt.Errorf("user: required")
 	}
-	if b.KeepaliveInterval.D < 0 || b.KeepaliveInterval.D > MaxTimeout {
-		return fmt.Errorf("keepalive_interval: %s is out of range (0 to %s)", b.KeepaliveInterval.D, MaxTimeout)
+	if k := b.KeepaliveInterval.D; k < 0 || k > MaxTimeout || (k > 0 && k < MinKeepalive) {
+		return fmt.Errorf("keepalive_interval: %s is out of range (%s to %s, or 0 for the default)", k, MinKeepalive, MaxTimeout)
 	}
 	if b.KeepaliveMax < 0 || b.KeepaliveMax > 100 {
 		return fmt.Errorf("keepalive_max: %d is out of range (0 to 100)", b.KeepaliveMax)

@@ -233,7 +233,13 @@ keepalive_max = 2
 	if o := (&Cluster{}).Options(Options{ConnectTimeout: 9 * time.Second}); o.ConnectTimeout != 9*time.Second {
 		t.Fatalf("no override: %+v", o)
 	}
-	for _, bad := range []string{`connect_timeout = "soon"`, `connect_timeout = "11m"`, `request_timeout = "-1s"`, `connect_timeout = 5`} {
+	// A duration too short to be meant is refused too: a keepalive every
+	// nanosecond is a busy loop against the bastion, and a connect or
+	// request timeout of one fails every request.
+	for _, bad := range []string{`connect_timeout = "soon"`, `connect_timeout = "11m"`, `request_timeout = "-1s"`, `connect_timeout = 5`,
+		`connect_timeout = "1ns"`, `request_timeout = "10ms"`,
+		"[clusters.x.bastion]\nhost = \"b\"\nuser = \"u\"\nkey_secret = \"KEY\"\nknown_hosts = \"" + knownHosts + "\"\nkeepalive_interval = \"1ns\"",
+	} {
 		_, err := Parse("clusters.toml", []byte("[clusters.x]\nkubeconfig_secret = \"K\"\n"+bad+"\n"))
 		if err == nil || !strings.Contains(err.Error(), "clusters.toml") {
 			t.Errorf("%s: err %v", bad, err)
