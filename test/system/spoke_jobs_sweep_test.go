@@ -1,8 +1,12 @@
 package system
 
 import (
+	"bytes"
 	"context"
+	"encoding/base64"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -198,6 +202,48 @@ connect_timeout = "5s"
 	}
 	if j := ag.jobOf(t, hubJobOf(t, long)); j.State != api.JobStateCancelled {
 		t.Errorf("cancelled job: %+v", j)
+	}
+
+	// A Job whose program fails (exit code 3) after printing a result and
+	// a trace: failed with its exit code, the result and the trace kept,
+	// the trace block not in the log.
+	trace := []byte("profile bytes \x00\x01\x02 of the failed run")
+	ch = ag.startJobRun(t, 2*time.Minute, "--cluster", "pub", "--image", "busybox",
+		"--env", kube.EnvFakeExit+"=3", "--env", kube.EnvFakeDuration+"=2s", "--", "train.sh", "--fail")
+	var failing string
+	wait.Eventually(t, time.Minute, 50*time.Millisecond, func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		l, err := s.Client.BatchV1().Jobs(ns).List(ctx, metav1.ListOptions{LabelSelector: "scion.dev/agent=" + ag.id})
+		if err != nil {
+			return err
+		}
+		for _, j := range l.Items {
+			if j.Name != long {
+				failing = j.Name
+				return nil
+			}
+		}
+		return fmt.Errorf("no third Job yet")
+	})
+	s.SetJobLog(t, ns, failing, "epoch 1\n::scion-result:: {\"loss\": 9}\n::scion-trace-begin::\n"+
+		base64.StdEncoding.EncodeToString(trace)+"\n::scion-trace-end::\nTraceback: boom\n")
+	r = <-ch
+	if r.code != 1 || compactJSON(r.stdout) != `{"loss":9}` || !strings.Contains(r.stderr, "failed with exit code 3") {
+		t.Errorf("scion job run of a failing Job: %s; want exit 1, its result, and its exit code named", r)
+	}
+	fid := hubJobOf(t, failing)
+	if j := ag.jobOf(t, fid); j.State != api.JobStateFailed || j.ExitCode == nil || *j.ExitCode != 3 || j.TraceBytes != len(trace) {
+		t.Errorf("failed job: %+v; want failed, exit code 3, a trace of %d bytes", j, len(trace))
+	}
+	tf := filepath.Join(t.TempDir(), "trace.bin")
+	lr := ag.run(t, cliTimeout, "job", "logs", fid, "--trace", tf)
+	got, err := os.ReadFile(tf)
+	if lr.code != 0 || err != nil || !bytes.Equal(got, trace) {
+		t.Errorf("scion job logs --trace: %s; file %q (%v), want %q", lr, got, err, trace)
+	}
+	if !strings.Contains(lr.stdout, "Traceback: boom") || strings.Contains(lr.stdout, "scion-trace-begin") {
+		t.Errorf("scion job logs of the failed Job: %q; want its log without the trace block", lr.stdout)
 	}
 }
 
