@@ -1,6 +1,7 @@
 package connect
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -123,9 +124,16 @@ func (p *Pool) Open(ctx context.Context, c *fleet.Cluster, secrets Secrets) (*Sp
 
 // Ambient is the broker's own cluster (its Kubernetes runtime's config),
 // cluster "ambient", tier "ambient", in namespace ("default" when empty).
+// Its requests are bounded by the pool's request timeout (the runtime's
+// config sets none, and a Job's status is polled for as long as it
+// waits in its queue: one silent answer would hold its follow for ever).
 func (p *Pool) Ambient(cfg *rest.Config, namespace string) (*Spoke, error) {
 	if namespace == "" {
 		namespace = DefaultNamespace
+	}
+	if cfg != nil && cfg.Timeout <= 0 {
+		cfg = rest.CopyConfig(cfg)
+		cfg.Timeout = cmp.Or(p.o.RequestTimeout, fleet.DefaultRequestTimeout)
 	}
 	return newSpoke(nil, TierAmbient, namespace, cfg)
 }

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"maps"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
@@ -16,6 +18,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/rest"
 
 	"github.com/scion-go/scion/api"
 	"github.com/scion-go/scion/internal/testenv/kube"
@@ -333,5 +336,37 @@ func TestSameNameBastionsKeepTheirTunnels(t *testing.T) {
 	}
 	if !maps.Equal(first, held()) {
 		t.Error("opening a block again replaced a tunnel")
+	}
+}
+
+// TestAmbientRequestsAreBounded: the broker's own cluster is polled for
+// as long as a Job waits in its queue; an API server that accepts and
+// never answers held a status poll (and the Job's follow) for ever, since
+// the runtime's config sets no timeout. The pool bounds its requests as
+// it bounds every spoke's.
+func TestAmbientRequestsAreBounded(t *testing.T) {
+	hold := make(chan struct{})
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select { // answers nothing
+		case <-hold:
+		case <-r.Context().Done():
+		}
+	}))
+	defer srv.Close()
+	defer close(hold)
+	cfg := &rest.Config{Host: srv.URL, TLSClientConfig: rest.TLSClientConfig{Insecure: true}}
+	s, err := NewPool(fleet.Options{ConnectTimeout: 300 * time.Millisecond, RequestTimeout: 500 * time.Millisecond}, nil).Ambient(cfg, "ns")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	start := time.Now()
+	_, err = s.Clients.Kube.BatchV1().Jobs("ns").Get(ctx, "scion-job-x", metav1.GetOptions{})
+	if err == nil || ctx.Err() != nil || time.Since(start) > 5*time.Second {
+		t.Fatalf("a poll of a silent ambient API server: %v after %v", err, time.Since(start))
+	}
+	if cfg.Timeout != 0 {
+		t.Error("the runtime's own config was changed")
 	}
 }
