@@ -59,6 +59,11 @@ connect_timeout = "5s"
 			t.Fatalf("job %s: suspend %v, labels %v; want suspended, of broker %s, in queue h200", name, j.Spec.Suspend, j.Labels, brokerID)
 		}
 		waitJobState(t, ag, hubJobOf(t, name), api.JobStateQueued)
+		if j := ag.jobOf(t, hubJobOf(t, name)); !strings.Contains(j.Message, "queue h200") {
+			t.Errorf("queued job %s: message %q; want it to name its queue", name, j.Message)
+		} else {
+			t.Logf("queued job's message: %s", j.Message)
+		}
 		return name
 	}
 	jobA, jobB := queued(agA, a.brokerID), queued(agB, b.brokerID)
