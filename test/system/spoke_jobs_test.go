@@ -192,6 +192,14 @@ known_hosts = %q
 	if r.code != 0 {
 		t.Errorf("scion job run --cluster bast with its key restored: %s; want it to run", r)
 	}
+	// Refusals and rotations logged nothing secret either.
+	for what, needle := range secretNeedles(tok, s.CAPEM(), otherKey) {
+		for where, text := range map[string]string{"hub log": hub.proc.Logs(), "broker log": b.proc.Logs()} {
+			if strings.Contains(text, needle) {
+				t.Errorf("SECRET LEAK after the rotations: the %s holds the %s", where, what)
+			}
+		}
+	}
 }
 
 // compactJSON is s compacted, or s as it is when it is not JSON.
