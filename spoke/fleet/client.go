@@ -76,7 +76,9 @@ func RESTConfig(c *Cluster, kubeconfig []byte, o Options) (*rest.Config, []strin
 	}
 	apiURL, err := url.Parse(cfg.Host)
 	if err != nil || apiURL.Host == "" {
-		return nil, nil, fmt.Errorf("cluster %s: kubeconfig server %q is not a URL", c.Name, cfg.Host)
+		// Not quoted: a malformed server string may hold credentials
+		// (user:password@), and this error reaches the asking agent.
+		return nil, nil, fmt.Errorf("cluster %s: kubeconfig (secret %s): the cluster's server is not an https URL with a host", c.Name, c.KubeconfigSecret)
 	}
 	tier := c.Tier()
 	tlsCfg, err := rest.TLSConfigFor(cfg)

@@ -403,3 +403,19 @@ func TestFrozenSpokeBoundedByRequestTimeout(t *testing.T) {
 		t.Errorf("answered in %v, request timeout %v", took, rt)
 	}
 }
+
+// TestBadServerNotQuoted: a kubeconfig whose server is not a URL is
+// refused without quoting it (a mangled server string may carry a
+// password, and the error reaches the agent that asked for the Job).
+func TestBadServerNotQuoted(t *testing.T) {
+	c := &Cluster{Name: "wharf", KubeconfigSecret: "K"}
+	for _, server := range []string{"https://admin:hunter2-secret@", "hunter2-secret"} {
+		_, _, err := RESTConfig(c, kubeconfigFor(server, []byte("ca"), "tok", ""), Options{})
+		if err == nil {
+			t.Fatalf("%s: accepted", server)
+		}
+		if strings.Contains(err.Error(), "hunter2") {
+			t.Fatalf("the error quotes the server: %v", err)
+		}
+	}
+}
