@@ -289,6 +289,7 @@ func (s *Server) handleDeleteAgent(r *http.Request, c *Caller) (int, any, error)
 		return 0, nil, err
 	}
 	s.observed.forget(a.ID)
+	s.cancelJobsOf(a.ID)
 	return http.StatusNoContent, nil, nil
 }
 

@@ -369,3 +369,43 @@ func TestJobWithoutRowIsCancelled(t *testing.T) {
 		return nil
 	})
 }
+
+// TestAgentDeleteCancelsItsJobs: deleting an agent ends its live Jobs
+// in the ledger and has their broker delete them on the spoke (nobody is
+// left to read their results, and a GPU Job would hold its spoke to its
+// deadline); its finished Jobs stay as they were.
+func TestAgentDeleteCancelsItsJobs(t *testing.T) {
+	e := testenv.New(t, testenv.Options{})
+	ctx := context.Background()
+	jb := newJobsBroker(t, e, "spoke-b", nil)
+	a := startOn(t, e.Admin, jb, "measurer")
+	done, err := e.Admin.RunJob(ctx, a.ID, "", jobReq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	code := 0
+	if err := jb.update(t, wire.JobUpdate{JobID: done.ID, State: api.JobStateSucceeded, ExitCode: &code}); err != nil {
+		t.Fatal(err)
+	}
+	live, err := e.Admin.RunJob(ctx, a.ID, "", jobReq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := jb.update(t, wire.JobUpdate{JobID: live.ID, State: api.JobStateRunning}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Admin.DeleteAgent(ctx, a.ID, ""); err != nil {
+		t.Fatal(err)
+	}
+	waitCancel(t, jb, live.ID)
+	got, err := e.Store.GetJob(ctx, live.ID)
+	if err != nil || got.State != api.JobStateCancelled || got.Message != "cancelled: its agent was deleted" {
+		t.Fatalf("live job after its agent's delete: %+v %v", got, err)
+	}
+	if old, err := e.Store.GetJob(ctx, done.ID); err != nil || old.State != api.JobStateSucceeded {
+		t.Fatalf("finished job: %+v %v", old, err)
+	}
+	if slices.Contains(jb.gotCancels(), done.ID) {
+		t.Fatal("a finished job was cancelled")
+	}
+}
