@@ -62,7 +62,7 @@ type jobRunFlags struct {
 	gpus                                  int
 	deadline                              time.Duration
 	env                                   []string
-	detach                                bool
+	detach, logs                          bool
 }
 
 func newJobRunCmd(a *app) *cobra.Command {
@@ -75,8 +75,9 @@ the jobs cluster of the agent's profile, else the broker's own cluster),
 submits the Job there and follows it.
 
 By default the command waits: it prints a progress line to stderr whenever
-the Job's state or message changes, then the Job's result JSON (its
-sentinel result line) to stdout. It exits 0 when the Job succeeded and 1
+the Job's state or message changes (with --logs also the Job's log as it
+grows; without, the last lines of the log of a Job that did not succeed),
+then the Job's result JSON (its sentinel result line) to stdout. It exits 0 when the Job succeeded and 1
 when it failed, was cancelled or could not be run; for an error it prints
 the typed error {"status":"error","cluster":...,"tier":...,"message":...}.
 With -o json it prints the whole Job instead. With --detach it prints the
@@ -114,7 +115,7 @@ unsupported_operation (501: the broker does not run Jobs).`,
 			if f.detach {
 				return a.printJob(cmd, j)
 			}
-			return a.waitJob(cmd, cl, j)
+			return a.waitJob(cmd, cl, j, f.logs)
 		},
 	}
 	fs := c.Flags()
@@ -127,6 +128,7 @@ unsupported_operation (501: the broker does not run Jobs).`,
 	fs.DurationVar(&f.deadline, "deadline", api.DefaultJobDeadline, fmt.Sprintf("the Job's deadline (activeDeadlineSeconds), at most %s", api.MaxJobDeadline))
 	fs.StringArrayVar(&f.env, "env", nil, "environment variable KEY=VALUE of the Job (repeatable; never a secret)")
 	fs.BoolVar(&f.detach, "detach", false, "print the Job once accepted and return, without waiting")
+	fs.BoolVar(&f.logs, "logs", false, "while waiting, print the Job's log to stderr as it grows")
 	return c
 }
 
@@ -164,16 +166,28 @@ var jobPoll = jobPollMin
 
 // waitJob follows j until it is final, printing a progress line to
 // stderr per change, then its outcome (see job run's help).
-func (a *app) waitJob(cmd *cobra.Command, cl *client.Client, j *api.Job) error {
+func (a *app) waitJob(cmd *cobra.Command, cl *client.Client, j *api.Job, follow bool) error {
 	ctx := cmd.Context()
 	errw := cmd.ErrOrStderr()
 	last := ""
 	delay := jobPoll
+	var lw logWriter
 	for {
 		line := progressLine(j)
 		if line != last {
 			fmt.Fprintln(errw, line)
 			last, delay = line, jobPoll
+		}
+		if (follow && j.LogBytes > 0 && !j.UpdatedAt.Equal(lw.at)) || (!follow && j.State.Terminal() && j.State != api.JobStateSucceeded && j.LogBytes > 0) {
+			// A failed read only skips this print: the next snapshot
+			// has what it would have shown.
+			if logs, err := cl.JobLogs(ctx, j.ID); err == nil {
+				if follow {
+					lw.write(errw, logs, j.UpdatedAt)
+				} else {
+					fmt.Fprintf(errw, "the last lines of its log:\n%s", lastLines(logs, jobLogTailLines))
+				}
+			}
 		}
 		if j.State.Terminal() {
 			return a.jobOutcome(cmd, j)

@@ -33,6 +33,8 @@ type fakeJobsHub struct {
 	runs   []api.JobRunRequest
 	agents []string
 	who    api.Whoami
+	// logs answers GET .../logs: the one of the Job state last served.
+	logs []string
 }
 
 func (f *fakeJobsHub) serve(t *testing.T) *httptest.Server {
@@ -54,6 +56,9 @@ func (f *fakeJobsHub) serve(t *testing.T) *httptest.Server {
 			f.agents = append(f.agents, strings.TrimSuffix(strings.TrimPrefix(r.URL.Path, "/api/v1/agents/"), "/jobs"))
 			w.WriteHeader(http.StatusCreated)
 			_ = json.NewEncoder(w).Encode(f.states[0])
+		case r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/logs") && len(f.logs) > 0:
+			w.Header().Set("Content-Type", "text/plain")
+			_, _ = w.Write([]byte(f.logs[min(f.gets, len(f.logs)-1)]))
 		case r.Method == http.MethodGet && strings.HasPrefix(r.URL.Path, "/api/v1/jobs/") && f.drops > 0:
 			f.drops--
 			conn, _, err := w.(http.Hijacker).Hijack()
@@ -289,5 +294,37 @@ func TestJobRunWaitSurvivesHubRestart(t *testing.T) {
 	r := runCLI(t, "", "job", "run", "--agent", "worker", "--image", "busybox", "--", "true")
 	if r.code != 0 || !strings.Contains(r.out, `"tflops": 812.5`) || !strings.Contains(r.err, "retrying") {
 		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", r.code, r.out, r.err)
+	}
+}
+
+// TestJobRunLogs: with --logs the Job's log is printed to stderr as it
+// grows, each line once; without, a Job that did not succeed shows the
+// last lines of its log, and the result stays alone on stdout.
+func TestJobRunLogs(t *testing.T) {
+	setHome(t)
+	fastPoll(t)
+	t.Setenv(api.EnvAgentID, "")
+	at := func(st api.JobState, n int, logBytes int) api.Job {
+		j := jobIn(st, "")
+		j.LogBytes, j.UpdatedAt = logBytes, time.Unix(int64(1000+n), 0)
+		return j
+	}
+	zero, three := 0, 3
+	ok := at(api.JobStateSucceeded, 3, 12)
+	ok.ExitCode, ok.Result = &zero, json.RawMessage(`{"ok":true}`)
+	f := &fakeJobsHub{states: []api.Job{at(api.JobStatePending, 0, 0), at(api.JobStateRunning, 1, 6), at(api.JobStateRunning, 2, 12), ok},
+		logs: []string{"", "step1\n", "step1\nstep2\n", "step1\nstep2\n"}}
+	useHub(t, "fake", f.serve(t).URL, "scu_x")
+	r := runCLI(t, "", "job", "run", "--agent", "worker", "--image", "busybox", "--logs", "--", "true")
+	if r.code != 0 || strings.Count(r.err, "step1") != 1 || strings.Count(r.err, "step2") != 1 || strings.Contains(r.out, "step") {
+		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", r.code, r.out, r.err)
+	}
+	failed := at(api.JobStateFailed, 2, 30)
+	failed.ExitCode = &three
+	f = &fakeJobsHub{states: []api.Job{at(api.JobStatePending, 0, 0), failed}, logs: []string{"", "line1\nTraceback: boom\n"}}
+	useHub(t, "fake", f.serve(t).URL, "scu_x")
+	r = runCLI(t, "", "job", "run", "--agent", "worker", "--image", "busybox", "--", "true")
+	if r.code != 1 || !strings.Contains(r.err, "the last lines of its log:\nline1\nTraceback: boom\n") {
+		t.Fatalf("exit %d\nstderr: %s", r.code, r.err)
 	}
 }
