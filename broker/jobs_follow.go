@@ -62,7 +62,11 @@ func (b *Broker) runJob(rj *runningJob, submit bool) {
 		js.marks.clear(s.JobID) // on the spoke now: a restart sweeps or follows it
 		log.Info("job submitted", "tier", s.Tier, "namespace", s.Namespace, "name", jobs.Name(s.JobID))
 	}
-	last := js.cfg.Runner.Follow(ctx, rj.spoke.Clients, s, js.cfg.FollowOptions, func(p jobs.Progress) {
+	fo := js.cfg.FollowOptions
+	if c := rj.spoke.Cluster; c != nil && c.StatusRetry.D > 0 {
+		fo.RetryFor = c.StatusRetry.D
+	}
+	last := js.cfg.Runner.Follow(ctx, rj.spoke.Clients, s, fo, func(p jobs.Progress) {
 		b.report(rj, updateOf(p))
 	})
 	switch {

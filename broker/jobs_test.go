@@ -68,6 +68,7 @@ type fakeRunner struct {
 	submitErr error
 	owned     map[string][]jobs.Spec // by namespace
 	swept     []string               // what every Sweep deletes
+	opts      map[string]jobs.FollowOptions
 	// submitHangs makes Submit wait for its context (a broker that
 	// stops before the create).
 	submitHangs bool
@@ -96,7 +97,13 @@ func (r *fakeRunner) Submit(ctx context.Context, _ jobs.Clients, s jobs.Spec) er
 	return r.submitErr
 }
 
-func (r *fakeRunner) Follow(ctx context.Context, _ jobs.Clients, s jobs.Spec, _ jobs.FollowOptions, report func(jobs.Progress)) jobs.Progress {
+func (r *fakeRunner) Follow(ctx context.Context, _ jobs.Clients, s jobs.Spec, o jobs.FollowOptions, report func(jobs.Progress)) jobs.Progress {
+	r.mu.Lock()
+	if r.opts == nil {
+		r.opts = map[string]jobs.FollowOptions{}
+	}
+	r.opts[s.JobID] = o
+	r.mu.Unlock()
 	r.follows <- s
 	ch := r.ch(s.JobID)
 	for {
@@ -138,6 +145,7 @@ func testFleet(t *testing.T) (*fleet.Fleet, []config.ProfileSettings) {
 kubeconfig_secret = "GPU_KC"
 namespace = "gpu-ns"
 queue = "h200"
+status_retry = "42s"
 [clusters.broken]
 kubeconfig_secret = "MISSING"
 `))
@@ -598,5 +606,24 @@ func TestJobAcceptedButNeverSubmittedIsReported(t *testing.T) {
 	case u := <-hub.jobUpdates:
 		t.Fatalf("another update: %+v", u)
 	case <-time.After(300 * time.Millisecond):
+	}
+}
+
+// TestJobStatusRetryPerCluster: a cluster's status_retry is how long its
+// Jobs' status polls may fail before they are given up; others keep the
+// broker's.
+func TestJobStatusRetryPerCluster(t *testing.T) {
+	e := startJobsBroker(t, func(c *JobsConfig) { c.FollowOptions.RetryFor = 7 * time.Second })
+	var acc wire.JobAccepted
+	for _, run := range []wire.JobRun{jobRun("g1", "a1", "gpu", ""), jobRun("p1", "aa", "private", "team-a")} {
+		if err := e.hub.call(wire.MethodJobRun, run, &acc); err != nil {
+			t.Fatal(err)
+		}
+		recv(t, e.runner.follows, "follow")
+	}
+	e.runner.mu.Lock()
+	defer e.runner.mu.Unlock()
+	if g, p := e.runner.opts["g1"].RetryFor, e.runner.opts["p1"].RetryFor; g != 42*time.Second || p != 7*time.Second {
+		t.Fatalf("retry for: gpu %v (want 42s), private %v (want the broker's 7s)", g, p)
 	}
 }

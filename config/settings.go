@@ -94,6 +94,7 @@ type ClusterSettings struct {
 	// ConnectTimeout and RequestTimeout ("5s"), as in clusters.toml.
 	ConnectTimeout string           `yaml:"connect_timeout,omitempty"`
 	RequestTimeout string           `yaml:"request_timeout,omitempty"`
+	StatusRetry    string           `yaml:"status_retry,omitempty"`
 	Bastion        *BastionSettings `yaml:"bastion,omitempty"`
 }
 

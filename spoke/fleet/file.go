@@ -143,6 +143,9 @@ func fromSettings(name string, s config.ClusterSettings) (*Cluster, error) {
 	if c.RequestTimeout, err = parseSetting(s.RequestTimeout); err != nil {
 		return nil, fmt.Errorf("request_timeout: %w", err)
 	}
+	if c.StatusRetry, err = parseSetting(s.StatusRetry); err != nil {
+		return nil, fmt.Errorf("status_retry: %w", err)
+	}
 	if b := s.Bastion; b != nil {
 		c.Bastion = &Bastion{Host: b.Host, User: b.User, KeySecret: b.KeySecret, KnownHosts: b.KnownHosts,
 			KeepaliveMax: b.KeepaliveMax}

@@ -46,7 +46,12 @@ type Cluster struct {
 	// API server, and each request with its body.
 	ConnectTimeout Duration `toml:"connect_timeout"`
 	RequestTimeout Duration `toml:"request_timeout"`
-	Bastion        *Bastion `toml:"bastion"`
+	// StatusRetry is how long a Job's status polls may keep failing (the
+	// spoke unreachable) before the Job is given up with the typed error
+	// ("5m" when zero, spoke/jobs.DefaultRetryFor); a cut shorter than it
+	// does not fail the Job.
+	StatusRetry Duration `toml:"status_retry"`
+	Bastion     *Bastion `toml:"bastion"`
 }
 
 // Bastion is a [clusters.<name>.bastion] block: the SSH tier.
@@ -147,7 +152,7 @@ func (c *Cluster) Validate(source string) error {
 	for _, d := range []struct {
 		field string
 		v     Duration
-	}{{"connect_timeout", c.ConnectTimeout}, {"request_timeout", c.RequestTimeout}} {
+	}{{"connect_timeout", c.ConnectTimeout}, {"request_timeout", c.RequestTimeout}, {"status_retry", c.StatusRetry}} {
 		if d.v.D < 0 || d.v.D > MaxTimeout || (d.v.D > 0 && d.v.D < MinTimeout) {
 			return bad(d.field, "%s is out of range (%s to %s, or 0 for the default)", d.v.D, MinTimeout, MaxTimeout)
 		}

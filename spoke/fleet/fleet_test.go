@@ -211,6 +211,7 @@ func TestClusterTimeouts(t *testing.T) {
 kubeconfig_secret = "K"
 connect_timeout = "2s"
 request_timeout = "30s"
+status_retry = "1m"
 [clusters.b200.bastion]
 host = "bastion.example"
 user = "scion"
@@ -227,6 +228,9 @@ keepalive_max = 2
 	if o.ConnectTimeout != 2*time.Second || o.RequestTimeout != 30*time.Second {
 		t.Fatalf("options %+v", o)
 	}
+	if c.StatusRetry.D != time.Minute {
+		t.Fatalf("status_retry %v", c.StatusRetry.D)
+	}
 	if c.Bastion.KeepaliveInterval.D != 5*time.Second || c.Bastion.KeepaliveMax != 2 {
 		t.Fatalf("bastion %+v", c.Bastion)
 	}
@@ -236,7 +240,7 @@ keepalive_max = 2
 	// A duration too short to be meant is refused too: a keepalive every
 	// nanosecond is a busy loop against the bastion, and a connect or
 	// request timeout of one fails every request.
-	for _, bad := range []string{`connect_timeout = "soon"`, `connect_timeout = "11m"`, `request_timeout = "-1s"`, `connect_timeout = 5`,
+	for _, bad := range []string{`connect_timeout = "soon"`, `connect_timeout = "11m"`, `request_timeout = "-1s"`, `status_retry = "1h"`, `connect_timeout = 5`,
 		`connect_timeout = "1ns"`, `request_timeout = "10ms"`,
 		"[clusters.x.bastion]\nhost = \"b\"\nuser = \"u\"\nkey_secret = \"KEY\"\nknown_hosts = \"" + knownHosts + "\"\nkeepalive_interval = \"1ns\"",
 	} {
