@@ -7,10 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -327,18 +330,74 @@ func (b *dockerBrokerHost) startDocker(t *testing.T) {
 	b.proc = b.start(t, "broker-"+b.brokerName, args...)
 }
 
-// smallPortRange returns n consecutive host ports starting at one that
-// was free a moment ago, as a --port-range value, and its first port.
+// smallPortRange returns n consecutive host ports that were free a moment
+// ago, as a --port-range value, and its first port. The range lies below
+// the kernel's ephemeral port range: a range inside it is taken, port by
+// port, by the local ends of this machine's outgoing connections (the
+// spoke fixture alone holds hundreds), and the broker then finds its pool
+// used by other programs. Ranges handed out in this process never
+// overlap.
 func smallPortRange(t *testing.T, n int) (string, int) {
 	t.Helper()
-	for range 20 {
-		lo := FreePort(t)
-		if lo+n-1 <= 65535 {
+	ephemeral := 32768
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		if f := strings.Fields(string(b)); len(f) == 2 {
+			if v, err := strconv.Atoi(f[0]); err == nil {
+				ephemeral = v
+			}
+		}
+	}
+	const floor = 10000
+	if ephemeral-n <= floor {
+		t.Fatalf("no room for a port range below the ephemeral ports (from %d)", ephemeral)
+	}
+	portRangesMu.Lock()
+	defer portRangesMu.Unlock()
+	for range 200 {
+		lo := floor + rand.IntN(ephemeral-n-floor)
+		if portRangeTaken(lo, n) {
+			continue
+		}
+		if portsFree(lo, n) {
+			portRanges = append(portRanges, [2]int{lo, lo + n - 1})
 			return fmt.Sprintf("%d-%d", lo, lo+n-1), lo
 		}
 	}
 	t.Fatal("no free port range")
 	return "", 0
+}
+
+var (
+	portRangesMu sync.Mutex
+	portRanges   [][2]int
+)
+
+func portRangeTaken(lo, n int) bool {
+	for _, r := range portRanges {
+		if lo <= r[1] && lo+n-1 >= r[0] {
+			return true
+		}
+	}
+	return false
+}
+
+// portsFree reports whether every port of lo..lo+n-1 binds on all
+// addresses (where Docker publishes an agent's port).
+func portsFree(lo, n int) bool {
+	var held []net.Listener
+	defer func() {
+		for _, l := range held {
+			l.Close()
+		}
+	}()
+	for p := lo; p < lo+n; p++ {
+		l, err := net.Listen("tcp", fmt.Sprintf(":%d", p))
+		if err != nil {
+			return false
+		}
+		held = append(held, l)
+	}
+	return true
 }
 
 // agentDirs lists the agent directories under a broker data directory
