@@ -71,6 +71,45 @@ keepalive_max = 2
 		waitJobMessage(t, ag, id, 30*time.Second, "pod")
 
 		thaw := bast.freeze(t)
+		cutAt := time.Now()
+		retried := wait.Eventually(t, 20*time.Second, 100*time.Millisecond, func() error {
+			if j := ag.jobOf(t, id); !strings.Contains(j.Message, "spoke unreachable (retrying)") {
+				return fmt.Errorf("job %s: %s: %s", id, j.State, j.Message)
+			}
+			return nil
+		})
+		t.Logf("MEASURED: the Job's message said the spoke is unreachable and retried %v into the cut", retried.Round(time.Millisecond))
+		// The cut itself: the bastion stays frozen for 5 s.
+		<-time.After(time.Until(cutAt.Add(5 * time.Second)))
+		thaw()
+		thawedAt := time.Now()
+		resumed := wait.Eventually(t, 30*time.Second, 100*time.Millisecond, func() error {
+			if j := ag.jobOf(t, id); strings.Contains(j.Message, "spoke unreachable") {
+				return fmt.Errorf("job %s: %s: %s", id, j.State, j.Message)
+			}
+			return nil
+		})
+		t.Logf("MEASURED: the poll resumed (the message moved on) %v after the 5 s cut ended", resumed.Round(time.Millisecond))
+
+		r := <-ch
+		t.Logf("MEASURED: the Job ended %v after the thaw; scion job run took %v", time.Since(thawedAt).Round(time.Millisecond), r.took.Round(time.Millisecond))
+		if r.code != 0 || compactJSON(r.stdout) != `{"survived":true}` || !strings.Contains(r.stderr, "spoke unreachable (retrying)") {
+			t.Fatalf("scion job run across the cut: %s; want exit 0, the result, and the retry among its progress lines", r)
+		}
+		if j := ag.jobOf(t, id); j.State != api.JobStateSucceeded || j.Tier != "bastion" || j.Error != nil {
+			t.Errorf("job %s after the cut: %+v; want succeeded on the bastion tier, no error", id, j)
+		}
+	})
+
+	t.Run("cut past the deadline", func(t *testing.T) {
+		// Another agent: its Job is the only one labelled with it.
+		ag := startFakeAgent(t, admin, "cutter", "measurer-2")
+		const deadline = 15 * time.Second
+		ch := ag.startJobRun(t, 3*time.Minute, "--cluster", "bast", "--image", "busybox", "--deadline", deadline.String(),
+			"--env", kube.EnvFakeDuration+"=90s", "--", "measure.sh", "--long")
+		name := spokeJobOfCluster(t, s, ns, ag.id, "bast", time.Minute)
+		waitPodRunning(t, s, ns, name)
+		thaw := bast.freeze(t)
 		defer thaw()
 		cutAt := time.Now()
 		var r cliResult
