@@ -6,7 +6,7 @@ LDFLAGS := -s -w -X github.com/scion-go/scion/cli.Version=$(VERSION)
 export GOFLAGS := -buildvcs=false
 PKGS    ?= ./...
 
-.PHONY: build demo test test-short lint bench clean
+.PHONY: build demo test test-short lint deadcode bench clean
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/scion ./cmd/scion
@@ -19,16 +19,45 @@ demo: build
 # it), and the Kubernetes runtime's real kube-apiserver (.ci/kube-apiserver.sh
 # installs etcd and builds the API server once; the tests start both).
 test: build
-	@eval "$$(.ci/postgres.sh)" && eval "$$(.ci/kube-apiserver.sh)" && SCION_BIN=$(CURDIR)/bin/scion $(GO) test -p 2 -count=1 -timeout 60m $(PKGS)
+	@eval "$$(.ci/postgres.sh)" && eval "$$(.ci/kube-apiserver.sh)" && SCION_BIN=$(CURDIR)/bin/scion $(GO) test -p 2 -count=1 -timeout 60m $(TEST_PKGS)
+
+# go test starts packages in the order they are named. test/system takes
+# most of the run (its tests mostly wait on the processes they start), so
+# it goes first and holds one of the two slots from the start while the
+# other works through every other package; named last (as ./... sorts it)
+# it started when the rest was nearly done and the run took their sum and
+# its own.
+TEST_PKGS = $(if $(filter ./...,$(PKGS)),./test/system/ ./...,$(PKGS))
 
 test-short:
 	$(GO) test -short -count=1 $(PKGS)
 
-# gofmt, go vet and staticcheck (pinned and cached by .ci/staticcheck.sh).
+# gofmt, go vet, staticcheck and deadcode (each pinned and cached by its
+# .ci/*.sh).
 lint:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); echo 'gofmt needed'; exit 1)
 	$(GO) vet ./...
 	"$$(.ci/staticcheck.sh)" ./...
+	@$(MAKE) --no-print-directory deadcode
+
+deadcode:
+	@out=$$("$$(.ci/deadcode.sh)" -filter "$$($(GO) list ./... | grep -Ev '$(DEADCODE_SKIP)' | sed 's/[.]/\\./g' | paste -sd'|' | sed 's/.*/^(&)$$/')" \
+		-f '{{range .Funcs}}{{printf "%s.%s %s\n" $$.Path .Name .Position}}{{end}}' $(DEADCODE_ROOTS)) || exit 1; \
+	out=$$(printf '%s\n' "$$out" | sed '/^$$/d; s|^$(MODULE)/||' | awk -v allow=.ci/deadcode.allow \
+		'BEGIN { while ((getline l < allow) > 0) if (l !~ /^#/ && split(l, f) > 0) ok[f[1]] = 1 } \
+		$$1 in ok { seen[$$1] = 1; next } { print "unreachable func: " $$0 } \
+		END { for (k in ok) if (!(k in seen)) print k ": listed in .ci/deadcode.allow but reachable (or gone): drop the line" }'); \
+	if [ -n "$$out" ]; then printf '%s\n' "$$out"; echo 'deadcode: move test-only code into tests, delete it, or wire it'; exit 1; fi
+
+# deadcode reports the functions the repo's programs cannot reach. It
+# reports product packages only: the harnesses (DEADCODE_SKIP) are for
+# tests, and so is code only they reach. client is skipped too: it is the
+# typed client programs of other modules import (internal/deptest), so
+# its exported API is for them, whether or not a program of ours calls
+# it; staticcheck (U1000) still reports what nothing in it uses.
+MODULE         = github.com/scion-go/scion
+DEADCODE_ROOTS = ./cmd/scion ./bench/... ./runtime/docker/internal/testagent
+DEADCODE_SKIP  = ^$(MODULE)/(internal/testenv(/.*)?|internal/deptest|store/storetest|runtime/runtimetest|client)$$
 
 bench: build
 	@eval "$$(.ci/postgres.sh)" && $(GO) run ./bench/wire && SCION_BIN=$(CURDIR)/bin/scion $(GO) run ./bench/hub

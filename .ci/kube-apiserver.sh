@@ -19,11 +19,13 @@
 # copied out of the sigs.k8s.io/kueue module (fetched by `go mod download`,
 # no Kueue code is built) into .../scion/kueue-<version>/crds/.
 #
-# Build times, first build on two cores (later runs reuse the cache):
-#   kube-apiserver           476 s
-#   kube-controller-manager  1132 s (measured after kube-apiserver, on a shared machine at load ~15)
-#   kwok                     623 s (same machine and load; its own k8s.io module versions)
+# Build times, first build on a fresh, quiet two-core machine (9 minutes in
+# all; later runs reuse the cache):
+#   kube-apiserver           344 s
+#   kube-controller-manager   89 s (after kube-apiserver, whose packages it reuses)
+#   kwok                      73 s (its own k8s.io module versions)
 #   Kueue CRDs               a few seconds (download only)
+# On a machine shared with other builds they take several times as long.
 # The builds run one after the other, never concurrently.
 # Nothing is started here: the tests start the processes themselves, once
 # per test package (internal/testenv/kube).

@@ -63,3 +63,31 @@ type Secret struct {
 
 // MaxSecretValue is the largest secret value, in bytes.
 const MaxSecretValue = 64 << 10
+
+// Scrape tokens for the Hub's Prometheus metrics (admin).
+//
+//	POST   /api/v1/admin/metrics-tokens       CreateMetricsTokenRequest -> MetricsToken (201; the token is shown once)
+//	GET    /api/v1/admin/metrics-tokens       -> List[MetricsToken] (the caller's, without secrets)
+//	DELETE /api/v1/admin/metrics-tokens/{id}  (204; revoke, any admin)
+//
+// GET /metrics takes such a token (Authorization: Bearer scm_...) or a
+// Hub admin's own; a scrape token works only there, and only while the
+// admin who made it is one.
+
+// CreateMetricsTokenRequest asks for a scrape token.
+type CreateMetricsTokenRequest struct {
+	Name string `json:"name"`
+	// ExpiresIn is a Go duration (default 8760h, at most 8760h).
+	ExpiresIn string `json:"expiresIn,omitempty"`
+}
+
+// MetricsToken is a scrape token. Token is set only in the answer to its
+// creation: the Hub keeps a hash.
+type MetricsToken struct {
+	ID        string     `json:"id"`
+	Name      string     `json:"name"`
+	ExpiresAt *time.Time `json:"expiresAt,omitempty"`
+	RevokedAt *time.Time `json:"revokedAt,omitempty"`
+	CreatedAt time.Time  `json:"createdAt"`
+	Token     string     `json:"token,omitempty"`
+}

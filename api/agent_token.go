@@ -14,6 +14,11 @@ import (
 //
 //	POST /api/v1/auth/agent-token   (the agent's current token) -> AgentToken
 //
+// A renewal retires the token it was made with: that token works for
+// AgentTokenGrace more, and a renewal with it within the grace answers
+// the same new token again (a lost answer, or two renewals at once), never
+// a newer one; after the grace it is refused (401) like an expired one.
+//
 // The scion CLI inside an agent does so by itself when less than half of
 // its token's lifetime is left, and keeps the new token in
 // $HOME/AgentTokenFile, which it prefers over SCION_AGENT_TOKEN when it is
@@ -38,7 +43,18 @@ type AgentTokenClaims struct {
 	// ExpiresAt is in Unix seconds; 0 in tokens of older Hubs, which
 	// expire IssuedAt plus the Hub's lifetime.
 	ExpiresAt int64 `json:"e,omitempty"`
+	// Generation is the agent's token generation the token was minted
+	// in (0 in tokens of older Hubs). A renewal moves the agent to the
+	// next generation; the Hub then accepts the previous one only for
+	// AgentTokenGrace.
+	Generation int64 `json:"g,omitempty"`
 }
+
+// AgentTokenGrace is how long the token an agent renewed keeps working
+// after the renewal: for the agent's requests already in flight with it.
+// After it the old token is refused, renewals with it included, so a
+// copy of a token that leaked dies at the agent's next renewal.
+const AgentTokenGrace = time.Minute
 
 // ReadAgentTokenClaims reads the claims of an agent token WITHOUT checking
 // its signature: for an agent to learn when its own token expires. Never

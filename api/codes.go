@@ -5,7 +5,7 @@ import "net/http"
 // Error codes. Each is declared here once, with its HTTP status in
 // codeStatus below; the constructors (Errorf, NotFound, ...), the Hub's
 // error writer, the control channel and the client all read that table.
-// Names and statuses follow ../shared/spec exactly where the spec gives
+// Names and statuses follow the upstream multi-broker spec exactly where it gives
 // them. A new code needs a row in codeStatus and in the test's expected
 // table (codes_test.go), or the api tests fail.
 const (
@@ -80,6 +80,11 @@ const (
 	// CodeAttachClosed: the attach session's terminal is closed; input
 	// sent to it is lost (410).
 	CodeAttachClosed = "attach_closed"
+
+	// CodePreconditionFailed: a write's If-Match names another version
+	// than the stored one (someone wrote in between); details.etag is the
+	// current one (412).
+	CodePreconditionFailed = "precondition_failed"
 
 	// 413: a request body or control-channel message over its limit.
 	CodeRequestTooLarge = "request_too_large"
@@ -173,6 +178,8 @@ var codeStatus = map[string]int{
 
 	CodeAttachClosed: http.StatusGone,
 
+	CodePreconditionFailed: http.StatusPreconditionFailed,
+
 	CodeRequestTooLarge:      http.StatusRequestEntityTooLarge,
 	CodeUnsupportedMediaType: http.StatusUnsupportedMediaType,
 
@@ -225,12 +232,6 @@ func StatusForCode(code string) int {
 		return s
 	}
 	return http.StatusInternalServerError
-}
-
-// KnownCode reports whether code is in the table.
-func KnownCode(code string) bool {
-	_, ok := codeStatus[code]
-	return ok
 }
 
 // CodeForStatus is the code for an error response that carries none: the

@@ -76,6 +76,9 @@ func GitRemoteTransport(remote string) (string, error) {
 			if !path.IsAbs(u.Path) || path.Clean(u.Path) == "/" {
 				return bad("it names no repository")
 			}
+			if why := badLocalPath(u.Path); why != "" {
+				return bad(why)
+			}
 			return GitTransportLocal, nil
 		default:
 			return bad("transport " + Quote(scheme) + " is not allowed")
@@ -84,6 +87,9 @@ func GitRemoteTransport(remote string) (string, error) {
 	if strings.HasPrefix(remote, "/") {
 		if path.Clean(remote) == "/" {
 			return bad("it names no repository")
+		}
+		if why := badLocalPath(remote); why != "" {
+			return bad(why)
 		}
 		return GitTransportLocal, nil
 	}
@@ -95,6 +101,23 @@ func GitRemoteTransport(remote string) (string, error) {
 		}
 	}
 	return bad("it is a relative path or an unknown form")
+}
+
+// badLocalPath says why a local remote's path is refused whatever the
+// broker allows: a "." or ".." element (no repository needs one, and
+// after a symlink it leads elsewhere than it reads), or /proc (whose links
+// show the broker's own working directory and root). Brokers resolve the
+// path themselves too; this refuses it when it is set.
+func badLocalPath(p string) string {
+	for _, e := range strings.Split(p, "/") {
+		if e == "." || e == ".." {
+			return "a path on the broker's host must not have . or .. elements"
+		}
+	}
+	if c := path.Clean(p); c == "/proc" || strings.HasPrefix(c, "/proc/") {
+		return "a path under /proc is never a repository"
+	}
+	return ""
 }
 
 // CheckGitRemote is the Hub's check of a project's git remote (create and

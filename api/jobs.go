@@ -16,7 +16,7 @@ import (
 //	GET    /api/v1/jobs/{job}                     -> Job
 //	GET    /api/v1/jobs/{job}/logs                -> text/plain (the latest log snapshot)
 //	GET    /api/v1/jobs/{job}/trace               -> application/octet-stream (the decoded trace; 404 when none)
-//	POST   /api/v1/jobs/{job}/cancel              -> Job
+//	POST   /api/v1/jobs/{job}/cancel              -> Job (200; 202 with state cancelling when the cancel is queued)
 //
 // Every Job route needs agent.lifecycle on the Job's agent: an agent for
 // itself, a user or agent allowed to act on it.
@@ -34,6 +34,12 @@ const (
 	JobStateSucceeded JobState = "succeeded"
 	JobStateFailed    JobState = "failed"
 	JobStateCancelled JobState = "cancelled"
+	// JobStateCancelling: a cancel its broker has not confirmed yet (it
+	// was offline, or did not answer in time): the cancel is queued and
+	// delivered when the broker reconnects. Not final: the broker's
+	// cancelled report ends it, a succeeded or failed one records what
+	// happened first, and deregistering the broker ends it cancelled.
+	JobStateCancelling JobState = "cancelling"
 	// JobStateError: the broker could not run or follow it (an unreachable
 	// spoke, credentials refused); Job.Error says why.
 	JobStateError JobState = "error"

@@ -80,3 +80,28 @@ func CheckHarness(field, h string) error {
 	}
 	return BadRequest("unknown %s %s: use one of %v", field, Quote(h), Harnesses)
 }
+
+// MaxEnvNameLen bounds an environment variable's name, and so a secret's.
+const MaxEnvNameLen = 128
+
+// ValidEnvName is the one rule of an environment variable's name: a C
+// identifier (ASCII letters, digits and '_', not starting with a digit) of
+// 1 to MaxEnvNameLen bytes. Shells, Docker and Kubernetes all take it.
+func ValidEnvName(n string) bool {
+	if len(n) == 0 || len(n) > MaxEnvNameLen || n[0] >= '0' && n[0] <= '9' {
+		return false
+	}
+	for i := 0; i < len(n); i++ {
+		c := n[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+// ValidSecretName is the rule of a secret's name (project, user and
+// broker-scoped secrets, and every reference to one in settings and the
+// fleet file): an environment variable's, since a secret is delivered as
+// one.
+func ValidSecretName(n string) bool { return ValidEnvName(n) }

@@ -158,3 +158,17 @@ func wantBadRequest(t *testing.T, err error) {
 		t.Fatalf("%v: want 400 %s", err, CodeInvalidRequest)
 	}
 }
+
+// TestValidEnvName: the rule of environment variable and secret names
+// (the Hub's secrets, broker secrets, settings' required secrets, the
+// fleet file's references, Job and agent env all call it).
+func TestValidEnvName(t *testing.T) {
+	for n, want := range map[string]bool{
+		"A": true, "_": true, "GITHUB_TOKEN": true, "a1": true, strings.Repeat("S", 128): true,
+		"": false, "1A": false, "A-B": false, "a.b": false, "A B": false, "É": false, "A=B": false, strings.Repeat("S", 129): false,
+	} {
+		if ValidEnvName(n) != want || ValidSecretName(n) != want {
+			t.Errorf("%q: ValidEnvName %v, ValidSecretName %v; want %v", n, ValidEnvName(n), ValidSecretName(n), want)
+		}
+	}
+}

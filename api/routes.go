@@ -2,14 +2,15 @@ package api
 
 // The Hub's REST routes. {project}, {broker} and {agent} accept an ID or a
 // name (an agent slug needs ?project=). Every route but /healthz, /readyz,
-// /metrics, POST /runtime-brokers/join and the sign-in routes /auth/device
-// (see auth.go) needs a caller:
+// POST /runtime-brokers/join and the sign-in routes /auth/device (see
+// auth.go) needs a caller (/metrics its own, see access.go):
 //
 //	Authorization: Bearer <user or agent token>
 //
 // or, for a broker, the signed headers below.
 //
-//	GET    /healthz  /readyz  /metrics
+//	GET    /healthz  /readyz
+//	GET    /metrics  (a scrape token or a Hub admin's token: see access.go)
 //	GET    /api/v1/auth/whoami                          -> Whoami
 //	POST   /api/v1/auth/agent-token                     -> AgentToken (an agent renews its own token; see agent_token.go)
 //	POST   /api/v1/auth/device                          -> DeviceAuthorization (no caller; OIDC sign-in)
@@ -49,8 +50,8 @@ package api
 //	GET    /api/v1/runtime-brokers/{broker}/secrets              -> List[BrokerSecret] (admin; names only)
 //	DELETE /api/v1/runtime-brokers/{broker}/secrets/{name}       (204; admin)
 //	GET    /api/v1/runtime-brokers/{broker}/secrets/{name}/value -> BrokerSecretValue (that broker's signed headers only; no bearer)
-//	GET    /api/v1/settings                             -> HubSettings
-//	PUT    /api/v1/settings                             HubSettings -> HubSettings (admin)
+//	GET    /api/v1/settings                             -> HubSettings (ETag: "<version>")
+//	PUT    /api/v1/settings                             HubSettingsUpdate -> HubSettings (admin; partial; If-Match: "<version>" or 412 precondition_failed)
 //	GET    /api/v1/admin/limits                         -> Limits
 //	PUT    /api/v1/admin/limits                         Limits -> Limits (admin)
 //

@@ -20,8 +20,11 @@ const (
 // Container statuses reported by brokers (or set by the Hub while a command
 // waits, e.g. stop_queued).
 const (
-	ContainerNone       = ""
-	ContainerCreated    = "created"
+	ContainerNone    = ""
+	ContainerCreated = "created"
+	// ContainerPending: started but not running yet (a Kubernetes pod
+	// waiting for a node or its image); the status message says why.
+	ContainerPending    = "pending"
 	ContainerRunning    = "running"
 	ContainerExited     = "exited"
 	ContainerPaused     = "paused"
@@ -305,6 +308,25 @@ type HubSettings struct {
 	// Experiments turns Hub experiments on (see Experiments); a missing
 	// name is off.
 	Experiments map[string]bool `json:"experiments,omitempty"`
+}
+
+// HubSettingsUpdate is the body of PUT /settings: a partial update. A
+// field left out keeps its stored value (send "" to clear a default);
+// experiments named are turned on or off, the others keep their state.
+// With If-Match: "<version>" (the ETag of a GET or PUT) the write happens
+// only if nobody wrote the settings since: 412 precondition_failed
+// otherwise. A whole HubSettings document is a valid update too.
+type HubSettingsUpdate struct {
+	AgentDefaults *AgentDefaultsUpdate `json:"agent_defaults,omitempty"`
+	Experiments   map[string]bool      `json:"experiments,omitempty"`
+}
+
+// AgentDefaultsUpdate is the agent_defaults of a HubSettingsUpdate; nil
+// keeps a default, a pointer to "" clears it.
+type AgentDefaultsUpdate struct {
+	DefaultRuntimeBroker *string `json:"default_runtime_broker,omitempty"`
+	DefaultHarness       *string `json:"default_harness,omitempty"`
+	DefaultImage         *string `json:"default_image,omitempty"`
 }
 
 // Limits is GET/PUT /admin/limits.

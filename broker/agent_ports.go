@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 
 	"github.com/scion-go/scion/api"
@@ -36,14 +37,21 @@ var DefaultPortRange = [2]int{31000, 31999}
 //     label is written atomically with the container, so there is no side
 //     file to disagree with the engine after a crash.
 //
-// The pool only knows about agents: the range must be reserved for this
-// broker on its host, or a start fails when the engine cannot bind.
+// The pool only knows this broker's agents. What else holds a port of
+// its range is learnt at each create: a probe of the host (any program
+// bound to it) and, from a runtime that shares its engine
+// (runtime.HostPortLister), the ports of the engine's other containers,
+// other brokers' agents included even while stopped. Two brokers on one
+// host may so share a range. What neither shows (a program binding a port
+// after the create, a race with another broker's create) fails a start:
+// a create then retries with other ports; a start again of a stopped
+// agent cannot, and fails naming the port.
 
 // holdsPorts reports whether a container in state keeps its host ports. A
 // created container has not bound them yet but will at its first start; a
 // paused one still has them bound.
 func holdsPorts(state string) bool {
-	return state == runtime.StateCreated || state == runtime.StateRunning || state == runtime.StatePaused
+	return state == runtime.StateCreated || state == runtime.StatePending || state == runtime.StateRunning || state == runtime.StatePaused
 }
 
 // statusPorts are the mappings a status reports: the label's, while the
@@ -113,8 +121,10 @@ func boolRank(v bool) int {
 }
 
 // allocatePorts takes host ports for a new agent's spec.Ports and returns
-// the scion.ports label value ("" for none).
-func (b *Broker) allocatePorts(ctx context.Context, spec wire.AgentSpec) (string, error) {
+// the scion.ports label value ("" for none). It passes over the ports in
+// refused (the engine refused them to an earlier try of this create) and
+// those the runtime says other clients of its engine hold.
+func (b *Broker) allocatePorts(ctx context.Context, spec wire.AgentSpec, refused map[int]bool) (string, error) {
 	if len(spec.Ports) == 0 {
 		return "", nil
 	}
@@ -124,7 +134,7 @@ func (b *Broker) allocatePorts(ctx context.Context, spec wire.AgentSpec) (string
 	if err := b.loadPorts(ctx); err != nil {
 		return "", err
 	}
-	hosts, err := b.ports.Allocate(spec.AgentID, len(spec.Ports))
+	hosts, err := b.ports.Allocate(spec.AgentID, len(spec.Ports), b.foreignPorts(ctx, refused))
 	if err != nil {
 		return "", err
 	}
@@ -133,6 +143,33 @@ func (b *Broker) allocatePorts(ctx context.Context, spec wire.AgentSpec) (string
 		ms[i] = api.PortMapping{ContainerPort: c, HostPort: hosts[i], Protocol: "tcp"}
 	}
 	return formatPorts(ms), nil
+}
+
+// foreignPorts is refused plus the host ports the runtime's engine gives
+// to others (runtime.HostPortLister): another broker on the same engine
+// hands out ports from its own pool, maybe over the same range, and its
+// stopped agents bind theirs again at their next start, when a probe of
+// the host finds them free. Without the list (an engine that does not
+// answer) the create goes on with what the pool and the probe know; a
+// port taken after all is the start's error, and the create retries.
+func (b *Broker) foreignPorts(ctx context.Context, refused map[int]bool) map[int]bool {
+	l, ok := b.rt.(runtime.HostPortLister)
+	if !ok {
+		return refused
+	}
+	ports, err := l.ForeignHostPorts(ctx)
+	if err != nil {
+		b.log.Warn("port pool: cannot list the host ports other brokers' agents hold", "err", err)
+		return refused
+	}
+	out := maps.Clone(refused)
+	if out == nil {
+		out = make(map[int]bool, len(ports))
+	}
+	for _, p := range ports {
+		out[p] = true
+	}
+	return out
 }
 
 // acquirePorts takes an existing container's host ports again before it

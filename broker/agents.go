@@ -26,17 +26,39 @@ const cleanupTimeout = 30 * time.Second
 //
 // A host port from the pool may turn out to be taken by a program the
 // pool does not know of (another engine client published it between our
-// probe and the start): the create is undone and made again with other
-// ports from the pool, twice at most.
+// look at the host and the start: two brokers on one host creating at
+// once): the create is undone and made again with other ports from the
+// pool, keeping the refused port out, createTries in all at most.
 func (b *Broker) createAgent(ctx context.Context, spec wire.AgentSpec) (runtime.Status, error) {
+	var refused map[int]bool
 	for attempt := 1; ; attempt++ {
-		st, err := b.createAgentOnce(ctx, spec)
-		if err == nil || attempt == 3 || len(spec.Ports) == 0 || !errors.Is(err, runtime.ErrHostPortTaken) {
+		st, err := b.createAgentOnce(ctx, spec, refused)
+		if err == nil || attempt == createTries || len(spec.Ports) == 0 || !errors.Is(err, runtime.ErrHostPortTaken) {
 			return st, err
 		}
+		refused = refuse(refused, err)
 		b.log.Warn("a published host port is taken on this host by something outside the pool; creating again with other ports",
 			"agent", spec.AgentID, "attempt", attempt, "err", err)
 	}
+}
+
+// createTries bounds the tries of a create whose host port turns out
+// taken (each redoes the workspace). Each try sees the ports the earlier
+// ones lost, so only a new race with another client of the host fails
+// the next one.
+const createTries = 3
+
+// refuse adds the port a runtime's HostPortTakenError names to refused.
+func refuse(refused map[int]bool, err error) map[int]bool {
+	var hp *runtime.HostPortTakenError
+	if !errors.As(err, &hp) || hp.Port == 0 {
+		return refused
+	}
+	if refused == nil {
+		refused = map[int]bool{}
+	}
+	refused[hp.Port] = true
+	return refused
 }
 
 // settingLabels are the spec labels that carry an agent's settings: its
@@ -59,7 +81,7 @@ func (b *Broker) settingLabels(spec wire.AgentSpec) map[string]string {
 	return labels
 }
 
-func (b *Broker) createAgentOnce(ctx context.Context, spec wire.AgentSpec) (_ runtime.Status, err error) {
+func (b *Broker) createAgentOnce(ctx context.Context, spec wire.AgentSpec, refused map[int]bool) (_ runtime.Status, err error) {
 	if err := validID("project ID", spec.ProjectID); err != nil {
 		return runtime.Status{}, err
 	}
@@ -111,7 +133,7 @@ func (b *Broker) createAgentOnce(ctx context.Context, spec wire.AgentSpec) (_ ru
 
 	// Ports first: an exhausted pool fails the create before anything is
 	// made.
-	portsLabel, err := b.allocatePorts(ctx, spec)
+	portsLabel, err := b.allocatePorts(ctx, spec, refused)
 	if err != nil {
 		return runtime.Status{}, err
 	}
@@ -165,6 +187,7 @@ func (b *Broker) createAgentOnce(ctx context.Context, spec wire.AgentSpec) (_ ru
 			// A worktree's .git file names the base clone's git directory
 			// by its host path: a container must see it at that same path.
 			rs.Mounts = append(rs.Mounts, runtime.Mount{Source: rec.GitCommonDir, Target: rec.GitCommonDir})
+			rs.GitDir = worktreeGitDir(work)
 		}
 	}
 	rs.Labels = b.settingLabels(spec)

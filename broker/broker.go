@@ -83,8 +83,7 @@ type Config struct {
 	GitWorkspaces GitWorkspacesConfig
 	// Idempotency remembers completed keyed commands (default: a
 	// FileStore under DataDir/idempotency, so that a replay after a broker
-	// restart is still answered from the record; idempotency.NewMemory is for
-	// tests).
+	// restart is still answered from the record).
 	Idempotency idempotency.Store
 	// DropReply is fault injection for tests: when it returns true for a
 	// keyed command that has completed (and been recorded), the broker
@@ -100,8 +99,9 @@ type Config struct {
 	// Jobs configures delegated Jobs (ADR-0046); its zero value runs none.
 	Jobs JobsConfig
 	// PortRange is the inclusive host port range agents' published ports
-	// come from (default DefaultPortRange). It must be reserved for this
-	// broker's agents on its host; see portpool.Pool.
+	// come from (default DefaultPortRange). Best reserved for this
+	// broker's agents on its host; brokers sharing a Docker Engine pass
+	// over each other's ports (see agent_ports.go).
 	PortRange [2]int
 }
 
@@ -143,10 +143,13 @@ type Broker struct {
 	runCtx      context.Context // Run's: ends the Jobs' goroutines
 	jobsStarted sync.Once
 
-	mu      sync.Mutex
-	conn    *wire.Conn // the current session's channel once hello succeeded
-	status  Status
-	changed chan struct{} // closed and replaced on every status change
+	later sync.WaitGroup // reportLater's goroutines; Run waits for them
+
+	mu         sync.Mutex
+	reportsDue map[string]bool // agents with a reportLater pending
+	conn       *wire.Conn      // the current session's channel once hello succeeded
+	status     Status
+	changed    chan struct{} // closed and replaced on every status change
 }
 
 // New checks cfg, fills in defaults and creates the data directory.
@@ -186,6 +189,9 @@ func New(cfg Config) (*Broker, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	// A spoke's or git's error text may quote a URL with its password:
+	// no broker line carries one, whoever embeds the broker.
+	cfg.Logger = slog.New(api.RedactHandler(cfg.Logger.Handler()))
 	cfg.MinBackoff = cmp.Or(cfg.MinBackoff, 100*time.Millisecond)
 	cfg.MaxBackoff = max(cmp.Or(cfg.MaxBackoff, 10*time.Second), cfg.MinBackoff)
 	cfg.StopGrace = cmp.Or(cfg.StopGrace, 10*time.Second)
@@ -278,6 +284,7 @@ func (b *Broker) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	wg.Go(func() { b.forwardEvents(ctx) })
 	defer wg.Wait()
+	defer b.later.Wait()
 	if js := b.jobs; js != nil {
 		wg.Go(func() { b.sendUpdates(ctx) })
 		defer js.cfg.Spokes.Close()

@@ -15,7 +15,6 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/scion-go/scion/api"
-	"github.com/scion-go/scion/runtime"
 	"github.com/scion-go/scion/wire"
 )
 
@@ -209,49 +208,6 @@ func (b *Broker) hello(ctx context.Context, conn *wire.Conn) (wire.HelloReply, e
 	return reply, err
 }
 
-// currentStatus re-reads an agent's state under its lock: an event may
-// have been queued before a command that changed the state again, and
-// what the Hub needs is the newest state with a stamp that orders it.
-func (b *Broker) currentStatus(ctx context.Context, ev runtime.Status) wire.AgentStatus {
-	unlock, err := b.locks.lock(ctx, ev.AgentID)
-	if err != nil {
-		return agentStatus(ev)
-	}
-	defer unlock()
-	st, err := b.rt.Inspect(ctx, ev.AgentID)
-	switch {
-	case errors.Is(err, runtime.ErrNotFound):
-		st = runtime.Status{AgentID: ev.AgentID, RunID: ev.RunID, State: runtime.StateMissing, Labels: ev.Labels}
-	case err != nil:
-		return agentStatus(ev)
-	}
-	// An agent that exited by itself gives its ports back.
-	b.alignPorts(ctx, ev.AgentID, st)
-	return agentStatus(st)
-}
-
-// reportStatus tells the Hub an agent's current state now, as an event
-// would, and returns once the Hub has taken it. Failures are only logged:
-// the runtime's events and the next hello's inventory tell it too.
-func (b *Broker) reportStatus(ctx context.Context, agentID string) {
-	conn := b.currentConn()
-	if conn == nil {
-		return
-	}
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), eventTimeout)
-	defer cancel()
-	st := b.currentStatus(cctx, runtime.Status{AgentID: agentID})
-	if st.State == "" { // the runtime could not say
-		return
-	}
-	if err := conn.Call(cctx, wire.MethodAgentStatus, st, nil); err != nil {
-		b.log.Warn("report agent status", "agent", agentID, "state", st.State, "err", err)
-	}
-}
-
-// eventTimeout bounds forwarding one runtime event to the Hub.
-const eventTimeout = 5 * time.Second
-
 // forwardEvents reports runtime events to the Hub as agent.status calls,
 // in order. Events that happen while disconnected are dropped: the
 // inventory in the next hello carries the state they would have told.
@@ -271,18 +227,18 @@ func (b *Broker) forwardEvents(ctx context.Context) {
 			// The status is read even while disconnected: reading it
 			// also gives an exited agent's ports back to the pool.
 			cctx, cancel := context.WithTimeout(ctx, eventTimeout)
-			st := b.currentStatus(cctx, ev.Status)
-			conn := b.currentConn()
-			if conn == nil {
-				cancel()
-				b.log.Debug("runtime event dropped while disconnected", "agent", ev.Status.AgentID, "state", ev.Status.State)
+			st, err := b.currentStatus(cctx, ev.Status)
+			cancel()
+			if errors.Is(err, errAgentBusy) {
+				// Not blocking the other agents' events behind this one.
+				b.reportLater(ctx, ev.Status.AgentID)
 				continue
 			}
-			err := conn.Call(cctx, wire.MethodAgentStatus, st, nil)
-			cancel()
 			if err != nil {
-				b.log.Warn("forward agent status", "agent", ev.Status.AgentID, "state", ev.Status.State, "err", err)
+				b.log.Warn("runtime event not forwarded: the agent's state cannot be read", "agent", ev.Status.AgentID, "state", ev.Status.State, "err", err)
+				continue
 			}
+			b.sendStatus(ctx, st)
 		}
 	}
 }

@@ -33,8 +33,8 @@ func (b *Broker) register(c *wire.Conn) {
 	})
 	c.Handle(wire.MethodProjectCleanup, b.cleanupProject)
 	if b.jobs != nil {
-		c.Handle(wire.MethodJobRun, b.handleJobRun)
-		c.Handle(wire.MethodJobCancel, b.handleJobCancel)
+		c.Handle(wire.MethodJobRun, b.keyed(c, b.handleJobRun))
+		c.Handle(wire.MethodJobCancel, b.keyed(c, b.handleJobCancel))
 	}
 	c.Handle(wire.MethodEcho, func(_ context.Context, req *wire.Request) (any, error) {
 		return req.Body, nil
@@ -44,13 +44,22 @@ func (b *Broker) register(c *wire.Conn) {
 // keyed makes a handler idempotent for requests that carry a key. Keys are
 // scoped by method so that a key reused by mistake for another command
 // never answers it with the wrong result.
+//
+// A keyed command runs to its end on the broker (see detach), not only
+// as long as its caller waits: its retry with the key is then answered
+// with its outcome, waiting for it if need be, rather than finding half
+// of it undone while the engine still finishes the rest.
 func (b *Broker) keyed(c *wire.Conn, h wire.Handler) wire.Handler {
 	return func(ctx context.Context, req *wire.Request) (any, error) {
 		if req.Key == "" {
 			return h(ctx, req)
 		}
 		ctx = context.WithValue(ctx, keyedCtx{}, true)
-		v, err := b.dedup.Do(ctx, req.Method+"\x00"+req.Key, func() (any, error) { return h(ctx, req) })
+		v, err := b.dedup.Do(ctx, req.Method+"\x00"+req.Key, func() (any, error) {
+			dctx, cancel := b.detach(ctx)
+			defer cancel()
+			return h(dctx, req)
+		})
 		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 			err = ctxError(err) // a duplicate gave up waiting on the first
 		}
@@ -63,6 +72,30 @@ func (b *Broker) keyed(c *wire.Conn, h wire.Handler) wire.Handler {
 		}
 		return v, err
 	}
+}
+
+// keyedBudget is how long a keyed command may run on the broker at least,
+// whenever its caller stops waiting.
+const keyedBudget = 5 * time.Minute
+
+// detach is the context a keyed command runs under: ctx's values, not its
+// end. The Hub's deadline passing, its cancel, or the channel dropping no
+// longer cuts the command short: cut, a create was undone while the
+// engine, which goes on with a request whose client went away, still
+// made its container, and the Hub's retry then met that container and
+// failed with "already exists". The command ends when the broker stops
+// (Run's context) or after keyedBudget (or ctx's own deadline, if later).
+func (b *Broker) detach(ctx context.Context) (context.Context, context.CancelFunc) {
+	budget := keyedBudget
+	if dl, ok := ctx.Deadline(); ok {
+		budget = max(budget, time.Until(dl))
+	}
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), budget)
+	if b.runCtx == nil {
+		return dctx, cancel
+	}
+	stop := context.AfterFunc(b.runCtx, cancel)
+	return dctx, func() { stop(); cancel() }
 }
 
 // keyedCtx marks the context of a keyed command: one the Hub may retry

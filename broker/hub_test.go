@@ -27,7 +27,7 @@ type testHub struct {
 	srv      *httptest.Server
 	brokerID string
 	secret   []byte
-	nonces   *wire.NonceCache
+	nonces   *seenNonces
 
 	dials        atomic.Int32
 	rejectHellos atomic.Int32 // refuse this many more hellos
@@ -49,7 +49,7 @@ type testHub struct {
 func newTestHub(t *testing.T) *testHub {
 	h := &testHub{
 		t: t, brokerID: "broker-1", secret: []byte("s3cret"),
-		nonces:     wire.NewNonceCache(time.Minute, 1000),
+		nonces:     &seenNonces{m: map[string]bool{}},
 		hellos:     make(chan wire.Hello, 100),
 		statuses:   make(chan wire.AgentStatus, 100),
 		jobUpdates: make(chan wire.JobUpdate, 100),
@@ -61,9 +61,31 @@ func newTestHub(t *testing.T) *testHub {
 	return h
 }
 
+// seenNonces is the test Hub's replay check: the signature as the Hub
+// verifies it, and every nonce refused the second time (the Hub keeps
+// them in its database until they leave the window).
+type seenNonces struct {
+	mu sync.Mutex
+	m  map[string]bool
+}
+
+func (s *seenNonces) verify(brokerID string, secret []byte, r wire.SignedRequest, h http.Header, now time.Time) error {
+	n, err := wire.VerifySignature(brokerID, secret, r, h, now, time.Minute)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.m[n.Value] {
+		return wire.ErrReplay
+	}
+	s.m[n.Value] = true
+	return nil
+}
+
 func (h *testHub) connect(w http.ResponseWriter, r *http.Request) {
 	h.dials.Add(1)
-	if err := h.nonces.Verify(h.brokerID, h.secret, wire.SignedRequest{Method: r.Method, Path: r.URL.Path, RawQuery: r.URL.RawQuery}, r.Header, time.Now()); err != nil {
+	if err := h.nonces.verify(h.brokerID, h.secret, wire.SignedRequest{Method: r.Method, Path: r.URL.Path, RawQuery: r.URL.RawQuery}, r.Header, time.Now()); err != nil {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusUnauthorized)
 		_ = json.NewEncoder(w).Encode(api.ErrorBody{Error: api.Unauthorized("invalid broker credentials")})

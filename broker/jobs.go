@@ -67,8 +67,13 @@ type JobRunner interface {
 	Follow(ctx context.Context, c jobs.Clients, s jobs.Spec, o jobs.FollowOptions, report func(jobs.Progress)) jobs.Progress
 	// Cancel deletes the Job only if it is brokerID's (jobs.CancelOwn).
 	Cancel(ctx context.Context, c jobs.Clients, namespace, jobID, brokerID string) error
-	Sweep(ctx context.Context, c jobs.Clients, namespace, brokerID string) ([]string, error)
-	Owned(ctx context.Context, c jobs.Clients, namespace, brokerID string) ([]jobs.Spec, error)
+	// Settle ends a Job given up while its spoke was unreachable
+	// (jobs.Settle).
+	Settle(ctx context.Context, c jobs.Clients, namespace, jobID, brokerID string) (jobs.Settled, error)
+	// Sweep and Owned take only the Jobs labelled with cluster (the
+	// block swept): two blocks may reach one namespace.
+	Sweep(ctx context.Context, c jobs.Clients, namespace, brokerID, cluster string) ([]string, error)
+	Owned(ctx context.Context, c jobs.Clients, namespace, brokerID, cluster string) ([]jobs.Spec, error)
 }
 
 // specRunner is the real runner: package spoke/jobs.
@@ -83,11 +88,14 @@ func (specRunner) Follow(ctx context.Context, c jobs.Clients, s jobs.Spec, o job
 func (specRunner) Cancel(ctx context.Context, c jobs.Clients, ns, id, broker string) error {
 	return jobs.CancelOwn(ctx, c, ns, id, broker)
 }
-func (specRunner) Sweep(ctx context.Context, c jobs.Clients, ns, broker string) ([]string, error) {
-	return jobs.Sweep(ctx, c, ns, broker)
+func (specRunner) Settle(ctx context.Context, c jobs.Clients, ns, id, broker string) (jobs.Settled, error) {
+	return jobs.Settle(ctx, c, ns, id, broker)
 }
-func (specRunner) Owned(ctx context.Context, c jobs.Clients, ns, broker string) ([]jobs.Spec, error) {
-	return jobs.Owned(ctx, c, ns, broker)
+func (specRunner) Sweep(ctx context.Context, c jobs.Clients, ns, broker, cluster string) ([]string, error) {
+	return jobs.Sweep(ctx, c, ns, broker, cluster)
+}
+func (specRunner) Owned(ctx context.Context, c jobs.Clients, ns, broker, cluster string) ([]jobs.Spec, error) {
+	return jobs.Owned(ctx, c, ns, broker, cluster)
 }
 
 // followMargin is how long past a Job's deadline the broker keeps

@@ -9,6 +9,11 @@ import (
 	"github.com/scion-go/scion/wire"
 )
 
+// jobCancelTimeout bounds a cancel once its Job's follow is stopped: the
+// wait for the follow to end and the deletion on the spoke (each request
+// to the spoke has its cluster's own request_timeout within it).
+const jobCancelTimeout = 2 * time.Minute
+
 // handleJobCancel answers job.cancel: the Job is deleted on its spoke and
 // reported cancelled.
 func (b *Broker) handleJobCancel(ctx context.Context, req *wire.Request) (any, error) {
@@ -26,6 +31,16 @@ func (b *Broker) handleJobCancel(ctx context.Context, req *wire.Request) (any, e
 	}
 	s := rj.spec
 	log := b.jobLog(s.Cluster, s.JobID)
+	// Once the follow is stopped the Job must be deleted (or followed
+	// again) whatever becomes of this request: a cancel read from a
+	// session the Hub has meanwhile closed (a broker frozen past its
+	// heartbeat grace) has a dead context, and stopping there left the
+	// Job running on its spoke with nobody following it, while the Hub's
+	// queued copy of the cancel found no such Job and ended the row.
+	// The report of the outcome goes through the outbox, which outlives
+	// the session.
+	dctx, dcancel := context.WithTimeout(context.WithoutCancel(ctx), jobCancelTimeout)
+	defer dcancel()
 	// The follow (and a submit in flight) ends first, so that no submit
 	// creates the Job after its deletion and no report follows cancelled.
 	js.mu.Lock()
@@ -34,10 +49,10 @@ func (b *Broker) handleJobCancel(ctx context.Context, req *wire.Request) (any, e
 	rj.cancel()
 	select {
 	case <-rj.done:
-	case <-ctx.Done():
-		return nil, ctxError(ctx.Err())
+	case <-dctx.Done():
+		return nil, ctxError(dctx.Err())
 	}
-	if err := js.cfg.Runner.Cancel(ctx, rj.spoke.Clients, s.Namespace, s.JobID, s.BrokerID); err != nil {
+	if err := js.cfg.Runner.Cancel(dctx, rj.spoke.Clients, s.Namespace, s.JobID, s.BrokerID); err != nil {
 		log.Warn("job not cancelled; following it again", "tier", s.Tier, "err", err)
 		if again, fresh := js.add(b.runCtx, s, rj.spoke); fresh && !js.goJob(func() { b.runJob(again, false) }) {
 			js.remove(again)

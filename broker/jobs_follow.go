@@ -63,13 +63,22 @@ func (b *Broker) runJob(rj *runningJob, submit bool) {
 		log.Info("job submitted", "tier", s.Tier, "namespace", s.Namespace, "name", jobs.Name(s.JobID))
 	}
 	fo := js.cfg.FollowOptions
+	if fo.Logger == nil {
+		// The runner's lines (a poll failing, the Job's end) are the
+		// broker's, with its broker_id; it adds cluster and job.
+		fo.Logger = b.log
+	}
 	if c := rj.spoke.Cluster; c != nil && c.StatusRetry.D > 0 {
 		fo.RetryFor = c.StatusRetry.D
 	}
 	last := js.cfg.Runner.Follow(ctx, rj.spoke.Clients, s, fo, func(p jobs.Progress) {
-		b.report(rj, updateOf(p))
+		if !p.Unreachable { // not the end: settle decides it
+			b.report(rj, updateOf(p))
+		}
 	})
 	switch {
+	case last.Unreachable && !js.isCancelling(rj) && b.runCtx.Err() == nil:
+		b.settle(rj, fo, last)
 	case last.State == api.JobStateError && last.StartedAt == nil && !js.isCancelling(rj) && b.runCtx.Err() == nil:
 		// Given up before it started (its spoke unreachable for too long,
 		// credentials refused): a Job left suspended there could be
@@ -86,8 +95,7 @@ func (b *Broker) runJob(rj *runningJob, submit bool) {
 		}
 		b.report(rj, updateOf(last))
 	case last.State.Terminal():
-		b.report(rj, updateOf(last))
-		log.Info("job finished", "state", last.State)
+		b.report(rj, updateOf(last)) // the runner logged its end
 	case js.isCancelling(rj):
 	case b.runCtx.Err() != nil:
 		log.Info("broker stopping: job left running on its spoke, followed again at the next start")

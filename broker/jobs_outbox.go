@@ -78,6 +78,15 @@ func (o *jobOutbox) file(id string) string {
 
 // put queues u as its Job's latest update.
 func (o *jobOutbox) put(cluster string, u wire.JobUpdate) {
+	// Every report to the Hub passes here: a spoke's error text (client-go
+	// quotes URLs) must not carry a proxy's or server's userinfo into the
+	// ledger.
+	u.Message = api.RedactURLs(u.Message)
+	if u.Error != nil {
+		je := *u.Error
+		je.Message = api.RedactURLs(je.Message)
+		u.Error = &je
+	}
 	o.mu.Lock()
 	e := o.pending[u.JobID]
 	if e != nil {

@@ -89,11 +89,8 @@ func (b *Broker) handleJobRun(ctx context.Context, req *wire.Request) (any, erro
 	if err := validID("agent ID", j.AgentID); err != nil {
 		return nil, err
 	}
-	if j.Image == "" || len(j.Command) == 0 {
-		return nil, api.BadRequest("%s: job %s: image and command are required", req.Method, j.ID)
-	}
-	if j.DeadlineSeconds < 0 || time.Duration(j.DeadlineSeconds)*time.Second > api.MaxJobDeadline {
-		return nil, api.BadRequest("%s: job %s: deadlineSeconds %d is out of range", req.Method, j.ID, j.DeadlineSeconds)
+	if err := runRequest(run).Validate(); err != nil { // the rule the Hub applied: a forged or older Hub's run
+		return nil, api.BadRequest("%s: job %s: %s", req.Method, j.ID, api.AsError(err).Message)
 	}
 	// A retried job.run (the Hub lost the answer) is answered again,
 	// not run twice.
@@ -134,6 +131,11 @@ func (b *Broker) handleJobRun(ctx context.Context, req *wire.Request) (any, erro
 		return nil, err
 	}
 	spec := specFor(run, sp, b.cfg.BrokerID)
+	// Refused now, not in the submit after the run was accepted: the
+	// cluster's namespace and default queue join the run here.
+	if err := jobs.Validate(spec); err != nil {
+		return nil, err
+	}
 	rj, fresh := js.add(b.runCtx, spec, sp)
 	if fresh {
 		b.jobLog(spec.Cluster, spec.JobID).Info("job accepted", "tier", spec.Tier, "namespace", spec.Namespace, "agent", spec.AgentID)
@@ -161,18 +163,26 @@ func (b *Broker) openSpoke(ctx context.Context, c *fleet.Cluster) (*connect.Spok
 		sp, err = js.cfg.Spokes.Open(ctx, c, b.secrets)
 	}
 	if err != nil {
+		msg := api.RedactURLs(err.Error())
 		if ae := (*api.Error)(nil); errors.As(err, &ae) {
-			return nil, api.Errorf(ae.Code, "%s", err.Error())
+			return nil, api.Errorf(ae.Code, "%s", msg)
 		}
 		if ctx.Err() != nil {
 			return nil, ctxError(ctx.Err())
 		}
-		return nil, api.BadRequest("%v", err)
+		return nil, api.BadRequest("%s", msg)
 	}
 	for _, w := range sp.Warnings {
 		b.log.Warn(w, "cluster", sp.Name())
 	}
 	return sp, nil
+}
+
+// runRequest is the request a job.run carries, for the shared check.
+func runRequest(run wire.JobRun) *api.JobRunRequest {
+	j := run.Job
+	return &api.JobRunRequest{Cluster: j.Cluster, Image: j.Image, Command: j.Command, GPUs: j.GPUs, Queue: j.Queue,
+		DeadlineSeconds: j.DeadlineSeconds, Env: run.Env}
 }
 
 // specFor is the runner's Spec of a job.run on spoke sp.
@@ -186,11 +196,15 @@ func specFor(run wire.JobRun, sp *connect.Spoke, brokerID string) jobs.Spec {
 	if deadline <= 0 {
 		deadline = api.DefaultJobDeadline
 	}
-	return jobs.Spec{JobID: j.ID, AgentID: j.AgentID, BrokerID: brokerID, Cluster: sp.Name(), Tier: string(sp.Tier),
+	s := jobs.Spec{JobID: j.ID, AgentID: j.AgentID, BrokerID: brokerID, Cluster: sp.Name(), Tier: string(sp.Tier),
 		Namespace: sp.Namespace, Queue: queue, Image: j.Image, Command: j.Command, Env: run.Env, GPUs: j.GPUs,
 		Deadline: deadline}
+	if c := sp.Cluster; c != nil {
+		s.RunAsUser, s.RunAsGroup = c.RunAsUser, c.RunAsGroup
+	}
+	return s
 }
 
 func accepted(s jobs.Spec) wire.JobAccepted {
-	return wire.JobAccepted{Cluster: s.Cluster, Tier: s.Tier, Namespace: s.Namespace, Name: jobs.Name(s.JobID)}
+	return wire.JobAccepted{Cluster: s.Cluster, Tier: s.Tier, Namespace: s.Namespace, Name: jobs.Name(s.JobID), Queue: s.Queue}
 }

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
 	"github.com/scion-go/scion/api"
 	"github.com/scion-go/scion/spoke/jobs"
 	"github.com/scion-go/scion/wire"
@@ -115,8 +117,15 @@ func (b *Broker) sweepCluster(parent context.Context, c *fleet.Cluster, seen map
 		log.Warn("startup sweep: spoke not opened; its leftovers stay until the next start", "err", err)
 		return false
 	}
-	deleted, err := js.cfg.Runner.Sweep(ctx, sp.Clients, sp.Namespace, b.cfg.BrokerID)
+	deleted, err := js.cfg.Runner.Sweep(ctx, sp.Clients, sp.Namespace, b.cfg.BrokerID, name)
 	ok = err == nil
+	if c == nil && apierrors.IsForbidden(err) {
+		// The runtime's Role (docs/kubernetes.md) has no jobs.batch:
+		// Jobs on the broker's own cluster are a grant of their own, and
+		// without it there is nothing of this broker's there to sweep.
+		log.Info("Jobs on the broker's own cluster need the scion-jobs Role (docs/kubernetes.md); not swept", "namespace", sp.Namespace)
+		return false
+	}
 	if err != nil {
 		log.Warn("startup sweep failed", "tier", sp.Tier, "namespace", sp.Namespace, "err", err)
 	}
@@ -136,7 +145,7 @@ func (b *Broker) sweepCluster(parent context.Context, c *fleet.Cluster, seen map
 			Error: &api.JobError{Status: "error", Cluster: name, Tier: string(sp.Tier), Message: msg},
 			Where: &wire.JobAccepted{Cluster: name, Tier: string(sp.Tier), Namespace: sp.Namespace, Name: d}})
 	}
-	owned, err := js.cfg.Runner.Owned(ctx, sp.Clients, sp.Namespace, b.cfg.BrokerID)
+	owned, err := js.cfg.Runner.Owned(ctx, sp.Clients, sp.Namespace, b.cfg.BrokerID, name)
 	if err != nil {
 		log.Warn("startup: running jobs not listed; they are not followed", "tier", sp.Tier, "namespace", sp.Namespace, "err", err)
 		return false

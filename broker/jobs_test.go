@@ -69,6 +69,7 @@ type fakeRunner struct {
 	owned     map[string][]jobs.Spec // by namespace
 	swept     []string               // what every Sweep deletes
 	opts      map[string]jobs.FollowOptions
+	settles   chan settleAnswer // Settle's answers (nil: gone)
 	// submitHangs makes Submit wait for its context (a broker that
 	// stops before the create).
 	submitHangs bool
@@ -124,17 +125,44 @@ func (r *fakeRunner) Cancel(_ context.Context, _ jobs.Clients, ns, id, _ string)
 	return nil
 }
 
-func (r *fakeRunner) Sweep(_ context.Context, _ jobs.Clients, ns, brokerID string) ([]string, error) {
+// settleAnswer is one answer of the fake Settle.
+type settleAnswer struct {
+	got jobs.Settled
+	err error
+}
+
+func (r *fakeRunner) Settle(ctx context.Context, _ jobs.Clients, _, _, _ string) (jobs.Settled, error) {
+	r.mu.Lock()
+	ch := r.settles
+	r.mu.Unlock()
+	if ch == nil {
+		return jobs.SettledGone, nil
+	}
+	select {
+	case a := <-ch:
+		return a.got, a.err
+	case <-ctx.Done():
+		return "", ctx.Err()
+	}
+}
+
+func (r *fakeRunner) Sweep(_ context.Context, _ jobs.Clients, ns, brokerID, _ string) ([]string, error) {
 	r.sweeps <- ns + "/" + brokerID
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.swept, nil
 }
 
-func (r *fakeRunner) Owned(_ context.Context, _ jobs.Clients, ns, _ string) ([]jobs.Spec, error) {
+func (r *fakeRunner) Owned(_ context.Context, _ jobs.Clients, ns, _, cluster string) ([]jobs.Spec, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.owned[ns], nil
+	var out []jobs.Spec // as the label selector does (a Spec naming no cluster is any block's)
+	for _, s := range r.owned[ns] {
+		if s.Cluster == "" || s.Cluster == cluster {
+			out = append(out, s)
+		}
+	}
+	return out, nil
 }
 
 // testFleet: gpu in the file (namespace gpu-ns), for every profile; team-a
@@ -249,7 +277,8 @@ func TestJobRunAcceptedAndUpdates(t *testing.T) {
 	if err := e.hub.call(wire.MethodJobRun, jobRun("j1", "ab", "", "team-b"), &acc); err != nil {
 		t.Fatal(err)
 	}
-	if acc != (wire.JobAccepted{Cluster: "gpu", Tier: "public", Namespace: "gpu-ns", Name: "scion-job-j1"}) {
+	// The queue is the cluster block's (the run named none).
+	if acc != (wire.JobAccepted{Cluster: "gpu", Tier: "public", Namespace: "gpu-ns", Name: "scion-job-j1", Queue: "h200"}) {
 		t.Fatalf("accepted %+v", acc)
 	}
 	s := recv(t, e.runner.submits, "submit")

@@ -1,12 +1,14 @@
 package broker
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -63,8 +65,8 @@ func TestBrokerPortLifecycle(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(b.cfg.DataDir, "projects", "p1", "agents", "a2")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("exhausted create left a directory (%v)", err)
 	}
-	if b.ports.Free() != 1 {
-		t.Fatalf("free ports = %d, want 1", b.ports.Free())
+	if b.freePorts() != 1 {
+		t.Fatalf("free ports = %d, want 1", b.freePorts())
 	}
 
 	// Suspend keeps the ports; stop gives them back.
@@ -75,8 +77,8 @@ func TestBrokerPortLifecycle(t *testing.T) {
 	if st := hub.status(wire.MethodAgentStop, wire.AgentRef{AgentID: "a1", GraceMS: 10}); st.Ports != nil {
 		t.Fatalf("stopped agent reports ports %v", st.Ports)
 	}
-	if b.ports.Free() != 3 {
-		t.Fatalf("free ports after stop = %d, want 3", b.ports.Free())
+	if b.freePorts() != 3 {
+		t.Fatalf("free ports after stop = %d, want 3", b.freePorts())
 	}
 	a3 := mappedHosts(t, hub.status(wire.MethodAgentCreate, withPorts("a3", true, 80, 81, 82)), 3)
 
@@ -89,7 +91,7 @@ func TestBrokerPortLifecycle(t *testing.T) {
 	if c, _ := rt.Inspect(t.Context(), "a1"); c.State != runtime.StateExited {
 		t.Fatalf("a1 after refused start: %s", c.State)
 	}
-	if got := b.ports.Held("a3"); !slices.Equal(got, a3) {
+	if got := b.heldPorts("a3"); !slices.Equal(got, slices.Sorted(slices.Values(a3))) {
 		t.Fatalf("refused start changed a3's ports: %v, want %v", got, a3)
 	}
 
@@ -99,12 +101,12 @@ func TestBrokerPortLifecycle(t *testing.T) {
 		t.Fatalf("restarted a1 on %v, want its original %v", st.Ports, a1)
 	}
 	hub.status(wire.MethodAgentRestart, wire.AgentRef{AgentID: "a1", GraceMS: 10})
-	if got := b.ports.Held("a1"); !slices.Equal(got, a1) {
+	if got := b.heldPorts("a1"); !slices.Equal(got, slices.Sorted(slices.Values(a1))) {
 		t.Fatalf("after restart a1 holds %v, want %v", got, a1)
 	}
 	hub.status(wire.MethodAgentDelete, wire.AgentRef{AgentID: "a1"})
-	if b.ports.Free() != 3 {
-		t.Fatalf("free ports after deleting everything = %d, want 3", b.ports.Free())
+	if b.freePorts() != 3 {
+		t.Fatalf("free ports after deleting everything = %d, want 3", b.freePorts())
 	}
 }
 
@@ -123,7 +125,7 @@ func TestBrokerPortsOnExit(t *testing.T) {
 		t.Fatalf("exit reported as %+v", st)
 	}
 	wait.Eventually(t, 10*time.Second, time.Millisecond, func() error {
-		if free := b.ports.Free(); free != 10 {
+		if free := b.freePorts(); free != 10 {
 			return fmt.Errorf("%d ports free, want 10: the exited agent's port has not returned", free)
 		}
 		return nil
@@ -149,9 +151,9 @@ func TestBrokerPortsAfterRestart(t *testing.T) {
 	b2 := startBroker(t, hub2, rt.Restart(), edit)
 	hello := recv(t, hub2.hellos, "hello")
 	waitConnected(t, b2)
-	if b2.ports.Holder(run[0]) != "run" || b2.ports.Holder(created[0]) != "made" || b2.ports.Free() != 2 {
-		t.Fatalf("rebuilt pool: %d held by %q, %d by %q, %d free", run[0], b2.ports.Holder(run[0]),
-			created[0], b2.ports.Holder(created[0]), b2.ports.Free())
+	if h := b2.portHolders(); h[run[0]] != "run" || h[created[0]] != "made" || b2.freePorts() != 2 {
+		t.Fatalf("rebuilt pool: %d held by %q, %d by %q, %d free", run[0], h[run[0]],
+			created[0], h[created[0]], b2.freePorts())
 	}
 	for _, st := range hello.Inventory {
 		if want := map[string]int{"run": 1, "made": 1, "stopped": 0}[st.AgentID]; len(st.Ports) != want {
@@ -182,5 +184,54 @@ func TestCreateRetriesATakenHostPort(t *testing.T) {
 	}
 	if n := rt.Calls("Create"); n != 2 {
 		t.Fatalf("%d container creates, want 2 (the first undone)", n)
+	}
+
+	// The port the engine names stays out of the next try, even where the
+	// pool's next lap would come back to it: a 2-port agent on 3 free
+	// ports (a1 holds one) that loses 32102 tries 32103 and 32100.
+	rt.FailNext("Start", fmt.Errorf("engine: %w", &runtime.HostPortTakenError{Port: 32102}))
+	st = hub.status(wire.MethodAgentCreate, withPorts("a2", true, 8080, 9090))
+	if got := mappedHosts(t, st, 2); slices.Contains(got, 32102) || slices.Contains(got, b.heldPorts("a1")[0]) {
+		t.Fatalf("the retry published %v; the engine refused 32102 and a1 holds %v", got, b.heldPorts("a1"))
+	}
+}
+
+// hostPortRuntime is the fake runtime on an engine other clients publish
+// ports on too (runtime.HostPortLister).
+type hostPortRuntime struct {
+	*fake.Runtime
+	mu      sync.Mutex
+	foreign []int
+	err     error
+}
+
+func (r *hostPortRuntime) ForeignHostPorts(context.Context) ([]int, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.foreign), r.err
+}
+
+// TestCreatePassesOverForeignHostPorts: host ports the engine gives to
+// others (another broker's agent, stopped, so nothing binds its port now)
+// are not handed out, though they are in the range and the pool has them
+// free; an engine that cannot list them leaves the pool to its own view.
+func TestCreatePassesOverForeignHostPorts(t *testing.T) {
+	hub := newTestHub(t)
+	rt := &hostPortRuntime{Runtime: fake.New(), foreign: []int{32200, 32202, 40000}}
+	b := startBroker(t, hub, rt, func(c *Config) { c.PortRange = [2]int{32200, 32203} })
+	waitConnected(t, b)
+	if got := mappedHosts(t, hub.status(wire.MethodAgentCreate, withPorts("a1", false, 8080, 9090)), 2); !slices.Equal(got, []int{32201, 32203}) {
+		t.Fatalf("a1 got %v, want the ports no one else holds, 32201 and 32203", got)
+	}
+	err := hub.call(wire.MethodAgentCreate, withPorts("a2", false, 8080), nil)
+	wantCode(t, err, api.CodePortPoolExhausted)
+	if !strings.Contains(err.Error(), "other brokers' agents") {
+		t.Errorf("exhaustion %q does not say the ports are held on the host", err)
+	}
+	rt.mu.Lock()
+	rt.err = errors.New("engine busy")
+	rt.mu.Unlock()
+	if got := mappedHosts(t, hub.status(wire.MethodAgentCreate, withPorts("a2", false, 8080)), 1); got[0] != 32200 && got[0] != 32202 {
+		t.Fatalf("without the engine's list a2 got %v, want a port the pool has free", got)
 	}
 }

@@ -20,7 +20,9 @@ func TestBrokerWorkspacesLifecycle(t *testing.T) {
 	hub := newTestHub(t)
 	rt := fake.New()
 	outside := t.TempDir()
-	b := startBroker(t, hub, rt, func(c *Config) { c.GitWorkspaces.Env, c.GitWorkspaces.AllowLocalRemotes = isolatedGitEnv, true })
+	b := startBroker(t, hub, rt, func(c *Config) {
+		c.GitWorkspaces.Env, c.GitWorkspaces.LocalRemoteRoots = isolatedGitEnv, testLocalRoots
+	})
 	waitConnected(t, b)
 	if got := b.WorkspaceStorage(); got != (WorkspaceStorage{Type: StorageLocal}) {
 		t.Errorf("storage = %+v", got)

@@ -31,14 +31,17 @@ type GitWorkspacesConfig struct {
 	// Env adds variables to git's reduced environment, such as a
 	// GIT_SSH_COMMAND that names a deploy key.
 	Env []string
-	// AllowLocalRemotes lets projects use a path on the broker's host (or
-	// a file:// URL) as their git remote (server.broker.allow_local_git_remotes).
-	// Off by default: whoever may set a project's remote could otherwise
-	// read any repository the broker's user can, another project's base
-	// clone included. Even when on, nothing inside the broker's data
-	// directory is ever a remote.
-	AllowLocalRemotes bool
-	Logger            *slog.Logger
+	// LocalRemoteRoots are the directories under which a path on the
+	// broker's host (or a file:// URL) may be a project's git remote
+	// (server.broker.allow_local_git_remotes); none by default: whoever may
+	// set a project's remote could otherwise read any repository the
+	// broker's user can, another project's base clone included. See
+	// workspace_localremote.go for how a path is judged.
+	LocalRemoteRoots []string
+	// LocalRemoteDeny are directories that are never a remote even inside
+	// a root: the Scion home. The data directory always is one.
+	LocalRemoteDeny []string
+	Logger          *slog.Logger
 }
 
 // GitWorkspaces makes each agent's workspace the way its project's sharing
@@ -64,6 +67,7 @@ type GitWorkspaces struct {
 	cfg    GitWorkspacesConfig
 	git    gitRunner
 	log    *slog.Logger
+	local  localPolicy
 	// projects serializes the work on a project's base clone and shared
 	// checkout: cloning, fetching, and adding and removing worktrees, whose
 	// registrations in the common git directory are not safe to race.
@@ -90,13 +94,48 @@ func NewGitWorkspaces(dataDir string, cfg GitWorkspacesConfig) (*GitWorkspaces, 
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	for _, r := range cfg.LocalRemoteRoots {
+		if !filepath.IsAbs(r) {
+			return nil, fmt.Errorf("workspaces: local git remote root %q is not an absolute path", r)
+		}
+	}
+	local := localPolicy{roots: slices.Clone(cfg.LocalRemoteRoots), deny: append([]string{root}, cfg.LocalRemoteDeny...)}
+	git := newGitRunner(cfg.Git, append(slices.Clone(cfg.Env), allowedProtocols(local.allowed())))
+	if git.dir, err = emptyGitDir(root); err != nil {
+		return nil, fmt.Errorf("workspaces: %w", err)
+	}
 	return &GitWorkspaces{
 		layout:  layout{root: root},
 		cfg:     cfg,
-		git:     newGitRunner(cfg.Git, append(slices.Clone(cfg.Env), allowedProtocols(cfg.AllowLocalRemotes))),
+		git:     git,
 		log:     cfg.Logger,
+		local:   local,
 		fetched: map[string]time.Time{},
 	}, nil
+}
+
+// emptyGitDir is the working directory of every git the broker runs: an
+// empty directory of its own, so that nothing git resolves against its
+// working directory (a relative path, /proc/self/cwd) reaches the
+// broker's. It is made read-only on the first git run (a refused create
+// leaves nothing in the data directory); one already there must be an
+// empty directory.
+func emptyGitDir(root string) (string, error) {
+	dir := filepath.Join(root, ".git-cwd")
+	fi, err := os.Lstat(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return dir, nil
+	}
+	if err != nil {
+		return "", err
+	}
+	if !fi.IsDir() {
+		return "", fmt.Errorf("%s, git's working directory, is not a directory; remove it", dir)
+	}
+	if entries, err := os.ReadDir(dir); err != nil || len(entries) > 0 {
+		return "", fmt.Errorf("%s, git's working directory, must be empty (err %v); empty it", dir, err)
+	}
+	return dir, nil
 }
 
 // Storage reports where workspaces are: on the broker's local disk.
@@ -134,9 +173,11 @@ func (w *GitWorkspaces) Prepare(ctx context.Context, spec wire.AgentSpec) (strin
 	if err := validID("agent ID", spec.AgentID); err != nil {
 		return "", err
 	}
+	var src gitSource
 	if mode != api.SharingEmptyPerAgent {
-		if err := w.checkRemote(spec, mode); err != nil {
-			return "", err
+		var err error
+		if src, err = w.checkRemote(spec, mode); err != nil {
+			return "", w.describe(spec, mode, err)
 		}
 	}
 	agentDir := w.layout.agentDir(spec.ProjectID, spec.AgentID)
@@ -182,11 +223,11 @@ func (w *GitWorkspaces) Prepare(ctx context.Context, spec wire.AgentSpec) (strin
 			err = os.MkdirAll(rec.Path, 0o755) // there already, or an error to report
 		}
 	case api.SharingClonePerAgent:
-		err = w.prepareClone(ctx, spec, agentDir, &rec)
+		err = w.prepareClone(ctx, src, agentDir, &rec)
 	case api.SharingSharedWorkspace:
-		err = w.prepareShared(ctx, spec, agentDir, &rec)
+		err = w.prepareShared(ctx, spec, src, agentDir, &rec)
 	case api.SharingWorktreePerAgent:
-		err = w.prepareWorktree(ctx, spec, agentDir, began, &rec)
+		err = w.prepareWorktree(ctx, spec, src, agentDir, began, &rec)
 	}
 	if err == nil && mode != api.SharingWorktreePerAgent { // a worktree's is written before git runs
 		err = writeRecord(agentDir, rec)
@@ -219,29 +260,78 @@ func (w *GitWorkspaces) Prepare(ctx context.Context, spec wire.AgentSpec) (strin
 // is made: the Hub checks the same rule (api.GitRemoteTransport) when the
 // remote is set, and the broker again, since whether a local path is
 // allowed is its own setting, and a Hub of an older version may not check.
-func (w *GitWorkspaces) checkRemote(spec wire.AgentSpec, mode string) error {
+// It returns what git is to be given: the remote, or for a local one the
+// path it resolved to, with what to check again once git is done.
+func (w *GitWorkspaces) checkRemote(spec wire.AgentSpec, mode string) (gitSource, error) {
 	name := cmp.Or(spec.ProjectName, spec.ProjectID)
 	r := spec.GitRemote
 	if strings.TrimSpace(r) == "" {
-		return api.BadRequest("project %s has no git remote, which %s needs; set one with `scion project set %s --git-remote <url>` or use --sharing-mode %s",
+		return gitSource{}, api.BadRequest("project %s has no git remote, which %s needs; set one with `scion project set %s --git-remote <url>` or use --sharing-mode %s",
 			name, mode, name, api.SharingEmptyPerAgent)
 	}
 	if err := api.CheckGitRemoteText(r); err != nil {
-		return api.BadRequest("project %s: git remote %s is not a repository URL", name, api.Quote(redactURLs(r)))
+		return gitSource{}, api.BadRequest("project %s: git remote %s is not a repository URL", name, api.Quote(redactURLs(r)))
 	}
 	kind, err := api.GitRemoteTransport(r)
 	if err != nil {
-		return api.BadRequest("project %s: %s", name, redactURLs(err.Error()))
+		return gitSource{}, api.BadRequest("project %s: %s", name, redactURLs(err.Error()))
 	}
 	if kind != api.GitTransportLocal {
-		return nil
+		return gitSource{url: r}, nil
 	}
-	if !w.cfg.AllowLocalRemotes {
-		return api.BadRequest("project %s: git remote %s is a path on the runtime broker's host, which this broker does not allow (its operator can, with server.broker.allow_local_git_remotes); use https://host/path, ssh://host/path or git@host:path",
+	if !w.local.allowed() {
+		return gitSource{}, api.BadRequest("project %s: git remote %s is a path on the runtime broker's host, which this broker does not allow (its operator can, with server.broker.allow_local_git_remotes); use https://host/path, ssh://host/path or git@host:path",
 			name, api.Quote(r))
 	}
-	if w.insideDataDir(localRemotePath(r)) {
+	local, err := w.local.check(osFS{}, localRemotePath(r))
+	if err != nil && !isRefusal(err) {
+		// Not a refusal: a repository missing or unreadable now fails
+		// where git failing to read it would (a runtime error, the
+		// create's clone or fetch), without git being given a path that
+		// was not checked.
+		return gitSource{url: r, err: fmt.Errorf("%s does not appear to be a git repository the runtime broker can read (it does not exist, or a directory on the way is not readable)", api.Quote(r))}, nil
+	}
+	if err != nil {
+		return gitSource{}, w.localRefused(name, r, err)
+	}
+	return gitSource{url: local.path, local: local}, nil
+}
+
+// localRefused is the error for a local remote the policy refused. It
+// names the remote as the project has it, never the path it resolved to
+// (which may be the data directory's).
+func (w *GitWorkspaces) localRefused(name, r string, err error) error {
+	var ref *localRefusal
+	errors.As(err, &ref)
+	switch {
+	case errors.Is(err, errThroughProc):
+		return api.BadRequest("project %s: git remote %s goes through /proc, which is never a remote; name the repository's own path", name, api.Quote(r))
+	case errors.Is(err, errDeniedDir) && ref.denied == w.layout.root:
 		return api.BadRequest("project %s: git remote %s is inside the runtime broker's data directory (another project's files); use the repository's own remote", name, api.Quote(r))
+	case errors.Is(err, errDeniedDir):
+		return api.BadRequest("project %s: git remote %s is inside the Scion home, which is never a remote; use the repository's own remote", name, api.Quote(r))
+	default:
+		return api.BadRequest("project %s: git remote %s (or a directory git reads from it) is not under a directory this broker allows local git remotes from (its operator can add one to server.broker.allow_local_git_remotes)", name, api.Quote(r))
+	}
+}
+
+// gitSource is what git clones or fetches from.
+type gitSource struct {
+	url   string       // the remote git is given
+	local *localSource // for a local remote, what was checked; else nil
+	err   error        // a local remote that cannot be read: the clone or fetch fails with it
+}
+
+// verify checks a local source again once git is done with it: the same
+// directories, still where the policy allows. A source renamed or
+// relinked while git read it fails the clone or fetch.
+func (w *GitWorkspaces) verify(src gitSource) error {
+	if src.local == nil {
+		return nil
+	}
+	now, err := w.local.check(osFS{}, src.local.path)
+	if err != nil || !src.local.same(now) {
+		return api.BadRequest("the project's local git remote changed while git read it; nothing of it was kept")
 	}
 	return nil
 }
@@ -253,30 +343,6 @@ func localRemotePath(r string) string {
 		return u.Path
 	}
 	return r
-}
-
-// insideDataDir reports whether p is the data directory or inside it, as
-// written or once symlinks are resolved (a link elsewhere that points into
-// it counts): the data directory holds every project's base clone and
-// checkouts, which a project's remote must never read.
-func (w *GitWorkspaces) insideDataDir(p string) bool {
-	p = filepath.Clean(p)
-	roots := []string{w.layout.root}
-	if real, err := filepath.EvalSymlinks(w.layout.root); err == nil {
-		roots = append(roots, real)
-	}
-	paths := []string{p}
-	if real, err := filepath.EvalSymlinks(p); err == nil {
-		paths = append(paths, real)
-	}
-	for _, root := range roots {
-		for _, q := range paths {
-			if q == root || strings.HasPrefix(q, root+string(filepath.Separator)) {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // allowedProtocols restricts every transport git may use, whatever the

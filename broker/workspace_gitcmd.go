@@ -2,14 +2,17 @@ package broker
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
-	"regexp"
 	"strings"
 	"time"
+
+	"github.com/scion-go/scion/api"
 )
 
 // gitRunner runs the git CLI for the broker. The broker runs unattended,
@@ -20,6 +23,7 @@ import (
 type gitRunner struct {
 	bin string
 	env []string
+	dir string // the working directory when run is given none
 }
 
 // gitEnvPassthrough are the broker's variables git may see: where things
@@ -67,12 +71,18 @@ var gitSafety = []string{
 // through children (ssh, remote helpers) that outlive it.
 const gitWaitDelay = 2 * time.Second
 
-// run runs git with args in dir ("" for the broker's directory) and
+// run runs git with args in dir ("" for the runner's own, which
+// GitWorkspaces makes an empty directory; never the broker's) and
 // returns its standard output. A failure is a *gitError, or wraps ctx's
 // error when ctx ended, so callers can tell a timeout from a bad remote.
 func (g gitRunner) run(ctx context.Context, dir string, args ...string) (string, error) {
+	if dir == "" && g.dir != "" {
+		if err := os.Mkdir(g.dir, 0o500); err != nil && !errors.Is(err, fs.ErrExist) {
+			return "", fmt.Errorf("git's working directory: %w", err)
+		}
+	}
 	cmd := exec.CommandContext(ctx, g.bin, append(append([]string{}, gitSafety...), args...)...)
-	cmd.Dir = dir
+	cmd.Dir = cmp.Or(dir, g.dir)
 	cmd.Env = g.env
 	cmd.WaitDelay = gitWaitDelay
 	var stdout, stderr bytes.Buffer
@@ -140,15 +150,7 @@ func tail(s string, n int) string {
 	return "…" + s[len(s)-n:]
 }
 
-// urlUserinfo matches the user[:password]@ of a URL with a scheme. The
-// userinfo may be a token with no password, so all of it goes. The match
-// is greedy up to the last @ before the host so that an unescaped @ in a
-// password does not leave its tail behind.
-var urlUserinfo = regexp.MustCompile(`(?i)\b([a-z][a-z0-9+.\-]*://)[^/\s'"]*@`)
-
 // redactURLs hides credentials embedded in URLs in a message: remotes like
 // https://user:token@host/repo.git reach our errors and logs through git's
-// stderr and our own wording.
-func redactURLs(s string) string {
-	return urlUserinfo.ReplaceAllString(s, "${1}***@")
-}
+// stderr and our own wording (api.RedactURLs, the one rule for them).
+func redactURLs(s string) string { return api.RedactURLs(s) }

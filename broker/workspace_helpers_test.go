@@ -15,6 +15,18 @@ import (
 // their own git commands and the broker's.
 var isolatedGitEnv = []string{"GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=" + os.DevNull}
 
+// testLocalRoots allow the tests' remotes, made under the temporary
+// directory (as the data directories are, which stay refused).
+var testLocalRoots = []string{os.TempDir()}
+
+// localRoots is testLocalRoots where allow, else none.
+func localRoots(allow bool) []string {
+	if allow {
+		return testLocalRoots
+	}
+	return nil
+}
+
 // testGit runs a git command of the test's own (setting up repositories,
 // inspecting workspaces) and returns its trimmed output.
 func testGit(t *testing.T, dir string, args ...string) string {
@@ -80,7 +92,7 @@ func newTestWorkspaces(t *testing.T, cfg GitWorkspacesConfig) *GitWorkspaces {
 	}
 	cfg.Env = append(cfg.Env, isolatedGitEnv...)
 	// The test remotes are bare repositories on this host.
-	cfg.AllowLocalRemotes = true
+	cfg.LocalRemoteRoots = testLocalRoots
 	w, err := NewGitWorkspaces(t.TempDir(), cfg)
 	if err != nil {
 		t.Fatal(err)

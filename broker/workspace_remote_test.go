@@ -22,7 +22,7 @@ func TestLocalRemoteIntoAnotherProjectRefused(t *testing.T) {
 		hub := newTestHub(t)
 		rt := fake.New()
 		b := startBroker(t, hub, rt, func(c *Config) {
-			c.GitWorkspaces.Env, c.GitWorkspaces.AllowLocalRemotes = isolatedGitEnv, allowLocal
+			c.GitWorkspaces.Env, c.GitWorkspaces.LocalRemoteRoots = isolatedGitEnv, localRoots(allowLocal)
 		})
 		waitConnected(t, b)
 		create := func(id, project, mode, remote string) error {
@@ -118,11 +118,11 @@ func TestGitTransportsRestricted(t *testing.T) {
 	}
 }
 
-// mustNewWorkspaces is w's configuration with AllowLocalRemotes set.
+// mustNewWorkspaces is w's configuration with local remotes allowed or not.
 func mustNewWorkspaces(t *testing.T, w *GitWorkspaces, allowLocal bool) *GitWorkspaces {
 	t.Helper()
 	cfg := w.cfg
-	cfg.AllowLocalRemotes = allowLocal
+	cfg.LocalRemoteRoots = localRoots(allowLocal)
 	nw, err := NewGitWorkspaces(t.TempDir(), cfg)
 	if err != nil {
 		t.Fatal(err)

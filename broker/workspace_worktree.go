@@ -20,13 +20,13 @@ const branchPrefix = "scion/"
 // on a new branch from the remote's default branch as just fetched. The
 // whole of it holds the project lock: worktree registrations (and the
 // names git derives for them) race otherwise.
-func (w *GitWorkspaces) prepareWorktree(ctx context.Context, spec wire.AgentSpec, agentDir string, began time.Time, rec *WorkspaceRecord) error {
+func (w *GitWorkspaces) prepareWorktree(ctx context.Context, spec wire.AgentSpec, src gitSource, agentDir string, began time.Time, rec *WorkspaceRecord) error {
 	unlock, err := w.projects.lock(ctx, spec.ProjectID)
 	if err != nil {
 		return err
 	}
 	defer unlock()
-	gitDir, err := w.ensureBase(ctx, spec, agentDir, began)
+	gitDir, err := w.ensureBase(ctx, spec, src, agentDir, began)
 	if err != nil {
 		return err
 	}
@@ -55,14 +55,14 @@ func (w *GitWorkspaces) prepareWorktree(ctx context.Context, spec wire.AgentSpec
 // returns its git directory. A fetch that began after this create began
 // (while it waited for the lock) already brought what this one would, so
 // concurrent creates share it instead of fetching one after another.
-func (w *GitWorkspaces) ensureBase(ctx context.Context, spec wire.AgentSpec, tmpParent string, began time.Time) (string, error) {
+func (w *GitWorkspaces) ensureBase(ctx context.Context, spec wire.AgentSpec, src gitSource, tmpParent string, began time.Time) (string, error) {
 	base := w.layout.baseDir(spec.ProjectID)
 	gitDir := filepath.Join(base, ".git")
 	if _, err := os.Stat(gitDir); errors.Is(err, fs.ErrNotExist) {
 		start := time.Now()
 		// The base clone's own checkout is never used: agents work in
 		// worktrees of it.
-		if err := w.ensureClone(ctx, spec.GitRemote, tmpParent, base, "clone", "--quiet", "--no-checkout"); err != nil {
+		if err := w.ensureClone(ctx, src, tmpParent, base, "clone", "--quiet", "--no-checkout"); err != nil {
 			return "", err
 		}
 		w.setFetched(spec.ProjectID, start)
@@ -70,9 +70,13 @@ func (w *GitWorkspaces) ensureBase(ctx context.Context, spec wire.AgentSpec, tmp
 	} else if err != nil {
 		return "", err
 	}
+	if src.err != nil {
+		return "", fmt.Errorf("fetching %s into the base clone: %w", redactURLs(spec.GitRemote), src.err)
+	}
 	// Also points origin at the project's current remote, which may have
-	// been changed since the clone.
-	if err := w.sanitizeBaseConfig(ctx, gitDir, spec.GitRemote); err != nil {
+	// been changed since the clone (a local one at the path it resolved
+	// to just now, so that git does not resolve it again itself).
+	if err := w.sanitizeBaseConfig(ctx, gitDir, src.url); err != nil {
 		return "", err
 	}
 	// Forget worktrees whose directories are gone (an agent directory
@@ -89,6 +93,9 @@ func (w *GitWorkspaces) ensureBase(ctx context.Context, spec wire.AgentSpec, tmp
 	// usually means a changed URL or revoked credentials.
 	if _, err := w.git.run(ctx, "", "--git-dir="+gitDir, "fetch", "--quiet", "--prune", "--no-recurse-submodules", "origin"); err != nil {
 		return "", fmt.Errorf("fetching %s into the base clone: %w", redactURLs(spec.GitRemote), err)
+	}
+	if err := w.verify(src); err != nil {
+		return "", err
 	}
 	w.setFetched(spec.ProjectID, start)
 	return gitDir, nil

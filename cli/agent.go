@@ -132,7 +132,13 @@ agent's broker and profile are not inherited.`,
 		c.Short = "Start an agent, creating it first if it does not exist"
 		c.Long = `Start an agent. If it exists in the project it is started (the creation
 flags are then ignored); otherwise it is created and started in one step,
-with the same broker and profile selection as 'scion create'.`
+with the same broker and profile selection as 'scion create'.
+
+An agent whose create its broker refused (phase error, no container) is
+created again when creation flags or a command are given: the retry runs
+with them, on the failed create's broker and profile unless --broker or -p
+say otherwise. An agent whose container existed is never replaced by a
+start: delete it first to run it with another command.`
 		c.Example = `  scion start fixer -- claude
   scion start fixer --broker my-cloud-vm`
 	}
@@ -181,10 +187,15 @@ with the same broker and profile selection as 'scion create'.`
 }
 
 // startOrCreate starts the agent if the project has it, and otherwise
-// creates it with start=true.
+// creates it with start=true. An agent whose create the broker refused
+// (phase error, no container: see retryRefusedCreate) is created again
+// with this request when it carries creation flags or a command: that is
+// how a user retries a create. Any other existing agent is started as it
+// is, its creation flags ignored with a warning that says how to replace
+// it.
 func startOrCreate(cmd *cobra.Command, cl *client.Client, req api.CreateAgentRequest) (*api.Agent, error) {
 	ctx := cmd.Context()
-	_, err := cl.GetAgent(ctx, req.Name, req.Project)
+	cur, err := cl.GetAgent(ctx, req.Name, req.Project)
 	if isAgentNotFound(err) {
 		ag, err := cl.CreateAgent(ctx, req)
 		if !api.IsCode(err, api.CodeAlreadyExists) {
@@ -194,10 +205,43 @@ func startOrCreate(cmd *cobra.Command, cl *client.Client, req api.CreateAgentReq
 	} else if err != nil {
 		return nil, err
 	}
-	if ignored := ignoredCreateFlags(cmd, req); len(ignored) > 0 {
-		fmt.Fprintf(cmd.ErrOrStderr(), "warning: agent %s already exists; ignoring %s\n", req.Name, strings.Join(ignored, ", "))
+	ignored := ignoredCreateFlags(cmd, req)
+	if cur != nil && len(ignored) > 0 && retryRefusedCreate(*cur) {
+		ag, err := cl.CreateAgent(ctx, retryRequest(req, *cur))
+		if !api.IsCode(err, api.CodeAlreadyExists) {
+			return ag, err
+		}
+		// The Hub did not let this caller replace it (or it is being
+		// created right now): start it as it is, as below.
+	}
+	if len(ignored) > 0 {
+		fmt.Fprintf(cmd.ErrOrStderr(), "warning: agent %s already exists; ignoring %s (to run it with them, replace it: scion delete %s, then scion start %s again)\n",
+			req.Name, strings.Join(ignored, ", "), req.Name, req.Name)
 	}
 	return cl.AgentAction(ctx, req.Name, req.Project, client.ActionStart)
+}
+
+// retryRefusedCreate reports whether agent a is what a create the broker
+// refused leaves: phase error and no container ever made (its container
+// status empty or missing). The Hub lets a create with its name replace
+// exactly such an agent; one whose container existed is never replaced
+// by a start.
+func retryRefusedCreate(a api.Agent) bool {
+	return a.Phase == api.PhaseError && (a.ContainerStatus == "" || a.ContainerStatus == api.ContainerMissing)
+}
+
+// retryRequest is req for the retry of failed's create: what the user
+// typed now, on the broker and profile the failed create had when req
+// names none (a retry goes where the first try went, not wherever the
+// Hub's selection would put a new agent).
+func retryRequest(req api.CreateAgentRequest, failed api.Agent) api.CreateAgentRequest {
+	if req.Broker == "" {
+		req.Broker = failed.BrokerID
+	}
+	if req.Profile == "" && req.Broker == failed.BrokerID {
+		req.Profile = failed.Profile
+	}
+	return req
 }
 
 func ignoredCreateFlags(cmd *cobra.Command, req api.CreateAgentRequest) []string {

@@ -53,7 +53,10 @@ server.broker.instances instead (an experiment the Hub's admin turns on with
 entry's name and with its runtime target (a Kubernetes target's unset context
 is the kubeconfig's current context, its unset namespace "default"). The
 instance's own credentials are saved under its key, and the entry's
-maxAgents, when set, becomes the broker's limit.`,
+maxAgents, when set, becomes the broker's limit. With the experiment off the
+instance is registered without its target and not activated: its
+credentials are saved all the same, and 'scion runtime-broker start'
+activates it as soon as the experiment is turned on, without a restart.`,
 		Example: `  scion runtime-broker register
   scion runtime-broker register --name gpu-box --auto-provide --hub team
   scion runtime-broker register --instance k8s-batch`,

@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/tools/clientcmd"
@@ -32,6 +31,12 @@ type instanceRegistration struct {
 	MaxAgents        *int   `json:"maxAgents,omitempty"`
 	MaxAgentsApplied bool   `json:"maxAgentsApplied,omitempty"`
 	MaxAgentsWarning string `json:"maxAgentsWarning,omitempty"`
+	// Activated is false when the Hub refused the instance's target (its
+	// experiment off): the broker is registered without it, and its
+	// start activates it once the experiment is on; NotActivated says
+	// why and how.
+	Activated    bool   `json:"activated"`
+	NotActivated string `json:"notActivated,omitempty"`
 }
 
 // loadInstances reads and validates server.broker.instances: a bad entry
@@ -76,11 +81,23 @@ func (a *app) registerInstance(cmd *cobra.Command, key string, autoProvide, forc
 			key, t.URL, c.BrokerName, c.BrokerID)
 	}
 	bc, err := cl.RegisterBroker(cmd.Context(), api.RegisterBrokerRequest{Name: in.Name, AutoProvide: autoProvide, RuntimeTarget: &target})
+	var notActivated *api.Error
+	if ae := (*api.Error)(nil); errors.As(err, &ae) && ae.Code == api.CodeExperimentDisabled {
+		// The Hub refuses a first registration as a flat instance while
+		// the experiment is off. Registering the broker without its target
+		// leaves what 'runtime-broker start' needs (the instance's own
+		// credentials, marked with its key and target): its hello declares
+		// the target, the Hub refuses that hello the same way until an
+		// admin turns the experiment on, and the broker asks again every
+		// 15-30 s, so the instance activates then without a restart, as a
+		// workstation's does. Until then the record is a broker that never
+		// came online: nothing is placed on it.
+		notActivated = ae
+		bc, err = cl.RegisterBroker(cmd.Context(), api.RegisterBrokerRequest{Name: in.Name, AutoProvide: autoProvide})
+	}
 	if err != nil {
 		var ae *api.Error
 		switch {
-		case errors.As(err, &ae) && ae.Code == api.CodeExperimentDisabled && !strings.Contains(ae.Message, "scion hub settings set"):
-			fmt.Fprintf(cmd.ErrOrStderr(), "Flat Runtime Brokers are an experiment that is off on %s: %s.\n", t.URL, experimentHint)
 		case errors.As(err, &ae) && ae.Code == api.CodeAlreadyExists:
 			// The Hub's message says to choose another --name, which
 			// --instance refuses: the name is the entry's.
@@ -94,7 +111,13 @@ func (a *app) registerInstance(cmd *cobra.Command, key string, autoProvide, forc
 	if err != nil {
 		return err
 	}
-	out := instanceRegistration{registration: r, Instance: key, RuntimeTarget: target, MaxAgents: in.MaxAgents}
+	out := instanceRegistration{registration: r, Instance: key, RuntimeTarget: target, MaxAgents: in.MaxAgents, Activated: notActivated == nil}
+	if notActivated != nil {
+		out.NotActivated = fmt.Sprintf("%s: %s; 'scion runtime-broker start' serves it as soon as it is on, without a restart",
+			notActivated.Code, experimentHint)
+		fmt.Fprintf(cmd.ErrOrStderr(), "Instance %s is registered but not activated: flat Runtime Brokers are an experiment that is off on %s (%s).\n",
+			key, t.URL, out.NotActivated)
+	}
 	if in.MaxAgents != nil {
 		// The broker is registered and its credentials saved either way:
 		// a refused limit is the admin's to set, not a failed register.
@@ -112,7 +135,11 @@ func (a *app) registerInstance(cmd *cobra.Command, key string, autoProvide, forc
 	}
 	w := cmd.OutOrStdout()
 	printRegistration(w, t, settings, ws, r)
-	fmt.Fprintf(w, "Instance %s serves %s.\n", key, target.String())
+	if notActivated != nil {
+		fmt.Fprintf(w, "Instance %s will serve %s once the Hub's experiment %s is on.\n", key, target.String(), api.ExperimentFlatRuntimeBrokers)
+	} else {
+		fmt.Fprintf(w, "Instance %s serves %s.\n", key, target.String())
+	}
 	if out.MaxAgentsApplied {
 		fmt.Fprintf(w, "Limit: %s (maxAgents).\n", limitText(*in.MaxAgents))
 	}

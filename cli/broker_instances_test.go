@@ -71,27 +71,37 @@ func setExperimentOn(t *testing.T, e *testenv.Env) {
 	}
 }
 
-// With the experiment off, the Hub's refusal is shown with its code and
-// how to turn the experiment on, and nothing is saved.
+// With the experiment off, the Hub refuses the instance's target: the
+// refusal is shown with its code and how to turn the experiment on, and
+// the instance is registered without its target, not activated, its
+// credentials saved (marked with its key and target) for the start that
+// activates it once the experiment is on.
 func TestRegisterInstanceExperimentOff(t *testing.T) {
 	home := setHome(t)
 	e := newHub(t, testenv.Options{})
 	useHub(t, "team", e.URL, e.AdminToken)
 	writeSettings(t, home, twoInstances)
 
-	r := runCLI(t, "", "runtime-broker", "register", "--instance", "local-docker")
-	if r.code != 1 || !strings.Contains(r.err, "error: experiment_disabled: ") ||
+	r := runCLI(t, "", "runtime-broker", "register", "--instance", "local-docker", "-o", "json")
+	if r.code != 0 || !strings.Contains(r.err, "not activated") || !strings.Contains(r.err, "experiment_disabled: ") ||
 		!strings.Contains(r.err, "scion hub settings set --experiment hub.flat_runtime_brokers=on") {
 		t.Fatalf("register with the experiment off: %+v", r)
 	}
-	if cs := loadCreds(t).Connections; len(cs) != 0 {
-		t.Errorf("credentials saved: %+v", cs)
+	var reg instanceRegistration
+	if err := json.Unmarshal([]byte(r.out), &reg); err != nil {
+		t.Fatal(err)
 	}
-	if s := loadSettings(t); s.Server.Broker.HubEndpoint != "" {
-		t.Errorf("hub_endpoint set to %q", s.Server.Broker.HubEndpoint)
+	if reg.Activated || !strings.Contains(reg.NotActivated, "experiment_disabled") || reg.BrokerID == "" {
+		t.Fatalf("register -o json: %+v; want a broker ID, not activated, and why", reg)
 	}
-	if _, err := e.Admin.GetBroker(context.Background(), "local-docker"); err == nil {
-		t.Error("the Hub has a broker local-docker")
+	cs := loadCreds(t).Connections
+	if len(cs) != 1 || cs[0].Instance != "local-docker" || cs[0].BrokerID != reg.BrokerID || cs[0].RuntimeTarget == nil ||
+		cs[0].RuntimeTarget.Type != api.RuntimeTargetDocker {
+		t.Fatalf("credentials saved: %+v; want the instance's, with its target", cs)
+	}
+	b, err := e.Admin.GetBroker(context.Background(), "local-docker")
+	if err != nil || b.ID != reg.BrokerID || b.RuntimeTarget != nil {
+		t.Fatalf("the Hub's broker local-docker: %+v (%v); want it recorded without a target until its hello", b, err)
 	}
 }
 

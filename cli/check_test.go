@@ -46,9 +46,11 @@ func bindRole(t *testing.T, kc *kube.Cluster, ns, name string, rules []rbacv1.Po
 		RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name}, Subjects: []rbacv1.Subject{subj}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	kube.Granted(t, kc.Client, ns, subj, rules)
 	return func() {
 		kc.Client.RbacV1().RoleBindings(ns).Delete(ctx, name, metav1.DeleteOptions{})
 		kc.Client.RbacV1().Roles(ns).Delete(ctx, name, metav1.DeleteOptions{})
+		kube.Revoked(t, kc.Client, ns, subj, rules)
 	}
 }
 
@@ -65,11 +67,11 @@ func TestCheckCommandEndToEnd(t *testing.T) {
 	ns := kc.Namespace(t)
 	spokeNS := kc.Namespace(t)
 	// The broker's namespace as the runtime wants it.
-	if _, err := kc.Client.CoreV1().ServiceAccounts(ns).Create(ctx, k8srt.SandboxServiceAccount(ns, k8srt.DefaultServiceAccount), metav1.CreateOptions{}); err != nil {
+	if _, err := kc.Client.CoreV1().ServiceAccounts(ns).Create(ctx, kube.SandboxServiceAccount(ns, k8srt.DefaultServiceAccount), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	broker := rbacv1.Subject{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "scion-broker"}
-	bindRole(t, kc, ns, "scion-runtime", append(k8srt.RuntimeRules(),
+	bindRole(t, kc, ns, "scion-runtime", append(kube.RuntimeRules(),
 		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"serviceaccounts"}, Verbs: []string{"get"}}), broker)
 	if _, err := kc.Client.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "scion-check"},
 		Rules: []rbacv1.PolicyRule{{APIGroups: []string{"authorization.k8s.io"}, Resources: []string{"subjectaccessreviews"}, Verbs: []string{"create"}}}}, metav1.CreateOptions{}); err != nil {
@@ -79,6 +81,7 @@ func TestCheckCommandEndToEnd(t *testing.T) {
 		RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "scion-check"}, Subjects: []rbacv1.Subject{broker}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	kube.Granted(t, kc.Client, "", broker, []rbacv1.PolicyRule{{APIGroups: []string{"authorization.k8s.io"}, Resources: []string{"subjectaccessreviews"}, Verbs: []string{"create"}}})
 	// The spoke identity: exactly the Job permissions in its namespace.
 	bindRole(t, kc, spokeNS, "scion-jobs", []rbacv1.PolicyRule{
 		{APIGroups: []string{"batch"}, Resources: []string{"jobs"}, Verbs: []string{"create", "get", "list", "delete", "patch"}},

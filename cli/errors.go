@@ -66,6 +66,7 @@ func isUsage(err error) bool {
 // status says whether a retry may help) or `error: <message>` for a local
 // one, and returns the exit code.
 func reportError(w io.Writer, cmd *cobra.Command, err error) int {
+	w = redactingWriter{w}
 	var ce *exitCodeError
 	if errors.As(err, &ce) { // a remote command's own exit code: no message
 		return ce.code
@@ -93,6 +94,18 @@ func reportError(w io.Writer, cmd *cobra.Command, err error) int {
 		fmt.Fprintf(w, "error: %s\n", err)
 	}
 	return exitError
+}
+
+// redactingWriter redacts the userinfo of every URL in what is written
+// (api.RedactURLs): an error may quote a settings or fleet file's URL with
+// its password, from our code or a library's.
+type redactingWriter struct{ w io.Writer }
+
+func (r redactingWriter) Write(p []byte) (int, error) {
+	if _, err := io.WriteString(r.w, api.RedactURLs(string(p))); err != nil {
+		return 0, err
+	}
+	return len(p), nil
 }
 
 // statusNote is " (HTTP 501)" for a Hub error of a 5xx status, empty for

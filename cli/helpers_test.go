@@ -84,7 +84,16 @@ func useHub(t *testing.T, name, url, token string) {
 // a command line never reached it.
 func hubRequests(t *testing.T, e *testenv.Env) int {
 	t.Helper()
-	resp, err := http.Get(e.URL + "/metrics")
+	return routeRequests(t, e, "")
+}
+
+// routeRequests is how many requests the Hub has answered on route (its
+// pattern: "GET /api/v1/jobs/{job}"); "" is every route but /metrics.
+func routeRequests(t *testing.T, e *testenv.Env, route string) int {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, e.URL+"/metrics", nil)
+	req.Header.Set("Authorization", "Bearer "+e.AdminToken)
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +104,8 @@ func hubRequests(t *testing.T, e *testenv.Env) int {
 	}
 	n := 0
 	for _, l := range strings.Split(string(b), "\n") {
-		if !strings.HasPrefix(l, "scion_http_requests_total{") || strings.Contains(l, `route="GET /metrics"`) {
+		if !strings.HasPrefix(l, "scion_http_requests_total{") || strings.Contains(l, `route="GET /metrics"`) ||
+			(route != "" && !strings.Contains(l, `route="`+route+`"`)) {
 			continue
 		}
 		f := strings.Fields(l)

@@ -22,7 +22,7 @@ its Runtime Brokers, hub-wide settings and limits, users and their roles, your
 access tokens, and Hub secrets.`,
 	})
 	c.AddCommand(newHubAddCmd(), newHubUseCmd(), newHubListCmd(a), newHubAuthCmd(a),
-		newHubBrokersCmd(a), newHubSettingsCmd(a), newHubLimitsCmd(a), newHubTokensCmd(a), newHubSecretCmd(a), newHubUsersCmd(a))
+		newHubBrokersCmd(a), newHubSettingsCmd(a), newHubLimitsCmd(a), newHubTokensCmd(a), newHubMetricsTokensCmd(a), newHubSecretCmd(a), newHubUsersCmd(a))
 	return c
 }
 

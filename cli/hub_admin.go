@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -10,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/client"
 )
 
 func newHubBrokersCmd(a *app) *cobra.Command {
@@ -132,7 +135,10 @@ func newHubSettingsCmd(a *app) *cobra.Command {
 		Use:   "set",
 		Short: "Change hub-wide agent defaults or turn experiments on and off (admin)",
 		Long: `Change hub-wide agent defaults; only the flags given are changed, and an
-empty value clears a default. The default Runtime Broker is used for
+empty value clears a default. Only those are sent to the Hub, conditional on
+the settings' version read just before (If-Match): when another admin writes
+in between, the Hub answers 412 and set reads again and resends, up to 3
+times, so both changes are kept. The default Runtime Broker is used for
 projects without a default broker of their own (see 'Broker Selection').
 
 --experiment <name>=on|off turns a Hub experiment on or off (true and false
@@ -161,27 +167,21 @@ hub.flat_runtime_brokers experiment lets flat Runtime Broker instances
 			if err != nil {
 				return err
 			}
-			// PUT replaces the whole document, so start from the current one.
-			s, err := cl.GetSettings(cmd.Context())
-			if err != nil {
-				return err
+			u := api.HubSettingsUpdate{Experiments: switches}
+			if f.Changed("default-runtime-broker") || f.Changed("default-harness") || f.Changed("default-image") {
+				u.AgentDefaults = &api.AgentDefaultsUpdate{}
 			}
 			if f.Changed("default-runtime-broker") {
-				s.AgentDefaults.DefaultRuntimeBroker = broker
+				u.AgentDefaults.DefaultRuntimeBroker = &broker
 			}
 			if f.Changed("default-harness") {
-				s.AgentDefaults.DefaultHarness = harness
+				u.AgentDefaults.DefaultHarness = &harness
 			}
 			if f.Changed("default-image") {
-				s.AgentDefaults.DefaultImage = image
+				u.AgentDefaults.DefaultImage = &image
 			}
-			if len(switches) > 0 && s.Experiments == nil {
-				s.Experiments = map[string]bool{}
-			}
-			for name, on := range switches {
-				s.Experiments[name] = on
-			}
-			if s, err = cl.PutSettings(cmd.Context(), *s); err != nil {
+			s, err := updateSettings(cmd.Context(), cl, u)
+			if err != nil {
 				return err
 			}
 			return a.printSettings(cmd, s)
@@ -193,6 +193,37 @@ hub.flat_runtime_brokers experiment lets flat Runtime Broker instances
 	set.Flags().StringArrayVar(&experiments, "experiment", nil, "turn a Hub experiment on or off: <name>=on|off (repeatable), e.g. "+api.ExperimentFlatRuntimeBrokers+"=on")
 	c.AddCommand(get, set)
 	return c
+}
+
+// settingsAttempts bounds updateSettings' retries after a 412.
+const settingsAttempts = 3
+
+// updateSettings sends only what the user set (a partial update, so an
+// admin changing another setting at the same time keeps it), conditional
+// on the version it read (If-Match). Another write in between answers
+// 412; since the update names only the user's own changes, it is read
+// and sent again, up to settingsAttempts times, and then reported.
+func updateSettings(ctx context.Context, cl *client.Client, u api.HubSettingsUpdate) (*api.HubSettings, error) {
+	var err error
+	for range settingsAttempts {
+		var etag string
+		if _, etag, err = cl.GetSettingsETag(ctx); err != nil {
+			return nil, err
+		}
+		var s *api.HubSettings
+		s, _, err = cl.UpdateSettings(ctx, u, etag)
+		if !api.IsCode(err, api.CodePreconditionFailed) {
+			return s, err
+		}
+	}
+	// The Hub's 412, saying what happened to this command.
+	var ae *api.Error
+	if !errors.As(err, &ae) {
+		return nil, err
+	}
+	n := *ae
+	n.Message = fmt.Sprintf("the Hub settings were changed by someone else %d times while this change was sent; it changed nothing: run it again", settingsAttempts)
+	return nil, &n
 }
 
 // parseExperiments reads --experiment values, <name>=on|off|true|false.

@@ -151,7 +151,9 @@ func (f *jobRunFlags) request(command []string) (api.JobRunRequest, error) {
 		}
 		req.Env[k] = v
 	}
-	return req, nil
+	// The rule the Hub, the broker and the spoke apply: a bad value is
+	// a usage error here, before any round trip.
+	return req, validateInput(req.Validate())
 }
 
 // Polling of a waited-for Job: every second at first, backing off to
@@ -398,8 +400,10 @@ func newJobCancelCmd(a *app) *cobra.Command {
 		Short: "Cancel a Job: its broker deletes it on its spoke",
 		Long: `Ask the Job's broker to delete the Job on its spoke; the state becomes
 cancelled when the broker reports it. A Job already cancelled is shown as it
-is; one that finished otherwise is refused (invalid_phase, 409). The broker
-must be online (runtime_broker_offline, 503, otherwise).`,
+is; one that finished otherwise is refused (invalid_phase, 409). When the
+broker is offline, or does not answer within 10 seconds, the cancel is
+queued and delivered when it reconnects: the Job reads cancelling until the
+broker confirms, or ends cancelled when the broker is deregistered.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			_, cl, err := a.connect()
@@ -412,6 +416,10 @@ must be online (runtime_broker_offline, 503, otherwise).`,
 			}
 			if a.json() {
 				return writeJSON(cmd.OutOrStdout(), j)
+			}
+			if j.State == api.JobStateCancelling {
+				fmt.Fprintf(cmd.OutOrStdout(), "Job %s is %s: %s.\n", j.ID, j.State, j.Message)
+				return nil
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "Cancel of job %s sent to its broker (now %s).\n", j.ID, j.State)
 			return nil

@@ -3,7 +3,6 @@ package cli
 import (
 	"errors"
 	"fmt"
-	"regexp"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -55,8 +54,6 @@ func validateSharingMode(m string) error {
 	return nil
 }
 
-var envKeyRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-
 // parseEnv turns repeated --env K=V values into a map; a later K wins, as
 // with docker run. The value may be empty and may contain '='.
 func parseEnv(kvs []string) (map[string]string, error) {
@@ -69,7 +66,7 @@ func parseEnv(kvs []string) (map[string]string, error) {
 		if !ok {
 			return nil, usageErrorf("invalid --env %q: use KEY=VALUE", kv)
 		}
-		if !envKeyRE.MatchString(k) {
+		if !api.ValidEnvName(k) {
 			return nil, usageErrorf("invalid --env %q: %q is not a valid variable name", kv, k)
 		}
 		env[k] = v

@@ -26,7 +26,7 @@ func FuzzParseEnv(f *testing.F) {
 			t.Fatalf("%q: %v", kv, env)
 		}
 		for k, v := range env {
-			if k+"="+v != kv || !envKeyRE.MatchString(k) {
+			if k+"="+v != kv || !api.ValidEnvName(k) {
 				t.Fatalf("%q parsed as %q=%q", kv, k, v)
 			}
 		}

@@ -87,6 +87,9 @@ type request struct {
 	body   any // JSON-encoded when non-nil
 	noAuth bool
 	accept string
+	header http.Header // extra request headers (If-Match, say)
+	// respHeader, when set, receives the response's headers (an ETag).
+	respHeader *http.Header
 }
 
 // send performs r and returns the response if it is 2xx; otherwise it
@@ -122,6 +125,9 @@ func (c *Client) send(ctx context.Context, r request) (*http.Response, error) {
 	}
 	req.Header.Set("Accept", accept)
 	req.Header.Set("User-Agent", c.userAgent)
+	for k, v := range r.header {
+		req.Header[k] = v
+	}
 	if c.token != "" && !r.noAuth {
 		req.Header.Set("Authorization", "Bearer "+c.token)
 	}
@@ -149,6 +155,9 @@ func (c *Client) do(ctx context.Context, r request, out any) error {
 		return err
 	}
 	defer resp.Body.Close()
+	if r.respHeader != nil {
+		*r.respHeader = resp.Header
+	}
 	if out == nil || resp.StatusCode == http.StatusNoContent {
 		// Drain a little so the connection can be reused.
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxErrorBody))

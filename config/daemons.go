@@ -42,9 +42,14 @@ type ServerOptions struct {
 // other connection flags); DefaultServeLimits are the flags' defaults.
 type ServeLimits struct {
 	ReadHeaderTimeout, ReadTimeout, WriteTimeout, IdleTimeout time.Duration
-	// MaxConnsPerAddr is 0 for no cap. MaxConns is lowered to fit the
-	// process's file descriptor limit.
-	MaxConnsPerAddr, MaxConns int
+	// MaxConnsPerAddr and MaxConnsPerCaller are 0 for no cap. MaxConns is
+	// lowered to fit the process's file descriptor limit.
+	MaxConnsPerAddr, MaxConns, MaxConnsPerCaller int
+	// BodyStall (--read-body-timeout) and BodyMinRate
+	// (--read-body-min-rate, bytes/s, 0 for none) bound how slowly a
+	// request body may arrive.
+	BodyStall   time.Duration
+	BodyMinRate int64
 }
 
 // DefaultServeLimits are the defaults of the Hub's connection flags.
@@ -56,6 +61,9 @@ func DefaultServeLimits() ServeLimits {
 		IdleTimeout:       60 * time.Second,
 		MaxConnsPerAddr:   256,
 		MaxConns:          8192,
+		MaxConnsPerCaller: 64,
+		BodyStall:         10 * time.Second,
+		BodyMinRate:       1024,
 	}
 }
 

@@ -5,9 +5,10 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/scion-go/scion/api"
 )
 
 // Flat Runtime Broker instances (multi-broker spec, "Flat Runtime Brokers
@@ -213,16 +214,6 @@ func (l InstanceList) Configured() bool {
 	return l.node != nil && !(l.node.Kind == yaml.ScalarNode && l.node.Tag == "!!null")
 }
 
-// NewInstanceList is the list for instances, as settings.yaml writes it
-// (for Settings.Save); it does not validate them.
-func NewInstanceList(instances []Instance) (InstanceList, error) {
-	var n yaml.Node
-	if err := n.Encode(instances); err != nil {
-		return InstanceList{}, err
-	}
-	return InstanceList{node: &n}, nil
-}
-
 // Parse decodes and validates the instances: every refusal names the
 // entry and the field (see ParseInstances).
 func (l InstanceList) Parse() ([]Instance, error) {
@@ -247,20 +238,6 @@ func FindInstance(instances []Instance, key string) (*Instance, error) {
 	return nil, fmt.Errorf("no instance %q in server.broker.instances; the keys are: %s", key, strings.Join(keys, ", "))
 }
 
-// quote is api.Quote: a value quoted and cut short, so that a hostile
-// one is echoed neither whole nor raw.
-func quote(s string) string {
-	const max = 64
-	if len(s) <= max {
-		return strconv.Quote(s)
-	}
-	cut := max
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return strconv.Quote(s[:cut]) + "..."
-}
-
 // instancesPath is the settings path of the list, for messages.
 const instancesPath = "server.broker.instances"
 
@@ -270,7 +247,7 @@ func entryLabel(i int, key string) string {
 	if key == "" {
 		return fmt.Sprintf("%s[%d]", instancesPath, i)
 	}
-	return fmt.Sprintf("%s[%d] (key %s)", instancesPath, i, quote(key))
+	return fmt.Sprintf("%s[%d] (key %s)", instancesPath, i, api.Quote(key))
 }
 
 // ParseInstances decodes the YAML of server.broker.instances and

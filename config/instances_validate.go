@@ -8,6 +8,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/scion-go/scion/api"
 )
 
 // ValidateInstances checks decoded server.broker.instances entries: a
@@ -37,11 +39,11 @@ func ValidateInstances(instances []Instance) error {
 			return fail("%v", err)
 		}
 		if j, ok := keys[in.Key]; ok {
-			return fail("key %s: already the key of %s; each instance needs its own key", quote(in.Key), entryLabel(j, in.Key))
+			return fail("key %s: already the key of %s; each instance needs its own key", api.Quote(in.Key), entryLabel(j, in.Key))
 		}
 		keys[in.Key] = i
 		if j, ok := names[in.Name]; ok {
-			return fail("name %s: already the name of %s; each instance registers under its own name", quote(in.Name), entryLabel(j, instances[j].Key))
+			return fail("name %s: already the name of %s; each instance registers under its own name", api.Quote(in.Name), entryLabel(j, instances[j].Key))
 		}
 		names[in.Name] = i
 		if err := validateRuntimeTarget(in.RuntimeTarget); err != nil {
@@ -91,9 +93,9 @@ func checkInstanceName(fieldName, v string) error {
 	if v == "" {
 		return fmt.Errorf("%s: missing", fieldName)
 	}
-	if !validName(v) {
+	if !api.ValidName(v) {
 		return fmt.Errorf("%s %s: use 1-%d lower-case letters, digits and '-', starting and ending with a letter or digit, and not shaped like an ID",
-			fieldName, quote(v), maxNameLen)
+			fieldName, api.Quote(v), api.MaxNameLen)
 	}
 	return nil
 }
@@ -111,25 +113,25 @@ func validateRuntimeTarget(t RuntimeTargetSettings) error {
 		return nil
 	case TargetKubernetes:
 	default:
-		return fmt.Errorf("runtime_target.type %s: use docker or kubernetes", quote(t.Type))
+		return fmt.Errorf("runtime_target.type %s: use docker or kubernetes", api.Quote(t.Type))
 	}
 	if t.Context != "" && strings.TrimSpace(t.Context) != t.Context {
-		return fmt.Errorf("runtime_target.context %s: no leading or trailing spaces", quote(t.Context))
+		return fmt.Errorf("runtime_target.context %s: no leading or trailing spaces", api.Quote(t.Context))
 	}
 	if t.Namespace != "" {
 		if errs := validation.IsDNS1123Label(t.Namespace); len(errs) > 0 {
-			return fmt.Errorf("runtime_target.namespace %s: not a Kubernetes namespace name: %s", quote(t.Namespace), errs[0])
+			return fmt.Errorf("runtime_target.namespace %s: not a Kubernetes namespace name: %s", api.Quote(t.Namespace), errs[0])
 		}
 	}
 	if t.SharedDirSize != "" {
 		q, err := resource.ParseQuantity(t.SharedDirSize)
 		if err != nil {
-			return fmt.Errorf("runtime_target.shared_dir_size %s: not a quantity like 10Gi", quote(t.SharedDirSize))
+			return fmt.Errorf("runtime_target.shared_dir_size %s: not a quantity like 10Gi", api.Quote(t.SharedDirSize))
 		}
 		// "-40Gi" and "0" parse, but the claim the size is for would be
 		// refused by the API server only at the first agent's start.
 		if q.Sign() <= 0 {
-			return fmt.Errorf("runtime_target.shared_dir_size %s: a positive quantity like 10Gi is expected", quote(t.SharedDirSize))
+			return fmt.Errorf("runtime_target.shared_dir_size %s: a positive quantity like 10Gi is expected", api.Quote(t.SharedDirSize))
 		}
 	}
 	// Object names (DNS subdomains), which the API server would refuse
@@ -142,18 +144,18 @@ func validateRuntimeTarget(t RuntimeTargetSettings) error {
 			continue
 		}
 		if errs := validation.IsDNS1123Subdomain(strings.TrimSpace(f.v)); len(errs) > 0 {
-			return fmt.Errorf("runtime_target.%s %s: not a Kubernetes %s name: %s", f.key, quote(f.v), f.kind, errs[0])
+			return fmt.Errorf("runtime_target.%s %s: not a Kubernetes %s name: %s", f.key, api.Quote(f.v), f.kind, errs[0])
 		}
 	}
 	switch t.SharedDirStorage {
 	case "", "pvc", "nfs":
 	default:
-		return fmt.Errorf("runtime_target.shared_dir_storage %s: use pvc or nfs", quote(t.SharedDirStorage))
+		return fmt.Errorf("runtime_target.shared_dir_storage %s: use pvc or nfs", api.Quote(t.SharedDirStorage))
 	}
 	switch t.HomeStorage {
 	case "", "emptydir", "pvc", "nfs":
 	default:
-		return fmt.Errorf("runtime_target.home_storage %s: use emptydir, pvc or nfs", quote(t.HomeStorage))
+		return fmt.Errorf("runtime_target.home_storage %s: use emptydir, pvc or nfs", api.Quote(t.HomeStorage))
 	}
 	return nil
 }
@@ -172,16 +174,16 @@ func sortedFieldKeys(m map[string]string) []string {
 func validateAgentDefaults(d AgentDefaults) error {
 	if r := d.ImageRegistry; r != "" {
 		if strings.Contains(r, "://") || strings.ContainsAny(r, " \t\n") || strings.HasSuffix(r, "/") {
-			return fmt.Errorf("image_registry %s: give a registry and optional path like registry.example.com/agents (no scheme, spaces or trailing /)", quote(r))
+			return fmt.Errorf("image_registry %s: give a registry and optional path like registry.example.com/agents (no scheme, spaces or trailing /)", api.Quote(r))
 		}
 		// An image reference's host may have capitals, its path may not:
 		// the runtime would refuse every image under it at the pull.
 		if i := strings.Index(r, "/"); i >= 0 && strings.ToLower(r[i:]) != r[i:] {
-			return fmt.Errorf("image_registry %s: an image's path is lower-case (only the registry host may have capitals)", quote(r))
+			return fmt.Errorf("image_registry %s: an image's path is lower-case (only the registry host may have capitals)", api.Quote(r))
 		}
 	}
 	if strings.TrimSpace(d.HarnessConfig) != d.HarnessConfig {
-		return fmt.Errorf("harness_config %s: no leading or trailing spaces", quote(d.HarnessConfig))
+		return fmt.Errorf("harness_config %s: no leading or trailing spaces", api.Quote(d.HarnessConfig))
 	}
 	for i, v := range d.Volumes {
 		switch {
@@ -190,11 +192,11 @@ func validateAgentDefaults(d AgentDefaults) error {
 		case v.Target == "":
 			return fmt.Errorf("volumes[%d].target: missing", i)
 		case !path.IsAbs(v.Target):
-			return fmt.Errorf("volumes[%d].target %s: an absolute path in the agent is expected", i, quote(v.Target))
+			return fmt.Errorf("volumes[%d].target %s: an absolute path in the agent is expected", i, api.Quote(v.Target))
 		}
 		for j := range i {
 			if path.Clean(d.Volumes[j].Target) == path.Clean(v.Target) {
-				return fmt.Errorf("volumes[%d].target %s: already the target of volumes[%d]", i, quote(v.Target), j)
+				return fmt.Errorf("volumes[%d].target %s: already the target of volumes[%d]", i, api.Quote(v.Target), j)
 			}
 		}
 	}
@@ -202,19 +204,19 @@ func validateAgentDefaults(d AgentDefaults) error {
 		return err
 	}
 	for _, h := range sortedOverrideKeys(d.HarnessOverrides) {
-		if !slices.Contains(harnesses, h) {
-			return fmt.Errorf("harness_overrides.%s: unknown harness: use one of %v", h, harnesses)
+		if !slices.Contains(api.Harnesses, h) {
+			return fmt.Errorf("harness_overrides.%s: unknown harness: use one of %v", h, api.Harnesses)
 		}
 		if err := validateResources("harness_overrides."+h+".resources", d.HarnessOverrides[h].Resources); err != nil {
 			return err
 		}
 	}
 	for i, s := range d.RequiredSecrets {
-		if !validSecretName(s) {
-			return fmt.Errorf("required_secrets[%d] %s: a Hub secret name is letters, digits and _ (an environment variable name), not starting with a digit", i, quote(s))
+		if !api.ValidSecretName(s) {
+			return fmt.Errorf("required_secrets[%d] %s: a Hub secret name is letters, digits and _ (an environment variable name), not starting with a digit", i, api.Quote(s))
 		}
 		if j := slices.Index(d.RequiredSecrets[:i], s); j >= 0 {
-			return fmt.Errorf("required_secrets[%d] %s: already required_secrets[%d]", i, quote(s), j)
+			return fmt.Errorf("required_secrets[%d] %s: already required_secrets[%d]", i, api.Quote(s), j)
 		}
 	}
 	if d.CloneDepth != nil && *d.CloneDepth < 0 {
@@ -239,15 +241,15 @@ func validateResources(fieldPath string, r *Resources) error {
 		}
 		q, err := resource.ParseQuantity(f.v)
 		if err != nil || q.Sign() <= 0 {
-			return fmt.Errorf("%s.%s %s: a positive quantity like %s is expected", fieldPath, f.key, quote(f.v), f.example)
+			return fmt.Errorf("%s.%s %s: a positive quantity like %s is expected", fieldPath, f.key, api.Quote(f.v), f.example)
 		}
 		// The runtimes take CPUs to the millicore, 0.001 to 1024 (the
 		// scion.cpus label): outside, every create would be refused.
 		if f.key == "cpus" && (q.Cmp(minCPUs) < 0 || q.Cmp(maxCPUs) > 0) {
-			return fmt.Errorf("%s.cpus %s: 0.001 (1m) to 1024 CPUs are allowed", fieldPath, quote(f.v))
+			return fmt.Errorf("%s.cpus %s: 0.001 (1m) to 1024 CPUs are allowed", fieldPath, api.Quote(f.v))
 		}
 		if f.key == "memory" && q.Cmp(minMemory) < 0 {
-			return fmt.Errorf("%s.memory %s: at least 1Mi is expected (a Kubernetes quantity: 512m is 0.512 bytes, 512 MiB is 512Mi)", fieldPath, quote(f.v))
+			return fmt.Errorf("%s.memory %s: at least 1Mi is expected (a Kubernetes quantity: 512m is 0.512 bytes, 512 MiB is 512Mi)", fieldPath, api.Quote(f.v))
 		}
 	}
 	return nil
@@ -263,68 +265,4 @@ func sortedOverrideKeys(m map[string]HarnessOverride) []string {
 	}
 	slices.Sort(ks)
 	return ks
-}
-
-// The rules below are api's (config imports nothing of ours);
-// TestConfigRulesAreAPIs checks they agree.
-
-// validSecretName is the Hub's rule for a secret's name (hub/secrets.go,
-// secretName: ^[A-Za-z_][A-Za-z0-9_]{0,127}$): a required secret named
-// otherwise could never be stored, so no agent could be created.
-func validSecretName(n string) bool {
-	if len(n) == 0 || len(n) > 128 || n[0] >= '0' && n[0] <= '9' {
-		return false
-	}
-	for i := 0; i < len(n); i++ {
-		c := n[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_') {
-			return false
-		}
-	}
-	return true
-}
-
-// harnesses is api.Harnesses.
-var harnesses = []string{"claude", "gemini", "generic"}
-
-// maxNameLen is api.MaxNameLen.
-const maxNameLen = 63
-
-// validName is api.ValidName: 1 to 63 lower-case ASCII letters, digits
-// and '-', starting and ending with a letter or digit, not a UUID.
-func validName(n string) bool {
-	if len(n) == 0 || len(n) > maxNameLen || looksLikeUUID(n) {
-		return false
-	}
-	for i := 0; i < len(n); i++ {
-		c := n[i]
-		switch {
-		case c >= 'a' && c <= 'z', c >= '0' && c <= '9':
-		case c == '-' && i > 0 && i < len(n)-1:
-		default:
-			return false
-		}
-	}
-	return true
-}
-
-// looksLikeUUID: 8-4-4-4-12 hex digits, or 32 without the dashes.
-func looksLikeUUID(n string) bool {
-	switch len(n) {
-	case 32:
-	case 36:
-		if n[8] != '-' || n[13] != '-' || n[18] != '-' || n[23] != '-' {
-			return false
-		}
-	default:
-		return false
-	}
-	for i := 0; i < len(n); i++ {
-		c := n[i]
-		hex := c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
-		if !hex && !(len(n) == 36 && (i == 8 || i == 13 || i == 18 || i == 23)) {
-			return false
-		}
-	}
-	return true
 }

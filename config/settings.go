@@ -51,13 +51,11 @@ type BrokerSettings struct {
 	// broker accepts agents with; the broker reports each as a capability
 	// (passthrough:gcp) and the Hub places such agents only here.
 	AllowPassthrough []string `yaml:"allow_passthrough,omitempty"`
-	// AllowLocalGitRemotes lets projects use a path on the broker's host
-	// (or a file:// URL) as their git remote. Off by default on a team
-	// broker: whoever may set a project's remote could read any repository
-	// the broker's user can. Paths inside the broker's data directory are
-	// refused even when it is on. A workstation always allows them (its
-	// Hub and broker serve the host's own user).
-	AllowLocalGitRemotes bool `yaml:"allow_local_git_remotes,omitempty"`
+	// AllowLocalGitRemotes are the directories under which a path on the
+	// broker's host (or a file:// URL) may be a project's git remote (see
+	// LocalGitRemotes): none on a team broker unless set, the user's home
+	// on a workstation; never the Scion home or the data directory.
+	AllowLocalGitRemotes *LocalGitRemotes `yaml:"allow_local_git_remotes,omitempty"`
 	// Instances are the flat Runtime Broker instances this process hosts
 	// instead of a regular broker (see instances.go); Parse them.
 	Instances InstanceList   `yaml:"instances,omitempty"`
@@ -92,10 +90,13 @@ type ClusterSettings struct {
 	Namespace        string            `yaml:"namespace,omitempty"`
 	Queue            string            `yaml:"queue,omitempty"`
 	// ConnectTimeout and RequestTimeout ("5s"), as in clusters.toml.
-	ConnectTimeout string           `yaml:"connect_timeout,omitempty"`
-	RequestTimeout string           `yaml:"request_timeout,omitempty"`
-	StatusRetry    string           `yaml:"status_retry,omitempty"`
-	Bastion        *BastionSettings `yaml:"bastion,omitempty"`
+	ConnectTimeout string `yaml:"connect_timeout,omitempty"`
+	RequestTimeout string `yaml:"request_timeout,omitempty"`
+	StatusRetry    string `yaml:"status_retry,omitempty"`
+	// RunAsUser and RunAsGroup: the Job pods' IDs, as in clusters.toml.
+	RunAsUser  *int64           `yaml:"run_as_user,omitempty"`
+	RunAsGroup *int64           `yaml:"run_as_group,omitempty"`
+	Bastion    *BastionSettings `yaml:"bastion,omitempty"`
 }
 
 // BastionSettings is a cluster block's bastion: the SSH tier.

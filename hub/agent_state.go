@@ -67,6 +67,10 @@ func phaseFor(state string, wantRunning bool) string {
 		return api.PhaseRunning
 	case api.ContainerPaused:
 		return api.PhaseSuspended
+	case api.ContainerPending:
+		// Started, on its way; the message says what it waits for (the
+		// scheduler's or the kubelet's reason).
+		return api.PhaseProvisioning
 	case api.ContainerCreated:
 		if wantRunning {
 			return api.PhaseProvisioning

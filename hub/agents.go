@@ -16,8 +16,6 @@ import (
 
 const defaultProject = "default"
 
-var envKeyRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,127}$`)
-
 func validateCreate(req *api.CreateAgentRequest) error {
 	if err := validName("agent", req.Name); err != nil {
 		return err
@@ -41,7 +39,7 @@ func validateCreate(req *api.CreateAgentRequest) error {
 		return api.BadRequest("command and env are limited to 256 entries each")
 	}
 	for k := range req.Env {
-		if !envKeyRE.MatchString(k) {
+		if !api.ValidEnvName(k) {
 			return api.BadRequest("invalid environment variable name %q", k)
 		}
 	}

@@ -68,11 +68,14 @@ func (s *Server) mintAgentToken(a *store.Agent) string {
 	return tok
 }
 
-// mintAgentTokenAt mints a token for a issued at now and returns its expiry.
+// mintAgentTokenAt mints a token for a issued at now, in a's current
+// token generation, and returns its expiry. The token is a function of
+// its arguments: minted again at the same second it is the same token
+// (a renewal's repeat within the grace answers it so).
 func (s *Server) mintAgentTokenAt(a *store.Agent, now time.Time) (string, time.Time) {
 	exp := now.Add(s.opts.AgentTokenTTL).Truncate(time.Second)
 	payload, _ := json.Marshal(api.AgentTokenClaims{AgentID: a.ID, ProjectID: a.ProjectID, Role: a.Role, Chain: a.DelegationChain,
-		IssuedAt: now.Unix(), ExpiresAt: exp.Unix()})
+		IssuedAt: now.Unix(), ExpiresAt: exp.Unix(), Generation: a.TokenGeneration})
 	p := base64.RawURLEncoding.EncodeToString(payload)
 	m := hmac.New(sha256.New, s.tokenKey)
 	m.Write([]byte(p))
@@ -89,35 +92,55 @@ func (s *Server) agentTokenExpiry(c api.AgentTokenClaims) time.Time {
 }
 
 func (s *Server) verifyAgentToken(ctx context.Context, tok string) (*Caller, error) {
+	_, a, _, err := s.checkAgentToken(ctx, tok)
+	if err != nil {
+		return nil, err
+	}
+	return &Caller{Kind: CallerAgent, ID: a.ID, Name: a.Slug, Role: a.Role, ProjectID: a.ProjectID,
+		Scopes: a.Scopes, Passthrough: a.Passthrough}, nil
+}
+
+// checkAgentToken checks tok's signature, expiry, agent and generation,
+// and returns its claims, its agent and its standing.
+func (s *Server) checkAgentToken(ctx context.Context, tok string) (api.AgentTokenClaims, *store.Agent, tokenStanding, error) {
+	var c api.AgentTokenClaims
 	body := strings.TrimPrefix(tok, agentTokenPrefix)
 	p, sig, ok := strings.Cut(body, ".")
 	if !ok {
-		return nil, errBadToken
+		return c, nil, tokenRetired, errBadToken
 	}
 	want := hmac.New(sha256.New, s.tokenKey)
 	want.Write([]byte(p))
 	got, err := base64.RawURLEncoding.DecodeString(sig)
 	if err != nil || !hmac.Equal(got, want.Sum(nil)) {
-		return nil, errBadToken
+		return c, nil, tokenRetired, errBadToken
 	}
 	raw, err := base64.RawURLEncoding.DecodeString(p)
 	if err != nil {
-		return nil, errBadToken
+		return c, nil, tokenRetired, errBadToken
 	}
-	var c api.AgentTokenClaims
 	if json.Unmarshal(raw, &c) != nil || c.AgentID == "" {
-		return nil, errBadToken
+		return c, nil, tokenRetired, errBadToken
 	}
-	if !s.opts.Now().Before(s.agentTokenExpiry(c)) {
-		return nil, errBadToken
+	now := s.opts.Now()
+	if !now.Before(s.agentTokenExpiry(c)) {
+		return c, nil, tokenRetired, errBadToken
 	}
 	// A deleted agent's token dies with it.
 	a, err := s.store.GetAgent(ctx, c.AgentID)
 	if err != nil || a.ProjectID != c.ProjectID {
-		return nil, errBadToken
+		return c, nil, tokenRetired, errBadToken
 	}
-	return &Caller{Kind: CallerAgent, ID: a.ID, Name: a.Slug, Role: a.Role, ProjectID: a.ProjectID,
-		Scopes: a.Scopes, Passthrough: a.Passthrough}, nil
+	st := judgeTokenGeneration(c.Generation, a, now)
+	if st == tokenRetired {
+		// Signed by this Hub and unexpired, but renewed away: the agent
+		// holds a newer one, so this is a stale copy (a leak, or an agent
+		// that lost its renewed token). Logged by ID, never the token.
+		s.log.Warn("agent token of a retired generation refused", "agent", a.ID,
+			"token_generation", c.Generation, "agent_token_generation", a.TokenGeneration)
+		return c, nil, tokenRetired, errBadToken
+	}
+	return c, a, st, nil
 }
 
 var errBadToken = errors.New("invalid or expired token")
@@ -198,6 +221,11 @@ func (s *Server) requireAuth(h func(http.ResponseWriter, *http.Request, *Caller)
 		if !ok {
 			return
 		}
+		release, ok := s.holdCallerSlot(w, r, c)
+		if !ok {
+			return
+		}
+		defer release()
 		mark := &checkMark{}
 		ctx := context.WithValue(r.Context(), checkKey{}, mark)
 		r = r.WithContext(ctx)

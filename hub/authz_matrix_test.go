@@ -45,7 +45,9 @@ type matrixRow struct {
 var matrix = []matrixRow{
 	{"GET /healthz", "200 200 200 200 200 200 200 200 200 200 200 200"},
 	{"GET /readyz", "200 200 200 200 200 200 200 200 200 200 200 200"},
-	{"GET /metrics", "200 200 200 200 200 200 200 200 200 200 200 200"},
+	// The metrics name clusters only some profiles offer: a scrape token
+	// (metrics_auth_test.go) or a Hub admin only.
+	{"GET /metrics", "200 403 403 403 403 403 403 403 403 403 403 403"},
 	{"GET /api/v1/auth/whoami", "200 200 200 200 200 200 200 200 200 200 200 200"},
 	{"POST /api/v1/auth/agent-token", "403 403 403 403 403 403 403 403 403 200 200 200"},
 
@@ -131,6 +133,9 @@ var matrix = []matrixRow{
 	{"PUT /api/v1/settings", "200 403 403 403 403 403 403 403 403 403 403 403"},
 	{"GET /api/v1/admin/limits", "200 200 200 403 403 403 403 403 403 403 403 403"},
 	{"PUT /api/v1/admin/limits", "200 403 403 403 403 403 403 403 403 403 403 403"},
+	{"POST /api/v1/admin/metrics-tokens", "201 403 403 403 403 403 403 403 403 403 403 403"},
+	{"GET /api/v1/admin/metrics-tokens", "200 403 403 403 403 403 403 403 403 403 403 403"},
+	{"DELETE /api/v1/admin/metrics-tokens/{id}", "204 403 403 403 403 403 403 403 403 403 403 403"},
 }
 
 // matrixEnv is the world the matrix runs in.
@@ -460,6 +465,14 @@ func (m *matrixEnv) prepare(route, caller string) (cell, string) {
 		c.body = api.HubSettings{}
 	case "PUT /api/v1/admin/limits":
 		c.body = api.Limits{MaxAgentsPerBroker: 0}
+	case "POST /api/v1/admin/metrics-tokens":
+		c.body = api.CreateMetricsTokenRequest{Name: "prom"}
+	case "DELETE /api/v1/admin/metrics-tokens/{id}":
+		tok, err := e.Admin.CreateMetricsToken(ctx, api.CreateMetricsTokenRequest{Name: m.name("prom")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		set("id", tok.ID)
 	}
 	for k, v := range vars {
 		path = strings.Replace(path, "{"+k+"}", v, 1)

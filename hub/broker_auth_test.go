@@ -27,7 +27,7 @@ func connectWith(t *testing.T, e *testenv.Env, brokerID, query string, h http.He
 	if query != "" {
 		url += "?" + query
 	}
-	c, resp, err := wire.Dial(ctx, url, h.Clone(), wire.Options{})
+	c, resp, err := dialControl(ctx, url, h.Clone(), wire.Options{})
 	if err != nil {
 		if resp == nil {
 			t.Fatalf("dial: %v", err)

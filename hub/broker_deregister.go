@@ -50,6 +50,7 @@ func (s *Server) handleDeregisterBroker(r *http.Request, c *Caller) (int, any, e
 		_ = sess.conn.Close("deregistered")
 	}
 	s.forgetHubDefault(context.WithoutCancel(ctx), b)
+	s.endCancellingJobs(context.WithoutCancel(ctx), b)
 	if total > 0 {
 		ids := make([]string, 0, len(stranded))
 		for _, a := range stranded {

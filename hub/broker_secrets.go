@@ -58,7 +58,7 @@ func (s *Server) handlePutBrokerSecret(r *http.Request, c *Caller) (int, any, er
 		return 0, nil, err
 	}
 	name := r.PathValue("name")
-	if !secretName.MatchString(name) {
+	if !api.ValidSecretName(name) {
 		return 0, nil, api.BadRequest("invalid secret name %s: use letters, digits and _", api.Quote(name))
 	}
 	var req api.PutSecretRequest

@@ -11,14 +11,28 @@ import (
 	"github.com/scion-go/scion/api"
 	"github.com/scion-go/scion/client"
 	"github.com/scion-go/scion/internal/testenv"
+	"github.com/scion-go/scion/wire"
 )
+
+// steady gives the control channel the product's timing (a ping every
+// 5 s, offline after 15 s of silence) instead of testenv's 800 ms window,
+// which is there for the liveness tests. These tests are about capacity
+// and an action's writes: on a loaded 2-core machine the whole test
+// process stalls for most of a second at times (a 10 ms sleep woke up to
+// 1.1 s late, measured), long enough for either end of the channel to
+// find the other silent; a broker marked offline mid-test fails the
+// commands in flight, and its reconnect rewrites its agents' records.
+func steady(opts testenv.Options) testenv.Options {
+	opts.HeartbeatInterval, opts.Grace = wire.DefaultHeartbeatInterval, wire.DefaultGrace
+	return opts
+}
 
 // 200 concurrent starts against a broker limited to 50: exactly 50 run,
 // 150 are refused with 429 quota_exceeded, and the reservations equal the
 // running agents afterwards.
 func TestConcurrentCreatesNeverOvershoot(t *testing.T) {
 	engines(t, func(t *testing.T, pg bool) {
-		e := testenv.New(t, testenv.Options{Postgres: pg, Brokers: 1})
+		e := testenv.New(t, steady(testenv.Options{Postgres: pg, Brokers: 1}))
 		ctx := context.Background()
 		b := e.Brokers()[0]
 		fifty := 50
@@ -119,26 +133,30 @@ func TestLimitPrecedence(t *testing.T) {
 // nothing (the delegator stays unrecorded, the version where it was) and
 // answers quota_exceeded; with room, the delegator and the slot are
 // written together.
+//
+// The agent is created and never started, so that nothing but the test
+// and the actions writes its record: an agent run and stopped has the
+// broker's report of its exit still on its way after the stop is
+// answered, and that report, applied whenever it lands (under load, after
+// the test has read the record), rewrites the record and moves its
+// version.
 func TestActionOnFullBrokerWritesNothing(t *testing.T) {
 	engines(t, func(t *testing.T, pg bool) {
-		e := testenv.New(t, testenv.Options{Postgres: pg, Brokers: 1})
+		e := testenv.New(t, steady(testenv.Options{Postgres: pg, Brokers: 1}))
 		ctx := context.Background()
 		b := e.Brokers()[0]
 		if _, err := e.Admin.PutLimits(ctx, api.Limits{MaxAgentsPerBroker: 1}); err != nil {
 			t.Fatal(err)
 		}
-		create := func(name string) string {
-			a, err := e.Admin.CreateAgent(ctx, api.CreateAgentRequest{Name: name, Project: "default", Start: true, Command: []string{"x"}})
+		create := func(name string, start bool) string {
+			a, err := e.Admin.CreateAgent(ctx, api.CreateAgentRequest{Name: name, Project: "default", Start: start, Command: []string{"x"}})
 			if err != nil {
 				t.Fatal(err)
 			}
 			return a.ID
 		}
-		id := create("idle")
-		if _, err := e.Admin.AgentAction(ctx, "idle", "default", "stop"); err != nil {
-			t.Fatal(err) // gives up its slot
-		}
-		create("holder")
+		id := create("idle", false) // holds no slot
+		create("holder", true)
 		// No recorded provenance: a user running it again becomes its
 		// delegator (authz.Redelegate).
 		a, err := e.Store.GetAgent(ctx, id)

@@ -187,6 +187,24 @@ func (s *Server) onHello(ctx context.Context, sess *session, req *wire.Request) 
 // already run from its record, so the effect happens once. Commands wait
 // for the session to be ready (its queued dispatches delivered) first.
 func (s *Server) dispatch(ctx context.Context, brokerID, method string, req, resp any, key string) error {
+	return s.dispatchKeyed(ctx, brokerID, method, req, resp, key, false)
+}
+
+// dispatchSettled is dispatch for a keyed command whose outcome the Hub
+// must learn before it answers its caller, because the caller has no key
+// to ask again with (job.run: the Hub named the Job, and a retry of the
+// user's would be another Job). An answer lost with the channel is sent
+// again on the broker's next session even when the channel's end marked
+// the broker offline, until ctx ends: the broker answers it from its
+// record, so the effect is known and happens once. The price is a caller
+// that waits out ctx for a broker that never comes back.
+func (s *Server) dispatchSettled(ctx context.Context, brokerID, method string, req, resp any, key string) error {
+	return s.dispatchKeyed(ctx, brokerID, method, req, resp, key, true)
+}
+
+// dispatchKeyed is dispatch; throughOffline resends a keyed command whose
+// answer was lost when the broker went offline too (dispatchSettled).
+func (s *Server) dispatchKeyed(ctx context.Context, brokerID, method string, req, resp any, key string, throughOffline bool) error {
 	sess := s.sessions.get(brokerID)
 	if sess == nil {
 		return api.Errorf(api.CodeBrokerOffline, "the agent's runtime broker is offline; try again when it reconnects")
@@ -198,7 +216,7 @@ func (s *Server) dispatch(ctx context.Context, brokerID, method string, req, res
 	}
 	for {
 		err := s.call(ctx, sess, method, req, resp, key)
-		if err == nil || key == "" || !lostReply(err) || wentOffline(err) || ctx.Err() != nil {
+		if err == nil || key == "" || !lostReply(err) || (wentOffline(err) && !throughOffline) || ctx.Err() != nil {
 			return err
 		}
 		next := s.nextSession(ctx, sess)
@@ -316,7 +334,8 @@ func (s *Server) channelErr(ctx context.Context, sess *session, err error) error
 // nextSession waits for the session to resend a command on after one was
 // lost on old: the broker's next session, or old itself if it is still up
 // (then after a short pause, so a broker that keeps refusing is not
-// hammered). nil when ctx ends first.
+// hammered). nil when ctx ends first, or the Hub is closing (its
+// sessions ended by it: no broker reconnects to it).
 func (s *Server) nextSession(ctx context.Context, old *session) *session {
 	for {
 		cur, changed := s.sessions.watch(old.brokerID)
@@ -329,6 +348,8 @@ func (s *Server) nextSession(ctx context.Context, old *session) *session {
 					return old
 				case <-ctx.Done():
 					return nil
+				case <-s.ctx.Done():
+					return nil
 				}
 			}
 		}
@@ -338,6 +359,8 @@ func (s *Server) nextSession(ctx context.Context, old *session) *session {
 		select {
 		case <-changed:
 		case <-ctx.Done():
+			return nil
+		case <-s.ctx.Done():
 			return nil
 		}
 	}

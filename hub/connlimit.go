@@ -24,38 +24,61 @@ import (
 // When the global cap is reached, a new connection makes room by closing
 // the connection that has been quiet longest (an idle keep-alive, or one
 // that has not finished sending its request headers), if it has been
-// quiet for at least minQuiet. A connection serving a request or a stream
-// (logs -f, exec, attach, a broker's control channel) is never closed to
-// make room. So slow-header and idle connections cannot lock a signed-in
-// client out; slow bodies are bounded by the read timeout and, on the
-// public routes, by the rate limits.
+// quiet for at least minQuiet; failing that, the request body in flight
+// with the lowest rate (connlimit_uploads.go), among those past minQuiet
+// if any is, else among those past uploadGrace. A connection serving a
+// request or a stream (logs -f, exec, attach, a broker's control channel)
+// is never closed to make room. Bodies must keep arriving (bodyRules),
+// and one caller may keep only callers.cap requests in progress
+// (connlimit_callers.go). So neither slow headers, idle connections nor
+// slow bodies, from one address or one signed-in caller, can lock a
+// signed-in client out.
 type ConnLimiter struct {
 	net.Listener
 	perAddr, total int
 	minQuiet       time.Duration
+	uploadGrace    time.Duration // no body younger is closed to make room
 	log            *slog.Logger
 	now            func() time.Time
 
-	mu     sync.Mutex
-	open   int
-	byAddr map[string]int
-	quiet  list.List // of *limitedConn, new or idle, oldest first
+	body bodyRules // how fast a request body must arrive
+
+	mu      sync.Mutex
+	open    int
+	byAddr  map[string]int
+	quiet   list.List                // of *limitedConn, new or idle, oldest first
+	uploads map[*limitedConn]*upload // connections receiving a request body
+
+	// cmu guards callers, apart from mu: every signed-in request takes
+	// it, and the accept loop must not wait on them.
+	cmu     sync.Mutex
+	callers callerSlots // busy connections by caller
 
 	refusedAddr, refusedTotal, evicted atomic.Int64
-	lastLog                            atomic.Int64 // unix nanos of the last refusal logged
+	// evictedUploads of evicted were bodies in flight; slowBodies were
+	// closed by bodyRules; refusedCaller were answered 429 for their
+	// caller's cap.
+	evictedUploads, slowBodies, refusedCaller atomic.Int64
+	lastLog                                   atomic.Int64 // unix nanos of the last refusal logged
 }
 
 // defaultMinQuiet protects a connection that has just opened (or just
 // answered) from being closed before its client sends its request.
 const defaultMinQuiet = time.Second
 
+// defaultUploadGrace is the least a body has been arriving before it may
+// be closed to make room when every body is younger than minQuiet: time
+// for its handler to read its first bytes, so that it has a rate. Short,
+// because while every body is that young a newcomer is refused.
+const defaultUploadGrace = 200 * time.Millisecond
+
 // NewConnLimiter wraps ln. perAddr or total 0 means no such cap.
 func NewConnLimiter(ln net.Listener, perAddr, total int, log *slog.Logger) *ConnLimiter {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &ConnLimiter{Listener: ln, perAddr: perAddr, total: total, minQuiet: defaultMinQuiet, log: log,
-		now: time.Now, byAddr: map[string]int{}}
+	return &ConnLimiter{Listener: ln, perAddr: perAddr, total: total, minQuiet: defaultMinQuiet, uploadGrace: defaultUploadGrace, log: log,
+		now: time.Now, byAddr: map[string]int{}, uploads: map[*limitedConn]*upload{}, callers: callerSlots{n: map[string]int{}}}
 }
 
 // connVerdict is what admitConn decides for a new connection.
@@ -91,8 +114,13 @@ func (l *ConnLimiter) Accept() (net.Conn, error) {
 		l.mu.Lock()
 		v := admitConn(l.byAddr[key], l.open, l.perAddr, l.total)
 		var victim *limitedConn
+		fromUpload := false
 		if v == connTotalFull {
-			victim = l.takeQuietLocked(l.now())
+			now := l.now()
+			if victim = l.takeQuietLocked(now); victim == nil {
+				victim = l.takeSlowestUploadLocked(now)
+				fromUpload = victim != nil
+			}
 		}
 		l.mu.Unlock()
 		switch {
@@ -106,6 +134,9 @@ func (l *ConnLimiter) Accept() (net.Conn, error) {
 			continue
 		case victim != nil:
 			l.evicted.Add(1)
+			if fromUpload {
+				l.evictedUploads.Add(1)
+			}
 			_ = victim.Close() // releases its slot before this one takes it
 		}
 		return l.admit(c, key), nil
@@ -159,12 +190,18 @@ func (l *ConnLimiter) refuse(c net.Conn, b []byte, why string) {
 	_ = c.SetWriteDeadline(l.now().Add(100 * time.Millisecond))
 	_, _ = c.Write(b)
 	_ = c.Close()
-	// One log line per 10 s at most: a flood must not flood the log.
+	l.logCounts("connections refused", why)
+}
+
+// logCounts logs msg with the limiter's counts, once per 10 s at most: a
+// flood must not flood the log.
+func (l *ConnLimiter) logCounts(msg, why string) {
 	now := l.now().UnixNano()
 	if last := l.lastLog.Load(); now-last > int64(10*time.Second) && l.lastLog.CompareAndSwap(last, now) {
 		st := l.Stats()
-		l.log.Warn("connections refused", "reason", why, "open", st.Open,
-			"refused_per_address", st.RefusedPerAddr, "refused_total_cap", st.RefusedTotal, "closed_to_make_room", st.Evicted)
+		l.log.Warn(msg, "reason", why, "open", st.Open,
+			"refused_per_address", st.RefusedPerAddr, "refused_total_cap", st.RefusedTotal, "closed_to_make_room", st.Evicted,
+			"uploads_closed_to_make_room", st.EvictedUploads, "bodies_too_slow", st.SlowBodies, "refused_per_caller", st.RefusedPerCaller)
 	}
 }
 
@@ -184,6 +221,11 @@ func (l *ConnLimiter) ConnState(c net.Conn, st http.ConnState) {
 		l.quiet.Remove(lc.elem)
 		lc.elem = nil
 	}
+	if st != http.StateActive {
+		// Idle, hijacked (a WebSocket) or closed: no body in flight, so
+		// never closed as a slow upload.
+		delete(l.uploads, lc)
+	}
 	if st == http.StateIdle && !lc.closed {
 		lc.since = l.now()
 		lc.elem = l.quiet.PushBack(lc)
@@ -195,7 +237,13 @@ type ConnStats struct {
 	Open           int
 	RefusedPerAddr int64
 	RefusedTotal   int64
-	Evicted        int64
+	// Evicted counts the connections closed to make room; EvictedUploads
+	// those of them that were receiving a request body.
+	Evicted, EvictedUploads int64
+	// SlowBodies are the request bodies cut by bodyRules.
+	SlowBodies int64
+	// RefusedPerCaller are the requests answered 429 for their caller's cap.
+	RefusedPerCaller int64
 }
 
 // Stats is a snapshot of the counts.
@@ -203,7 +251,8 @@ func (l *ConnLimiter) Stats() ConnStats {
 	l.mu.Lock()
 	open := l.open
 	l.mu.Unlock()
-	return ConnStats{Open: open, RefusedPerAddr: l.refusedAddr.Load(), RefusedTotal: l.refusedTotal.Load(), Evicted: l.evicted.Load()}
+	return ConnStats{Open: open, RefusedPerAddr: l.refusedAddr.Load(), RefusedTotal: l.refusedTotal.Load(), Evicted: l.evicted.Load(),
+		EvictedUploads: l.evictedUploads.Load(), SlowBodies: l.slowBodies.Load(), RefusedPerCaller: l.refusedCaller.Load()}
 }
 
 // limitedConn holds one slot until it is closed.
@@ -215,6 +264,20 @@ type limitedConn struct {
 	since  time.Time     // when it became quiet; guarded by l.mu
 	closed bool          // guarded by l.mu
 	once   sync.Once
+	// serverDeadline is the read deadline net/http last set (unix nanos,
+	// 0: none): a body's own deadlines never reach past it.
+	serverDeadline atomic.Int64
+}
+
+// SetReadDeadline is net/http's: it is recorded so that the body rules
+// keep the server's ReadTimeout (see trackedBody).
+func (c *limitedConn) SetReadDeadline(t time.Time) error {
+	var n int64
+	if !t.IsZero() {
+		n = t.UnixNano()
+	}
+	c.serverDeadline.Store(n)
+	return c.Conn.SetReadDeadline(t)
 }
 
 func (c *limitedConn) Close() error {
@@ -227,6 +290,7 @@ func (c *limitedConn) Close() error {
 			l.quiet.Remove(c.elem)
 			c.elem = nil
 		}
+		delete(l.uploads, c)
 		l.open--
 		if l.byAddr[c.key]--; l.byAddr[c.key] <= 0 {
 			delete(l.byAddr, c.key)
@@ -258,7 +322,16 @@ func (s *Server) WatchConnections(cl *ConnLimiter) {
 			Help: "Connections refused at the global cap with no quiet connection to close."},
 			func() float64 { return float64(cl.refusedTotal.Load()) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "scion_connections_closed_to_make_room_total",
-			Help: "Quiet connections closed at the global cap to admit a new one."},
+			Help: "Quiet connections and slow uploads closed at the global cap to admit a new one."},
 			func() float64 { return float64(cl.evicted.Load()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "scion_uploads_closed_to_make_room_total",
+			Help: "Connections receiving a request body (the slowest) closed at the global cap to admit a new one."},
+			func() float64 { return float64(cl.evictedUploads.Load()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "scion_request_bodies_too_slow_total",
+			Help: "Request bodies cut (their connection closed) for arriving too slowly."},
+			func() float64 { return float64(cl.slowBodies.Load()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "scion_connections_refused_per_caller_total",
+			Help: "Requests answered 429 because their caller held its cap of busy connections."},
+			func() float64 { return float64(cl.refusedCaller.Load()) }),
 	)
 }

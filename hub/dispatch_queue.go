@@ -24,7 +24,8 @@ import (
 // with 503 runtime_broker_offline. A project delete also queues the
 // project's cleanup (project.cleanup) for an offline broker whose runtime
 // keeps project resources; such a dispatch carries the project ID in
-// AgentID (project_cleanup.go).
+// AgentID (project_cleanup.go). A Job cancel its broker could not confirm
+// is queued too (job.cancel, the Job's ID in AgentID: jobs_cancel.go).
 //
 // Order: onHello reconciles the broker's inventory, makes the session
 // current but not ready, and starts drainQueue. Until drainQueue has
@@ -207,8 +208,11 @@ const (
 
 // deliverQueued sends one queued dispatch and records its outcome.
 func (s *Server) deliverQueued(ctx context.Context, sess *session, d *store.Dispatch) queuedOutcome {
-	if d.Method == wire.MethodProjectCleanup {
+	switch d.Method {
+	case wire.MethodProjectCleanup:
 		return s.deliverQueuedCleanup(ctx, sess, d)
+	case wire.MethodJobCancel:
+		return s.deliverQueuedJobCancel(ctx, sess, d)
 	}
 	log := s.log.With("broker_id", d.BrokerID, "agent_id", d.AgentID, "dispatch", d.ID, "method", d.Method)
 	a, err := s.store.GetAgent(ctx, d.AgentID)
@@ -232,16 +236,8 @@ func (s *Server) deliverQueued(ctx context.Context, sess *session, d *store.Disp
 	s.inflight.add(a.ID)
 	defer s.inflight.done(a.ID)
 	for {
-		cctx, cancel := context.WithTimeout(ctx, s.opts.DispatchTimeout)
 		var st wire.AgentStatus
-		start := time.Now()
-		err := sess.conn.Call(cctx, d.Method, json.RawMessage(d.Body), &st, wire.WithKey(d.Key))
-		cancel()
-		outcome := "ok"
-		if err != nil {
-			outcome = api.AsError(err).Code
-		}
-		s.metrics.dispatch.WithLabelValues(d.Method+"(queued)", outcome).Observe(time.Since(start).Seconds())
+		err := s.sendQueued(ctx, sess, d, &st)
 		switch {
 		case err == nil:
 			if _, err := s.afterDispatch(ctx, a.ID, st, nil, false); err != nil && !api.IsCode(err, api.CodeAgentNotFound) {
@@ -281,6 +277,21 @@ func (s *Server) deliverQueued(ctx context.Context, sess *session, d *store.Disp
 			return s.finishQueued(ctx, d, store.DispatchFailed, api.AsError(err).Error(), queuedFailed)
 		}
 	}
+}
+
+// sendQueued sends a queued dispatch once, with its row's key, within the
+// dispatch timeout, and counts it in the dispatch metric as "(queued)".
+func (s *Server) sendQueued(ctx context.Context, sess *session, d *store.Dispatch, resp any) error {
+	cctx, cancel := context.WithTimeout(ctx, s.opts.DispatchTimeout)
+	defer cancel()
+	start := time.Now()
+	err := sess.conn.Call(cctx, d.Method, json.RawMessage(d.Body), resp, wire.WithKey(d.Key))
+	outcome := "ok"
+	if err != nil {
+		outcome = api.AsError(err).Code
+	}
+	s.metrics.dispatch.WithLabelValues(d.Method+"(queued)", outcome).Observe(time.Since(start).Seconds())
+	return err
 }
 
 // refuseQueued runs reachCheck for a pinned agent's queued dispatch

@@ -19,6 +19,10 @@ const UnsettledMessage = unsettledMessage
 // answer.
 func (s *Server) SetJobRunTimeout(d time.Duration) { s.jobRunWait.Store(int64(d)) }
 
+// SetJobCancelTimeout shortens how long a job.cancel waits for the
+// broker's answer before it is queued.
+func (s *Server) SetJobCancelTimeout(d time.Duration) { s.jobCancelWait.Store(int64(d)) }
+
 // SetPendingJobSweep makes the lost-run sweep run every d, starting now.
 func (s *Server) SetPendingJobSweep(d time.Duration) {
 	s.pendingSweepWait.Store(int64(d))

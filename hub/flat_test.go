@@ -29,7 +29,7 @@ func wireBroker(t *testing.T, e *testenv.Env, creds api.BrokerCredentials, targe
 	ctx, cancel := context.WithCancel(context.Background())
 	h := http.Header{}
 	wire.SignHeaders(h, creds.BrokerID, []byte(creds.Secret), wire.SignedRequest{Method: http.MethodGet, Path: connectPath}, time.Now())
-	c, _, err := wire.Dial(ctx, "ws"+strings.TrimPrefix(e.URL, "http")+connectPath, h, wire.Options{})
+	c, _, err := dialControl(ctx, "ws"+strings.TrimPrefix(e.URL, "http")+connectPath, h, wire.Options{})
 	if err != nil {
 		cancel()
 		t.Fatalf("dial: %v", err)

@@ -31,6 +31,17 @@ type ServeLimits struct {
 	// MaxConns caps all open connections; keep it below the file
 	// descriptor limit (MaxConnsForFDLimit).
 	MaxConns int
+	// MaxConnsPerCaller caps the requests one authenticated caller (a
+	// user with its access tokens, an agent, a broker) has in progress at
+	// once, streams included; the next is answered 429.
+	MaxConnsPerCaller int
+	// BodyStall is the longest a request body may go without a byte
+	// arriving, and the grace before BodyMinRate applies; then the
+	// connection is closed.
+	BodyStall time.Duration
+	// BodyMinRate (bytes/s) is the slowest a request body may arrive on
+	// average, once BodyStall has passed.
+	BodyMinRate int64
 }
 
 // FDReserve is what the Hub keeps of its descriptor limit for everything
@@ -60,8 +71,11 @@ func MaxConnsForFDLimit(want int, nofile uint64) int {
 // the connection caps; serve with srv.Serve(limited).
 func NewHTTPServer(h http.Handler, ln net.Listener, l ServeLimits, log *slog.Logger) (*http.Server, *ConnLimiter) {
 	cl := NewConnLimiter(ln, l.MaxConnsPerAddr, l.MaxConns, log)
+	cl.callers.cap = l.MaxConnsPerCaller
+	cl.body = bodyRules{Stall: l.BodyStall, MinRate: l.BodyMinRate}
 	srv := &http.Server{
-		Handler:           h,
+		Handler:           cl.trackBodies(h),
+		ConnContext:       connContext,
 		ReadHeaderTimeout: l.ReadHeaderTimeout,
 		ReadTimeout:       l.ReadTimeout,
 		WriteTimeout:      l.WriteTimeout,

@@ -262,7 +262,7 @@ func TestWhoamiAndHealth(t *testing.T) {
 	if err != nil || w.Kind != "user" || w.Role != api.RoleAdmin {
 		t.Fatalf("whoami %+v %v", w, err)
 	}
-	for _, p := range []string{"/healthz", "/readyz", "/metrics"} {
+	for _, p := range []string{"/healthz", "/readyz"} {
 		resp, err := http.Get(e.URL + p)
 		if err != nil || resp.StatusCode != 200 {
 			t.Fatalf("%s: %v %v", p, resp, err)

@@ -23,8 +23,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"regexp"
-	"strings"
 
 	"github.com/google/uuid"
 
@@ -45,71 +43,13 @@ func jobView(j *store.Job) api.Job {
 	return v
 }
 
-// Name shapes (Kubernetes' rules, written out: the Hub does not import
-// the Kubernetes libraries). A cluster is a key of the fleet file's
-// [clusters.<name>] and the "cluster" label of metrics: a DNS label. A
-// queue is a Kueue LocalQueue's name: a DNS subdomain.
-var (
-	dnsLabelRE     = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`)
-	dnsSubdomainRE = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
-)
-
-// validateJobRun checks a JobRunRequest against the api bounds and fills
-// its defaults (the deadline). Every refusal is 400 invalid_request naming
-// the field.
+// validateJobRun checks a JobRunRequest with the one rule of every layer
+// (api.JobRunRequest.Validate) and fills its defaults (the deadline).
 func validateJobRun(req *api.JobRunRequest) error {
-	if req.Cluster != "" && !dnsLabelRE.MatchString(req.Cluster) {
-		return api.BadRequest("invalid cluster %s: a cluster name is a DNS label (lower-case letters, digits and -, at most 63)", api.Quote(req.Cluster))
-	}
-	if strings.TrimSpace(req.Image) == "" {
-		return api.BadRequest("image is required")
-	}
-	if err := api.CheckText("image", req.Image, api.MaxImageLen); err != nil {
+	if err := req.Validate(); err != nil {
 		return err
 	}
-	if strings.ContainsAny(req.Image, " \t") {
-		return api.BadRequest("image %s holds a space", api.Quote(req.Image))
-	}
-	if len(req.Command) == 0 {
-		return api.BadRequest("command is required: at least one argument")
-	}
-	if len(req.Command) > api.MaxJobCommandArgs {
-		return api.BadRequest("command has %d arguments, at most %d", len(req.Command), api.MaxJobCommandArgs)
-	}
-	total := 0
-	for i, a := range req.Command {
-		total += len(a)
-		if err := api.CheckText(fmt.Sprintf("command[%d]", i), a, api.MaxJobCommandBytes); err != nil {
-			return err
-		}
-	}
-	if total > api.MaxJobCommandBytes {
-		return api.BadRequest("command is %d bytes, at most %d", total, api.MaxJobCommandBytes)
-	}
-	if req.GPUs < 0 || req.GPUs > api.MaxJobGPUs {
-		return api.BadRequest("gpus must be from 0 to %d, got %d", api.MaxJobGPUs, req.GPUs)
-	}
-	if req.Queue != "" && (len(req.Queue) > 253 || !dnsSubdomainRE.MatchString(req.Queue)) {
-		return api.BadRequest("invalid queue %s: a queue name is a DNS subdomain (lower-case letters, digits, - and ., at most 253)", api.Quote(req.Queue))
-	}
-	maxSec := int64(api.MaxJobDeadline.Seconds())
-	switch {
-	case req.DeadlineSeconds == 0:
-		req.DeadlineSeconds = int64(api.DefaultJobDeadline.Seconds())
-	case req.DeadlineSeconds < 1 || req.DeadlineSeconds > maxSec:
-		return api.BadRequest("deadlineSeconds must be from 1 to %d (%s), got %d", maxSec, api.MaxJobDeadline, req.DeadlineSeconds)
-	}
-	if len(req.Env) > api.MaxJobEnv {
-		return api.BadRequest("env has %d entries, at most %d", len(req.Env), api.MaxJobEnv)
-	}
-	for k, v := range req.Env {
-		if !envKeyRE.MatchString(k) {
-			return api.BadRequest("invalid env name %s: use letters, digits and _", api.Quote(k))
-		}
-		if err := api.CheckText("env "+k, v, api.MaxJobEnvValueBytes); err != nil {
-			return err
-		}
-	}
+	req.WithDefaults()
 	return nil
 }
 

@@ -51,7 +51,16 @@ func (s *Server) cancelJobsOf(agentID string) {
 				}
 				s.metrics.jobs.WithLabelValues(s.metrics.clusterLabel(j.Cluster), string(api.JobStateCancelled)).Inc()
 				log.Info("job cancelled with its agent", "job", j.ID, "cluster", cmpCluster(j.Cluster))
-				if j.BrokerID != "" && s.brokerOnline(j.BrokerID) {
+				if j.BrokerID == "" {
+					continue
+				}
+				// An offline broker gets the cancel when it reconnects:
+				// its Job must not run on to its deadline.
+				queued, err := s.queueOrphanCancel(ctx, "hub:agent-deleted:"+agentID, j.ID, j.BrokerID)
+				switch {
+				case err != nil && !isNotFound(err):
+					log.Warn("queueing the cancel of a deleted agent's job", "job", j.ID, "err", err)
+				case !queued && err == nil:
 					s.cancelOrphanJob(j.ID, j.BrokerID, was)
 				}
 			}

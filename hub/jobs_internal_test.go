@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/internal/testenv/jobcases"
 	"github.com/scion-go/scion/store"
 	"github.com/scion-go/scion/wire"
 )
@@ -89,15 +90,19 @@ func TestValidateJobRunDefaults(t *testing.T) {
 	if req.DeadlineSeconds != int64(api.DefaultJobDeadline.Seconds()) {
 		t.Fatalf("deadline %d", req.DeadlineSeconds)
 	}
-	for _, ok := range []string{"a", "h200", "b200-box", strings.Repeat("a", 63)} {
-		if !dnsLabelRE.MatchString(ok) {
-			t.Errorf("%q refused", ok)
-		}
-	}
-	for _, bad := range []string{"-a", "a-", "A", "a.b", strings.Repeat("a", 64), "a_b"} {
-		if dnsLabelRE.MatchString(bad) {
-			t.Errorf("%q accepted", bad)
-		}
+	for _, tc := range jobcases.Cases {
+		t.Run(tc.Name, func(t *testing.T) {
+			r := tc.Apply()
+			req := api.JobRunRequest{Cluster: r.Cluster, Image: r.Image, Command: r.Command, GPUs: r.GPUs, Queue: r.Queue,
+				DeadlineSeconds: int64(r.Deadline.Seconds()), Env: r.Env}
+			err := validateJobRun(&req)
+			switch {
+			case tc.OK && err != nil:
+				t.Fatalf("refused: %v", err)
+			case !tc.OK && !api.IsCode(err, api.CodeInvalidRequest):
+				t.Fatalf("got %v, want invalid_request", err)
+			}
+		})
 	}
 }
 

@@ -409,3 +409,62 @@ func TestAgentDeleteCancelsItsJobs(t *testing.T) {
 		t.Fatal("a finished job was cancelled")
 	}
 }
+
+// TestJobQueueFromTheBroker: a Job that names no queue waits in its
+// cluster block's default one, which only the broker knows; the ledger
+// names it (job show said "Queue: -" while the Job carried the label),
+// from the run's answer or, when that was lost, from a report. A queue
+// the caller named stays, and a broker's bad name is not stored.
+func TestJobQueueFromTheBroker(t *testing.T) {
+	engines(t, func(t *testing.T, pg bool) {
+		e := testenv.New(t, testenv.Options{Postgres: pg})
+		ctx := context.Background()
+		jb := newJobsBroker(t, e, "spoke-q", nil)
+		a := startOn(t, e.Admin, jb, "measurer")
+		answer := func(queue string) {
+			jb.setRun(func(r wire.JobRun) (any, error) {
+				return wire.JobAccepted{Cluster: "h200", Tier: "public", Namespace: "ns", Name: "scion-job-" + r.Job.ID[:8], Queue: queue}, nil
+			})
+		}
+		answer("h200-default")
+		j, err := e.Admin.RunJob(ctx, a.ID, "", jobReq)
+		if err != nil || j.Queue != "h200-default" {
+			t.Fatalf("the run's answer: %+v %v", j, err)
+		}
+		if got, err := e.Admin.GetJob(ctx, j.ID); err != nil || got.Queue != "h200-default" {
+			t.Fatalf("the ledger row: %+v %v", got, err)
+		}
+		named := jobReq
+		named.Queue = "mine"
+		if j, err := e.Admin.RunJob(ctx, a.ID, "", named); err != nil || j.Queue != "mine" {
+			t.Fatalf("a queue the caller named: %+v %v", j, err)
+		}
+		answer("Not A Queue!")
+		if j, err := e.Admin.RunJob(ctx, a.ID, "", jobReq); err != nil || j.Queue != "" {
+			t.Fatalf("a bad queue name from the broker: %+v %v", j, err)
+		}
+
+		// The answer lost: the first report says where, queue included.
+		release := make(chan struct{})
+		defer close(release)
+		jb.setRun(func(r wire.JobRun) (any, error) { <-release; return nil, errors.New("late") })
+		done := make(chan *api.Job, 1)
+		go func() { j, _ := e.Admin.RunJob(ctx, a.ID, "", jobReq); done <- j }()
+		var id string
+		wait.Eventually(t, 10*time.Second, 10*time.Millisecond, func() error {
+			runs := jb.gotRuns()
+			if len(runs) < 4 {
+				return errors.New("no job.run yet")
+			}
+			id = runs[len(runs)-1].Job.ID
+			return nil
+		})
+		if err := jb.update(t, wire.JobUpdate{JobID: id, State: api.JobStateQueued,
+			Where: &wire.JobAccepted{Cluster: "h200", Tier: "public", Namespace: "ns", Name: "scion-job-x", Queue: "h200-default"}}); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := e.Admin.GetJob(ctx, id); err != nil || got.Queue != "h200-default" {
+			t.Fatalf("the reported job: %+v %v", got, err)
+		}
+	})
+}

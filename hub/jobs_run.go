@@ -61,6 +61,13 @@ func (s *Server) cancelInLedger(ctx context.Context, c *Caller, j *store.Job, ms
 	return http.StatusOK, jobView(out), nil
 }
 
+// jobRunKey and jobCancelKey are the idempotency keys of a Job's
+// commands: the Job's ID names each once (a Job runs once and is
+// cancelled once), so a command whose answer was lost is resent on the
+// broker's next session and answered from its record, not run twice.
+func jobRunKey(id string) string    { return "job.run:" + id }
+func jobCancelKey(id string) string { return "job.cancel:" + id }
+
 // msgCancelledPending is the message of a Job cancelled before its
 // broker answered the run.
 const msgCancelledPending = "cancelled before the runtime broker answered the run"
@@ -96,7 +103,9 @@ func (s *Server) handleRunJob(r *http.Request, c *Caller) (int, any, error) {
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.jobRunTimeout())
 	defer cancel()
 	var acc wire.JobAccepted
-	derr := s.dispatch(wctx, b.ID, wire.MethodJobRun, wire.JobRun{Job: jobView(j), Profile: a.Profile, Env: req.Env}, &acc, "")
+	// Settled, not plain dispatch: a run whose answer was lost would
+	// otherwise end as an error while its Job may run on the spoke.
+	derr := s.dispatchSettled(wctx, b.ID, wire.MethodJobRun, wire.JobRun{Job: jobView(j), Profile: a.Profile, Env: req.Env}, &acc, jobRunKey(j.ID))
 	requested := cmpCluster(req.Cluster)
 	log := s.log.With("job", j.ID, "cluster", requested, "agent_id", a.ID, "broker_id", b.ID)
 	if derr != nil {
@@ -139,6 +148,7 @@ func (s *Server) handleRunJob(r *http.Request, c *Caller) (int, any, error) {
 	}
 	out, err := s.store.UpdateJobWith(context.WithoutCancel(ctx), j.ID, func(x *store.Job) error {
 		x.Cluster, x.Tier, x.Namespace, x.Name = clip(acc.Cluster, 63), clip(acc.Tier, 32), clip(acc.Namespace, 63), clip(acc.Name, 253)
+		fillQueue(x, &acc)
 		return nil
 	})
 	if err != nil {
@@ -148,7 +158,7 @@ func (s *Server) handleRunJob(r *http.Request, c *Caller) (int, any, error) {
 	if out.State.Terminal() {
 		// Cancelled (or expired) while the broker was answering: the
 		// broker now follows the Job, so it can delete it.
-		if err := s.dispatch(wctx, b.ID, wire.MethodJobCancel, wire.JobRef{JobID: out.ID}, nil, ""); err != nil {
+		if err := s.dispatch(wctx, b.ID, wire.MethodJobCancel, wire.JobRef{JobID: out.ID}, nil, jobCancelKey(out.ID)); err != nil {
 			log.Warn("cancelling a job accepted after the ledger ended it", "state", out.State, "err", err)
 		} else {
 			log.Info("job accepted after the ledger ended it; cancel sent", "state", out.State)
@@ -157,6 +167,16 @@ func (s *Server) handleRunJob(r *http.Request, c *Caller) (int, any, error) {
 	}
 	s.log.Info("job accepted", "job", out.ID, "cluster", out.Cluster, "tier", out.Tier, "agent_id", a.ID, "broker_id", b.ID, "by", c.Principal())
 	return http.StatusCreated, jobView(out), nil
+}
+
+// fillQueue records the queue the broker resolved (the cluster block's
+// default when the run named none) in a row that has none: `job show`
+// then names the queue the Job waits in. A name that is no queue name is
+// dropped, not stored.
+func fillQueue(j *store.Job, w *wire.JobAccepted) {
+	if j.Queue == "" && w != nil && w.Queue != "" && api.CheckJobQueue(w.Queue) == nil {
+		j.Queue = w.Queue
+	}
 }
 
 // cmpCluster names a requested cluster for logs and metrics: "" is the
@@ -204,75 +224,6 @@ func (s *Server) jobBroker(ctx context.Context, a *store.Agent) (*store.Broker, 
 			a.Slug, b.Name, wire.CapJobs)
 	}
 	return b, nil
-}
-
-// handleCancelJob is POST /jobs/{job}/cancel. A Job already cancelled is
-// answered as it is (a retried cancel); one that finished otherwise is
-// 409 invalid_phase. Else the broker is asked to delete it on its spoke
-// and reports the cancelled state with job.update; the answer is the row
-// as it is then.
-func (s *Server) handleCancelJob(r *http.Request, c *Caller) (int, any, error) {
-	ctx := r.Context()
-	j, err := s.loadJob(ctx, c, r)
-	if err != nil {
-		return 0, nil, err
-	}
-	if j.State == api.JobStateCancelled {
-		return http.StatusOK, jobView(j), nil
-	}
-	if j.State == api.JobStatePending && j.Name == "" {
-		// The broker has not answered the run (it may still be fetching
-		// the cluster's secrets): a job.cancel now would find nothing to
-		// cancel and the run would go on. The ledger ends it here;
-		// handleRunJob cancels the Job on its spoke if the broker then
-		// accepts it, and applyJobUpdate if it reports it alive later.
-		out, err := s.store.UpdateJobWith(ctx, j.ID, func(x *store.Job) error {
-			if x.State != api.JobStatePending || x.Name != "" {
-				return errJobUnchanged
-			}
-			now := time.Now().UTC()
-			x.State, x.Message, x.FinishedAt = api.JobStateCancelled, msgCancelledPending, &now
-			return nil
-		})
-		switch {
-		case err == nil:
-			s.log.Info("job cancelled before its run was answered", "job", j.ID, "cluster", cmpCluster(j.Cluster), "by", c.Principal())
-			s.metrics.jobs.WithLabelValues(s.metrics.clusterLabel(j.Cluster), string(api.JobStateCancelled)).Inc()
-			return http.StatusOK, jobView(out), nil
-		case errors.Is(err, errJobUnchanged):
-			if j, err = s.store.GetJob(ctx, j.ID); err != nil {
-				return 0, nil, storeErr(err, api.CodeJobNotFound, "job")
-			}
-			if j.State == api.JobStateCancelled {
-				return http.StatusOK, jobView(j), nil
-			}
-		default:
-			return 0, nil, storeErr(err, api.CodeJobNotFound, "job")
-		}
-	}
-	if j.State.Terminal() {
-		return 0, nil, api.Conflict(api.CodeInvalidPhase, "job %s already finished (%s); there is nothing to cancel", j.ID, j.State)
-	}
-	if !s.brokerOnline(j.BrokerID) {
-		return 0, nil, api.Errorf(api.CodeBrokerOffline, "job %s's runtime broker is offline; cancel it again when the broker reconnects", j.ID)
-	}
-	if err := s.dispatch(ctx, j.BrokerID, wire.MethodJobCancel, wire.JobRef{JobID: j.ID}, nil, ""); err != nil {
-		if api.AsError(err).Code == api.CodeJobNotFound {
-			// The broker follows no such Job (it lost it, killed before
-			// the submit): there is nothing left to stop, and the ledger
-			// must not keep it live for ever. Should the broker report it
-			// alive after all, applyJobUpdate has it cancelled.
-			return s.cancelInLedger(ctx, c, j, msgCancelledUnfollowed)
-		}
-		s.log.Warn("job cancel failed", "job", j.ID, "cluster", j.Cluster, "err", err)
-		return 0, nil, err
-	}
-	s.log.Info("job cancel sent", "job", j.ID, "cluster", j.Cluster, "by", c.Principal())
-	cur, err := s.store.GetJob(ctx, j.ID)
-	if err != nil {
-		return 0, nil, storeErr(err, api.CodeJobNotFound, "job")
-	}
-	return http.StatusOK, jobView(cur), nil
 }
 
 // pendingJobSweepEvery is how often a running Hub expires lost runs: at

@@ -55,12 +55,19 @@ func mergeJobUpdate(j *store.Job, brokerID string, u wire.JobUpdate) error {
 	if len(u.Trace) > api.MaxJobTraceBytes {
 		return api.Errorf(api.CodeRequestTooLarge, "job.update: trace of %d bytes exceeds %d", len(u.Trace), api.MaxJobTraceBytes)
 	}
-	j.State = u.State
+	// A cancel the broker has not confirmed keeps the Job cancelling
+	// (and its message, which says where the cancel is) through the
+	// broker's progress reports; only a final report ends it.
+	keep := j.State == api.JobStateCancelling && !u.State.Terminal()
+	if !keep {
+		j.State = u.State
+	}
 	if w := u.Where; w != nil && j.Name == "" {
 		// The run's answer never reached the Hub: this is it.
 		j.Cluster, j.Tier, j.Namespace, j.Name = clip(w.Cluster, 63), clip(w.Tier, 32), clip(w.Namespace, 63), clip(w.Name, 253)
 	}
-	if u.Message != "" {
+	fillQueue(j, u.Where)
+	if u.Message != "" && !keep {
 		j.Message = cleanText(u.Message, maxJobMessage)
 	}
 	if u.StartedAt != nil {
@@ -193,7 +200,7 @@ func (s *Server) cancelOrphanJob(id, brokerID string, was api.JobState) {
 		ctx, cancel := context.WithTimeout(s.ctx, s.opts.DispatchTimeout)
 		defer cancel()
 		log := s.log.With("job", id, "broker_id", brokerID, "state", was)
-		if err := s.dispatch(ctx, brokerID, wire.MethodJobCancel, wire.JobRef{JobID: id}, nil, ""); err != nil {
+		if err := s.dispatch(ctx, brokerID, wire.MethodJobCancel, wire.JobRef{JobID: id}, nil, jobCancelKey(id)); err != nil {
 			log.Warn("cancelling a job its broker runs but the ledger ended", "err", err)
 			return
 		}

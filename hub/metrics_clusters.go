@@ -1,6 +1,10 @@
 package hub
 
-import "sync"
+import (
+	"sync"
+
+	"github.com/scion-go/scion/api"
+)
 
 // The cluster label of scion_jobs_total. A run names any DNS label it
 // likes as its cluster, so a caller's name is a label value only once a
@@ -26,7 +30,7 @@ func (m *metrics) learnCluster(name string) {
 	// A fleet's cluster names are DNS labels; anything else from a
 	// broker (a bug) is no label (nor, being maybe invalid UTF-8, can it
 	// be one: the registry panics on those).
-	if !dnsLabelRE.MatchString(name) || len(m.clusters.known) >= maxClusterLabels {
+	if api.CheckJobCluster(name) != nil || len(m.clusters.known) >= maxClusterLabels {
 		return
 	}
 	if m.clusters.known == nil {

@@ -10,7 +10,6 @@ import (
 
 	"github.com/scion-go/scion/api"
 	"github.com/scion-go/scion/broker"
-	"github.com/scion-go/scion/broker/idempotency"
 	"github.com/scion-go/scion/hub"
 	"github.com/scion-go/scion/internal/testenv"
 	"github.com/scion-go/scion/internal/wait"
@@ -33,7 +32,7 @@ func frozenBroker(t *testing.T, e *testenv.Env, name string, rt *fake.Runtime) (
 	fz := newFreezer(t, e.Server.Listener.Addr().String())
 	b, err := broker.New(broker.Config{HubEndpoint: fz.URL(), BrokerID: creds.BrokerID, Name: name, Secret: []byte(creds.Secret),
 		Runtime: rt, DataDir: t.TempDir(), Version: "test", HeartbeatInterval: testHeartbeat, Grace: testGrace,
-		MaxBackoff: 500 * time.Millisecond, Idempotency: idempotency.NewMemory(100)})
+		MaxBackoff: 500 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}

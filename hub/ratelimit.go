@@ -154,19 +154,24 @@ func newRateLimits(l RateLimits) *rateLimits {
 // connection is closed after the answer instead, so a slow body cannot
 // hold it until the read timeout.
 func (s *Server) refuseRateLimited(w http.ResponseWriter, r *http.Request, wait time.Duration, what string) {
-	secs := int(math.Ceil(wait.Seconds()))
-	if secs < 1 {
-		secs = 1
-	}
-	w.Header().Set("Retry-After", strconv.Itoa(secs))
+	secs := retrySecs(wait)
+	s.refuse429(w, r, wait, api.Errorf(api.CodeRateLimited,
+		"too many %s from this address; retry in %d s", what, secs).WithDetail("retryAfter", secs))
+}
+
+func retrySecs(wait time.Duration) int { return max(1, int(math.Ceil(wait.Seconds()))) }
+
+// refuse429 writes e (a 429) with Retry-After, and closes the connection
+// after it if the request has a body, which is never read.
+func (s *Server) refuse429(w http.ResponseWriter, r *http.Request, wait time.Duration, e error) {
+	w.Header().Set("Retry-After", strconv.Itoa(retrySecs(wait)))
 	if r.ContentLength != 0 {
 		w.Header().Set("Connection", "close")
 		// Discarding the unread body after the handler would wait on the
 		// client; a past read deadline makes it fail at once.
 		_ = http.NewResponseController(w).SetReadDeadline(time.Now())
 	}
-	s.writeError(w, r, api.Errorf(api.CodeRateLimited,
-		"too many %s from this address; retry in %d s", what, secs).WithDetail("retryAfter", secs))
+	s.writeError(w, r, e)
 }
 
 // rateLimited runs h only while the client's address has tokens in l.

@@ -75,7 +75,7 @@ func applyContainerState(a *store.Agent, st wire.AgentStatus) {
 		a.StatusMessage = "" // a report settles it: what follows says how
 	}
 	if a.ContainerStatus == api.ContainerStopQueued {
-		if st.State == api.ContainerRunning || st.State == api.ContainerPaused {
+		if st.State == api.ContainerRunning || st.State == api.ContainerPaused || st.State == api.ContainerPending {
 			// Still live: the queued stop decides what happens next.
 			a.PortMappings = st.Ports
 			return
@@ -83,11 +83,22 @@ func applyContainerState(a *store.Agent, st wire.AgentStatus) {
 		// Stopped or gone before the stop arrived: the stop is moot.
 		a.StatusMessage = ""
 	}
+	wasPending := a.ContainerStatus == api.ContainerPending
 	a.ContainerStatus = st.State
 	a.PortMappings = st.Ports // the broker reports them while the container holds them
 	switch st.State {
 	case api.ContainerRunning:
 		a.Phase = api.PhaseRunning
+		if wasPending {
+			a.StatusMessage = "" // what it waited for is over
+		}
+	case api.ContainerPending:
+		// Started but not running (a pod no node takes, an image that
+		// does not pull): never running, and the reason is the message.
+		if a.Phase == api.PhaseRunning || a.Phase == api.PhaseProvisioning {
+			a.Phase = api.PhaseProvisioning
+			a.StatusMessage = truncate(scrubAddresses(st.Message), 500)
+		}
 	case api.ContainerPaused:
 		a.Phase = api.PhaseSuspended
 	case api.ContainerCreated:

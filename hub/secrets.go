@@ -7,7 +7,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"regexp"
 	"slices"
 	"time"
 
@@ -15,9 +14,6 @@ import (
 	"github.com/scion-go/scion/hub/authz"
 	"github.com/scion-go/scion/store"
 )
-
-// A secret is delivered as an environment variable of its name.
-var secretName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,127}$`)
 
 func secretView(x *store.Secret) api.Secret {
 	return api.Secret{Name: x.Name, ProjectID: x.ProjectID, CreatedBy: x.CreatedBy, CreatedAt: x.CreatedAt, UpdatedAt: x.UpdatedAt}
@@ -52,7 +48,7 @@ func (s *Server) handlePutSecret(r *http.Request, c *Caller) (int, any, error) {
 		return 0, nil, err
 	}
 	name := r.PathValue("name")
-	if !secretName.MatchString(name) {
+	if !api.ValidSecretName(name) {
 		return 0, nil, api.BadRequest("invalid secret name %q: use letters, digits and _ (an environment variable name)", name)
 	}
 	var req api.PutSecretRequest
@@ -117,7 +113,7 @@ func (s *Server) agentSecrets(ctx context.Context, c *Caller, p *store.Project, 
 		return nil, api.BadRequest("an agent can name at most 64 secrets")
 	}
 	for _, name := range names {
-		if !secretName.MatchString(name) { // nothing by that name can exist
+		if !api.ValidSecretName(name) { // nothing by that name can exist
 			return nil, api.BadRequest("invalid secret name %s: use letters, digits and _ (an environment variable name)", api.Quote(name))
 		}
 	}

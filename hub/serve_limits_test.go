@@ -399,7 +399,7 @@ func TestPerAddressCapServedAndCounted(t *testing.T) {
 		}
 		return nil
 	})
-	resp := getFrom(t, "127.0.0.3", e.URL+"/metrics", "")
+	resp := getFrom(t, "127.0.0.3", e.URL+"/metrics", e.AdminToken)
 	defer resp.Body.Close()
 	m, _ := io.ReadAll(resp.Body)
 	if resp.StatusCode != http.StatusOK || !strings.Contains(string(m), "scion_connections_refused_per_address_total ") ||

@@ -76,6 +76,8 @@ type Server struct {
 	drainLock brokerLocks
 	// jobRunWait overrides jobRunTimeout (tests: SetJobRunTimeout).
 	jobRunWait atomic.Int64
+	// jobCancelWait overrides jobCancelTimeout (tests: SetJobCancelTimeout).
+	jobCancelWait atomic.Int64
 	// pendingSweepWait overrides pendingJobSweepEvery and
 	// pendingSweepWake starts a sweep now (tests: SetPendingJobSweep).
 	pendingSweepWait atomic.Int64
@@ -205,8 +207,9 @@ func (s *Server) markAllOffline(ctx context.Context) error {
 // Route is one entry of the Hub's route table.
 type Route struct {
 	Pattern string // "METHOD /path/{var}"
-	// Public routes need no caller (health, metrics, join with a join
-	// token, and the control channel, which checks broker signatures).
+	// Public routes need no caller (health, join with a join token, and
+	// the control channel, which checks broker signatures) or check
+	// their own (metrics).
 	Public bool
 	authed apiHandler
 	stream func(http.ResponseWriter, *http.Request, *Caller)
@@ -229,7 +232,9 @@ func (s *Server) Routes() []Route {
 	return append(s.oidcRoutes(), []Route{
 		pub("GET /healthz", s.handleHealthz),
 		pub("GET /readyz", s.handleReadyz),
-		pub("GET /metrics", s.metrics.handler().ServeHTTP),
+		// Public in the route table: it checks its own credentials (a
+		// scrape token or a Hub admin, metrics_auth.go).
+		pub("GET /metrics", s.handleMetrics),
 		a("GET /api/v1/auth/whoami", s.handleWhoami),
 		a("POST /api/v1/auth/agent-token", s.handleRefreshAgentToken),
 
@@ -287,6 +292,9 @@ func (s *Server) Routes() []Route {
 		a("PUT /api/v1/settings", s.handlePutSettings),
 		a("GET /api/v1/admin/limits", s.handleGetLimits),
 		a("PUT /api/v1/admin/limits", s.handlePutLimits),
+		a("POST /api/v1/admin/metrics-tokens", s.handleCreateMetricsToken),
+		a("GET /api/v1/admin/metrics-tokens", s.handleListMetricsTokens),
+		a("DELETE /api/v1/admin/metrics-tokens/{id}", s.handleRevokeMetricsToken),
 	}...)
 }
 
@@ -330,10 +338,28 @@ func (s *Server) handleWhoami(r *http.Request, c *Caller) (int, any, error) {
 
 // serveAPI adapts an apiHandler: it bounds the request body, runs the
 // handler and writes its answer or its error.
+// headedBody is a handler's body with response headers of its own (an
+// ETag, say): serveAPI sets them, then writes body.
+type headedBody struct {
+	body   any
+	header http.Header
+}
+
+// withETag answers body with an ETag header.
+func withETag(body any, etag string) headedBody {
+	return headedBody{body: body, header: http.Header{"Etag": {etag}}}
+}
+
 func (s *Server) serveAPI(h apiHandler) func(http.ResponseWriter, *http.Request, *Caller) {
 	return func(w http.ResponseWriter, r *http.Request, c *Caller) {
 		r.Body = http.MaxBytesReader(w, r.Body, api.MaxRequestBody)
 		status, body, err := h(r, c)
+		if hb, ok := body.(headedBody); ok {
+			for k, v := range hb.header {
+				w.Header()[k] = v
+			}
+			body = hb.body
+		}
 		switch {
 		case err != nil:
 			s.writeError(w, r, err)

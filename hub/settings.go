@@ -3,12 +3,17 @@ package hub
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"maps"
 	"net/http"
+	"reflect"
 	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/scion-go/scion/api"
 	"github.com/scion-go/scion/hub/authz"
+	"github.com/scion-go/scion/store"
 )
 
 // Hub settings and limits are read on every create, so they are cached in
@@ -48,22 +53,112 @@ func cloneHubSettings(v api.HubSettings) api.HubSettings {
 }
 
 // updateHubSettings changes the stored settings with change, which sees
-// the current ones and reports whether it changed them, all under cfgMu:
-// a read-modify-write of one field (the Hub clearing a deregistered
-// default broker, say) never writes back an older copy over a PUT that
-// came in between, such as one turning an experiment on.
+// the current ones and reports whether it changed them: a read-modify-
+// write of one field (the Hub clearing a deregistered default broker,
+// say) never writes back an older copy over a PUT that came in between,
+// such as one turning an experiment on.
 func (s *Server) updateHubSettings(ctx context.Context, change func(*api.HubSettings) (bool, error)) error {
+	_, _, err := s.changeHubSettings(ctx, nil, change)
+	return err
+}
+
+// changeHubSettings is the one writer of the Hub settings: under cfgMu it
+// reads the stored settings and their version (the database's, not the
+// cache's, so that a write through another Hub replica is seen), lets
+// change edit them, and writes them back with a compare-and-set on that
+// version. With ifMatch the caller's version must be the stored one
+// (412 precondition_failed otherwise, also when a write through another
+// replica wins the compare-and-set); without it a lost compare-and-set is
+// retried on the newer settings, which change then sees. It returns the
+// settings as stored and their version.
+func (s *Server) changeHubSettings(ctx context.Context, ifMatch *int64, change func(*api.HubSettings) (bool, error)) (api.HubSettings, int64, error) {
 	s.cfgMu.Lock()
 	defer s.cfgMu.Unlock()
-	cur, err := s.hubSettingsLocked(ctx)
+	for range 5 {
+		cur, ver, err := s.readHubSettingsLocked(ctx)
+		if err != nil {
+			return cur, 0, err
+		}
+		if ifMatch != nil && *ifMatch != ver {
+			return cur, ver, staleSettings(ver)
+		}
+		v := cloneHubSettings(cur)
+		ok, err := change(&v)
+		if err != nil || !ok {
+			return cur, ver, err
+		}
+		b, err := json.Marshal(v)
+		if err != nil {
+			return cur, ver, err
+		}
+		nv, err := s.store.PutSettingIf(ctx, settingHub, b, ver)
+		if errors.Is(err, store.ErrConflict) {
+			if ifMatch != nil {
+				_, now, _ := s.store.GetSettingVersion(ctx, settingHub)
+				return cur, now, staleSettings(now)
+			}
+			continue
+		}
+		if err != nil {
+			return cur, ver, err
+		}
+		s.settings = &v
+		return cloneHubSettings(v), nv, nil
+	}
+	return api.HubSettings{}, 0, api.Errorf(api.CodeConflict, "the Hub settings kept changing while this write was made; try again")
+}
+
+// readHubSettingsLocked reads the stored settings and their version (0
+// when never written) and refreshes the cache; cfgMu is held.
+func (s *Server) readHubSettingsLocked(ctx context.Context) (api.HubSettings, int64, error) {
+	var v api.HubSettings
+	b, ver, err := s.store.GetSettingVersion(ctx, settingHub)
+	if isNotFound(err) {
+		s.settings = &v
+		return v, 0, nil
+	}
 	if err != nil {
-		return err
+		return v, 0, err
 	}
-	v := cloneHubSettings(cur)
-	if ok, err := change(&v); err != nil || !ok {
-		return err
+	if err := json.Unmarshal(b, &v); err != nil {
+		return v, 0, err
 	}
-	return s.putSettingLocked(ctx, settingHub, v, func() { s.settings = &v })
+	s.settings = &v
+	return cloneHubSettings(v), ver, nil
+}
+
+// The settings' version travels as a strong ETag, "<version>".
+func settingsETag(version int64) string { return `"` + strconv.FormatInt(version, 10) + `"` }
+
+// ifMatchVersion reads an If-Match header for the settings: nil when it
+// is absent or "*" (the settings always exist), else the version it
+// names; one that names none this Hub makes (a weak tag, a list, junk)
+// is -1, which matches no version, so the write is refused with 412.
+func ifMatchVersion(h string) *int64 {
+	h = strings.TrimSpace(h)
+	if h == "" || h == "*" {
+		return nil
+	}
+	bad := int64(-1)
+	q, ok := strings.CutPrefix(h, `"`)
+	if !ok {
+		return &bad
+	}
+	q, ok = strings.CutSuffix(q, `"`)
+	if !ok {
+		return &bad
+	}
+	v, err := strconv.ParseInt(q, 10, 64)
+	if err != nil || v < 0 {
+		return &bad
+	}
+	return &v
+}
+
+func staleSettings(current int64) error {
+	return api.Errorf(api.CodePreconditionFailed,
+		"the Hub settings changed since they were read (If-Match names another version): read them again and retry").
+		WithDetail("etag", settingsETag(current))
 }
 
 func (s *Server) hubLimits(ctx context.Context) (api.Limits, error) {
@@ -95,14 +190,16 @@ func (s *Server) handleGetSettings(r *http.Request, c *Caller) (int, any, error)
 	if err := s.authorize(r.Context(), c, authz.HubRead, authz.Resource{}, nil); err != nil {
 		return 0, nil, err
 	}
-	v, err := s.hubSettings(r.Context())
+	s.cfgMu.Lock()
+	v, ver, err := s.readHubSettingsLocked(r.Context())
+	s.cfgMu.Unlock()
 	if err != nil {
 		return 0, nil, err
 	}
 	if v.AgentDefaults.DefaultRuntimeBroker, err = s.liveBrokerRef(r.Context(), v.AgentDefaults.DefaultRuntimeBroker); err != nil {
 		return 0, nil, err
 	}
-	return http.StatusOK, settingsView(v), nil
+	return http.StatusOK, withETag(settingsView(v), settingsETag(ver)), nil
 }
 
 // liveBrokerRef is ref when it names a registered broker, else "". The
@@ -124,34 +221,73 @@ func (s *Server) liveBrokerRef(ctx context.Context, ref string) (string, error) 
 	return ref, err
 }
 
+// handlePutSettings applies a partial update (api.HubSettingsUpdate): the
+// fields and experiments the body names, nothing else, so two admins
+// changing different settings at once both keep their change. If-Match
+// makes it conditional on the version the caller read.
 func (s *Server) handlePutSettings(r *http.Request, c *Caller) (int, any, error) {
 	if err := s.authorize(r.Context(), c, authz.HubAdmin, authz.Resource{}, nil); err != nil {
 		return 0, nil, err
 	}
-	var v api.HubSettings
-	if err := decodeJSON(r, &v); err != nil {
+	var u api.HubSettingsUpdate
+	if err := decodeJSON(r, &u); err != nil {
 		return 0, nil, err
 	}
-	if err := checkAgentDefaults(v.AgentDefaults); err != nil {
+	if err := checkExperiments(u.Experiments); err != nil {
 		return 0, nil, err
 	}
-	if err := checkExperiments(v.Experiments); err != nil {
-		return 0, nil, err
+	d := u.AgentDefaults
+	if d == nil {
+		d = &api.AgentDefaultsUpdate{}
 	}
 	// The default is kept as the broker's ID, whether it was given by
 	// name or ID: a broker deregistered and another registered under its
 	// name must not become the default by that name.
-	if ref := v.AgentDefaults.DefaultRuntimeBroker; ref != "" {
-		b, err := s.store.GetBroker(r.Context(), ref)
-		if err != nil {
-			return 0, nil, storeErr(err, api.CodeBrokerNotFound, "default_runtime_broker: runtime broker "+api.Quote(ref))
+	if ref := d.DefaultRuntimeBroker; ref != nil && *ref != "" {
+		if err := api.CheckText("default_runtime_broker", *ref, api.MaxRefLen); err != nil {
+			return 0, nil, err
 		}
-		v.AgentDefaults.DefaultRuntimeBroker = b.ID
+		b, err := s.store.GetBroker(r.Context(), *ref)
+		if err != nil {
+			return 0, nil, storeErr(err, api.CodeBrokerNotFound, "default_runtime_broker: runtime broker "+api.Quote(*ref))
+		}
+		d = &api.AgentDefaultsUpdate{DefaultRuntimeBroker: &b.ID, DefaultHarness: d.DefaultHarness, DefaultImage: d.DefaultImage}
 	}
-	if err := s.saveSetting(r.Context(), settingHub, v, func() { s.settings = &v }); err != nil {
+	v, ver, err := s.changeHubSettings(r.Context(), ifMatchVersion(r.Header.Get("If-Match")), func(v *api.HubSettings) (bool, error) {
+		before := cloneHubSettings(*v)
+		applySettingsUpdate(v, d, u.Experiments)
+		if err := checkAgentDefaults(v.AgentDefaults); err != nil {
+			return false, err
+		}
+		return !reflect.DeepEqual(before, *v), nil
+	})
+	if err != nil {
 		return 0, nil, err
 	}
-	return http.StatusOK, settingsView(v), nil
+	return http.StatusOK, withETag(settingsView(v), settingsETag(ver)), nil
+}
+
+// applySettingsUpdate sets in v what the update names: each default given
+// (nil keeps it) and each experiment named.
+func applySettingsUpdate(v *api.HubSettings, d *api.AgentDefaultsUpdate, experiments map[string]bool) {
+	for _, f := range []struct {
+		to  *string
+		val *string
+	}{
+		{&v.AgentDefaults.DefaultRuntimeBroker, d.DefaultRuntimeBroker},
+		{&v.AgentDefaults.DefaultHarness, d.DefaultHarness},
+		{&v.AgentDefaults.DefaultImage, d.DefaultImage},
+	} {
+		if f.val != nil {
+			*f.to = *f.val
+		}
+	}
+	for name, on := range experiments {
+		if v.Experiments == nil {
+			v.Experiments = map[string]bool{}
+		}
+		v.Experiments[name] = on
+	}
 }
 
 // settingsView is the settings as GET and PUT answer them: every known

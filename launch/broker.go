@@ -84,7 +84,7 @@ func Broker(parent context.Context, o config.BrokerOptions) error {
 		Secret: []byte(conn.Secret), Runtime: rt, DataDir: dataDir, Version: o.Version, Logger: log,
 		HeartbeatInterval: o.HeartbeatInterval, Grace: o.HeartbeatGrace, ScionBinary: self, PortRange: o.PortRange,
 		Capabilities:  passthroughCapabilities(s.Server.Broker.AllowPassthrough),
-		GitWorkspaces: broker.GitWorkspacesConfig{AllowLocalRemotes: s.Server.Broker.AllowLocalGitRemotes},
+		GitWorkspaces: gitWorkspaces(s, false),
 		DefaultImage:  defaultImage,
 		Jobs:          brokerJobs(f, s.Server.Broker.Profiles, ambient, ambientNS)})
 	if err != nil {
@@ -123,9 +123,20 @@ func brokerInstances(ctx context.Context, s *config.Settings, creds *config.Brok
 		conns[i] = creds.ForInstance(ep, in.Key)
 	}
 	h := &instanceHost{settings: s, hub: ep, version: o.Version, heartbeat: o.HeartbeatInterval, grace: o.HeartbeatGrace,
-		portRange: o.PortRange, dataDir: brokerDataDir(s), localRemotes: s.Server.Broker.AllowLocalGitRemotes, log: log,
+		portRange: o.PortRange, dataDir: brokerDataDir(s), gitWorkspaces: gitWorkspaces(s, false), log: log,
 		runtime: instanceRuntimeFor, fleet: f}
 	return h.serve(ctx, ins, targets, conns)
+}
+
+// gitWorkspaces is the broker's workspace settings: the roots local git
+// remotes may be under (server.broker.allow_local_git_remotes; absent
+// means the user's home on a workstation, none on a team broker), never
+// inside the Scion home (the data directory is refused by the broker).
+func gitWorkspaces(s *config.Settings, workstation bool) broker.GitWorkspacesConfig {
+	return broker.GitWorkspacesConfig{
+		LocalRemoteRoots: config.LocalGitRemoteRoots(s.Server.Broker.AllowLocalGitRemotes, workstation),
+		LocalRemoteDeny:  []string{config.Home()},
+	}
 }
 
 // brokerDataDir is server.broker.data_dir, or <home>/broker.

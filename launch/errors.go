@@ -5,6 +5,8 @@ import (
 	"io"
 	"log/slog"
 	"os"
+
+	"github.com/scion-go/scion/api"
 )
 
 // usageError is a mistake in the command line or settings that the CLI
@@ -28,7 +30,7 @@ var logOutput io.Writer = os.Stderr
 func newLogger(level string) *slog.Logger {
 	var l slog.Level
 	_ = l.UnmarshalText([]byte(level))
-	return slog.New(slog.NewTextHandler(logOutput, &slog.HandlerOptions{Level: l}))
+	return slog.New(api.RedactHandler(slog.NewTextHandler(logOutput, &slog.HandlerOptions{Level: l})))
 }
 
 // orDash is s, or "-" when s is empty.

@@ -47,7 +47,7 @@ type instanceHost struct {
 	heartbeat, grace time.Duration
 	portRange        [2]int // the process's range, split among the instances
 	dataDir          string // server.broker.data_dir (or the default)
-	localRemotes     bool
+	gitWorkspaces    broker.GitWorkspacesConfig
 	log              *slog.Logger
 	// runtime builds an instance's runtime (newInstanceRuntime; tests
 	// replace it).
@@ -268,7 +268,7 @@ func (h *instanceHost) prepareOne(ctx context.Context, in config.Instance, targe
 		HeartbeatInterval: h.heartbeat, Grace: h.grace, ScionBinary: self, PortRange: ports,
 		AgentHubEndpoint: cmp.Or(h.settings.Server.Broker.AgentHubEndpoint, ir.agentHub),
 		Capabilities:     passthroughCapabilities(h.settings.Server.Broker.AllowPassthrough),
-		GitWorkspaces:    broker.GitWorkspacesConfig{AllowLocalRemotes: h.localRemotes},
+		GitWorkspaces:    h.gitWorkspaces,
 		DefaultImage:     ir.defaultImage,
 		RuntimeTarget:    &target, InstanceKey: in.Key, AgentDefaults: defaults,
 	})

@@ -51,7 +51,7 @@ func newRuntime(ctx context.Context, c runtimeChoice, log *slog.Logger) (rt runt
 		if err != nil {
 			return nil, "", fmt.Errorf("docker runtime: %w", err)
 		}
-		log.Info("using the docker runtime", "network", cmpNetwork(network), "agents_reach_hub_at", cmpNetwork(agentHub))
+		log.Info("using the docker runtime", "network", networkName(network), "agents_reach_hub_at", cmpNetwork(agentHub))
 		return rt, agentHub, nil
 	case "process":
 		log.Info("using the process runtime: agents run as unsandboxed local processes (no Docker Engine answered)")
@@ -70,6 +70,15 @@ func newRuntime(ctx context.Context, c runtimeChoice, log *slog.Logger) (rt runt
 		return fake.New(), "", nil
 	}
 	return nil, "", usageErrorf("unknown runtime %q: use docker, kubernetes, process or fake", c.Kind)
+}
+
+// networkName names the agents' network in the log: agentNetwork's
+// answer is the network's ID.
+func networkName(id string) string {
+	if id == "" {
+		return cmpNetwork(id)
+	}
+	return fmt.Sprintf("%s (%.12s)", docker.AgentNetwork, id)
 }
 
 func cmpNetwork(n string) string {
@@ -113,7 +122,9 @@ func agentNetwork(ctx context.Context, hubEndpoint string, log *slog.Logger) (ne
 		return "", "", err
 	}
 	defer cl.Close()
-	gw, err := docker.EnsureNetwork(ctx, cl, docker.AgentNetwork)
+	// By its ID: another broker starting at once on an older engine may
+	// make a second network of the name (see EnsureNetwork).
+	id, gw, err := docker.EnsureNetwork(ctx, cl, docker.AgentNetwork)
 	if err != nil {
 		return "", "", err
 	}
@@ -131,7 +142,7 @@ func agentNetwork(ctx context.Context, hubEndpoint string, log *slog.Logger) (ne
 			return "", "", fmt.Errorf("forward the agent network to the hub: %w", err)
 		}
 	}
-	return docker.AgentNetwork, u.Scheme + "://" + addr, nil
+	return id, u.Scheme + "://" + addr, nil
 }
 
 // scionBinary is this executable's path, mounted read-only into agents so

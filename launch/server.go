@@ -108,7 +108,8 @@ func Server(parent context.Context, o config.ServerOptions) error {
 		close(brokerDone)
 	}
 	log.Info("hub listening", "url", url, "database", redactDSN(dsn), "workstation", f.Workstation,
-		"max_connections", limits.MaxConns, "max_connections_per_address", limits.MaxConnsPerAddr)
+		"max_connections", limits.MaxConns, "max_connections_per_address", limits.MaxConnsPerAddr,
+		"max_connections_per_caller", limits.MaxConnsPerCaller)
 	if oidcCfg != nil {
 		log.Info("oidc sign-in on", "issuer", oidcCfg.IssuerURL, "clientId", oidcCfg.ClientID, "defaultRole", orDash(oidcCfg.DefaultRole))
 	}

@@ -26,6 +26,11 @@ func TestServeLimitsFlags(t *testing.T) {
 		{"zero header timeout", func(l *config.ServeLimits) { l.ReadHeaderTimeout = 0 }, "--read-header-timeout"},
 		{"negative per-address cap", func(l *config.ServeLimits) { l.MaxConnsPerAddr = -1 }, "--max-connections-per-address"},
 		{"zero global cap", func(l *config.ServeLimits) { l.MaxConns = 0 }, "--max-connections"},
+		{"no per-caller cap", func(l *config.ServeLimits) { l.MaxConnsPerCaller = 0 }, ""},
+		{"negative per-caller cap", func(l *config.ServeLimits) { l.MaxConnsPerCaller = -1 }, "--max-connections-per-caller"},
+		{"zero body timeout", func(l *config.ServeLimits) { l.BodyStall = 0 }, "--read-body-timeout"},
+		{"no body rate", func(l *config.ServeLimits) { l.BodyMinRate = 0 }, ""},
+		{"negative body rate", func(l *config.ServeLimits) { l.BodyMinRate = -1 }, "--read-body-min-rate"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			l := ok
@@ -39,6 +44,9 @@ func TestServeLimitsFlags(t *testing.T) {
 			}
 			if err != nil {
 				t.Fatal(err)
+			}
+			if got.MaxConnsPerCaller != l.MaxConnsPerCaller || got.BodyStall != l.BodyStall || got.BodyMinRate != l.BodyMinRate {
+				t.Fatalf("the Hub gets %+v from %+v", got, l)
 			}
 			if n := fdLimit(); n > 0 && uint64(got.MaxConns)+hub.FDReserve > n {
 				t.Fatalf("MaxConns %d + reserve %d over the descriptor limit %d", got.MaxConns, hub.FDReserve, n)

@@ -104,8 +104,9 @@ func startLocalBroker(ctx context.Context, srv *hub.Server, url, token string, f
 		HeartbeatInterval: f.HeartbeatInterval, Grace: f.HeartbeatGrace, ScionBinary: self,
 		Capabilities: passthroughCapabilities(settings.Server.Broker.AllowPassthrough),
 		// A workstation serves the host's own user, who may read the
-		// host's repositories anyway: local remotes are its common case.
-		GitWorkspaces: broker.GitWorkspacesConfig{AllowLocalRemotes: true}})
+		// host's repositories anyway: local remotes are its common case,
+		// under the user's home unless settings.yaml says otherwise.
+		GitWorkspaces: gitWorkspaces(settings, true)})
 	if err != nil {
 		return nil, err
 	}

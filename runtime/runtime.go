@@ -8,6 +8,7 @@ package runtime
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"time"
 )
@@ -35,6 +36,11 @@ const (
 // values.
 const (
 	StateCreated = "created"
+	// StatePending is a container the runtime was asked to start and is
+	// bringing up, not running yet: a Kubernetes pod waiting for a node,
+	// for its image, or that its container cannot be made. Message says
+	// why; a runtime reports running by an event when it runs.
+	StatePending = "pending"
 	StateRunning = "running"
 	StateExited  = "exited"
 	StatePaused  = "paused"
@@ -48,6 +54,35 @@ var ErrNotFound = errors.New("agent container not found")
 // ErrHostPortTaken is wrapped by a Start that failed because a host port
 // the agent publishes is already in use on the host.
 var ErrHostPortTaken = errors.New("a published host port is already in use on the host")
+
+// HostPortTakenError is a runtime's ErrHostPortTaken that names the port
+// the engine refused, so the broker can keep it out of the next try even
+// when nothing it can see holds it (a container not started yet).
+type HostPortTakenError struct {
+	Port int // 0 when the engine's message names none
+}
+
+func (e *HostPortTakenError) Error() string {
+	if e.Port == 0 {
+		return ErrHostPortTaken.Error()
+	}
+	return fmt.Sprintf("host port %d is already in use on the host", e.Port)
+}
+
+// Is makes a HostPortTakenError an ErrHostPortTaken.
+func (e *HostPortTakenError) Is(target error) bool { return target == ErrHostPortTaken }
+
+// HostPortLister is a runtime whose engine publishes agents' ports on a
+// host it shares with other clients: another broker, or anything else
+// run on the same Docker Engine. ForeignHostPorts returns the host ports
+// the engine's containers that are not this broker's agents publish now
+// or will when started again (a stopped agent of another broker keeps its
+// port: taking it would fail that agent's next start). The broker's pool
+// passes them over, so two brokers on one host with overlapping port
+// ranges do not hand out the same port.
+type HostPortLister interface {
+	ForeignHostPorts(ctx context.Context) ([]int, error)
+}
 
 // Spec describes one agent container.
 type Spec struct {
@@ -68,6 +103,11 @@ type Spec struct {
 	// must appear at the same absolute path as on the host). Runtimes that
 	// run agents on the host itself (process) need not do anything.
 	Mounts []Mount
+	// GitDir is, for a worktree workspace, the worktree's own git
+	// directory (what WorkDir/.git names), inside one of Mounts: a runtime
+	// that shows that mount at another path than its host one must point
+	// the workspace's .git there (Kubernetes: a fixed path in the pod).
+	GitDir string
 	Labels map[string]string
 	// SecretEnv names the Env entries that are secrets (Hub secrets named
 	// at create, the agent token). A runtime that can keep them out of
@@ -135,6 +175,9 @@ type Runtime interface {
 	// Name is the runtime's kind: "fake", "process", "docker", ...
 	Name() string
 	Create(ctx context.Context, spec Spec) (Status, error)
+	// Start starts the container and answers running, or pending when
+	// the runtime brings it up asynchronously (a pod to schedule); a
+	// pending container's running is reported by an event.
 	Start(ctx context.Context, agentID string) (Status, error)
 	// Stop asks the container to exit and kills it after grace.
 	Stop(ctx context.Context, agentID string, grace time.Duration) (Status, error)

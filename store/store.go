@@ -103,6 +103,13 @@ type Agent struct {
 	SecretNames     []string // names of the secrets it receives
 	Payload         json.RawMessage
 	Version         int64
+	// TokenGeneration counts the renewals of the agent's token: a token
+	// carries the generation it was minted in, and only the current one
+	// (and, for a short grace after TokenRenewedAt, the one before) is
+	// accepted. Only RenewAgentToken writes these two (not UpdateAgent,
+	// not Version): a renewal never conflicts with a write of the agent.
+	TokenGeneration int64
+	TokenRenewedAt  time.Time // zero: never renewed; whole seconds
 	CreatedAt       time.Time
 	UpdatedAt       time.Time
 }
@@ -158,13 +165,16 @@ type User struct {
 const (
 	TokenUser  = "user"
 	TokenAgent = "agent"
+	// TokenMetrics is a scrape token: it reads the Hub's /metrics and
+	// nothing else (the API refuses every token but TokenUser).
+	TokenMetrics = "metrics"
 )
 
 // Token is a bearer token; only its SHA-256 hash is stored.
 type Token struct {
 	ID        string
 	Hash      []byte
-	Kind      string // TokenUser | TokenAgent
+	Kind      string // TokenUser | TokenAgent | TokenMetrics
 	UserID    string // for user tokens
 	AgentID   string // for agent tokens
 	ProjectID string // single-project tokens and agent tokens
@@ -274,6 +284,12 @@ type Store interface {
 	UpdateAgentWith(ctx context.Context, a *Agent, o UpdateAgentOptions) error
 	// DeleteAgent removes the agent and its reservation.
 	DeleteAgent(ctx context.Context, id string) error
+	// RenewAgentToken moves the agent's TokenGeneration from
+	// fromGeneration to fromGeneration+1 and sets TokenRenewedAt to at
+	// (whole seconds), if the agent is still at fromGeneration: of two
+	// renewals with one token exactly one succeeds, the other gets
+	// ErrConflict. ErrNotFound if the agent is gone.
+	RenewAgentToken(ctx context.Context, id string, fromGeneration int64, at time.Time) error
 
 	// Capacity reservations: one row per agent holding a slot on a broker.
 	// Reserve is idempotent for an agent that already holds a slot on that
@@ -337,7 +353,16 @@ type Store interface {
 	// Settings: opaque JSON values by key ("hub_settings", "limits", ...).
 	// GetSetting returns ErrNotFound for an unset key.
 	GetSetting(ctx context.Context, key string) ([]byte, error)
+	// PutSetting stores value unconditionally (and moves its version on).
 	PutSetting(ctx context.Context, key string, value []byte) error
+	// GetSettingVersion is GetSetting with the value's version: 0 for an
+	// unset key (with ErrNotFound), else at least 1, moved on by every
+	// write of the key.
+	GetSettingVersion(ctx context.Context, key string) ([]byte, int64, error)
+	// PutSettingIf stores value only if the key is at version (0: unset)
+	// and returns the new version; ErrConflict, and nothing written, when
+	// another write came first (a compare-and-set in one statement).
+	PutSettingIf(ctx context.Context, key string, value []byte, version int64) (int64, error)
 
 	// The queue of dispatches for offline brokers, and the records of
 	// API calls made with an Idempotency-Key (see queue.go).

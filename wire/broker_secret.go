@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"regexp"
 	"strings"
 	"time"
 
@@ -31,12 +30,11 @@ const (
 	maxBrokerErrorAnswer  = 64 << 10
 )
 
-// The name shape of a Hub secret (hub/secrets.go): checked here too, so
-// the signed path is the path the Hub sees, with nothing to escape.
-var brokerSecretName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,127}$`)
-
+// fetchBrokerSecret checks the name with the Hub's rule first
+// (api.ValidSecretName), so the signed path is the path the Hub sees,
+// with nothing to escape.
 func fetchBrokerSecret(ctx context.Context, hc *http.Client, hubURL, brokerID string, secret []byte, name string) (string, error) {
-	if !brokerSecretName.MatchString(name) {
+	if !api.ValidSecretName(name) {
 		return "", api.BadRequest("invalid secret name %s: use letters, digits and _", api.Quote(name))
 	}
 	if brokerID == "" || url.PathEscape(brokerID) != brokerID {

@@ -118,12 +118,6 @@ func (c *Conn) unregister(id uint64) {
 	c.mu.Unlock()
 }
 
-func (c *Conn) lookup(id uint64) *call {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.pending[id]
-}
-
 // Default timeouts. A call whose ctx has no deadline gets DefaultTimeout;
 // instead of a timer per call (a context.WithTimeout), one timer per Conn,
 // the sweeper, is armed for the earliest such expiry and fails the calls

@@ -375,7 +375,7 @@ func TestStartCallsEndedOnce(t *testing.T) {
 	defer srv.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	broker, _, err := Dial(ctx, "ws"+strings.TrimPrefix(srv.URL, "http"), nil, Options{})
+	broker, _, err := dial(ctx, "ws"+strings.TrimPrefix(srv.URL, "http"), nil, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -34,14 +34,9 @@ func decodeFrame(data []byte) (*Frame, error) {
 	return f, nil
 }
 
-// decodeFrames calls fn with each frame of a message: one frame, or
+// decodeFramesInto calls fn with each frame of a message: one frame, or
 // several separated by whitespace (the writer batches queued frames into
-// one message, joined by newlines). Frames do not share memory with data.
-func decodeFrames(data []byte, fn func(*Frame) error) error {
-	return decodeFramesInto(data, new(Frame), nil, fn)
-}
-
-// decodeFramesInto is decodeFrames decoding every frame into f, which fn
+// one message, joined by newlines), decoding every frame into f, which fn
 // must therefore not retain. names, if not nil, interns method names: a
 // name it knows costs no allocation.
 func decodeFramesInto(data []byte, f *Frame, names registry, fn func(*Frame) error) error {

@@ -74,5 +74,5 @@
 // Sign, SignHeaders and VerifySignature authenticate a broker's HTTP
 // requests (including the WebSocket upgrade) with an HMAC over method,
 // path, query string and body hash; the verifier records each nonce once
-// (the Hub in its database, test servers in a NonceCache) against replay.
+// (the Hub in its database, test servers in memory) against replay.
 package wire

@@ -87,7 +87,7 @@ func pairCtx(t testing.TB, brokerCtx context.Context, hubOpts, brokerOpts Option
 	}))
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	broker, _, err := Dial(ctx, "ws"+strings.TrimPrefix(srv.URL, "http"), nil, brokerOpts)
+	broker, _, err := dial(ctx, "ws"+strings.TrimPrefix(srv.URL, "http"), nil, brokerOpts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -51,6 +51,11 @@ type JobAccepted struct {
 	Tier      string `json:"tier"`
 	Namespace string `json:"namespace"`
 	Name      string `json:"name"`
+	// Queue is the Kueue queue the Job was labelled with: the run's own,
+	// else the cluster block's default ("" none). The Hub keeps it in the
+	// ledger row, which otherwise knows only the queue the caller named.
+	// Brokers before it send none.
+	Queue string `json:"queue,omitempty"`
 }
 
 // JobRef names a Job in job.cancel.

@@ -3,7 +3,6 @@ package wire
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"io"
 	"net"
 	"net/http"
@@ -39,19 +38,6 @@ func Accept(w http.ResponseWriter, r *http.Request, opts Options) (*Conn, error)
 		return nil, err
 	}
 	return NewConn(ws, opts), nil
-}
-
-// Dial opens a control channel to the Hub (the broker side). header is sent
-// with the upgrade request (see SignHeaders).
-func Dial(ctx context.Context, url string, header http.Header, opts Options) (*Conn, *http.Response, error) {
-	ws, resp, err := websocket.Dial(ctx, url, &websocket.DialOptions{
-		HTTPHeader:      header,
-		CompressionMode: websocket.CompressionDisabled,
-	})
-	if err != nil {
-		return nil, resp, err
-	}
-	return NewConn(ws, opts), resp, nil
 }
 
 // smallBuffers is a ResponseWriter whose Hijack hands out small buffers.

@@ -90,7 +90,7 @@ func TestDialSignedHeaders(t *testing.T) {
 	h := http.Header{}
 	SignHeaders(h, "b1", testSecret, SignedRequest{Method: http.MethodGet, Path: "/api/v1/brokers/connect"}, time.Now())
 	url := "ws" + strings.TrimPrefix(srv.URL, "http") + "/api/v1/brokers/connect"
-	c, _, err := Dial(context.Background(), url, h, Options{})
+	c, _, err := dial(context.Background(), url, h, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +99,7 @@ func TestDialSignedHeaders(t *testing.T) {
 	}
 	c.Close("done")
 	// The same headers again are a replay.
-	if _, resp, err := Dial(context.Background(), url, h, Options{}); err == nil || resp == nil || resp.StatusCode != http.StatusUnauthorized {
+	if _, resp, err := dial(context.Background(), url, h, Options{}); err == nil || resp == nil || resp.StatusCode != http.StatusUnauthorized {
 		t.Fatalf("replayed dial: %v", err)
 	}
 	if err := recv(t, verified, 5*time.Second, "verification"); err == nil {

@@ -1,13 +1,12 @@
 // Package idempotency runs the broker's keyed commands at most once: a
-// Store remembers the results of finished ones (NewMemory, or the
-// FileStore that survives a restart), and a Dedup answers a repeated key
+// Store remembers the results of finished ones (the broker's is the
+// FileStore, which survives a restart), and a Dedup answers a repeated key
 // from the store and makes a duplicate that arrives while the first is
 // running wait for it. Only final results are kept (successes and
 // refusals), so the Hub's retry of a failed command gets another try.
 package idempotency
 
 import (
-	"container/list"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -30,54 +29,6 @@ type Result struct {
 type Store interface {
 	Get(key string) (Result, bool)
 	Put(key string, r Result)
-}
-
-// NewMemory returns an in-memory Store that keeps the most recent
-// capacity results (least recently used ones are forgotten first).
-func NewMemory(capacity int) Store {
-	if capacity <= 0 {
-		capacity = 4096
-	}
-	return &memoryStore{cap: capacity, items: map[string]*list.Element{}, order: list.New()}
-}
-
-type memoryStore struct {
-	mu    sync.Mutex
-	cap   int
-	items map[string]*list.Element // value: *memoryEntry
-	order *list.List               // front: most recently used
-}
-
-type memoryEntry struct {
-	key string
-	res Result
-}
-
-func (s *memoryStore) Get(key string) (Result, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	el, ok := s.items[key]
-	if !ok {
-		return Result{}, false
-	}
-	s.order.MoveToFront(el)
-	return el.Value.(*memoryEntry).res, true
-}
-
-func (s *memoryStore) Put(key string, r Result) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if el, ok := s.items[key]; ok {
-		el.Value.(*memoryEntry).res = r
-		s.order.MoveToFront(el)
-		return
-	}
-	s.items[key] = s.order.PushFront(&memoryEntry{key: key, res: r})
-	for s.order.Len() > s.cap {
-		old := s.order.Back()
-		s.order.Remove(old)
-		delete(s.items, old.Value.(*memoryEntry).key)
-	}
 }
 
 // Dedup runs keyed requests at most once: a key whose result is stored is

@@ -13,24 +13,8 @@ import (
 	"github.com/scion-go/scion/api"
 )
 
-func TestMemoryStoreEvictsLeastRecentlyUsed(t *testing.T) {
-	s := NewMemory(2)
-	s.Put("a", Result{Body: json.RawMessage(`1`)})
-	s.Put("b", Result{Body: json.RawMessage(`2`)})
-	s.Get("a") // a is now more recent than b
-	s.Put("c", Result{Body: json.RawMessage(`3`)})
-	if _, ok := s.Get("b"); ok {
-		t.Error("b should have been evicted")
-	}
-	for _, k := range []string{"a", "c"} {
-		if _, ok := s.Get(k); !ok {
-			t.Errorf("%s should be kept", k)
-		}
-	}
-}
-
 func TestDedupRunsOnceAndCoalesces(t *testing.T) {
-	d := NewDedup(NewMemory(0))
+	d := NewDedup(newMapStore())
 	var runs atomic.Int32
 	release := make(chan struct{})
 	fn := func() (any, error) {
@@ -66,7 +50,7 @@ func TestDedupRunsOnceAndCoalesces(t *testing.T) {
 }
 
 func TestDedupRemembersOnlyFinalErrors(t *testing.T) {
-	d := NewDedup(NewMemory(0))
+	d := NewDedup(newMapStore())
 	for _, tc := range []struct {
 		err      error
 		rerun    bool
@@ -96,7 +80,7 @@ func TestDedupRemembersOnlyFinalErrors(t *testing.T) {
 // failure.
 func TestDedupWaiterRetriesAfterTransientFailure(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		d := NewDedup(NewMemory(0))
+		d := NewDedup(newMapStore())
 		release := make(chan struct{})
 		first, second := make(chan error, 1), make(chan error, 1)
 		go func() {

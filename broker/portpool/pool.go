@@ -70,9 +70,12 @@ func New(name string, lo, hi int) (*Pool, error) {
 func (p *Pool) Size() int { return p.hi - p.lo + 1 }
 
 // Allocate gives agentID n free ports from the range, replacing whatever
-// it held (a new container gets new ports). With fewer than n free it
-// takes nothing and fails with port_pool_exhausted.
-func (p *Pool) Allocate(agentID string, n int) ([]int, error) {
+// it held (a new container gets new ports), passing over the ports in
+// except as well: ports the host holds that neither the pool nor its probe
+// can see (a container of another broker on the same engine, stopped; a
+// port the engine just refused). With fewer than n free it takes nothing
+// and fails with port_pool_exhausted.
+func (p *Pool) Allocate(agentID string, n int, except map[int]bool) ([]int, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.releaseLocked(agentID)
@@ -92,7 +95,7 @@ func (p *Pool) Allocate(agentID string, n int) ([]int, error) {
 		if len(ports) == n {
 			break
 		}
-		if _, taken := p.owner[port]; !taken && (p.busy == nil || !p.busy(port)) {
+		if _, taken := p.owner[port]; !taken && !except[port] && (p.busy == nil || !p.busy(port)) {
 			ports = append(ports, port)
 		}
 		if port++; port > p.hi {
@@ -101,7 +104,7 @@ func (p *Pool) Allocate(agentID string, n int) ([]int, error) {
 	}
 	if len(ports) < n {
 		return nil, api.Errorf(api.CodePortPoolExhausted,
-			"port pool exhausted on runtime broker %s: the free ports of %d-%d are in use by other programs on the host; "+
+			"port pool exhausted on runtime broker %s: the free ports of %d-%d are in use on the host (other programs, or other brokers' agents); "+
 				"widen or move the broker's port range", p.name, p.lo, p.hi).
 			WithDetail("requested", n).WithDetail("range", fmt.Sprintf("%d-%d", p.lo, p.hi))
 	}
@@ -154,27 +157,6 @@ func (p *Pool) releaseLocked(agentID string) {
 		delete(p.owner, port)
 	}
 	delete(p.held, agentID)
-}
-
-// Holder is the agent holding port, or "".
-func (p *Pool) Holder(port int) string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.owner[port]
-}
-
-// Held returns the ports agentID holds.
-func (p *Pool) Held(agentID string) []int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return slices.Clone(p.held[agentID])
-}
-
-// Free is how many ports of the range nobody holds.
-func (p *Pool) Free() int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.freeLocked()
 }
 
 func (p *Pool) freeLocked() int {

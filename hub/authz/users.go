@@ -41,6 +41,9 @@ func userCan(userID, role string, a Action, r Resource) *Refusal {
 			return nil
 		case r.Project != nil && r.Project.Owner == userID:
 			return nil
+		case ag.ID == "" && r.Project == nil:
+			// Every agent (listing every Job): no one agent to name.
+			return deny("%s on every agent needs the hub admin role", a)
 		}
 		return deny("%s on agent %s needs you to be its delegator, its project's owner or a hub admin", a, ag.ID)
 	case BrokerManage, BrokerDeregister:

@@ -150,6 +150,24 @@ func Check(module string, pkgs []Package, rules []Rule) []string {
 			out = append(out, fmt.Sprintf("%s: no package matches %s", r.Name, strings.Join(r.Pkgs, ", ")))
 		}
 	}
+	return append(out, unlisted(module, pkgs, rules)...)
+}
+
+// unlisted reports the packages no rule gives an allow-list (Only): the
+// table denies by default, so a new package must say what it may import.
+func unlisted(module string, pkgs []Package, rules []Rule) []string {
+	var out []string
+	for _, p := range pkgs {
+		rel, ok := relPath(module, p.ImportPath)
+		if !ok {
+			continue
+		}
+		if !slices.ContainsFunc(rules, func(r Rule) bool {
+			return r.Only != nil && matchAny(r.Pkgs, rel) && !matchAny(r.Except, rel)
+		}) {
+			out = append(out, fmt.Sprintf("%s has no row with an allow-list (Only) in the import rules: add one saying what it may import", rel))
+		}
+	}
 	return out
 }
 

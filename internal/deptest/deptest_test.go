@@ -3,6 +3,7 @@ package deptest
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -49,7 +50,8 @@ func clean() []Package {
 		pkg("cmd/scion", "cli", "launch"), pkg("spoke/fleet", "api", "config"),
 		pkg("spoke/tunnel", "net"), pkg("spoke/jobs", "api", "spoke/fleet", "config"), pkg("spoke/connect", "spoke/fleet", "spoke/jobs", "spoke/tunnel", "api", "config"),
 		pkg("spoke/check", "api", "fmt"), pkg("spoke/check/probe", "api", "config", "spoke/check", "spoke/fleet", "runtime", "wire", "net"),
-		pkg("internal/testenv/proxy", "os", "net"),
+		pkg("internal/testenv/proxy", "os", "net"), pkg("internal/keylock", "fmt"),
+		pkg("internal/testenv", "api", "hub", "broker", "store/sqlite", "internal/keylock"),
 	}
 }
 
@@ -73,7 +75,8 @@ func TestCheckCatchesViolations(t *testing.T) {
 		{"internal/testenv/proxy imports api", "internal/testenv/proxy", "api", "internal/testenv/proxy imports api "},
 		{"client imports hub", "client", "hub", "client imports hub "},
 		{"client imports a module", "client", "github.com/spf13/cobra", "client imports github.com/spf13/cobra (directly or not); of other modules it may import only github.com/coder/websocket"},
-		{"config imports api", "config", "api", "config imports api "},
+		{"config imports wire", "config", "wire", "config imports wire (directly or not); of ours it may import only api"},
+		{"config imports client", "config", "client", "config imports client "},
 		{"store imports runtime", "store/sqlite", "runtime", "store/sqlite imports runtime (directly or not), which it must not"},
 		{"store imports hub", "store", "hub", "store imports hub "},
 		{"wire imports store", "wire", "store", "wire imports store "},
@@ -98,6 +101,16 @@ func TestCheckCatchesViolations(t *testing.T) {
 		{"spoke/check/probe imports hub", "spoke/check/probe", "hub", "spoke/check/probe imports hub "},
 		{"splitplan imports client", "internal/splitplan", "client", "internal/splitplan imports client "},
 		{"authz imports os", "hub/authz", "os", "hub/authz imports os; a pure package does no I/O"},
+		{"hub imports broker", "hub", "broker", "hub imports broker (directly or not); of ours it may import only api, hub/authz, hub/placement, store, wire"},
+		{"hub imports runtime/docker", "hub", "runtime/docker", "hub imports runtime/docker "},
+		{"hub imports store/sqlite", "hub", "store/sqlite", "hub imports store/sqlite "},
+		{"broker imports hub", "broker", "hub", "broker imports hub "},
+		{"broker imports runtime/docker", "broker", "runtime/docker", "broker imports runtime/docker "},
+		{"broker imports store", "broker", "store", "broker imports store "},
+		{"launch imports cli", "launch", "cli", "launch imports cli "},
+		{"launch imports a harness", "launch", "internal/testenv", "launch imports internal/testenv "},
+		{"hub imports a harness", "hub", "internal/testenv", "no product package imports a harness or a benchmark: hub imports internal/testenv"},
+		{"a harness imports the CLI", "internal/testenv", "cli", "internal/testenv imports cli "},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			pkgs := clean()
@@ -114,7 +127,12 @@ func TestCheckCatchesViolations(t *testing.T) {
 			}
 		})
 	}
-	if v := Check(mod, clean(), []Rule{{Name: "renamed", Pkgs: []string{"gone/..."}, Only: []string{}}}); len(v) != 1 || !strings.Contains(v[0], "no package matches gone/...") {
+	// Default deny: a package no row gives an allow-list fails, even one
+	// that imports nothing.
+	if v := Check(mod, append(clean(), pkg("newthing", "fmt")), Rules); len(v) != 1 || !strings.Contains(v[0], "newthing has no row with an allow-list") {
+		t.Fatalf("a package without a row: %q", v)
+	}
+	if v := Check(mod, clean(), append(slices.Clip(Rules), Rule{Name: "renamed", Pkgs: []string{"gone/..."}, Only: []string{}})); len(v) != 1 || !strings.Contains(v[0], "no package matches gone/...") {
 		t.Fatalf("a rule that matches no package: %q", v)
 	}
 }

@@ -1,7 +1,9 @@
 package deptest
 
-// Rules are the module's package boundaries (docs: ../shared/DESIGN.md,
+// Rules are the module's package boundaries (docs: docs/architecture.md,
 // "Layout"). They hold for non-test files; tests may import harnesses.
+// Every package must be matched by a row with an allow-list (Only): a
+// new package says what it may import before the test passes (Check).
 var Rules = []Rule{
 	{
 		// The wire types and error codes every side shares.
@@ -17,9 +19,10 @@ var Rules = []Rule{
 	},
 	{
 		// The settings files and the daemons' options: shared by the
-		// CLI and the daemons, so it stays a leaf.
-		Name: "config imports nothing of ours",
-		Pkgs: []string{"config"}, Only: []string{},
+		// CLI and the daemons, so it stays a leaf but for api, whose
+		// name rules (names, harnesses, secret names) it applies.
+		Name: "config imports only api",
+		Pkgs: []string{"config"}, Only: []string{"api"},
 	},
 	{
 		// Commands parse flags, call the Hub through client and render;
@@ -116,4 +119,75 @@ var Rules = []Rule{
 		Name: "internal/testenv/proxy imports nothing of ours",
 		Pkgs: []string{"internal/testenv/proxy"}, Only: []string{},
 	},
+	{
+		// The Hub: its HTTP surface, sessions, dispatch and records. It
+		// reaches brokers only over wire and data only through the store
+		// interface; the engine (store/sqlite, store/postgres), the
+		// broker and the runtimes are chosen and wired by launch.
+		Name: "hub imports only api, its pure parts, store and wire",
+		Pkgs: []string{"hub"}, Only: []string{"api", "hub/authz", "hub/placement", "store", "wire"},
+	},
+	{
+		// The broker daemon: the runtime interface (a concrete runtime is
+		// given by launch), the Hub over wire, the spokes for Jobs.
+		Name: "broker imports only api, config, runtime, spoke, wire and its parts",
+		Pkgs: []string{"broker"}, Only: []string{"api", "broker/...", "config", "internal/keylock", "runtime",
+			"spoke/connect", "spoke/fleet", "spoke/jobs", "spoke/tunnel", "wire"},
+	},
+	{
+		// The daemons' wiring: every product part, never the CLI, the
+		// typed client or a test harness.
+		Name: "launch wires the product parts, not the CLI or harnesses",
+		Pkgs: []string{"launch"}, Only: productParts,
+	},
+	{
+		// The binary: the CLI and the daemons it launches.
+		Name: "cmd/scion is the CLI and launch",
+		Pkgs: []string{"cmd/scion"}, Only: append([]string{"cli", "client", "internal/splitplan", "launch"}, productParts...),
+	},
+	{
+		Name: "wire imports only api",
+		Pkgs: []string{"wire"}, Only: []string{"api"},
+	},
+	{
+		// Runtimes: the interface, and for Kubernetes the settings leaf.
+		Name: "runtime imports only runtime, api, config and internal/keylock",
+		Pkgs: []string{"runtime/..."}, Except: []string{"runtime/runtimetest", "runtime/docker/internal/testagent"},
+		Only: []string{"api", "config", "internal/keylock", "runtime/..."},
+	},
+	{
+		Name: "store imports only api and store",
+		Pkgs: []string{"store/..."}, Except: []string{"store/storetest"}, Only: []string{"api", "store/..."},
+	},
+	{
+		// `scion check`'s probes: the spokes, the runtime's pod template
+		// and the Hub's broker-scoped secrets over wire.
+		Name: "spoke/check/probe imports only spoke, runtime, api, config and wire",
+		Pkgs: []string{"spoke/check/probe"}, Only: []string{"api", "config", "internal/keylock", "runtime", "runtime/kubernetes",
+			"spoke/check", "spoke/connect", "spoke/fleet", "spoke/jobs", "spoke/tunnel", "wire"},
+	},
+	{
+		// Small leaves shared by the product and its tests.
+		Name: "internal/keylock, internal/fakeclock and internal/wait import nothing of ours",
+		Pkgs: []string{"internal/keylock", "internal/fakeclock", "internal/wait"}, Only: []string{},
+	},
+	{
+		// Harnesses and benchmarks drive the product as its users do:
+		// they may import any part but the CLI and launch (they start
+		// the binary instead), and no product package imports them.
+		Name: "harnesses and benchmarks import product parts, not the CLI or launch",
+		Pkgs: harnesses, Except: []string{"internal/testenv/proxy"}, Only: append([]string{"client", "internal/..."}, productParts...),
+	},
+	{
+		Name: "no product package imports a harness or a benchmark",
+		Pkgs: []string{"..."}, Except: harnesses, Deny: harnesses,
+	},
 }
+
+// productParts are the packages the daemons are made of.
+var productParts = []string{"api", "broker/...", "config", "hub/...", "internal/keylock", "runtime/...", "spoke/...", "store/...", "wire"}
+
+// harnesses are the test harnesses and benchmarks: packages whose non-test
+// files exist only for tests and bench/.
+var harnesses = []string{"bench/...", "internal/testenv/...", "internal/deptest", "store/storetest", "runtime/runtimetest",
+	"runtime/docker/internal/testagent", "test/..."}

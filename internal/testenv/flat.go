@@ -37,6 +37,9 @@ func (e *Env) AddFlatBroker(name string, target api.RuntimeTarget, maxAgents *in
 func (e *Env) NewBroker(id, name, secret string) *Broker {
 	e.T.Helper()
 	b := &Broker{ID: id, Name: name, Secret: secret, DataDir: filepath.Join(tempDir(e.T), name)}
+	if e.opts.Jobs {
+		b.Spoke = newJobSpoke()
+	}
 	e.NeverLogged(secret)
 	e.mu.Lock()
 	e.brokers = append(e.brokers, b)

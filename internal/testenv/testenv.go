@@ -98,6 +98,13 @@ type Options struct {
 	// is the wrapper): a test injects what another Hub over the same
 	// database would make the store answer.
 	WrapStore func(store.Store) store.Store
+	// Jobs gives every broker delegated Jobs (broker.Config.Jobs) on
+	// spoke clusters faked in memory: Broker.Spoke is what the broker
+	// submits there, and how a test makes a Job progress and end (see
+	// JobSpoke). JobClusters is the brokers' fleet file (default
+	// DefaultJobClusters).
+	Jobs        bool
+	JobClusters string
 }
 
 // Env is a running Hub with its brokers.
@@ -131,19 +138,47 @@ type handlerBox struct{ http.Handler }
 // end and the brokers reconnect to the new one by themselves.
 func (e *Env) RestartHub() {
 	e.T.Helper()
+	old := e.Hub
+	e.StartHub()
+	old.Close()
+}
+
+// StopHub stops the Hub as its process ending would: its broker sessions
+// end, and until StartHub every connection to its address is cut as it
+// arrives, nothing answered (the brokers keep reconnecting, a client's
+// requests fail). For a test of what waits out a Hub's restart.
+func (e *Env) StopHub() {
+	e.handler.Store(handlerBox{http.HandlerFunc(cutConnection)})
+	e.Hub.Close()
+}
+
+// cutConnection closes the connection of a request unanswered.
+func cutConnection(w http.ResponseWriter, _ *http.Request) {
+	if hj, ok := w.(http.Hijacker); ok {
+		if conn, _, err := hj.Hijack(); err == nil {
+			_ = conn.Close()
+			return
+		}
+	}
+	// A connection that cannot be taken over: the nearest to no answer.
+	w.WriteHeader(http.StatusServiceUnavailable)
+}
+
+// StartHub starts a new Hub over the same store and address, serving
+// from then on (after StopHub, or for RestartHub).
+func (e *Env) StartHub() {
+	e.T.Helper()
 	h, err := hub.New(context.Background(), hub.Options{Store: e.Store, Logger: e.log, Version: "test",
 		HeartbeatInterval: e.opts.HeartbeatInterval, Grace: e.opts.Grace, DispatchTimeout: e.opts.DispatchTimeout, OIDC: e.opts.OIDC, SecretsKey: e.secretsKey, AgentTokenTTL: e.opts.AgentTokenTTL, RateLimits: e.opts.RateLimits, Now: e.opts.Now})
 	if err != nil {
-		e.T.Fatalf("testenv: restart hub: %v", err)
+		e.T.Fatalf("testenv: start hub: %v", err)
 	}
 	h.SetPublicURL(e.URL)
 	if e.conns != nil {
 		h.WatchConnections(e.conns)
 	}
-	old := e.Hub
 	e.Hub = h
 	e.handler.Store(handlerBox{h.Handler()})
-	old.Close()
 }
 
 // Broker is one in-process broker.
@@ -156,8 +191,11 @@ type Broker struct {
 	// RuntimeTarget makes it a flat Runtime Broker instance serving that
 	// target (its hello declares it; see AddFlatBroker).
 	RuntimeTarget *api.RuntimeTarget
-	cancel        context.CancelFunc
-	done          chan struct{}
+	// Spoke is the broker's spoke clusters when Options.Jobs is set: it
+	// outlives the broker's restarts, as the clusters would.
+	Spoke  *JobSpoke
+	cancel context.CancelFunc
+	done   chan struct{}
 }
 
 // New starts a Hub and opts.Brokers brokers and waits until every broker
@@ -296,7 +334,8 @@ func (e *Env) LaunchBroker(b *Broker, rt *fake.Runtime) {
 	b.Broker, err = broker.New(broker.Config{HubEndpoint: e.URL, BrokerID: b.ID, Name: b.Name, Secret: []byte(b.Secret),
 		Runtime: brt, DataDir: b.DataDir, Version: "test", Logger: e.log.With("broker", b.Name), Profiles: e.opts.Profiles[b.Name], Capabilities: e.opts.Capabilities[b.Name],
 		HeartbeatInterval: e.opts.HeartbeatInterval, Grace: e.opts.Grace, RuntimeTarget: b.RuntimeTarget,
-		MinBackoff: e.opts.MinBackoff, MaxBackoff: e.opts.MaxBackoff, RefusedBackoff: e.opts.MaxBackoff, DropReply: drop})
+		MinBackoff: e.opts.MinBackoff, MaxBackoff: e.opts.MaxBackoff, RefusedBackoff: e.opts.MaxBackoff, DropReply: drop,
+		Jobs: e.jobsConfig(b)})
 	if err != nil {
 		e.T.Fatalf("testenv: broker %s: %v", b.Name, err)
 	}

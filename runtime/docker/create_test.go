@@ -74,7 +74,7 @@ func TestContainerConfig(t *testing.T) {
 	ctx := testCtx(t)
 	spec := agentSpec(t, rt, "config", "serve", "cfg-marker", "-listen", ":8080")
 	spec.Env = map[string]string{"FOO": "bar baz", "HOME": "/elsewhere"}
-	spec.Labels[docker.LabelPorts] = docker.FormatPorts([]docker.PortMapping{{Container: 8080, Host: port}})
+	spec.Labels[docker.LabelPorts] = fmt.Sprintf("8080:%d", port)
 	spec.Labels[docker.LabelCPUs] = "0.5"
 	spec.Labels["custom"] = "yes"
 	if _, err := rt.Create(ctx, spec); err != nil {

@@ -61,7 +61,7 @@
 //	scion.ports   "8080:31000,9090/udp:31001" publishes container port
 //	              8080/tcp on host port 31000 and 9090/udp on 31001, bound
 //	              to Options.PortBindAddress; "8080" or "8080:0" lets the
-//	              engine pick the host port. See FormatPorts.
+//	              engine pick the host port. See ParsePorts.
 //	scion.tty     "true" runs the command with a terminal (for interactive
 //	              harnesses); logs then carry the terminal's \r\n.
 //	scion.memory  memory limit, "512m", "2g" or bytes; overrides

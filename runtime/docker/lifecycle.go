@@ -99,8 +99,8 @@ func (e *StartError) Error() string {
 // Unwrap says when the engine refused the start because a published host
 // port is taken (the broker then tries other ports).
 func (e *StartError) Unwrap() error {
-	if strings.Contains(e.Cause, "port is already allocated") || strings.Contains(e.Cause, "address already in use") {
-		return runtime.ErrHostPortTaken
+	if taken, port := hostPortTaken(e.Cause); taken {
+		return &runtime.HostPortTakenError{Port: port}
 	}
 	return nil
 }
@@ -244,9 +244,38 @@ func (r *Runtime) Delete(ctx context.Context, agentID string) error {
 	for _, c := range cs {
 		r.markDeleting(c.ID)
 		err := r.cli.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true, RemoveVolumes: false})
+		if cerrdefs.IsConflict(err) && strings.Contains(err.Error(), "already in progress") {
+			// The engine is removing it already (another client, or an
+			// earlier Delete whose caller gave up while the engine went
+			// on): the container is going, which is what was asked; wait
+			// until it is gone so that a create under the same name
+			// right after this does not meet it.
+			err = r.waitGone(ctx, c.ID)
+		}
 		if err != nil && !cerrdefs.IsNotFound(err) {
 			return wrapErr("Delete", agentID, err)
 		}
 	}
 	return nil
+}
+
+// waitGone polls the engine until container id no longer exists, bounded
+// by ctx. It returns nil once the engine answers not found.
+func (r *Runtime) waitGone(ctx context.Context, id string) error {
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		_, err := r.cli.ContainerInspect(ctx, id)
+		if cerrdefs.IsNotFound(err) {
+			return nil
+		}
+		if err != nil && ctx.Err() == nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for the engine's removal of %s: %w", id, ctx.Err())
+		case <-tick.C:
+		}
+	}
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/container"
 
 	"github.com/scion-go/scion/runtime"
@@ -237,5 +238,39 @@ func TestStopReachesTheAgent(t *testing.T) {
 			}
 			waitLog(t, ctx, rt, spec.AgentID, "stop-marker terminated by terminated")
 		})
+	}
+}
+
+// TestDeleteDuringRemovalInProgress: a Delete that meets a removal the
+// engine is already doing (another client's, or an earlier Delete whose
+// caller gave up while the engine went on) waits for the container to be
+// gone instead of failing with the engine's 409 "removal ... already in
+// progress": the container is going, which is what a delete asks for.
+func TestDeleteDuringRemovalInProgress(t *testing.T) {
+	rt := newBrokerRuntime(t, docker.Options{Client: engine})
+	ctx := testCtx(t)
+	for i := range 8 {
+		spec := agentSpec(t, rt, fmt.Sprintf("racing-%d", i), "serve", "m")
+		if _, err := rt.Create(ctx, spec); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := rt.Start(ctx, spec.AgentID); err != nil {
+			t.Fatal(err)
+		}
+		cs := engineContainers(t, spec.AgentID)
+		other := make(chan error, 1)
+		go func() {
+			other <- engine.ContainerRemove(ctx, cs[0].ID, container.RemoveOptions{Force: true})
+		}()
+		err := rt.Delete(ctx, spec.AgentID)
+		if oerr := <-other; oerr != nil && !cerrdefs.IsNotFound(oerr) && !cerrdefs.IsConflict(oerr) {
+			t.Fatalf("trial %d: the engine's own remove: %v", i, oerr)
+		}
+		if err != nil && !errors.Is(err, runtime.ErrNotFound) {
+			t.Fatalf("trial %d: Delete beside a removal in progress: %v", i, err)
+		}
+		if _, ierr := engine.ContainerInspect(ctx, cs[0].ID); !cerrdefs.IsNotFound(ierr) {
+			t.Fatalf("trial %d: the container is still there after Delete returned: %v", i, ierr)
+		}
 	}
 }

@@ -29,19 +29,6 @@ type PortMapping struct {
 	Proto string
 }
 
-// FormatPorts renders mappings as the value of the scion.ports label.
-func FormatPorts(ms []PortMapping) string {
-	parts := make([]string, len(ms))
-	for i, m := range ms {
-		s := strconv.Itoa(m.Container)
-		if m.Proto != "" && m.Proto != "tcp" {
-			s += "/" + m.Proto
-		}
-		parts[i] = s + ":" + strconv.Itoa(m.Host)
-	}
-	return strings.Join(parts, ",")
-}
-
 // ParsePorts parses a scion.ports label value:
 // "container[/proto][:host],..."; an empty value is no ports.
 func ParsePorts(s string) ([]PortMapping, error) {

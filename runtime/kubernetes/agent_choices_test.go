@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/internal/testenv/kube"
 	"github.com/scion-go/scion/runtime"
 	k8srt "github.com/scion-go/scion/runtime/kubernetes"
 )
@@ -22,7 +23,7 @@ func TestAgentPlacementChoices(t *testing.T) {
 	c := ctx(t)
 	const gpuAccount = "scion-agent-gpu"
 	if _, err := listed.c.Client.CoreV1().ServiceAccounts(listed.name).Create(c,
-		k8srt.SandboxServiceAccount(listed.name, gpuAccount), metav1.CreateOptions{}); err != nil {
+		kube.SandboxServiceAccount(listed.name, gpuAccount), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	const broker = "broker-choices"

@@ -33,7 +33,7 @@ func BenchmarkPodCreate(b *testing.B) {
 	unlimited.QPS = -1
 	newNS := func(b *testing.B) string {
 		ns := c.Namespace(b)
-		if _, err := c.Client.CoreV1().ServiceAccounts(ns).Create(ctx, k8srt.SandboxServiceAccount(ns, k8srt.DefaultServiceAccount), metav1.CreateOptions{}); err != nil {
+		if _, err := c.Client.CoreV1().ServiceAccounts(ns).Create(ctx, kube.SandboxServiceAccount(ns, k8srt.DefaultServiceAccount), metav1.CreateOptions{}); err != nil {
 			b.Fatal(err)
 		}
 		return ns

@@ -91,7 +91,7 @@ func TestCleanupProjectRemovesItsClaims(t *testing.T) {
 		return nil
 	})
 	// The other project's agent still has its claims.
-	if st, err := rt.Inspect(c, other.AgentID); err != nil || st.State != runtime.StateRunning {
+	if st, err := rt.Inspect(c, other.AgentID); err != nil || st.State != runtime.StatePending {
 		t.Fatalf("the other project's agent after the cleanup = %+v, %v", st, err)
 	}
 	if again, err := rt.CleanupProject(c, mine.ProjectID); err != nil || len(again) != 0 {
@@ -162,7 +162,7 @@ func TestPodDeletedBehindTheBrokerReadsExited(t *testing.T) {
 	if st, err := rt2.Stop(c, sp.AgentID, 0); err != nil || st.State != runtime.StateExited {
 		t.Fatalf("Stop = %+v, %v; want exited", st, err)
 	}
-	if st, err := rt2.Start(c, sp.AgentID); err != nil || st.State != runtime.StateRunning || st.Message == "deleted outside scion" {
+	if st, err := rt2.Start(c, sp.AgentID); err != nil || st.State != runtime.StatePending || st.Message == "deleted outside scion" {
 		t.Fatalf("Start again = %+v, %v", st, err)
 	}
 }

@@ -33,9 +33,12 @@
 // pending pod to run. Suspend and Resume are not supported
 // (ErrUnsupported).
 //
-// States: no pod is created (or exited after a Stop); Pending is running
-// with the reason in Message ("pending: not scheduled"); Running is
-// running; Succeeded and Failed are exited with the container's code.
+// States: no pod is created (or exited after a Stop); Pending is pending
+// with the reason in Message ("pending: Unschedulable: 0/3 nodes are
+// available: ...", "pending: ImagePullBackOff: ..."), so that an agent
+// whose pod cannot run never reads running; Running is running while the
+// agent container runs; Succeeded and Failed are exited with the
+// container's code. Start answers pending; the watch reports running.
 // Events come from an informer on the broker's pods in each namespace.
 //
 // # What needs a kubelet
@@ -59,7 +62,8 @@
 // API server and cannot read the namespace's Secrets. An agent's Hub
 // secrets and token (Spec.SecretEnv) are in a Secret of its own, named in
 // the pod by secretKeyRef: reading pods or records shows no secret. The
-// runtime itself needs only RuntimeRules, namespace-scoped, which on
+// runtime itself needs only the Role docs/kubernetes.md gives (the tests
+// run under exactly it: internal/testenv/kube.RuntimeRules), which on
 // Secrets are create, patch and delete (no get, list or watch).
 // Every pod meets the Pod Security Standards "restricted" profile as built
 // (podSecurity: a non-root user, all capabilities dropped, no privilege

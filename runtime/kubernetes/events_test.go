@@ -29,7 +29,7 @@ func TestStatusFromWatches(t *testing.T) {
 	if _, err := rt.Start(c, sp.AgentID); err != nil {
 		t.Fatal(err)
 	}
-	waitEvent(t, rt, sp.AgentID, runtime.StateRunning)
+	waitEvent(t, rt, sp.AgentID, runtime.StatePending)
 
 	kubelet := fakeKubelet{t: t, n: n}
 	kubelet.run(sp.AgentID)
@@ -50,7 +50,7 @@ func TestStatusFromWatches(t *testing.T) {
 	}
 
 	// Start again: a new pod replaces the finished one.
-	if st, err := rt.Start(c, sp.AgentID); err != nil || st.State != runtime.StateRunning || st.ExitCode != nil {
+	if st, err := rt.Start(c, sp.AgentID); err != nil || st.State != runtime.StatePending || st.ExitCode != nil {
 		t.Fatalf("Start after exit = %+v, %v", st, err)
 	}
 	kubelet.run(sp.AgentID)

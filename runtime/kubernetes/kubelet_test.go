@@ -46,6 +46,9 @@ type localKubelet struct {
 	node string
 	root string
 	srv  *httptest.Server
+	// statusOnly runs nothing: pods are bound and reported running (and
+	// deleted when asked), as kwok's kubelet does.
+	statusOnly bool
 
 	mu     sync.Mutex
 	procs  map[types.UID]*localProc
@@ -63,7 +66,22 @@ type localProc struct {
 
 func startLocalKubelet(t *testing.T, n ns, root string) *localKubelet {
 	t.Helper()
-	k := &localKubelet{t: t, n: n, node: "node-" + n.name, root: root,
+	return newLocalKubelet(t, n, root, false)
+}
+
+// startStatusKubelet is a kubelet that runs no process: it binds every
+// pod of the namespace to its node and reports its agent container
+// running, so that what does not need the agent's process runs as on a
+// cluster whose pods come up. Output, exec and exits need
+// startLocalKubelet.
+func startStatusKubelet(t *testing.T, n ns) *localKubelet {
+	t.Helper()
+	return newLocalKubelet(t, n, "", true)
+}
+
+func newLocalKubelet(t *testing.T, n ns, root string, statusOnly bool) *localKubelet {
+	t.Helper()
+	k := &localKubelet{t: t, n: n, node: "node-" + n.name, root: root, statusOnly: statusOnly,
 		procs: map[types.UID]*localProc{}, byName: map[string]*localProc{}, acting: map[types.UID]bool{}}
 	k.srv = httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch {
@@ -185,6 +203,10 @@ func (k *localKubelet) envValue(pod *corev1.Pod, e corev1.EnvVar) (string, error
 
 // run starts the pod's agent container as a local process.
 func (k *localKubelet) run(pod *corev1.Pod) {
+	if k.statusOnly {
+		k.setStatus(pod, corev1.PodRunning, corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.Now()}})
+		return
+	}
 	c := pod.Spec.Containers[0]
 	dir := k.root
 	for _, m := range c.VolumeMounts {

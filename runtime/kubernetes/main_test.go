@@ -36,7 +36,7 @@ func newNS(t *testing.T) ns {
 	c := kube.Need(t)
 	n := ns{c: c, name: c.Namespace(t)}
 	_, err := c.Client.CoreV1().ServiceAccounts(n.name).Create(ctx(t),
-		k8srt.SandboxServiceAccount(n.name, k8srt.DefaultServiceAccount), metav1.CreateOptions{})
+		kube.SandboxServiceAccount(n.name, k8srt.DefaultServiceAccount), metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +50,7 @@ func ctx(t *testing.T) context.Context {
 }
 
 // brokerIdentity makes a ServiceAccount for the broker in the namespace,
-// binds a Role with exactly k8srt.RuntimeRules to it, and returns a client
+// binds a Role with exactly kube.RuntimeRules to it, and returns a client
 // config that authenticates as that account (a token from the
 // TokenRequest API) and nothing else.
 func (n ns) brokerIdentity(t *testing.T, name string) *rest.Config {
@@ -75,7 +75,7 @@ func (n ns) bindRuntimeRole(t *testing.T, subject rbacv1.Subject) {
 	t.Helper()
 	cl := n.c.Client
 	c := ctx(t)
-	if _, err := cl.RbacV1().Roles(n.name).Create(c, k8srt.RuntimeRole(n.name, "scion-runtime"), metav1.CreateOptions{}); err != nil && !strings.Contains(err.Error(), "already exists") {
+	if _, err := cl.RbacV1().Roles(n.name).Create(c, kube.RuntimeRole(n.name, "scion-runtime"), metav1.CreateOptions{}); err != nil && !strings.Contains(err.Error(), "already exists") {
 		t.Fatal(err)
 	}
 	rb := &rbacv1.RoleBinding{
@@ -86,6 +86,7 @@ func (n ns) bindRuntimeRole(t *testing.T, subject rbacv1.Subject) {
 	if _, err := cl.RbacV1().RoleBindings(n.name).Create(c, rb, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	kube.Granted(t, cl, n.name, subject, kube.RuntimeRules())
 }
 
 // runtimeAs returns a runtime for brokerID whose every request is made as

@@ -55,8 +55,9 @@ func TestSharingModesOnAPIServer(t *testing.T) {
 				sp := spec(broker, id)
 				sp.Labels[k8srt.LabelSharingMode] = mode
 				if mode == "worktree-per-agent" {
-					// The base clone's git directory, at its host path.
+					// The base clone's git directory, and the worktree's in it.
 					sp.Mounts = []runtime.Mount{{Source: "/srv/scion/projects/proj-1/base/.git", Target: "/srv/scion/projects/proj-1/base/.git"}}
+					sp.GitDir = "/srv/scion/projects/proj-1/base/.git/worktrees/workspace3"
 				}
 				if _, err := rt.Create(c, sp); err != nil {
 					t.Fatalf("Create: %v", err)
@@ -149,8 +150,19 @@ func checkMounts(t *testing.T, pod *corev1.Pod, storage, mode string) {
 		t.Errorf("no shared directory mount")
 	}
 	if mode == "worktree-per-agent" {
-		if _, ok := mounts["/srv/scion/projects/proj-1/base/.git"]; !ok {
-			t.Errorf("worktree agent has no git directory mount: %v", mounts)
+		// At a fixed path, not the broker's data directory, with the
+		// workspace's .git pointing there.
+		if _, ok := mounts["/scion/git"]; !ok {
+			t.Errorf("worktree agent has no git directory mount at /scion/git: %v", mounts)
+		}
+		if _, ok := mounts["/srv/scion/projects/proj-1/base/.git"]; ok {
+			t.Errorf("worktree agent's git directory is at the broker's data-dir path: %v", mounts)
+		}
+		if m, ok := mounts["/workspace/.git"]; !ok || !m.ReadOnly {
+			t.Errorf("worktree agent's .git file not mounted read-only: %v", mounts)
+		}
+		if got := pod.Annotations["scion.dev/dot-git"]; got != "gitdir: /scion/git/worktrees/workspace3" {
+			t.Errorf("pod's .git = %q", got)
 		}
 	}
 }

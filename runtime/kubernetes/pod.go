@@ -54,6 +54,9 @@ func buildPod(in podInput) (*corev1.Pod, []*corev1.PersistentVolumeClaim, error)
 		return nil, nil, err
 	}
 	annotations := map[string]string{annoLabels: string(labelsJSON)}
+	for k, v := range st.annotations {
+		annotations[k] = v
+	}
 	if s.SafeToEvict != nil {
 		annotations[annoSafeToEvict] = strconv.FormatBool(*s.SafeToEvict)
 	}

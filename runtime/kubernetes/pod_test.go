@@ -151,6 +151,21 @@ func TestStatusOf(t *testing.T) {
 	}
 	term := corev1.ContainerStatus{Name: "agent", State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 3, Reason: "Error"}}}
 	waiting := corev1.ContainerStatus{Name: "agent", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ErrImageNeverPull"}}}
+	wait := func(reason, msg string) corev1.ContainerStatus {
+		return corev1.ContainerStatus{Name: "agent", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: reason, Message: msg}}}
+	}
+	running := corev1.ContainerStatus{Name: "agent", State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}
+	const unsched = "0/2 nodes are available: 1 node(s) had untolerated taint {gpu: true}, 1 node(s) were unschedulable."
+	unschedulable := pod(corev1.PodPending)
+	unschedulable.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: "Unschedulable", Message: unsched}}
+	bound := func(p *corev1.Pod) *corev1.Pod { p.Spec.NodeName = "n1"; return p }
+	initFailing := bound(pod(corev1.PodPending, wait("PodInitializing", "")))
+	initFailing.Status.InitContainerStatuses = []corev1.ContainerStatus{{Name: "scion-bin",
+		State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ImagePullBackOff", Message: `Back-off pulling image "scion:x"`}}}}
+	deleting := bound(pod(corev1.PodPending))
+	deleting.DeletionTimestamp = &created
+	long := pod(corev1.PodPending)
+	long.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: "Unschedulable", Message: strings.Repeat("é", 600)}}
 	tests := []struct {
 		name    string
 		rec     *corev1.ConfigMap
@@ -161,9 +176,21 @@ func TestStatusOf(t *testing.T) {
 	}{
 		{"record only", rec, nil, runtime.StateCreated, -1, ""},
 		{"stopped", stopped, nil, runtime.StateExited, 143, ""},
-		{"unscheduled", rec, pod(corev1.PodPending), runtime.StateRunning, -1, "pending: not scheduled"},
-		{"image missing", rec, pod(corev1.PodPending, waiting), runtime.StateRunning, -1, "pending: ErrImageNeverPull"},
-		{"running", rec, pod(corev1.PodRunning), runtime.StateRunning, -1, ""},
+		{"unscheduled", rec, pod(corev1.PodPending), runtime.StatePending, -1, "pending: not scheduled"},
+		{"unschedulable", rec, unschedulable, runtime.StatePending, -1, "pending: Unschedulable: " + unsched},
+		{"image missing", rec, pod(corev1.PodPending, waiting), runtime.StatePending, -1, "pending: ErrImageNeverPull"},
+		{"image pull error", rec, bound(pod(corev1.PodPending, wait("ErrImagePull", "rpc error: not found"))), runtime.StatePending, -1, "pending: ErrImagePull: rpc error: not found"},
+		{"image back-off", rec, bound(pod(corev1.PodPending, wait("ImagePullBackOff", `Back-off pulling image "x"`))), runtime.StatePending, -1, `pending: ImagePullBackOff: Back-off pulling image "x"`},
+		{"secret missing", rec, bound(pod(corev1.PodPending, wait("CreateContainerConfigError", `secret "s" not found`))), runtime.StatePending, -1, `pending: CreateContainerConfigError: secret "s" not found`},
+		{"creating", rec, bound(pod(corev1.PodPending, wait("ContainerCreating", "ignored"))), runtime.StatePending, -1, "pending: ContainerCreating"},
+		{"init image back-off", rec, initFailing, runtime.StatePending, -1, `pending: init container scion-bin: ImagePullBackOff: Back-off pulling image "scion:x"`},
+		{"bound, no status", rec, bound(pod(corev1.PodPending)), runtime.StatePending, -1, "pending"},
+		{"deleted while pending", rec, deleting, runtime.StatePending, -1, "stopping pending"},
+		{"long reason", rec, long, runtime.StatePending, -1, "pending: Unschedulable: " + strings.Repeat("é", (maxReason-len("pending: Unschedulable: "))/2) + "..."},
+		{"running", rec, pod(corev1.PodRunning, running), runtime.StateRunning, -1, ""},
+		{"running pod, no container status", rec, bound(pod(corev1.PodRunning)), runtime.StatePending, -1, "pending"},
+		{"running pod, container crash-looping", rec, pod(corev1.PodRunning, wait("CrashLoopBackOff", "back-off 5m0s")), runtime.StatePending, -1, "pending: CrashLoopBackOff: back-off 5m0s"},
+		{"running pod, container ended", rec, pod(corev1.PodRunning, term), runtime.StateExited, 3, "Error"},
 		{"failed", rec, pod(corev1.PodFailed, term), runtime.StateExited, 3, "Error"},
 		{"succeeded, no status", rec, pod(corev1.PodSucceeded), runtime.StateExited, -1, ""},
 	}

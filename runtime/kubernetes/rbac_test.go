@@ -21,7 +21,7 @@ import (
 )
 
 // TestEveryOperationUnderRuntimeRole drives every runtime operation as an
-// identity whose only permissions are k8srt.RuntimeRole in one namespace:
+// identity whose only permissions are kube.RuntimeRole in one namespace:
 // as a ServiceAccount (token from the TokenRequest API) and as a plain
 // user of the API server's token file.
 func TestEveryOperationUnderRuntimeRole(t *testing.T) {
@@ -59,10 +59,10 @@ func allOperations(t *testing.T, n ns, cfg *rest.Config) {
 		t.Errorf("Logs follow of a created agent = %q", out)
 	}
 	st, err = rt.Start(c, sp.AgentID)
-	if err != nil || st.State != runtime.StateRunning || !strings.HasPrefix(st.Message, "pending") {
-		t.Fatalf("Start = %+v, %v; want running, pending (no kubelet)", st, err)
+	if err != nil || st.State != runtime.StatePending || !strings.HasPrefix(st.Message, "pending") {
+		t.Fatalf("Start = %+v, %v; want pending (no kubelet)", st, err)
 	}
-	waitEvent(t, rt, sp.AgentID, runtime.StateRunning)
+	waitEvent(t, rt, sp.AgentID, runtime.StatePending)
 	if again, err := rt.Start(c, sp.AgentID); err != nil || !again.StartedAt.Equal(st.StartedAt) {
 		t.Fatalf("second Start = %+v, %v; want the same pod", again, err)
 	}
@@ -92,7 +92,7 @@ func allOperations(t *testing.T, n ns, cfg *rest.Config) {
 	if err := rt.SetAgentToken(c, sp.AgentID, "sca_renewed"); err != nil {
 		t.Fatalf("SetAgentToken: %v", err)
 	}
-	if st, err := rt.Start(c, sp.AgentID); err != nil || st.State != runtime.StateRunning {
+	if st, err := rt.Start(c, sp.AgentID); err != nil || st.State != runtime.StatePending {
 		t.Fatalf("Start after Stop = %+v, %v", st, err)
 	}
 	if err := rt.Delete(c, sp.AgentID); err != nil {
@@ -202,7 +202,7 @@ func TestSandboxCannotReadSecrets(t *testing.T) {
 // and delete, with no get, list or watch (what the docs promise).
 func TestRuntimeRulesSecrets(t *testing.T) {
 	var got [][]string
-	for _, r := range k8srt.RuntimeRules() {
+	for _, r := range kube.RuntimeRules() {
 		if slices.Contains(r.Resources, "secrets") || slices.Contains(r.Resources, "*") {
 			got = append(got, r.Verbs)
 		}

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/scion-go/scion/internal/wait"
+	"github.com/scion-go/scion/runtime"
 	k8srt "github.com/scion-go/scion/runtime/kubernetes"
 )
 
@@ -69,6 +70,10 @@ func TestRestrictedNamespaceAdmitsAgents(t *testing.T) {
 				id := fmt.Sprintf("pss-%s", mode)
 				sp := spec(broker, id)
 				sp.Labels[k8srt.LabelSharingMode] = mode
+				if mode == "worktree-per-agent" { // the git directory and the .git file over the workspace's
+					sp.Mounts = []runtime.Mount{{Source: "/srv/scion/projects/proj-1/base/.git", Target: "/srv/scion/projects/proj-1/base/.git"}}
+					sp.GitDir = "/srv/scion/projects/proj-1/base/.git/worktrees/workspace"
+				}
 				if _, err := rt.Create(c, sp); err != nil {
 					t.Fatalf("Create: %v", err)
 				}

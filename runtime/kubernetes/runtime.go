@@ -287,7 +287,8 @@ func (r *Runtime) checkOpen() error {
 }
 
 // emit sends an event unless the runtime is closed, nobody reads, or the
-// agent's state has not changed since the last one.
+// agent's state (or a pending agent's reason) has not changed since the
+// last one.
 func (r *Runtime) emit(st runtime.Status) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -297,6 +298,11 @@ func (r *Runtime) emit(st runtime.Status) {
 	key := st.State
 	if st.ExitCode != nil {
 		key += fmt.Sprint(*st.ExitCode)
+	}
+	if st.State == runtime.StatePending {
+		// Why it is pending is the news: scheduled at last, then its
+		// image failing to pull, is what the Hub must show.
+		key += "\x00" + st.Message
 	}
 	if r.last[st.AgentID] == key {
 		return

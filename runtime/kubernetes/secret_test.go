@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/scion-go/scion/internal/testenv/kube"
 	"github.com/scion-go/scion/runtime"
 	k8srt "github.com/scion-go/scion/runtime/kubernetes"
 )
@@ -51,6 +52,7 @@ func (n ns) podReader(t *testing.T) *kubernetes.Clientset {
 	if _, err := cl.RbacV1().RoleBindings(n.name).Create(c, rb, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	kube.Granted(t, cl, n.name, rb.Subjects[0], role.Rules)
 	tok, err := cl.CoreV1().ServiceAccounts(n.name).CreateToken(c, "pod-reader", &authv1.TokenRequest{
 		Spec: authv1.TokenRequestSpec{ExpirationSeconds: ptr(int64(3600))}}, metav1.CreateOptions{})
 	if err != nil {

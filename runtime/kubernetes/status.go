@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -36,10 +37,14 @@ const goneMessage = "its pod was deleted outside scion"
 //   - no pod after a Stop: exited, with the exit code the pod ended with
 //   - no pod after a Start with no Stop: exited, with goneMessage (the pod
 //     was deleted by someone else, perhaps while the broker was down)
-//   - Pending: running, with the reason in Message (unscheduled, pulling):
-//     Start has done its part and the agent is on its way; with no
-//     kubelet, as in this package's tests, a pod stays here
-//   - Running: running
+//   - Pending: pending, with why in Message (see podReason): the scheduler's
+//     reason when no node will take it, the kubelet's when its image does
+//     not pull or its container cannot be made. Start has done its part,
+//     but nothing runs yet, and an agent reported running here would look
+//     healthy on a cluster that can never run it
+//   - Running: running only while the agent container is; its container
+//     waiting (restarting, its image gone) is pending with the reason, its
+//     container terminated is exited with its code
 //   - Succeeded / Failed: exited, with the agent container's exit code
 //   - a pod being deleted keeps its phase's state until it is gone
 func statusOf(rec *corev1.ConfigMap, pod *corev1.Pod) runtime.Status {
@@ -78,40 +83,103 @@ func statusOf(rec *corev1.ConfigMap, pod *corev1.Pod) runtime.Status {
 	case corev1.PodSucceeded, corev1.PodFailed:
 		st.State = runtime.StateExited
 		if cs != nil && cs.State.Terminated != nil {
-			t := cs.State.Terminated
-			code := int(t.ExitCode)
-			st.ExitCode = &code
-			st.FinishedAt = t.FinishedAt.Time
-			st.Message = strings.TrimSpace(t.Reason + " " + t.Message)
+			exited(&st, cs.State.Terminated)
 		} else {
 			st.Message = strings.TrimSpace(pod.Status.Reason + " " + pod.Status.Message)
 		}
 	case corev1.PodRunning:
-		st.State = runtime.StateRunning
+		switch {
+		case cs != nil && cs.State.Running != nil:
+			st.State = runtime.StateRunning
+		case cs != nil && cs.State.Terminated != nil:
+			// The pod's phase follows its only container's end.
+			st.State = runtime.StateExited
+			exited(&st, cs.State.Terminated)
+		default:
+			st.State = runtime.StatePending
+			st.Message = podReason(pod, cs)
+		}
 	default: // Pending, Unknown, or no phase yet
-		st.State = runtime.StateRunning
-		st.Message = pendingReason(pod, cs)
+		st.State = runtime.StatePending
+		st.Message = podReason(pod, cs)
 	}
-	if pod.DeletionTimestamp != nil && st.State == runtime.StateRunning {
+	if pod.DeletionTimestamp != nil && (st.State == runtime.StateRunning || st.State == runtime.StatePending) {
 		st.Message = strings.TrimSpace("stopping " + st.Message)
 	}
 	return st
 }
 
-// pendingReason says why a pending pod is not running yet.
-func pendingReason(pod *corev1.Pod, cs *corev1.ContainerStatus) string {
+// exited fills in how the agent container ended.
+func exited(st *runtime.Status, t *corev1.ContainerStateTerminated) {
+	code := int(t.ExitCode)
+	st.ExitCode = &code
+	st.FinishedAt = t.FinishedAt.Time
+	st.Message = strings.TrimSpace(t.Reason + " " + t.Message)
+}
+
+// maxReason bounds a pod's reason in a status message: the scheduler's
+// account of a large cluster, or a kubelet's of a registry, can be long.
+const maxReason = 512
+
+// podReason says why a pod that is not running is not, most specific
+// first: a container the kubelet cannot start (its image does not pull,
+// its Secret is missing) with the kubelet's reason and message, the
+// scheduler's reason and message when no node takes the pod, else what
+// the pod waits for.
+func podReason(pod *corev1.Pod, cs *corev1.ContainerStatus) string {
+	// An init container (the scion binary's copy) that cannot start
+	// holds the agent back as surely as its own image.
+	for _, ic := range pod.Status.InitContainerStatuses {
+		if w := ic.State.Waiting; w != nil && failingReason(w.Reason) {
+			return bounded("pending: init container " + ic.Name + ": " + joinReason(w.Reason, w.Message))
+		}
+	}
 	if cs != nil && cs.State.Waiting != nil && cs.State.Waiting.Reason != "" {
-		return "pending: " + cs.State.Waiting.Reason
+		w := cs.State.Waiting
+		if failingReason(w.Reason) {
+			return bounded("pending: " + joinReason(w.Reason, w.Message))
+		}
+		return "pending: " + w.Reason // ContainerCreating, PodInitializing
 	}
 	for _, c := range pod.Status.Conditions {
 		if c.Type == corev1.PodScheduled && c.Status != corev1.ConditionTrue && c.Reason != "" {
-			return "pending: " + c.Reason
+			return bounded("pending: " + joinReason(c.Reason, c.Message))
 		}
 	}
 	if pod.Spec.NodeName == "" {
 		return "pending: not scheduled"
 	}
 	return "pending"
+}
+
+// failingReason reports whether a waiting container's reason is a
+// failure the kubelet retries (and that a person must usually fix)
+// rather than a step on the way.
+func failingReason(reason string) bool {
+	switch reason {
+	case "ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull", "RegistryUnavailable",
+		"CreateContainerConfigError", "CreateContainerError", "RunContainerError", "CrashLoopBackOff", "PreCreateHookError", "PostStartHookError":
+		return true
+	}
+	return false
+}
+
+func joinReason(reason, message string) string {
+	if message = strings.TrimSpace(message); message != "" {
+		return reason + ": " + message
+	}
+	return reason
+}
+
+func bounded(s string) string {
+	if len(s) <= maxReason {
+		return s
+	}
+	cut := maxReason
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "..."
 }
 
 // agentContainer is the status of the pod's agent container, if reported.

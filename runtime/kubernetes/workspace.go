@@ -27,6 +27,11 @@ const (
 	workspacePath = "/workspace"
 	homePath      = "/home/agent"
 	sharedDirPath = "/scion/shared"
+	// gitCommonPath is where a worktree agent sees the base clone's git
+	// directory: a fixed path, not the broker's data directory, which
+	// neither tells the agent about the broker's host nor ties the pod to
+	// one broker's layout (two brokers on one NFS export may differ).
+	gitCommonPath = "/scion/git"
 	scionBinPath  = "/usr/local/bin/scion"
 )
 
@@ -43,6 +48,53 @@ type storage struct {
 	volumes []corev1.Volume
 	mounts  []corev1.VolumeMount
 	claims  []*corev1.PersistentVolumeClaim
+	// annotations are the pod's that a volume reads (the worktree's .git
+	// file, through the downward API).
+	annotations map[string]string
+}
+
+// annoDotGit is the pod annotation holding a worktree agent's .git file
+// as the pod must see it: "gitdir: /scion/git/worktrees/<name>".
+const annoDotGit = "scion.dev/dot-git"
+
+// worktreeLink returns, for a worktree agent's mount m, the path its
+// .git file must name in the pod when m (the base clone's git directory)
+// is at gitCommonPath: ok is false when spec.GitDir is not inside m.
+// The worktree's own git directory names its common directory
+// relatively (its commondir file, "../.."), so that resolves in the pod
+// as well; only the .git file holds an absolute host path.
+func worktreeLink(spec runtime.Spec, m runtime.Mount) (string, bool) {
+	if spec.GitDir == "" {
+		return "", false
+	}
+	rel, err := filepath.Rel(filepath.Clean(m.Source), filepath.Clean(spec.GitDir))
+	if err != nil || rel == "." || rel == ".." || strings.HasPrefix(rel, "../") || filepath.IsAbs(rel) {
+		return "", false
+	}
+	return "gitdir: " + path.Join(gitCommonPath, filepath.ToSlash(rel)), true
+}
+
+// gitMountPath is where m appears in the pod: the fixed gitCommonPath
+// for a worktree's git directory (with the .git file that points there,
+// see addDotGit), else its host path.
+func gitMountPath(spec runtime.Spec, mode string, m runtime.Mount) (string, string) {
+	if mode == modeWorktree {
+		if link, ok := worktreeLink(spec, m); ok {
+			return gitCommonPath, link
+		}
+	}
+	return m.Target, ""
+}
+
+// addDotGit shows link as the workspace's .git file: a read-only file
+// from the downward API over the broker's, which stays as the broker
+// wrote it (on an NFS share the broker uses that very file).
+func (st *storage) addDotGit(link string) {
+	const vol = "dot-git"
+	st.annotations = map[string]string{annoDotGit: link}
+	st.volumes = append(st.volumes, corev1.Volume{Name: vol, VolumeSource: corev1.VolumeSource{DownwardAPI: &corev1.DownwardAPIVolumeSource{
+		Items: []corev1.DownwardAPIVolumeFile{{Path: vol, FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.annotations['" + annoDotGit + "']"}}}}}})
+	st.mounts = append(st.mounts, corev1.VolumeMount{Name: vol, MountPath: path.Join(workspacePath, ".git"), SubPath: vol, ReadOnly: true})
 }
 
 // storageFor decides, purely, where the agent's workspace, home and the
@@ -114,7 +166,11 @@ func storageFor(spec runtime.Spec, mode string, s Settings, own string) (storage
 			if err != nil {
 				return storage{}, err
 			}
-			mount(nfs, m.Target, sub, m.ReadOnly)
+			at, link := gitMountPath(spec, mode, m)
+			mount(nfs, at, sub, m.ReadOnly)
+			if link != "" {
+				st.addDotGit(link)
+			}
 		}
 	case mode == modeShared:
 		c := projectClaimName(spec.ProjectID, "workspace")
@@ -125,12 +181,16 @@ func storageFor(spec runtime.Spec, mode string, s Settings, own string) (storage
 		claim(c, scopeAgent, s.WorkspaceClass, cmp.Or(s.WorkspaceSize, defaultWorkspaceSize), rwo)
 		mount(c, workspacePath, "", false)
 		if mode == modeWorktree {
-			// The base clone's git directory, at the path the worktree's
-			// .git file names.
+			// The base clone's git directory, at the fixed path the
+			// worktree's .git file names in the pod.
 			base := projectClaimName(spec.ProjectID, "base")
 			claim(base, scopeProject, s.WorkspaceClass, cmp.Or(s.WorkspaceSize, defaultWorkspaceSize), rwx)
 			for _, m := range spec.Mounts {
-				mount(base, m.Target, "", m.ReadOnly)
+				at, link := gitMountPath(spec, mode, m)
+				mount(base, at, "", m.ReadOnly)
+				if link != "" {
+					st.addDotGit(link)
+				}
 			}
 		} else if len(spec.Mounts) > 0 {
 			return storage{}, fmt.Errorf("kubernetes runtime: host mounts (%s) need an NFS share (nfs_pv_name) in %s mode", spec.Mounts[0].Source, cmp.Or(mode, modeEmpty))

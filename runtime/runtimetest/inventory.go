@@ -162,6 +162,7 @@ func (s *suite) testConcurrency(t *testing.T) {
 		return err
 	})
 	for _, spec := range specs {
+		e.waitState(spec.AgentID, runtime.StateRunning) // at once, unless Start answered pending
 		if e.process() {
 			e.waitLog(spec.AgentID, marker(spec.AgentID))
 		}

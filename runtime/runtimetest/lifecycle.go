@@ -33,6 +33,7 @@ func (s *suite) testLifecycle(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Start: %v", err)
 	}
+	st = e.untilRunning(spec.AgentID, st)
 	if st.State != runtime.StateRunning {
 		t.Fatalf("Start state = %q, want running", st.State)
 	}
@@ -119,6 +120,9 @@ func (s *suite) testStartIdempotent(t *testing.T) {
 		t.Fatal(err)
 	}
 	st, err := e.rt.Start(e.ctx, spec.AgentID)
+	if err == nil {
+		st = e.untilRunning(spec.AgentID, st)
+	}
 	if err != nil || st.State != runtime.StateRunning {
 		t.Fatalf("Start after Stop = %+v, %v; want running", st, err)
 	}

@@ -56,6 +56,18 @@ func (e *env) waitState(id, state string) runtime.Status {
 	return st
 }
 
+// untilRunning is st, the answer of a Start, once the agent runs: a
+// runtime that brings agents up asynchronously answers pending (a pod on
+// its way to a node) and runs them later, which Inspect then tells.
+// Any other state is returned as it is, for the caller to judge.
+func (e *env) untilRunning(id string, st runtime.Status) runtime.Status {
+	e.t.Helper()
+	if st.State != runtime.StatePending {
+		return st
+	}
+	return e.waitState(id, runtime.StateRunning)
+}
+
 // logs returns the agent's output so far (non-follow).
 func (e *env) logs(id string) (string, error) {
 	r, err := e.rt.Logs(e.ctx, id, false)
@@ -113,6 +125,7 @@ func (e *env) createStart(spec runtime.Spec) runtime.Status {
 	if err != nil {
 		e.t.Fatalf("Start(%s): %v", spec.AgentID, err)
 	}
+	st = e.untilRunning(spec.AgentID, st)
 	if st.State != runtime.StateRunning {
 		e.t.Fatalf("Start(%s) state = %q, want running", spec.AgentID, st.State)
 	}

@@ -72,7 +72,7 @@ func Spoke(in SpokeInput) []Result {
 			fmt.Sprintf("store the spoke's kubeconfig as the broker-scoped Hub secret %s (or check offline with --kubeconfig-secret-file %s=PATH)", in.Secret, in.Secret))}
 	case in.OpenErr != "":
 		return []Result{r(ProbeKubeconfig, false, in.OpenErr,
-			fmt.Sprintf("fix the kubeconfig in secret %s or the cluster block: a self-contained kubeconfig (embedded CA and token, no exec plugin or file) and, for the bastion tier, its key_secret", in.Secret))}
+			fmt.Sprintf("fix the kubeconfig in secret %s or the cluster block: a self-contained kubeconfig with TLS verification on (embedded CA and token, no exec plugin or file, no insecure-skip-tls-verify) and, for the bastion tier, its key_secret", in.Secret))}
 	case in.Unreachable != "":
 		return []Result{r(ProbeReach, false, in.Unreachable, reachFix(in.Tier))}
 	}

@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/scion-go/scion/api"
 	"github.com/scion-go/scion/spoke/fleet"
 	"github.com/scion-go/scion/spoke/jobs"
 	"github.com/scion-go/scion/spoke/tunnel"
@@ -89,8 +90,14 @@ func NewPool(o fleet.Options, log *slog.Logger) *Pool {
 var errClosed = errors.New("spoke pool closed")
 
 // Open fetches c's secrets and builds its client for c's tier. Every
-// error names the cluster; a Secrets error is wrapped, not replaced.
+// error names the cluster, with URLs' userinfo redacted; a Secrets error
+// is wrapped, not replaced.
 func (p *Pool) Open(ctx context.Context, c *fleet.Cluster, secrets Secrets) (*Spoke, error) {
+	s, err := p.open(ctx, c, secrets)
+	return s, api.RedactError(err)
+}
+
+func (p *Pool) open(ctx context.Context, c *fleet.Cluster, secrets Secrets) (*Spoke, error) {
 	kc, err := secrets(ctx, c.KubeconfigSecret)
 	if err != nil {
 		return nil, fmt.Errorf("cluster %s: kubeconfig secret %s: %w", c.Name, c.KubeconfigSecret, err)

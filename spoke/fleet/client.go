@@ -6,10 +6,13 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strings"
 	"sync"
 	"time"
 
 	"k8s.io/client-go/rest"
+
+	"github.com/scion-go/scion/api"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
@@ -52,6 +55,13 @@ type Options struct {
 // (HTTPS_PROXY) are not used for spokes, and a kubeconfig proxy-url is
 // used only when the block has no proxy_url of its own.
 func RESTConfig(c *Cluster, kubeconfig []byte, o Options) (*rest.Config, []string, error) {
+	cfg, warnings, err := restConfig(c, kubeconfig, o)
+	// client-go quotes what it refuses ("invalid 'proxy-url' %q"), and
+	// these errors reach the asking agent and the logs.
+	return cfg, warnings, api.RedactError(err)
+}
+
+func restConfig(c *Cluster, kubeconfig []byte, o Options) (*rest.Config, []string, error) {
 	o = c.Options(o)
 	if o.ConnectTimeout <= 0 {
 		o.ConnectTimeout = DefaultConnectTimeout
@@ -75,7 +85,8 @@ func RESTConfig(c *Cluster, kubeconfig []byte, o Options) (*rest.Config, []strin
 		warnings = append(warnings, w)
 	}
 	apiURL, err := url.Parse(cfg.Host)
-	if err != nil || apiURL.Host == "" {
+	if err != nil || apiURL.Host == "" || !strings.EqualFold(apiURL.Scheme, "https") {
+		// Plain http would hand the token to whoever is on the path.
 		// Not quoted: a malformed server string may hold credentials
 		// (user:password@), and this error reaches the asking agent.
 		return nil, nil, fmt.Errorf("cluster %s: kubeconfig (secret %s): the cluster's server is not an https URL with a host", c.Name, c.KubeconfigSecret)
@@ -84,6 +95,11 @@ func RESTConfig(c *Cluster, kubeconfig []byte, o Options) (*rest.Config, []strin
 	tlsCfg, err := rest.TLSConfigFor(cfg)
 	if err != nil {
 		return nil, nil, fmt.Errorf("cluster %s: kubeconfig TLS: %w", c.Name, err)
+	}
+	if tlsCfg != nil && tlsCfg.InsecureSkipVerify {
+		// selfContained refused the kubeconfig field; this holds for any
+		// other way client-go might come to skip verification.
+		return nil, nil, fmt.Errorf("cluster %s: kubeconfig (secret %s): the API server's certificate must be verified", c.Name, c.KubeconfigSecret)
 	}
 	if tlsCfg != nil && tlsCfg.ServerName == "" {
 		// The name the certificate is checked against is the real API
@@ -180,15 +196,30 @@ func (c *connectConn) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// selfContained refuses a kubeconfig that reaches outside its own bytes:
-// an exec or auth-provider plugin would run a program on the broker, and a
-// file reference would read the broker's files, on behalf of whoever may
-// write the Hub secret. A spoke kubeconfig embeds its CA, token or client
+// selfContained refuses a kubeconfig that reaches outside its own bytes
+// or turns TLS verification off: an exec or auth-provider plugin would run
+// a program on the broker, a file reference would read the broker's files,
+// on behalf of whoever may write the Hub secret, and an unverified server
+// would receive the spoke's token. A spoke kubeconfig embeds its CA, token or client
 // certificate (docs/spokes.md).
 func selfContained(kc *clientcmdapi.Config) error {
 	for name, cl := range kc.Clusters {
-		if cl.CertificateAuthority != "" {
+		if cl.ProxyURL != "" {
+			// Checked here, not by client-go, whose message quotes the
+			// value (and names a bare user:password@ as its scheme).
+			u, err := url.Parse(cl.ProxyURL)
+			if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https" && u.Scheme != "socks5") {
+				return fmt.Errorf("cluster %s: proxy-url %q is not an http://, https:// or socks5:// URL", name, api.RedactURL(cl.ProxyURL))
+			}
+		}
+		switch {
+		case cl.CertificateAuthority != "":
 			return fmt.Errorf("cluster %s: a certificate-authority file is not allowed: embed certificate-authority-data", name)
+		case cl.InsecureSkipTLSVerify:
+			// The bearer token would go to any server that answers at the
+			// address: a stale host_aliases IP, a hijacked route, the
+			// proxy itself.
+			return fmt.Errorf("cluster %s: insecure-skip-tls-verify is not allowed: the API server's certificate is always verified; embed its CA as certificate-authority-data", name)
 		}
 	}
 	for name, u := range kc.AuthInfos {

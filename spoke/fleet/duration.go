@@ -3,6 +3,8 @@ package fleet
 import (
 	"fmt"
 	"time"
+
+	"github.com/scion-go/scion/api"
 )
 
 // MaxTimeout bounds every duration a cluster block sets; MinTimeout and
@@ -24,7 +26,7 @@ type Duration struct{ D time.Duration }
 func (d *Duration) UnmarshalText(b []byte) error {
 	v, err := time.ParseDuration(string(b))
 	if err != nil {
-		return fmt.Errorf("%q is not a duration like \"10s\"", b)
+		return fmt.Errorf("%q is not a duration like \"10s\"", api.RedactURL(string(b)))
 	}
 	d.D = v
 	return nil

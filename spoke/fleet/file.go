@@ -11,6 +11,7 @@ import (
 
 	"github.com/BurntSushi/toml"
 
+	"github.com/scion-go/scion/api"
 	"github.com/scion-go/scion/config"
 )
 
@@ -27,10 +28,15 @@ type fileShape struct {
 	Clusters map[string]*Cluster `toml:"clusters"`
 }
 
-// Parse reads a fleet file's bytes; source names it in errors. Unknown
-// keys are refused: a misspelt proxy_url would otherwise silently make a
-// cluster public.
+// Parse reads a fleet file's bytes; source names it in errors (URLs'
+// userinfo redacted: the decoder quotes values). Unknown keys are refused:
+// a misspelt proxy_url would otherwise silently make a cluster public.
 func Parse(source string, b []byte) (*Fleet, error) {
+	f, err := parse(source, b)
+	return f, api.RedactError(err)
+}
+
+func parse(source string, b []byte) (*Fleet, error) {
 	var doc fileShape
 	md, err := toml.NewDecoder(bytes.NewReader(b)).Decode(&doc)
 	if err != nil {
@@ -91,7 +97,7 @@ func Load(path string, explicit bool) (*Fleet, error) {
 		return &Fleet{Clusters: map[string]*Cluster{}}, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("fleet file: %w", err)
+		return nil, api.RedactError(fmt.Errorf("fleet file: %w", err))
 	}
 	return Parse(path, b)
 }
@@ -101,6 +107,11 @@ func Load(path string, explicit bool) (*Fleet, error) {
 // block of that name whole (fields are not merged: a tier's fields only
 // make sense together). source names the settings file in errors.
 func (f *Fleet) ForProfile(p config.ProfileSettings, source string) (*Fleet, error) {
+	out, err := f.forProfile(p, source)
+	return out, api.RedactError(err)
+}
+
+func (f *Fleet) forProfile(p config.ProfileSettings, source string) (*Fleet, error) {
 	out := &Fleet{Clusters: make(map[string]*Cluster, len(f.Clusters)+len(p.Clusters))}
 	for n, c := range f.Clusters {
 		out.Clusters[n] = c
@@ -135,7 +146,7 @@ func (f *Fleet) Target(p config.ProfileSettings) (*Cluster, error) {
 
 func fromSettings(name string, s config.ClusterSettings) (*Cluster, error) {
 	c := &Cluster{Name: name, KubeconfigSecret: s.KubeconfigSecret, HostAliases: s.HostAliases,
-		ProxyURL: s.ProxyURL, Namespace: s.Namespace, Queue: s.Queue}
+		ProxyURL: s.ProxyURL, Namespace: s.Namespace, Queue: s.Queue, RunAsUser: s.RunAsUser, RunAsGroup: s.RunAsGroup}
 	var err error
 	if c.ConnectTimeout, err = parseSetting(s.ConnectTimeout); err != nil {
 		return nil, fmt.Errorf("connect_timeout: %w", err)

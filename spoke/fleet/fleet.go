@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"net"
 	"net/url"
-	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/scion-go/scion/api"
 )
 
 // Tier is how the broker reaches a spoke's API server.
@@ -51,8 +53,18 @@ type Cluster struct {
 	// ("5m" when zero, spoke/jobs.DefaultRetryFor); a cut shorter than it
 	// does not fail the Job.
 	StatusRetry Duration `toml:"status_retry"`
-	Bastion     *Bastion `toml:"bastion"`
+	// RunAsUser and RunAsGroup are the user and group of the Jobs' pods
+	// (unset: spoke/jobs.DefaultRunAsUser, as agent pods). The pods meet
+	// Pod Security "restricted" as they are; run_as_user = 0 runs the
+	// image as root, which a namespace enforcing "restricted" refuses:
+	// the block's explicit choice, for an image that cannot run without.
+	RunAsUser  *int64   `toml:"run_as_user"`
+	RunAsGroup *int64   `toml:"run_as_group"`
+	Bastion    *Bastion `toml:"bastion"`
 }
+
+// MaxID bounds run_as_user and run_as_group (Kubernetes' own bound).
+const MaxID = 1<<31 - 1
 
 // Bastion is a [clusters.<name>.bastion] block: the SSH tier.
 type Bastion struct {
@@ -90,22 +102,27 @@ func (c *Cluster) Tier() Tier {
 	}
 }
 
-// secretName is hub/secrets.go's rule for a secret's name: a reference
-// that no secret can match is refused here, not at the first Job.
-var secretName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,127}$`)
+// The naming rules in words: client-go's own messages ("a lowercase RFC
+// 1123 label must consist of ...") read badly after a field name.
+const dnsLabelRule = "a DNS label: at most 63 lower-case letters, digits and '-', starting and ending with a letter or digit"
 
 // AmbientName is the cluster name of the broker's own (ambient) cluster,
 // which no fleet block may take.
 const AmbientName = "ambient"
 
 // Validate checks one block; errors name source (the file), the cluster
-// and the field.
+// and the field, and quote the bad value with the userinfo of any URL in
+// it redacted (api.RedactURLs: a proxy_url's password).
 func (c *Cluster) Validate(source string) error {
+	return api.RedactError(c.validate(source))
+}
+
+func (c *Cluster) validate(source string) error {
 	bad := func(field, format string, a ...any) error {
 		return fmt.Errorf("%s: clusters.%s.%s: %s", source, c.Name, field, fmt.Sprintf(format, a...))
 	}
 	if errs := validation.IsDNS1123Label(c.Name); len(errs) > 0 {
-		return fmt.Errorf("%s: clusters.%s: the cluster name %s", source, c.Name, strings.Join(errs, "; "))
+		return fmt.Errorf("%s: clusters.%s: the cluster name is not %s", source, c.Name, dnsLabelRule)
 	}
 	if c.Name == AmbientName {
 		// Jobs on the broker's own cluster carry this name (labels, the
@@ -116,21 +133,21 @@ func (c *Cluster) Validate(source string) error {
 	switch {
 	case c.KubeconfigSecret == "":
 		return bad("kubeconfig_secret", "required (the Hub secret that holds the kubeconfig)")
-	case !secretName.MatchString(c.KubeconfigSecret):
+	case !api.ValidSecretName(c.KubeconfigSecret):
 		return bad("kubeconfig_secret", "%q is not a secret name (letters, digits and _, not starting with a digit)", c.KubeconfigSecret)
 	}
 	for _, host := range sortedKeys(c.HostAliases) {
 		if errs := validation.IsDNS1123Subdomain(host); len(errs) > 0 {
-			return bad("host_aliases", "%q is not a host name: %s", host, strings.Join(errs, "; "))
+			return bad("host_aliases", "%q is not a host name: %s", api.RedactURL(host), strings.Join(errs, "; "))
 		}
 		if net.ParseIP(c.HostAliases[host]) == nil {
-			return bad("host_aliases", "%q maps to %q, which is not an IP address", host, c.HostAliases[host])
+			return bad("host_aliases", "%q maps to %q, which is not an IP address", host, api.RedactURL(c.HostAliases[host]))
 		}
 	}
 	if c.ProxyURL != "" {
 		u, err := url.Parse(c.ProxyURL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return bad("proxy_url", "%q is not an http:// or https:// proxy URL", c.ProxyURL)
+			return bad("proxy_url", "%q is not an http:// or https:// proxy URL", api.RedactURL(c.ProxyURL))
 		}
 		if c.Bastion != nil {
 			return bad("proxy_url", "cannot be combined with a bastion block (choose one tier)")
@@ -141,13 +158,11 @@ func (c *Cluster) Validate(source string) error {
 	}
 	if c.Namespace != "" {
 		if errs := validation.IsDNS1123Label(c.Namespace); len(errs) > 0 {
-			return bad("namespace", "%q: %s", c.Namespace, strings.Join(errs, "; "))
+			return bad("namespace", "%q is not %s", c.Namespace, dnsLabelRule)
 		}
 	}
-	if c.Queue != "" {
-		if errs := validation.IsDNS1123Subdomain(c.Queue); len(errs) > 0 {
-			return bad("queue", "%q: %s", c.Queue, strings.Join(errs, "; "))
-		}
+	if err := api.CheckJobQueue(c.Queue); err != nil { // the rule of every Job's queue
+		return bad("queue", "%s", api.AsError(err).Message)
 	}
 	for _, d := range []struct {
 		field string
@@ -155,6 +170,14 @@ func (c *Cluster) Validate(source string) error {
 	}{{"connect_timeout", c.ConnectTimeout}, {"request_timeout", c.RequestTimeout}, {"status_retry", c.StatusRetry}} {
 		if d.v.D < 0 || d.v.D > MaxTimeout || (d.v.D > 0 && d.v.D < MinTimeout) {
 			return bad(d.field, "%s is out of range (%s to %s, or 0 for the default)", d.v.D, MinTimeout, MaxTimeout)
+		}
+	}
+	for _, id := range []struct {
+		field string
+		v     *int64
+	}{{"run_as_user", c.RunAsUser}, {"run_as_group", c.RunAsGroup}} {
+		if id.v != nil && (*id.v < 0 || *id.v > MaxID) {
+			return bad(id.field, "%d is out of range (0 to %d)", *id.v, MaxID)
 		}
 	}
 	if b := c.Bastion; b != nil {
@@ -169,8 +192,10 @@ func (b *Bastion) validate() error {
 	if b.Host == "" {
 		return fmt.Errorf("host: required")
 	}
-	if _, _, err := net.SplitHostPort(b.Address()); err != nil {
-		return fmt.Errorf("host: %q is not host or host:port", b.Host)
+	host, port, err := net.SplitHostPort(b.Address())
+	if n, perr := strconv.Atoi(port); err != nil || perr != nil || n < 1 || n > 65535 ||
+		(net.ParseIP(host) == nil && len(validation.IsDNS1123Subdomain(strings.ToLower(host))) > 0) {
+		return fmt.Errorf("host: %q is not host or host:port", api.RedactURL(b.Host))
 	}
 	if b.User == "" {
 		return fmt.Errorf("user: required")
@@ -181,7 +206,7 @@ func (b *Bastion) validate() error {
 	if b.KeepaliveMax < 0 || b.KeepaliveMax > 100 {
 		return fmt.Errorf("keepalive_max: %d is out of range (0 to 100)", b.KeepaliveMax)
 	}
-	if !secretName.MatchString(b.KeySecret) {
+	if !api.ValidSecretName(b.KeySecret) {
 		return fmt.Errorf("key_secret: %q is not a secret name (required: the Hub secret that holds the SSH key)", b.KeySecret)
 	}
 	// One line: hosts, key type, base64 key (an optional comment after).

@@ -68,7 +68,7 @@ func TestParseRefusals(t *testing.T) {
 		{"unknown bastion key", "[clusters.x]\n" + ok + bastion + "known_hosts = \"" + knownHosts + "\"\nport = 22\n", "unknown key clusters.x.bastion.port"},
 		{"no kubeconfig", "[clusters.x]\nnamespace = \"n\"\n", "f.toml: clusters.x.kubeconfig_secret: required"},
 		{"secret name rule", "[clusters.x]\nkubeconfig_secret = \"spoke-kubeconfig\"\n", `clusters.x.kubeconfig_secret: "spoke-kubeconfig" is not a secret name`},
-		{"cluster name", "[clusters.Wharf_1]\n" + ok, "clusters.Wharf_1: the cluster name"},
+		{"cluster name", "[clusters.Wharf_1]\n" + ok, "f.toml: clusters.Wharf_1: the cluster name is not a DNS label: at most 63 lower-case letters, digits and '-', starting and ending with a letter or digit"},
 		// The broker's own cluster is "ambient" on its Jobs, in the Hub's
 		// ledger and in its sweep: a block of that name would pass for it
 		// (and leave the real one unswept).
@@ -78,7 +78,8 @@ func TestParseRefusals(t *testing.T) {
 		{"proxy scheme", "[clusters.x]\n" + ok + "proxy_url = \"socks5://p:1080\"\n", "clusters.x.proxy_url: \"socks5://p:1080\" is not an http:// or https:// proxy URL"},
 		{"proxy and bastion", "[clusters.x]\n" + ok + "proxy_url = \"http://p:3128\"\n" + bastion + "known_hosts = \"" + knownHosts + "\"\n", "clusters.x.proxy_url: cannot be combined with a bastion block"},
 		{"proxy and aliases", "[clusters.x]\n" + ok + "proxy_url = \"http://p:3128\"\nhost_aliases = { \"api.x\" = \"10.0.0.1\" }\n", "clusters.x.proxy_url: cannot be combined with host_aliases"},
-		{"namespace", "[clusters.x]\n" + ok + "namespace = \"Jobs\"\n", "clusters.x.namespace"},
+		{"namespace", "[clusters.x]\n" + ok + "namespace = \"Jobs\"\n", `clusters.x.namespace: "Jobs" is not a DNS label: at most 63`},
+		{"queue", "[clusters.x]\n" + ok + "queue = \"H200\"\n", `clusters.x.queue: invalid queue "H200": a queue is a Kueue LocalQueue name`},
 		{"no known_hosts", "[clusters.x]\n" + ok + bastion, "clusters.x.bastion.known_hosts: required"},
 		{"known_hosts not base64", "[clusters.x]\n" + ok + bastion + "known_hosts = \"b ssh-ed25519 !!!\"\n", "clusters.x.bastion.known_hosts: the key is not base64"},
 		{"bastion key secret", "[clusters.x]\n" + ok + "[clusters.x.bastion]\nhost = \"b\"\nuser = \"u\"\nknown_hosts = \"" + knownHosts + "\"\n", "clusters.x.bastion.key_secret"},
@@ -258,5 +259,38 @@ keepalive_max = 2
 	pf, err := (&Fleet{}).ForProfile(p, "settings.yaml")
 	if err != nil || pf.Clusters["x"].ConnectTimeout.D != time.Second {
 		t.Fatalf("profile fleet %v %+v", err, pf)
+	}
+}
+
+// TestClusterRunAs: run_as_user and run_as_group are read from the fleet
+// file and a profile's block (0, root, is a value, not "unset"), and
+// bounded.
+func TestClusterRunAs(t *testing.T) {
+	f, err := Parse("clusters.toml", []byte("[clusters.r]\nkubeconfig_secret = \"K\"\nrun_as_user = 0\nrun_as_group = 1000\n[clusters.d]\nkubeconfig_secret = \"K\"\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := f.Clusters["r"]; c.RunAsUser == nil || *c.RunAsUser != 0 || c.RunAsGroup == nil || *c.RunAsGroup != 1000 {
+		t.Fatalf("run_as: %+v", c)
+	}
+	if c := f.Clusters["d"]; c.RunAsUser != nil || c.RunAsGroup != nil {
+		t.Fatalf("unset run_as: %+v", c)
+	}
+	for _, bad := range []string{"run_as_user = -1", "run_as_group = 2147483648", `run_as_user = "root"`} {
+		_, err := Parse("clusters.toml", []byte("[clusters.x]\nkubeconfig_secret = \"K\"\n"+bad+"\n"))
+		if err == nil || !strings.Contains(err.Error(), "clusters.toml") {
+			t.Errorf("%s: err %v", bad, err)
+		}
+	}
+	uid := int64(4242)
+	pf, err := (&Fleet{}).ForProfile(config.ProfileSettings{Name: "gpu", Clusters: map[string]config.ClusterSettings{
+		"x": {KubeconfigSecret: "K", RunAsUser: &uid}}}, "settings.yaml")
+	if err != nil || pf.Clusters["x"].RunAsUser == nil || *pf.Clusters["x"].RunAsUser != 4242 {
+		t.Fatalf("profile run_as_user: %v %+v", err, pf)
+	}
+	neg := int64(-5)
+	if _, err := (&Fleet{}).ForProfile(config.ProfileSettings{Name: "gpu", Clusters: map[string]config.ClusterSettings{
+		"x": {KubeconfigSecret: "K", RunAsUser: &neg}}}, "settings.yaml"); err == nil || !strings.Contains(err.Error(), "run_as_user") {
+		t.Fatalf("profile run_as_user -5: %v", err)
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"io"
 	"net/http"
 	"time"
+
+	"github.com/scion-go/scion/api"
 )
 
 // UnreachableError is a spoke that did not answer: the typed error the
@@ -53,7 +55,7 @@ func (u *unreachableRT) RoundTrip(r *http.Request) (*http.Response, error) {
 	resp, err := u.next.RoundTrip(r.WithContext(ctx))
 	if err != nil {
 		cancel()
-		msg := err.Error()
+		msg := api.RedactURLs(err.Error()) // a proxy's or server's userinfo
 		if ctx.Err() == context.DeadlineExceeded && r.Context().Err() == nil {
 			msg = fmt.Sprintf("no answer within the request timeout %v: %v", u.timeout, err)
 		}

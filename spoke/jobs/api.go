@@ -54,7 +54,17 @@ type Spec struct {
 	GPUs     int
 	Deadline time.Duration // activeDeadlineSeconds
 	TTL      time.Duration // ttlSecondsAfterFinished; 0: DefaultTTL
+	// RunAsUser and RunAsGroup are the pod's IDs (nil: DefaultRunAsUser);
+	// RunAsUser 0 is root, which Pod Security "restricted" refuses (the
+	// cluster block's explicit choice).
+	RunAsUser, RunAsGroup *int64
 }
+
+// DefaultRunAsUser is the Job pods' user and group when the cluster block
+// names none: a non-root ID with no meaning on the node, the one agent
+// pods run as (runtime/kubernetes), so that a pod meets Pod Security
+// "restricted" as it is.
+const DefaultRunAsUser = 65532
 
 // DefaultTTL keeps a finished Job an hour for inspection on the spoke.
 const DefaultTTL = time.Hour
@@ -71,17 +81,28 @@ type Clients struct {
 
 // Progress is one report of a followed Job: its whole latest state.
 type Progress struct {
-	State      api.JobState
-	Message    string
-	StartedAt  *time.Time
-	FinishedAt *time.Time
-	ExitCode   *int
-	Result     json.RawMessage
-	Error      *api.JobError
+	State     api.JobState
+	Message   string
+	StartedAt *time.Time
+	// SeenRunningAt is when a poll first found the Job unsuspended
+	// (running), kept until it is suspended again. It is never reported:
+	// it stands in for StartedAt when the spoke's status.startTime was
+	// never read (the Job controller sets it a moment after the Job is
+	// created, and a cut right then leaves it unknown), so that a Job
+	// given up is still bounded by its deadline.
+	SeenRunningAt *time.Time
+	FinishedAt    *time.Time
+	ExitCode      *int
+	Result        json.RawMessage
+	Error         *api.JobError
 	// Logs is set when the snapshot changed (its last api.MaxJobLogBytes).
 	Logs *string
 	// Trace is set once, with the terminal state, when there was one.
 	Trace []byte
+	// Unreachable is set on a Job given up because its status polls
+	// failed for FollowOptions.RetryFor: it may still run on the spoke,
+	// so its end is not yet known (see Settle).
+	Unreachable bool
 }
 
 // FollowOptions tune Follow; zero values take the defaults.

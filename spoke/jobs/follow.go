@@ -100,6 +100,7 @@ type follower struct {
 	prev      Progress // the last state read from the spoke
 	pods      []corev1.Pod
 	startedAt time.Time
+	seenRun   time.Time // the first poll that found it running (see Progress.SeenRunningAt)
 	firstErr  time.Time // of the current run of failed polls
 	logs      logFollower
 	// reportedLogs is the snapshot last reported, so that Logs is set
@@ -133,6 +134,16 @@ func (f *follower) poll(ctx context.Context) (Progress, bool) {
 	if p.StartedAt != nil {
 		f.startedAt = *p.StartedAt
 	}
+	switch {
+	case p.State == api.JobStateQueued:
+		f.seenRun = time.Time{} // suspended (again): its deadline restarts
+	case p.State == api.JobStateRunning && f.seenRun.IsZero():
+		f.seenRun = now
+	}
+	if !f.seenRun.IsZero() {
+		seen := f.seenRun
+		p.SeenRunningAt = &seen
+	}
 	pod := newestPod(f.pods)
 	switch {
 	case p.State.Terminal():
@@ -146,6 +157,18 @@ func (f *follower) poll(ctx context.Context) (Progress, bool) {
 		f.prev = p
 		return p, true
 	case p.State == api.JobStateRunning:
+		// Waiting for a pod: why is in the events (see events.go), of
+		// the Job while it has none, of its pod while that is pending.
+		switch {
+		case pod == nil:
+			if m := EventMessage(warningEvents(ctx, f.c.Kube, ns, j.UID), p.Message); m != "" {
+				p.Message += ": " + m
+			}
+		case pod.Status.Phase == corev1.PodPending:
+			if m := EventMessage(warningEvents(ctx, f.c.Kube, ns, pod.UID), p.Message); m != "" {
+				p.Message += ": " + m
+			}
+		}
 		f.logs.live(ctx, f.c, ns, pod)
 		p.Logs = f.logs.changed(f.reportedLogs)
 	}
@@ -176,7 +199,9 @@ func (f *follower) failed(err error, now time.Time) (Progress, bool) {
 	}
 	down := now.Sub(f.firstErr)
 	if down >= f.o.RetryFor {
-		return f.giveUp(f.prev, fmt.Sprintf("spoke unreachable for %v (retried for %v): %s", down.Round(time.Second), f.o.RetryFor, clip(err.Error(), 400)), now), true
+		p := f.giveUp(f.prev, fmt.Sprintf("spoke unreachable for %v (retried for %v): %s", down.Round(time.Second), f.o.RetryFor, clip(err.Error(), 400)), now)
+		p.Unreachable = true
+		return p, true
 	}
 	if dl, _ := f.deadline(); !dl.IsZero() && now.After(dl) {
 		return f.giveUp(f.prev, "spoke unreachable past the Job's deadline: "+clip(err.Error(), 400), now), true
@@ -199,10 +224,14 @@ func (f *follower) deadline() (time.Time, string) {
 	if f.o.Deadline > 0 {
 		return f.start.Add(f.o.Deadline), fmt.Sprintf("not finished within the follow's deadline of %v", f.o.Deadline)
 	}
-	if f.startedAt.IsZero() {
+	start := f.startedAt
+	if start.IsZero() {
+		start = f.seenRun
+	}
+	if start.IsZero() {
 		return time.Time{}, ""
 	}
-	return f.startedAt.Add(f.s.deadline() + DeadlineMargin),
+	return start.Add(f.s.deadline() + DeadlineMargin),
 		fmt.Sprintf("not finished %v past its deadline of %v: the spoke did not stop it", DeadlineMargin, f.s.deadline())
 }
 

@@ -264,6 +264,37 @@ func TestFollowGivesUpPastTheJobsDeadline(t *testing.T) {
 	}
 }
 
+// TestFollowSeenRunningWithoutStartTime: a Job read unsuspended before
+// the Job controller set its status.startTime (a cut right after the
+// submit) is given up with the time a poll first saw it running, so the
+// broker can still bound it by its deadline; StartedAt stays unknown.
+func TestFollowSeenRunningWithoutStartTime(t *testing.T) {
+	s := testSpec()
+	f := newFakeSpoke(t, s)
+	obj, _ := f.cs.Tracker().Get(jobsGVR, s.Namespace, Name(s.JobID))
+	j := obj.(*batchv1.Job).DeepCopy()
+	j.Status.StartTime = nil
+	if err := f.cs.Tracker().Update(jobsGVR, j, s.Namespace); err != nil {
+		t.Fatal(err)
+	}
+	f.getJob = func(n int) error {
+		if n > 2 {
+			return unreachable(s)
+		}
+		return nil
+	}
+	o := fastOpts()
+	o.RetryFor = 50 * time.Millisecond
+	before := time.Now()
+	final := Follow(followCtx(t), f.clients(), s, o, nil)
+	if !final.Unreachable || final.StartedAt != nil {
+		t.Fatalf("final %+v; want given up unreachable, no start time read", final)
+	}
+	if final.SeenRunningAt == nil || final.SeenRunningAt.Before(before) || final.SeenRunningAt.After(time.Now()) {
+		t.Fatalf("SeenRunningAt %v; want the first poll's time, after %v", final.SeenRunningAt, before)
+	}
+}
+
 func TestFollowRefusalAndDeletion(t *testing.T) {
 	for _, tc := range []struct {
 		name  string

@@ -105,28 +105,35 @@ func TestSubmitOnAPIServer(t *testing.T) {
 	}
 }
 
-// TestSweepOwnedCancelOnAPIServer: among two brokers' Jobs, Sweep
-// deletes only its own suspended ones; Owned lists its own admitted,
-// unfinished ones as Specs; Cancel deletes one, and again is no error.
+// TestSweepOwnedCancelOnAPIServer: among two brokers' Jobs, and the Jobs
+// of two of one broker's cluster blocks that reach one namespace, Sweep
+// deletes only its own block's suspended ones; Owned lists its own
+// block's admitted, unfinished ones as Specs; Cancel deletes one, and
+// again is no error.
 func TestSweepOwnedCancelOnAPIServer(t *testing.T) {
 	c := kube.Need(t)
 	ctx := kubeCtx(t)
 	cl := Clients{Kube: c.Client}
 	ns := c.Namespace(t)
-	submit := func(jobID, broker, queue string) Spec {
+	submitTo := func(jobID, broker, cluster, queue string) Spec {
 		s := testSpec()
-		s.JobID, s.BrokerID, s.Namespace, s.Queue = jobID, broker, ns, queue
+		s.JobID, s.BrokerID, s.Namespace, s.Queue, s.Cluster = jobID, broker, ns, queue, cluster
 		if err := Submit(ctx, cl, s); err != nil {
 			t.Fatal(err)
 		}
 		return s
 	}
+	submit := func(jobID, broker, queue string) Spec { return submitTo(jobID, broker, testSpec().Cluster, queue) }
 	aQueued := submit("a-queued", "broker-a", "h200")
 	aRunning := submit("a-running", "broker-a", "")
 	submit("b-queued", "broker-b", "h200")
 	bRunning := submit("b-running", "broker-b", "")
+	// Broker A's Jobs through another block on the same namespace.
+	submitTo("a-pub-queued", "broker-a", "pub", "h100")
+	submitTo("a-pub-running", "broker-a", "pub", "")
+	block := testSpec().Cluster
 
-	swept, err := Sweep(ctx, cl, ns, "broker-a")
+	swept, err := Sweep(ctx, cl, ns, "broker-a", block)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,15 +151,18 @@ func TestSweepOwnedCancelOnAPIServer(t *testing.T) {
 		left = append(left, j.Name)
 	}
 	slices.Sort(left)
-	want := []string{Name("a-running"), Name("b-queued"), Name("b-running")}
+	want := []string{Name("a-pub-queued"), Name("a-pub-running"), Name("a-running"), Name("b-queued"), Name("b-running")}
 	if !slices.Equal(left, want) {
 		t.Errorf("left %v, want %v", left, want)
 	}
-	if _, err := Sweep(ctx, cl, ns, ""); err == nil {
+	if _, err := Sweep(ctx, cl, ns, "", block); err == nil {
 		t.Error("a sweep with no broker ID was not refused")
 	}
+	if _, err := Sweep(ctx, cl, ns, "broker-a", ""); err == nil {
+		t.Error("a sweep with no cluster name was not refused")
+	}
 
-	owned, err := Owned(ctx, cl, ns, "broker-a")
+	owned, err := Owned(ctx, cl, ns, "broker-a", block)
 	if err != nil {
 		t.Fatal(err)
 	}

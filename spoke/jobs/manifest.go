@@ -37,7 +37,7 @@ func Validate(s Spec) error {
 		return api.BadRequest("job id %s does not make a Job name (a DNS label of at most 63 characters): %s", api.Quote(s.JobID), strings.Join(errs, "; "))
 	}
 	for _, f := range []struct{ field, v string }{
-		{"job id", s.JobID}, {"agent", s.AgentID}, {"broker", s.BrokerID}, {"cluster", s.Cluster},
+		{"job id", s.JobID}, {"agent", s.AgentID}, {"broker", s.BrokerID},
 	} {
 		if f.v == "" {
 			return api.BadRequest("job spec: %s is empty", f.field)
@@ -49,9 +49,13 @@ func Validate(s Spec) error {
 	if errs := validation.IsDNS1123Label(s.Namespace); len(errs) > 0 {
 		return api.BadRequest("job spec: namespace %s is not a DNS label: %s", api.Quote(s.Namespace), strings.Join(errs, "; "))
 	}
-	if s.Queue != "" {
-		if errs := validation.IsDNS1123Label(s.Queue); len(errs) > 0 {
-			return api.BadRequest("job spec: queue %s is not a DNS label: %s", api.Quote(s.Queue), strings.Join(errs, "; "))
+	// The run's own fields: the rules every layer shares (the Hub and the
+	// broker refused a bad value before; a fleet file's default queue is
+	// checked with the same rule when it loads).
+	for _, err := range []error{api.CheckJobCluster(s.Cluster), api.CheckJobQueue(s.Queue), api.CheckJobImage(s.Image), api.CheckJobCommand(s.Command),
+		api.CheckJobEnv(s.Env), api.CheckJobGPUs(s.GPUs), api.CheckJobDeadline(s.Deadline)} {
+		if err != nil {
+			return api.BadRequest("job spec: %s", api.AsError(err).Message)
 		}
 	}
 	if s.Tier != "" {
@@ -59,43 +63,47 @@ func Validate(s Spec) error {
 			return api.BadRequest("job spec: tier %s: %s", api.Quote(s.Tier), strings.Join(errs, "; "))
 		}
 	}
-	if s.Image == "" || len(s.Image) > 1024 || strings.IndexFunc(s.Image, func(r rune) bool { return r <= ' ' || r == 0x7f }) >= 0 {
-		return api.BadRequest("job spec: image %s: must be 1-1024 characters with no spaces or control characters", api.Quote(s.Image))
-	}
-	if len(s.Command) == 0 || len(s.Command) > api.MaxJobCommandArgs {
-		return api.BadRequest("job spec: command must have 1-%d arguments, not %d", api.MaxJobCommandArgs, len(s.Command))
-	}
-	n := 0
-	for _, a := range s.Command {
-		n += len(a)
-	}
-	if n > api.MaxJobCommandBytes {
-		return api.BadRequest("job spec: command is %d bytes, over %d", n, api.MaxJobCommandBytes)
-	}
-	if s.Command[0] == "" {
-		return api.BadRequest("job spec: command's program is empty")
-	}
-	if len(s.Env) > api.MaxJobEnv {
-		return api.BadRequest("job spec: %d environment variables, over %d", len(s.Env), api.MaxJobEnv)
-	}
-	for k, v := range s.Env {
-		if errs := validation.IsEnvVarName(k); len(errs) > 0 || strings.ContainsAny(k, "=\x00") {
-			return api.BadRequest("job spec: environment variable name %s: %s", api.Quote(k), strings.Join(errs, "; "))
-		}
-		if len(v) > api.MaxJobEnvValueBytes {
-			return api.BadRequest("job spec: environment variable %s is %d bytes, over %d", k, len(v), api.MaxJobEnvValueBytes)
-		}
-	}
-	if s.GPUs < 0 || s.GPUs > api.MaxJobGPUs {
-		return api.BadRequest("job spec: gpus %d: must be 0-%d", s.GPUs, api.MaxJobGPUs)
-	}
-	if s.Deadline < 0 || s.Deadline > api.MaxJobDeadline || (s.Deadline > 0 && s.Deadline < time.Second) {
-		return api.BadRequest("job spec: deadline %v: must be 1s-%v (0: %v)", s.Deadline, api.MaxJobDeadline, api.DefaultJobDeadline)
-	}
 	if s.TTL < 0 || s.TTL > api.MaxJobDeadline {
 		return api.BadRequest("job spec: ttl %v: must be 0-%v", s.TTL, api.MaxJobDeadline)
 	}
+	for _, id := range []struct {
+		field string
+		v     *int64
+	}{{"run as user", s.RunAsUser}, {"run as group", s.RunAsGroup}} {
+		if id.v != nil && (*id.v < 0 || *id.v > 1<<31-1) {
+			return api.BadRequest("job spec: %s %d: must be 0-%d", id.field, *id.v, 1<<31-1)
+		}
+	}
 	return nil
+}
+
+// security is the pod's and its container's security contexts: those of
+// agent pods (runtime/kubernetes), so that a Job's pod is admitted in a
+// namespace enforcing Pod Security "restricted": a non-root user, no
+// privilege escalation, every capability dropped, the runtime's default
+// seccomp profile. Without them the Job controller's pod creates are
+// refused there and the Job waits for a pod until its deadline. The root
+// filesystem stays writable: a Job has no volume (agent pods write to
+// theirs), and "restricted" does not ask for it. RunAsUser 0 drops
+// runAsNonRoot only: the image runs as root, and "restricted" refuses it.
+func (s Spec) security() (*corev1.PodSecurityContext, *corev1.SecurityContext) {
+	uid, gid := int64(DefaultRunAsUser), int64(DefaultRunAsUser)
+	if s.RunAsUser != nil {
+		uid = *s.RunAsUser
+	}
+	if s.RunAsGroup != nil {
+		gid = *s.RunAsGroup
+	}
+	nonRoot, no := uid != 0, false
+	return &corev1.PodSecurityContext{
+			RunAsNonRoot:   &nonRoot,
+			RunAsUser:      &uid,
+			RunAsGroup:     &gid,
+			SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+		}, &corev1.SecurityContext{
+			AllowPrivilegeEscalation: &no,
+			Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+		}
 }
 
 // deadline is the Spec's activeDeadlineSeconds: a Job without one would
@@ -156,6 +164,7 @@ func Manifest(s Spec) *batchv1.Job {
 		q := *resource.NewQuantity(int64(s.GPUs), resource.DecimalSI)
 		res.Limits = corev1.ResourceList{GPUResource: q}
 	}
+	podSec, ctrSec := s.security()
 	podLabels := Labels(s)
 	delete(podLabels, LabelQueue) // Kueue reads the Job's, not the pod's
 	meta := metav1.ObjectMeta{Name: Name(s.JobID), Namespace: s.Namespace, Labels: Labels(s)}
@@ -176,12 +185,14 @@ func Manifest(s Spec) *batchv1.Job {
 					RestartPolicy:                corev1.RestartPolicyNever,
 					AutomountServiceAccountToken: &no,
 					EnableServiceLinks:           &no,
+					SecurityContext:              podSec,
 					Containers: []corev1.Container{{
-						Name:      ContainerName,
-						Image:     s.Image,
-						Command:   append([]string(nil), s.Command...),
-						Env:       env,
-						Resources: res,
+						Name:            ContainerName,
+						Image:           s.Image,
+						Command:         append([]string(nil), s.Command...),
+						Env:             env,
+						Resources:       res,
+						SecurityContext: ctrSec,
 					}},
 				},
 			},
@@ -204,6 +215,9 @@ func specOf(j *batchv1.Job) (Spec, error) {
 	}
 	if t := j.Spec.TTLSecondsAfterFinished; t != nil {
 		s.TTL = time.Duration(*t) * time.Second
+	}
+	if sc := j.Spec.Template.Spec.SecurityContext; sc != nil {
+		s.RunAsUser, s.RunAsGroup = sc.RunAsUser, sc.RunAsGroup
 	}
 	if cs := j.Spec.Template.Spec.Containers; len(cs) > 0 {
 		c := cs[0]

@@ -78,7 +78,7 @@ func TestOwnedFindsFinished(t *testing.T) {
 		j.Status.Conditions = []batchv1.JobCondition{{Type: batchv1.JobComplete, Status: corev1.ConditionTrue, LastTransitionTime: now}}
 	})
 	mk("queued", func(j *batchv1.Job) { yes := true; j.Spec.Suspend = &yes })
-	got, err := Owned(ctx, Clients{Kube: cs}, testSpec().Namespace, testSpec().BrokerID)
+	got, err := Owned(ctx, Clients{Kube: cs}, testSpec().Namespace, testSpec().BrokerID, testSpec().Cluster)
 	if err != nil {
 		t.Fatal(err)
 	}

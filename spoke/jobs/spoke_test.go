@@ -242,14 +242,14 @@ func TestSpokeSweepSparesAdmittedAndOthers(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	swept, err := Sweep(ctx, o.c, o.ns, mine.BrokerID)
+	swept, err := Sweep(ctx, o.c, o.ns, mine.BrokerID, mine.Cluster)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(swept) != 1 || swept[0] != Name(mine.JobID) {
 		t.Errorf("swept %v", swept)
 	}
-	owned, err := Owned(ctx, o.c, o.ns, mine.BrokerID)
+	owned, err := Owned(ctx, o.c, o.ns, mine.BrokerID, mine.Cluster)
 	if err != nil {
 		t.Fatal(err)
 	}

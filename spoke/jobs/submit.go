@@ -63,19 +63,8 @@ func finished(j *batchv1.Job) bool {
 	return condition(j, batchv1.JobComplete) != nil || condition(j, batchv1.JobFailed) != nil
 }
 
-// Cancel deletes the Job and its pods (background propagation: the
-// garbage collector deletes the pods); a Job already gone is not an
-// error.
-func Cancel(ctx context.Context, c Clients, namespace, jobID string) error {
-	bg := metav1.DeletePropagationBackground
-	err := c.Kube.BatchV1().Jobs(namespace).Delete(ctx, Name(jobID), metav1.DeleteOptions{PropagationPolicy: &bg})
-	if err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("delete job %s/%s: %w", namespace, Name(jobID), err)
-	}
-	return nil
-}
-
-// CancelOwn is Cancel for the broker brokerID: it deletes the Job only if
+// CancelOwn deletes the Job and its pods (background propagation: the
+// garbage collector deletes the pods) for the broker brokerID, only if
 // it is that broker's Job of that ID (its job-id, broker and managed-by
 // labels), preconditioned on the UID it read, so that a cancel never
 // deletes another broker's Job of the same name (a Hub that reuses or
@@ -108,17 +97,25 @@ func CancelOwn(ctx context.Context, c Clients, namespace, jobID, brokerID string
 	return nil
 }
 
-// Selector selects the Jobs brokerID submitted.
-func Selector(brokerID string) string {
-	return labels.SelectorFromSet(labels.Set{LabelManagedBy: ManagedBy, LabelBroker: brokerID}).String()
+// Selector selects the Jobs brokerID submitted through its cluster block
+// named cluster. Two blocks may reach one namespace (a profile's block on
+// a file cluster's spoke with another queue): each block's sweep and
+// follow take only the Jobs labelled with its own name, so that a Job is
+// followed with the credentials, tier and name it was submitted with, and
+// a Job of a block this broker no longer has is left alone.
+func Selector(brokerID, cluster string) string {
+	return labels.SelectorFromSet(labels.Set{LabelManagedBy: ManagedBy, LabelBroker: brokerID, LabelCluster: cluster}).String()
 }
 
-func listOwn(ctx context.Context, c Clients, namespace, brokerID string) ([]batchv1.Job, error) {
+func listOwn(ctx context.Context, c Clients, namespace, brokerID, cluster string) ([]batchv1.Job, error) {
 	if brokerID == "" {
 		return nil, fmt.Errorf("no broker ID: every broker's Jobs would match")
 	}
+	if cluster == "" {
+		return nil, fmt.Errorf("no cluster name: every block's Jobs would match")
+	}
 	var out []batchv1.Job
-	opts := metav1.ListOptions{LabelSelector: Selector(brokerID), Limit: 500}
+	opts := metav1.ListOptions{LabelSelector: Selector(brokerID, cluster), Limit: 500}
 	for {
 		l, err := c.Kube.BatchV1().Jobs(namespace).List(ctx, opts)
 		if err != nil {
@@ -132,14 +129,15 @@ func listOwn(ctx context.Context, c Clients, namespace, brokerID string) ([]batc
 	}
 }
 
-// Sweep deletes this broker's Jobs that are still suspended in namespace
-// (leftovers of a broker that died before admission) and returns their
-// names. Jobs of other brokers and admitted Jobs are never touched: the
-// selector has the broker's ID, and each delete is preconditioned on the
+// Sweep deletes this broker's Jobs of cluster that are still suspended in
+// namespace (leftovers of a broker that died before admission) and
+// returns their names. Jobs of other brokers or other cluster blocks, and
+// admitted Jobs, are never touched: the selector has the broker's ID and
+// the cluster's name, and each delete is preconditioned on the
 // resource version listed, so a Job admitted since the list (Kueue
 // unsuspended it) is not deleted (it is skipped; Owned finds it).
-func Sweep(ctx context.Context, c Clients, namespace, brokerID string) ([]string, error) {
-	js, err := listOwn(ctx, c, namespace, brokerID)
+func Sweep(ctx context.Context, c Clients, namespace, brokerID, cluster string) ([]string, error) {
+	js, err := listOwn(ctx, c, namespace, brokerID, cluster)
 	if err != nil {
 		return nil, err
 	}
@@ -171,14 +169,14 @@ func Sweep(ctx context.Context, c Clients, namespace, brokerID string) ([]string
 	return swept, nil
 }
 
-// Owned lists this broker's Jobs in namespace that were admitted, running
+// Owned lists this broker's Jobs of cluster in namespace that were admitted, running
 // or finished (a restarted broker follows them again: a Job that ended
 // while the broker was down is followed to its end at once, so that its
 // end reaches the Hub), as Specs rebuilt from their labels and spec.
 // Suspended Jobs are the sweep's; a Job whose labels do not rebuild a
 // Spec (edited by hand) is skipped.
-func Owned(ctx context.Context, c Clients, namespace, brokerID string) ([]Spec, error) {
-	js, err := listOwn(ctx, c, namespace, brokerID)
+func Owned(ctx context.Context, c Clients, namespace, brokerID, cluster string) ([]Spec, error) {
+	js, err := listOwn(ctx, c, namespace, brokerID, cluster)
 	if err != nil {
 		return nil, err
 	}

@@ -54,3 +54,18 @@ func permanent(err error) bool {
 	var e *Error
 	return errors.As(err, &e) && (e.Stage == StageHostKey || e.Stage == StageAuth || e.Stage == StageConfig)
 }
+
+// cutShort is what to report of a connect attempt that the caller's
+// context ended (cause): the attempt's own error, unless it never reached
+// the bastion and an earlier attempt (last) did learn something. A TCP dial
+// cut by the deadline, or a wait for another dial's connect, says only that
+// time ran out; the earlier "connection refused" is what a user needs to
+// fix. A handshake cut by it is news: the bastion took the connection and
+// did not speak SSH in time.
+func cutShort(attempt, cause, last error) error {
+	var e *Error
+	if last != nil && (!errors.As(attempt, &e) || e.Stage == StageDial) {
+		return cause
+	}
+	return attempt
+}

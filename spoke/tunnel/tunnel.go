@@ -91,8 +91,11 @@ func (t *Tunnel) DialContext(ctx context.Context, network, addr string) (net.Con
 	for {
 		c, err := t.conn(ctx)
 		if err != nil {
-			if permanent(err) || ctx.Err() != nil {
+			if permanent(err) {
 				return nil, t.bounded(ctx, err, last)
+			}
+			if cause := ended(ctx); cause != nil {
+				return nil, t.bounded(ctx, cutShort(err, cause, last), last)
 			}
 			last = err
 			if err := t.wait(ctx); err != nil {
@@ -163,10 +166,25 @@ func (t *Tunnel) wait(ctx context.Context) error {
 	defer timer.Stop()
 	select {
 	case <-timer.C:
-		return nil
+		// On a loaded machine the timer and ctx's deadline fire together
+		// and either may be picked: an attempt begun now could only fail
+		// at once with "i/o timeout".
+		return ended(ctx)
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// ended is ctx's error, or DeadlineExceeded once its deadline has passed:
+// a socket deadline or a timer can fire before ctx's own timer has run.
+func ended(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl) {
+		return context.DeadlineExceeded
+	}
+	return nil
 }
 
 // conn returns the live connection, connecting when there is none.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/scion-go/scion/store"
 	"github.com/scion-go/scion/store/internal/dbutil"
@@ -13,6 +14,11 @@ const agentCols = `id, slug, project_id, broker_id, profile, harness, image, com
 	container_status, run_id, generation, generations, role, created_by, delegator, parent_agent_id, payload,
 	ports, port_mappings, scopes, delegation_chain, passthrough, secret_names, version, created_at, updated_at,
 	pinned_runtime_target`
+
+// agentReadCols are the columns scanAgent reads: agentCols and the token
+// generation, which only RenewAgentToken writes (inserts take the
+// columns' defaults, updates never name them).
+const agentReadCols = agentCols + `, token_generation, token_renewed_at`
 
 // InsertAgentSQL inserts an agent (AgentCreate.Args). It is the only
 // statement that writes pinned_runtime_target: the pin is read-only after
@@ -58,11 +64,16 @@ const LinkProviderSQL = `INSERT INTO project_providers (project_id, broker_id) V
 func (s *Store) scanAgent(row Row) (*store.Agent, error) {
 	var a store.Agent
 	var cmd, env, gens, payload, ports, mappings, scopes, chain, secrets, pin []byte
+	var renewed int64
 	if err := row.Scan(&a.ID, &a.Slug, &a.ProjectID, &a.BrokerID, &a.Profile, &a.Harness, &a.Image, &cmd, &env,
 		&a.Phase, &a.StatusMessage, &a.ContainerStatus, &a.RunID, &a.Generation, &gens, &a.Role, &a.CreatedBy,
 		&a.Delegator, &a.ParentAgentID, &payload, &ports, &mappings, &scopes, &chain,
-		&a.Passthrough, &secrets, &a.Version, s.d.ScanTime(&a.CreatedAt), s.d.ScanTime(&a.UpdatedAt), &pin); err != nil {
+		&a.Passthrough, &secrets, &a.Version, s.d.ScanTime(&a.CreatedAt), s.d.ScanTime(&a.UpdatedAt), &pin,
+		&a.TokenGeneration, &renewed); err != nil {
 		return nil, err
+	}
+	if renewed != 0 {
+		a.TokenRenewedAt = time.Unix(renewed, 0).UTC()
 	}
 	for _, c := range []struct {
 		name string
@@ -279,7 +290,7 @@ func ReplaceConflict(old *store.Agent) error {
 
 // GetAgent looks up by ID.
 func (s *Store) GetAgent(ctx context.Context, id string) (*store.Agent, error) {
-	a, err := s.scanAgent(s.r.QueryRow(ctx, `SELECT `+agentCols+` FROM agents WHERE id = $1`, id))
+	a, err := s.scanAgent(s.r.QueryRow(ctx, `SELECT `+agentReadCols+` FROM agents WHERE id = $1`, id))
 	if err != nil {
 		return nil, s.mapErr(err, fmt.Sprintf("agent %q", id))
 	}
@@ -288,7 +299,7 @@ func (s *Store) GetAgent(ctx context.Context, id string) (*store.Agent, error) {
 
 // GetAgentBySlug looks up by project and slug.
 func (s *Store) GetAgentBySlug(ctx context.Context, projectID, slug string) (*store.Agent, error) {
-	a, err := s.scanAgent(s.r.QueryRow(ctx, `SELECT `+agentCols+` FROM agents WHERE project_id = $1 AND slug = $2`, projectID, slug))
+	a, err := s.scanAgent(s.r.QueryRow(ctx, `SELECT `+agentReadCols+` FROM agents WHERE project_id = $1 AND slug = $2`, projectID, slug))
 	if err != nil {
 		return nil, s.mapErr(err, fmt.Sprintf("agent %q in project %q", slug, projectID))
 	}
@@ -303,7 +314,7 @@ func (s *Store) ListAgents(ctx context.Context, f store.AgentFilter, page store.
 			fs = append(fs, c)
 		}
 	}
-	return list(ctx, s, "list agents", "agents", agentCols, fs, page, s.scanAgent, func(a *store.Agent) string { return a.ID })
+	return list(ctx, s, "list agents", "agents", agentReadCols, fs, page, s.scanAgent, func(a *store.Agent) string { return a.ID })
 }
 
 // UpdateAgent writes a if a.Version is the stored version, then increments
@@ -449,4 +460,24 @@ func (s *Store) DeleteAgent(ctx context.Context, id string) error {
 		_, err = tx.Exec(ctx, `DELETE FROM tokens WHERE kind = $1 AND agent_id = $2`, store.TokenAgent, id)
 		return s.mapErr(err, what)
 	})
+}
+
+// RenewAgentToken moves the agent's token generation on by one if it is
+// still at from; see store.Store. It leaves version and updated_at alone:
+// a renewal is not a change of the agent that other writers must see.
+func (s *Store) RenewAgentToken(ctx context.Context, id string, from int64, at time.Time) error {
+	what := fmt.Sprintf("renew the token of agent %q", id)
+	n, err := s.w.Exec(ctx, `UPDATE agents SET token_generation = token_generation + 1, token_renewed_at = $1
+		WHERE id = $2 AND token_generation = $3`, at.Unix(), id, from)
+	if err != nil {
+		return s.mapErr(err, what)
+	}
+	if n == 1 {
+		return nil
+	}
+	var g int64
+	if err := s.r.QueryRow(ctx, `SELECT token_generation FROM agents WHERE id = $1`, id).Scan(&g); err != nil {
+		return s.mapErr(err, what)
+	}
+	return fmt.Errorf("%s: generation %d, stored %d: %w", what, from, g, store.ErrConflict)
 }

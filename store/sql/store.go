@@ -336,8 +336,46 @@ func (s *Store) PutSetting(ctx context.Context, key string, value []byte) error 
 		value = []byte{} // the column is NOT NULL; nil means "empty" here
 	}
 	_, err := s.w.Exec(ctx, `INSERT INTO settings (key, value) VALUES ($1, $2)
-		ON CONFLICT (key) DO UPDATE SET value = excluded.value`, key, value)
+		ON CONFLICT (key) DO UPDATE SET value = excluded.value, version = settings.version + 1`, key, value)
 	return s.mapErr(err, fmt.Sprintf("put setting %q", key))
+}
+
+// GetSettingVersion returns the value stored under key and its version;
+// ErrNotFound (and version 0) if unset.
+func (s *Store) GetSettingVersion(ctx context.Context, key string) ([]byte, int64, error) {
+	var v []byte
+	var ver int64
+	if err := s.r.QueryRow(ctx, `SELECT value, version FROM settings WHERE key = $1`, key).Scan(&v, &ver); err != nil {
+		return nil, 0, s.mapErr(err, fmt.Sprintf("setting %q", key))
+	}
+	if v == nil {
+		v = []byte{}
+	}
+	return v, ver, nil
+}
+
+// PutSettingIf stores value under key if the stored version is version
+// (0: no row yet), in one statement, and returns the new version;
+// ErrConflict if another write came first.
+func (s *Store) PutSettingIf(ctx context.Context, key string, value []byte, version int64) (int64, error) {
+	what := fmt.Sprintf("put setting %q at version %d", key, version)
+	if value == nil {
+		value = []byte{}
+	}
+	var n int64
+	var err error
+	if version == 0 {
+		n, err = s.w.Exec(ctx, `INSERT INTO settings (key, value, version) VALUES ($1, $2, 1) ON CONFLICT (key) DO NOTHING`, key, value)
+	} else {
+		n, err = s.w.Exec(ctx, `UPDATE settings SET value = $1, version = version + 1 WHERE key = $2 AND version = $3`, value, key, version)
+	}
+	if err != nil {
+		return 0, s.mapErr(err, what)
+	}
+	if n == 0 {
+		return 0, fmt.Errorf("%s: the setting was written meanwhile: %w", what, store.ErrConflict)
+	}
+	return version + 1, nil
 }
 
 // UseNonce records a broker's nonce as used; see store.BrokerNonces. An

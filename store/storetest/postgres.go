@@ -2,16 +2,12 @@ package storetest
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"net/url"
 	"os"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/jackc/pgx/v5"
 )
 
 // PostgresEnv names the environment variable holding the URL of a
@@ -36,54 +32,49 @@ func PostgresURL(t testing.TB) string {
 	return ""
 }
 
-// NewPostgresDB creates an empty database on the test server and returns
-// its URL; the database is dropped when the test ends (after cleanups
-// registered later, such as closing a store on it, have run).
+// NewPostgresDB returns the URL of an empty database on the test server,
+// the test's alone until it ends. The database is not dropped when the test
+// ends (after cleanups registered later, such as closing a store on it,
+// have run) but recycled: emptied, renamed and handed to a later test (see
+// recycler). Its URL is never handed out again.
 func NewPostgresDB(t testing.TB) string {
 	t.Helper()
 	admin := PostgresURL(t)
-	var rnd [8]byte
-	rand.Read(rnd[:])
-	name := "scion_test_" + hex.EncodeToString(rnd[:])
-
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	conn, err := pgx.Connect(ctx, admin)
+	r, err := recyclerFor(ctx, admin)
 	if err != nil {
 		t.Fatalf("connect to %s: %v", PostgresEnv, err)
 	}
-	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
+	name, err := r.take(ctx)
+	if err != nil {
 		t.Fatalf("create test database: %v", err)
 	}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		conn, err := pgx.Connect(ctx, admin)
-		if err != nil {
-			t.Errorf("drop test database %s: %v", name, err)
-			return
-		}
-		defer conn.Close(ctx)
-		// FORCE: a pool the test leaked must not keep the database alive.
-		if _, err := conn.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)"); err != nil {
-			t.Errorf("drop test database %s: %v", name, err)
+		if err := r.recycle(ctx, name, t.Logf); err != nil {
+			t.Errorf("test database %s: %v", name, err)
 		}
 	})
-	return withDatabase(t, admin, name)
+	u, err := withDatabase(admin, name)
+	if err != nil {
+		t.Fatalf("%s: %v", PostgresEnv, err)
+	}
+	return u
 }
 
 // withDatabase returns the connection string admin pointing at database
 // name instead, for URLs and key=value DSNs alike.
-func withDatabase(t testing.TB, admin, name string) string {
+func withDatabase(admin, name string) (string, error) {
 	if strings.HasPrefix(admin, "postgres://") || strings.HasPrefix(admin, "postgresql://") {
 		u, err := url.Parse(admin)
 		if err != nil {
-			t.Fatalf("%s: %v", PostgresEnv, err)
+			return "", err
 		}
 		u.Path = "/" + name
 		u.RawPath = ""
-		return u.String()
+		return u.String(), nil
 	}
-	return admin + " dbname=" + name // in a DSN the last setting wins
+	return admin + " dbname=" + name, nil // in a DSN the last setting wins
 }

@@ -18,6 +18,8 @@
 //   - A foreign key to a missing record (CreateAgent's project, Reserve's
 //     agent or broker, LinkProvider's ends) is ErrNotFound.
 //   - DeleteAgent also deletes the agent's tokens.
+//   - An agent's token generation is written only by RenewAgentToken
+//     (never by UpdateAgent, never moving Version).
 //   - DeleteProject also deletes the project's secrets, and a secret put
 //     while its project is deleted never outlives it.
 //   - A non-empty (Issuer, Subject) names at most one user; an empty
@@ -83,6 +85,8 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"DeleteProjectSecrets", testDeleteProjectSecrets},
 		{"PutSecretDeleteProjectRace", testPutSecretDeleteProjectRace},
 		{"Settings", testSettings},
+		{"SettingVersions", testSettingVersions},
+		{"AgentTokenGeneration", testAgentTokenGeneration},
 		{"Ping", testPing},
 		{"Pagination", testPagination},
 		{"PaginationAgents", testPaginationAgents},

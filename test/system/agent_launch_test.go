@@ -29,6 +29,7 @@ func processBroker(t *testing.T, hub *hubProc, token, name string) *brokerHost {
 // its token); with the project's default broker set to b2, the child
 // lands on b2, not on its creator's broker, and records its parent.
 func TestAgentLaunchedAgentLandsByCascade(t *testing.T) {
+	t.Parallel()
 	requireBinary(t)
 	hub := startTeamHub(t, newHost(t, "hub"), hbFlags...)
 	token := hub.adminToken(t)

@@ -30,6 +30,7 @@ func startHubUmask0(t *testing.T, hp *hubProc) *Proc {
 // a database or key file that others can read stops the Hub at start
 // with the chmod that fixes it.
 func TestHubCredentialFiles(t *testing.T) {
+	t.Parallel()
 	requireBinary(t)
 	h := newHost(t, "workstation")
 	port := FreePort(t)

@@ -73,15 +73,28 @@ func TestDockerEchoAgent(t *testing.T) {
 			t.Fatalf("echoer has %d containers", len(cs))
 		}
 		c := inspect(t, cl, cs[0].ID)
-		t.Logf("MEASURED: scion stop of an agent-demo --echo agent took %v; container exit code %d", took.Round(time.Millisecond), c.State.ExitCode)
+		// What is measured is the agent's own exit, as the engine recorded
+		// it: that is what SIGTERM must bring about promptly. The rest of the
+		// command's time is mostly the engine's work after the exit (the
+		// container's streams, network and mounts): about 0.1 s on a quiet
+		// host, 2 s at load 15 with the suite's other containers churning
+		// beside it while the agent had ended within 0.8 s, and 9 s in CI.
+		// No agent can shorten it; it is reported, not judged.
+		fin, err := time.Parse(time.RFC3339Nano, c.State.FinishedAt)
+		if err != nil {
+			t.Fatalf("container FinishedAt %q: %v", c.State.FinishedAt, err)
+		}
+		ended := fin.Sub(began)
+		t.Logf("MEASURED: scion stop of an agent-demo --echo agent took %v; its process ended %v after the stop began, exit code %d",
+			took.Round(time.Millisecond), ended.Round(time.Millisecond), c.State.ExitCode)
 		if a.Phase != api.PhaseStopped {
 			t.Errorf("after stop: phase %s (%s)", a.Phase, a.StatusMessage)
 		}
-		if took > 5*time.Second || c.State.ExitCode != 0 {
-			t.Errorf("BUG (cli/agent_demo.go, the --echo loop): `scion stop echoer` took %v and the container exited with code %d (137: killed when the 10s grace ran out). "+
-				"cli.Execute turns SIGTERM into a cancelled context (signal.NotifyContext), which disables the default exit on SIGTERM, and the --echo loop "+
-				"(bufio.Scanner on stdin) never looks at that context, so an echoing agent cannot be stopped gracefully; without --echo the same stop takes milliseconds and exits 0",
-				took.Round(time.Millisecond), c.State.ExitCode)
+		if ended > 5*time.Second || c.State.ExitCode != 0 {
+			t.Errorf("BUG (cli/agent_demo.go, the --echo loop): after `scion stop echoer` the agent's process ended only %v later with exit code %d (137: killed when the 10s grace ran out). "+
+				"cli.Execute turns SIGTERM into a cancelled context (signal.NotifyContext), which disables the default exit on SIGTERM, so a loop that never looks at that context "+
+				"(bufio.Scanner on stdin) cannot be stopped gracefully; without --echo the agent ends within milliseconds and exits 0",
+				ended.Round(time.Millisecond), c.State.ExitCode)
 		}
 	})
 	h.mustScion(t, "delete", "echoer")

@@ -26,6 +26,7 @@ import (
 	"github.com/docker/docker/client"
 
 	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/broker"
 	"github.com/scion-go/scion/internal/wait"
 	"github.com/scion-go/scion/runtime"
 	"github.com/scion-go/scion/runtime/docker"
@@ -231,7 +232,14 @@ func cleanupBrokerContainers(t *testing.T, cl *client.Client, brokerID *string) 
 			return
 		}
 		for _, c := range cs {
-			if err := cl.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true}); err != nil && !cerrdefs.IsNotFound(err) {
+			err := cl.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true})
+			if cerrdefs.IsConflict(err) {
+				// "removal of container ... is already in progress": the
+				// killed broker's own delete, which the engine finishes
+				// without it; the container must still go.
+				err = waitContainerGone(ctx, cl, c.ID)
+			}
+			if err != nil && !cerrdefs.IsNotFound(err) {
 				t.Errorf("cleanup: remove container %s: %v", c.ID, err)
 			}
 		}
@@ -239,6 +247,21 @@ func cleanupBrokerContainers(t *testing.T, cl *client.Client, brokerID *string) 
 			t.Logf("cleanup: removed %d container(s) of broker %s", len(cs), *brokerID)
 		}
 	})
+}
+
+// waitContainerGone waits until the engine no longer knows container id.
+func waitContainerGone(ctx context.Context, cl *client.Client, id string) error {
+	for {
+		if _, err := cl.ContainerInspect(ctx, id); cerrdefs.IsNotFound(err) {
+			return nil
+		} else if ctx.Err() != nil {
+			return fmt.Errorf("still there when the cleanup's time ran out: %w", ctx.Err())
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(pollInterval):
+		}
+	}
 }
 
 // workstationFile is what `server start --workstation` writes to
@@ -336,7 +359,7 @@ func (b *dockerBrokerHost) startDocker(t *testing.T) {
 // port, by the local ends of this machine's outgoing connections (the
 // spoke fixture alone holds hundreds), and the broker then finds its pool
 // used by other programs. Ranges handed out in this process never
-// overlap.
+// overlap, nor meet the default range the workstations' brokers use.
 func smallPortRange(t *testing.T, n int) (string, int) {
 	t.Helper()
 	ephemeral := 32768
@@ -369,7 +392,7 @@ func smallPortRange(t *testing.T, n int) (string, int) {
 
 var (
 	portRangesMu sync.Mutex
-	portRanges   [][2]int
+	portRanges   = [][2]int{broker.DefaultPortRange}
 )
 
 func portRangeTaken(lo, n int) bool {
@@ -532,10 +555,19 @@ func (h *host) attachEcho(name, project, line string) error {
 }
 
 // makeGitRemote makes a bare repository with one commit on main (files
-// README.md and src/hello.txt) and returns its file:// URL.
-func makeGitRemote(t *testing.T) string {
+// README.md and src/hello.txt) in a new directory under parent ("" for the
+// test's temporary directory) and returns its file:// URL. A broker
+// clones it only from under a root of server.broker.allow_local_git_remotes
+// (a workstation's default: the user's home, a host's h.user).
+func makeGitRemote(t *testing.T, parent string) string {
 	t.Helper()
 	dir := t.TempDir()
+	if parent != "" {
+		var err error
+		if dir, err = os.MkdirTemp(parent, "remote-"); err != nil {
+			t.Fatal(err)
+		}
+	}
 	bare, work := filepath.Join(dir, "remote.git"), filepath.Join(dir, "work")
 	env := append(os.Environ(), "HOME="+dir, "GIT_CONFIG_NOSYSTEM=1", "GIT_TERMINAL_PROMPT=0", "LC_ALL=C")
 	git := func(args ...string) {

@@ -62,10 +62,10 @@ func TestDockerTenAgentsFourModes(t *testing.T) {
 	requireGit(t)
 	requireDemoImage(t)
 	probe := requireProbe(t)
-	remote := makeGitRemote(t)
 	t.Parallel()
 
 	h := newHost(t, "ws10")
+	remote := makeGitRemote(t, h.user) // under the workstation's default root
 	ws := startDockerWorkstation(t, h, cl)
 	dataDir := filepath.Join(h.home, "broker")
 

@@ -38,11 +38,15 @@ func writeInstances(t *testing.T, h *host, kubeconfig string, instances ...confi
 			t.Fatal(err)
 		}
 	}
-	l, err := config.NewInstanceList(instances)
+	// The list as settings.yaml holds it: config reads it, nothing in
+	// the product writes one.
+	b, err := yaml.Marshal(instances)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.Server.Broker.Instances = l
+	if err := yaml.Unmarshal(b, &s.Server.Broker.Instances); err != nil {
+		t.Fatal(err)
+	}
 	if kubeconfig != "" {
 		if s.Server.Broker.Extra == nil {
 			s.Server.Broker.Extra = map[string]any{}

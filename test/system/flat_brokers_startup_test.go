@@ -16,11 +16,12 @@ import (
 // a process with server.broker.instances: an entry that does not validate
 // refuses the start at once, naming the entry; a workstation whose
 // in-process Hub refuses the first registration (the experiment off) is
-// up and logs the instance as not activated; against a team Hub with the
-// experiment off, register --instance is refused saying how to turn it
-// on; an instance whose cluster cannot be reached is refused and reported
-// while the other one serves.
+// up and logs the instance as not activated; an instance whose cluster
+// cannot be reached is refused and reported while the other one serves.
+// (A remote instance registered while the experiment is off:
+// TestRemoteFlatInstanceActivatesWhenTheExperimentIsTurnedOn.)
 func TestFlatBrokerStartupRefusals(t *testing.T) {
+	t.Parallel()
 	requireBinary(t)
 	t.Run("entries that do not validate", func(t *testing.T) {
 		closed := fmt.Sprintf("http://127.0.0.1:%d", FreePort(t))
@@ -125,19 +126,6 @@ func TestFlatBrokerStartupRefusals(t *testing.T) {
 
 		bh := newHost(t, "flat")
 		bh.useHub(t, hub.URL, token)
-		// First, with the experiment still off, a registration is refused
-		// and writes nothing.
-		writeInstances(t, bh, "", dockerInstance("up-docker"))
-		_, stderr, rc, err := bh.scionCode(nil, "runtime-broker", "register", "--instance", "up-docker")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if rc == 0 || !strings.Contains(stderr, "error: "+api.CodeExperimentDisabled+":") || !strings.Contains(stderr, "--experiment "+api.ExperimentFlatRuntimeBrokers+"=on") {
-			t.Errorf("register --instance with the experiment off: exit %d, stderr %q; want %s saying how to turn it on", rc, stderr, api.CodeExperimentDisabled)
-		}
-		if m, err := admin.brokers(); err != nil || len(m) != 0 {
-			t.Errorf("brokers after the refused registration: %v, %v", statusSummary(m), err)
-		}
 		enableFlatBrokers(t, admin, hub.URL, token)
 		// The cluster's API server is a loopback port nobody listens on.
 		kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")

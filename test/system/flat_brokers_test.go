@@ -46,7 +46,8 @@ import (
 func TestFlatBrokerInstances(t *testing.T) {
 	cl := requireDocker(t)
 	requireDemoImage(t)
-	c := kube.StartForTest(t)
+	t.Parallel() // before the fixture (see requireKube)
+	c := requireKube(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	ns := c.Namespace(t)
@@ -358,15 +359,20 @@ func assertInstanceIDs(t *testing.T, m map[string]api.RuntimeBroker, dockerID, k
 }
 
 // assertPinned checks a's pinnedRuntimeTarget names brokerID and target,
-// and that a runs there.
+// and that a runs there: running, or on Kubernetes (no kubelet here,
+// its pod stays pending) provisioning with its pod pending.
 func assertPinned(t *testing.T, a api.Agent, brokerID string, target api.RuntimeTarget) {
 	t.Helper()
 	want := api.PinnedRuntimeTarget{BrokerID: brokerID, RuntimeTarget: target}
 	if a.PinnedRuntimeTarget == nil || *a.PinnedRuntimeTarget != want {
 		t.Fatalf("agent %s: pinnedRuntimeTarget %+v, want %+v", a.Slug, a.PinnedRuntimeTarget, want)
 	}
-	if a.BrokerID != brokerID || a.Phase != api.PhaseRunning {
-		t.Fatalf("agent %s: %s on broker %s (%s), want running on %s", a.Slug, a.Phase, a.BrokerID, a.StatusMessage, brokerID)
+	phase, container := api.PhaseRunning, api.ContainerRunning
+	if target.Type == api.RuntimeTargetKubernetes {
+		phase, container = api.PhaseProvisioning, api.ContainerPending
+	}
+	if a.BrokerID != brokerID || a.Phase != phase || a.ContainerStatus != container {
+		t.Fatalf("agent %s: %s/%s on broker %s (%s), want %s/%s on %s", a.Slug, a.Phase, a.ContainerStatus, a.BrokerID, a.StatusMessage, phase, container, brokerID)
 	}
 }
 

@@ -26,6 +26,7 @@ import (
 // the broker made the container, error with no slot if not. Never stuck
 // provisioning.
 func TestCallsToFrozenBrokerEndOffline(t *testing.T) {
+	t.Parallel()
 	requireBinary(t)
 	hub := startTeamHub(t, newHost(t, "hub"), hbFlags...)
 	token := hub.adminToken(t)

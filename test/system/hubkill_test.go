@@ -35,6 +35,7 @@ const (
 // 2xx exists exactly once, no agent name appears twice, and the capacity
 // reservations match the running agents. Three trials shake out timing.
 func TestHubKill9DuringCreates(t *testing.T) {
+	t.Parallel()
 	requireBinary(t)
 	for i := 1; i <= killTrials; i++ {
 		t.Run(fmt.Sprintf("trial%d", i), hubKillTrial)

@@ -103,6 +103,7 @@ func (c k9Counts) String() string {
 //   - reservations (sum of runningAgents) equal the running agents.
 func TestHubKill9Trials(t *testing.T) {
 	requireBinary(t)
+	t.Parallel()
 	trials := defaultKillTrials
 	if s := os.Getenv("SCION_KILL_TRIALS"); s != "" {
 		n, err := strconv.Atoi(s)

@@ -32,7 +32,8 @@ import (
 func TestKubernetesProjectDeleteAndHubAddress(t *testing.T) {
 	requireBinary(t)
 	requireGit(t)
-	c := kube.StartForTest(t)
+	t.Parallel() // before the fixture (see requireKube)
+	c := requireKube(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	ns := c.Namespace(t)
@@ -44,11 +45,12 @@ func TestKubernetesProjectDeleteAndHubAddress(t *testing.T) {
 	token := hub.adminToken(t)
 	admin := newHost(t, "admin")
 	admin.useHub(t, hub.URL, token)
-	admin.mustScion(t, "project", "create", "shared", "--sharing-mode", api.SharingSharedWorkspace, "--git-remote", makeGitRemote(t))
+	remotes := t.TempDir()
+	admin.mustScion(t, "project", "create", "shared", "--sharing-mode", api.SharingSharedWorkspace, "--git-remote", makeGitRemote(t, remotes))
 	admin.mustScion(t, "hub", "settings", "set", "--default-image", "scion/test-agent:latest")
 
 	b := newKubeBroker(t, hub.URL, token, "shared", c.Kubeconfig(t, "default", map[string]string{"batch": user.Token}), ns)
-	allowLocalGitRemotes(t, b.host)
+	allowLocalGitRemotes(t, b.host, remotes)
 	b.startKube(t, admin)
 
 	// The Hub is on loopback: the broker says at start that pods cannot
@@ -105,9 +107,9 @@ func TestKubernetesProjectDeleteAndHubAddress(t *testing.T) {
 	}
 }
 
-// allowLocalGitRemotes turns on server.broker.allow_local_git_remotes in
-// the host's settings.yaml (the test's remote is a file:// URL).
-func allowLocalGitRemotes(t *testing.T, h *host) {
+// allowLocalGitRemotes sets server.broker.allow_local_git_remotes to roots
+// in the host's settings.yaml (the test's remote is a file:// URL).
+func allowLocalGitRemotes(t *testing.T, h *host, roots ...string) {
 	t.Helper()
 	path := filepath.Join(h.home, "settings.yaml")
 	var s config.Settings
@@ -118,7 +120,7 @@ func allowLocalGitRemotes(t *testing.T, h *host) {
 	if err := yaml.Unmarshal(b, &s); err != nil {
 		t.Fatal(err)
 	}
-	s.Server.Broker.AllowLocalGitRemotes = true
+	s.Server.Broker.AllowLocalGitRemotes = &config.LocalGitRemotes{List: roots}
 	out, err := yaml.Marshal(&s)
 	if err != nil {
 		t.Fatal(err)

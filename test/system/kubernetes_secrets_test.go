@@ -31,7 +31,8 @@ import (
 // a delete removes the Secret.
 func TestKubernetesSecretsOutOfPods(t *testing.T) {
 	requireBinary(t)
-	c := kube.StartForTest(t)
+	t.Parallel() // before the fixture (see requireKube)
+	c := requireKube(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	ns := c.Namespace(t)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/scion-go/scion/api"
@@ -29,7 +30,8 @@ import (
 // and namespace; stop removes the pod and delete the agent's record.
 func TestKubernetesBroker(t *testing.T) {
 	requireBinary(t)
-	c := kube.StartForTest(t)
+	t.Parallel() // before the fixture (see requireKube)
+	c := requireKube(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	ns := c.Namespace(t)
@@ -67,8 +69,10 @@ func TestKubernetesBroker(t *testing.T) {
 	if err := admin.scionJSONCmd(&a, "start", "kube1", "--", "/agent", "serve"); err != nil {
 		t.Fatal(err)
 	}
-	if a.Phase != api.PhaseRunning {
-		t.Fatalf("agent phase %s (%s), want running (its pod pending)", a.Phase, a.StatusMessage)
+	// Its pod is pending (there is no kubelet): the agent is on its way,
+	// not running, and says what it waits for.
+	if a.Phase != api.PhaseProvisioning || a.ContainerStatus != api.ContainerPending || !strings.HasPrefix(a.StatusMessage, "pending") {
+		t.Fatalf("agent %s/%s (%s), want provisioning/pending with the reason (its pod pending)", a.Phase, a.ContainerStatus, a.StatusMessage)
 	}
 	sel := runtime.LabelAgentID + "=" + a.ID + "," + runtime.LabelBrokerID + "=" + b.brokerID
 	pods, err := cl.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: sel})
@@ -76,6 +80,26 @@ func TestKubernetesBroker(t *testing.T) {
 		t.Fatalf("pods of the agent (%s): %v, %v", sel, pods, err)
 	}
 	pod := pods.Items[0]
+	// No node takes it: the scheduler's verdict (the fixture has no
+	// kube-scheduler; its condition is written as the scheduler writes
+	// it) reaches the Hub through the broker's pod watch.
+	const verdict = "0/1 nodes are available: 1 node(s) were unschedulable."
+	pod.Status.Conditions = append(pod.Status.Conditions, corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionFalse,
+		Reason: corev1.PodReasonUnschedulable, Message: verdict, LastTransitionTime: metav1.Now()})
+	if _, err := cl.CoreV1().Pods(ns).UpdateStatus(ctx, &pod, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	wait.Eventually(t, 30*time.Second, pollInterval, func() error {
+		agents, err := admin.agentsBySlug()
+		if err != nil {
+			return err
+		}
+		got := agents["kube1"]
+		if got.Phase != api.PhaseProvisioning || got.ContainerStatus != api.ContainerPending || !strings.Contains(got.StatusMessage, "Unschedulable: "+verdict) {
+			return fmt.Errorf("agent kube1 %s/%s (%q), want provisioning/pending with the scheduler's reason", got.Phase, got.ContainerStatus, got.StatusMessage)
+		}
+		return nil
+	})
 	for k, want := range map[string]string{runtime.LabelProfile: "batch", runtime.LabelSharingMode: "empty-per-agent", runtime.LabelRunID: a.RunID} {
 		if pod.Labels[k] != want {
 			t.Errorf("pod label %s = %q, want %q", k, pod.Labels[k], want)

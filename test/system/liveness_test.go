@@ -74,6 +74,7 @@ func (b *brokerHost) startBroker(t *testing.T) {
 // reconnect on their own and no broker record is duplicated.
 func TestTwoBrokersLivenessAcrossKill(t *testing.T) {
 	requireBinary(t)
+	t.Parallel()
 	hub := startTeamHub(t, newHost(t, "hub"), hbFlags...)
 	token := hub.adminToken(t)
 	admin := newHost(t, "admin")
@@ -171,6 +172,7 @@ func assertBrokersRunning(t *testing.T, bs ...*brokerHost) {
 // Hub must mark it offline within interval+grace (plus slack), not after
 // a minute, and take it back when it thaws.
 func TestFrozenBrokerMarkedOffline(t *testing.T) {
+	t.Parallel()
 	requireBinary(t)
 	hub := startTeamHub(t, newHost(t, "hub"), hbFlags...)
 	token := hub.adminToken(t)

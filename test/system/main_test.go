@@ -2,6 +2,7 @@ package system
 
 import (
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -19,7 +20,38 @@ var (
 // TestMain builds bin/scion once for the whole package (or takes
 // $SCION_BIN), the way `make build` does: static, CGO_ENABLED=0.
 func TestMain(m *testing.M) {
+	flag.Parse()
+	raiseParallel()
 	os.Exit(runMain(m))
+}
+
+// systemParallel is how many t.Parallel system tests run at once unless
+// -parallel says otherwise. The default, GOMAXPROCS (2 on the CI
+// machine), fits tests that burn the test binary's CPU; these mostly wait
+// on the processes they started (heartbeat graces, Job deadlines, kill -9
+// and restart, the Docker Engine), so four at a time keep the two cores
+// busy without making a wait-bound test wait for a slot. Each parallel
+// test has its own homes, free ports, port range, names and namespaces.
+// Three: at four, a clean-clone CI run saw load-bound failures (a Docker
+// workstation on the default port range meeting another's host port, a
+// loopback dial in spoke/tunnel timing out beside the system tests).
+//
+// Go runs the tests that do not call t.Parallel first, one after the
+// other, and only then the parallel ones: a sequential test adds its whole
+// length to the package's. Only the tests that measure the Hub's latency
+// under attack (TestHubUnderHostileConnections, TestSlowUploadsLockNobodyOut)
+// stay sequential, so that no other system test shares the machine with
+// their measurement; every other test calls t.Parallel.
+const systemParallel = 3
+
+// raiseParallel sets -test.parallel to systemParallel when the command
+// line did not set it.
+func raiseParallel() {
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
+	if !set {
+		_ = flag.Set("test.parallel", fmt.Sprint(systemParallel))
+	}
 }
 
 func runMain(m *testing.M) int {
@@ -38,6 +70,7 @@ func runMain(m *testing.M) int {
 	}
 	defer dockerCleanupAfterAll()
 	defer spokeCleanupAfterAll()
+	defer kubeCleanupAfterAll()
 	return m.Run()
 }
 

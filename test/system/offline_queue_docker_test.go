@@ -30,6 +30,7 @@ import (
 // connection just stops carrying packets.
 func TestQueuedStopsAcrossDockerNetworkCut(t *testing.T) {
 	cl := requireDocker(t)
+	t.Parallel()
 	ctx := context.Background()
 	suffix := fmt.Sprintf("%d-%d", os.Getpid(), time.Now().UnixNano()%1_000_000)
 

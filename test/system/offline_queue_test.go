@@ -51,6 +51,7 @@ const queuedStops = 50
 //     broker executed) holds exactly 50 agent.stop records, one per agent,
 //     all with the queued dispatch's key.
 func TestQueuedStopsAcrossBrokerCut(t *testing.T) {
+	t.Parallel()
 	requireBinary(t)
 	hub := startTeamHub(t, newHost(t, "hub"), hbFlags...)
 	token := hub.adminToken(t)
@@ -79,7 +80,7 @@ func queuedStopsScenario(t *testing.T, hub *hubProc, admin *host, token, brokerN
 
 	ids := startAgents(t, cl, "q", queuedStops)
 	wait.Eventually(t, 10*time.Second, pollInterval, func() error { return wantReserved(cl, queuedStops) })
-	stopsBefore := dispatchCount(t, hub.URL, "agent.stop")
+	stopsBefore := dispatchCount(t, hub.URL, token, "agent.stop")
 
 	// The cut.
 	cut()
@@ -129,7 +130,7 @@ func queuedStopsScenario(t *testing.T, hub *hubProc, admin *host, token, brokerN
 	if n := len(queuedAgents(t, cl)); n != queuedStops {
 		t.Fatalf("%d agents show stop_queued, want %d", n, queuedStops)
 	}
-	if got := dispatchCount(t, hub.URL, "agent.stop"); got != stopsBefore {
+	if got := dispatchCount(t, hub.URL, token, "agent.stop"); got != stopsBefore {
 		t.Fatalf("the Hub dispatched %d stops to an offline broker", got-stopsBefore)
 	}
 	// The queue holds while the broker stays away.
@@ -208,7 +209,7 @@ func queuedStopsScenario(t *testing.T, hub *hubProc, admin *host, token, brokerN
 	if len(delivered) != queuedStops {
 		t.Errorf("the Hub logged queued deliveries for %d agents, want %d", len(delivered), queuedStops)
 	}
-	if got := dispatchCount(t, hub.URL, "agent.stop") - stopsBefore; got != 0 {
+	if got := dispatchCount(t, hub.URL, token, "agent.stop") - stopsBefore; got != 0 {
 		t.Errorf("the Hub sent %d direct (unqueued) agent.stop dispatches besides the queue", got)
 	}
 	perAgent := brokerStopRecords(t, bh)
@@ -370,13 +371,18 @@ var dispatchCountRE = regexp.MustCompile(`^scion_dispatch_duration_seconds_count
 // dispatchCount sums the Hub's scion_dispatch_duration_seconds_count for
 // method over all outcomes: how many commands of that method the Hub sent
 // to brokers since it started.
-func dispatchCount(t *testing.T, hubURL, method string) int {
+func dispatchCount(t *testing.T, hubURL, token, method string) int {
 	t.Helper()
-	resp, err := (&http.Client{Timeout: 10 * time.Second}).Get(hubURL + "/metrics")
+	req, _ := http.NewRequest(http.MethodGet, hubURL+"/metrics", nil)
+	req.Header.Set("Authorization", "Bearer "+token) // an admin's: /metrics needs one or a scrape token
+	resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
 	if err != nil {
 		t.Fatalf("GET /metrics: %v", err)
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET /metrics: %s", resp.Status)
+	}
 	n := 0
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)

@@ -42,6 +42,7 @@ var hubDowntimes = []time.Duration{1 * time.Second, 2 * time.Second, 3 * time.Se
 // in docs/performance.md, "Offline brokers".
 func TestOfflineTimingDefaults(t *testing.T) {
 	requireBinary(t)
+	t.Parallel()
 	restarts := defaultTimingRestarts
 	if s := os.Getenv("SCION_TIMING_RESTARTS"); s != "" {
 		n, err := strconv.Atoi(s)

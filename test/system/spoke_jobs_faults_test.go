@@ -34,6 +34,7 @@ import (
 //     {"status":"error","cluster":"bast","tier":"bastion"}, which
 //     `scion job run` prints, while the bastion is still frozen.
 func TestSpokeJobSurvivesTunnelCut(t *testing.T) {
+	t.Parallel() // before the fixture (see requireKube)
 	s := requireSpoke(t)
 	bast := startBastion(t)
 	ns, tok := spokeNamespace(t, s, "cut")
@@ -140,6 +141,9 @@ keepalive_max = 2
 // {"status":"error","cluster","tier","message"} within the timeout plus a
 // margin, never a hang.
 func TestSpokeUnreachablePerTier(t *testing.T) {
+	t.Parallel()
+	// Serial: it bounds how long each tier takes to give up (7-9 s), which
+	// the parallel tests' load pushed to 18-24 s on a loaded machine.
 	s := requireSpoke(t)
 	ns, tok := spokeNamespace(t, s, "unreach")
 	hub, token, admin := jobsHub(t)

@@ -26,6 +26,7 @@ import (
 // its own suspended Job and leaves B's, queued beside it; restarting B
 // then deletes B's.
 func TestSpokeSweepOnlyOwnJobs(t *testing.T) {
+	t.Parallel() // before the fixture (see requireKube)
 	s := requireSpoke(t)
 	ns, tok := spokeNamespace(t, s, "sweep")
 	hub, token, admin := jobsHub(t)
@@ -143,6 +144,7 @@ func waitJobState(t *testing.T, ag *jobAgent, id string, state api.JobState) {
 // still waiting gets the Job's end and result. Then `scion job cancel`
 // of a running Job deletes it on the spoke and ends it cancelled.
 func TestSpokeJobFollowedAcrossBrokerRestart(t *testing.T) {
+	t.Parallel() // before the fixture (see requireKube)
 	s := requireSpoke(t)
 	ns, tok := spokeNamespace(t, s, "resume")
 	hub, token, admin := jobsHub(t)
@@ -260,6 +262,7 @@ connect_timeout = "5s"
 // broker's job.update outbox delivers the end after it reconnects, and
 // the command prints the result.
 func TestSpokeJobRunAcrossHubRestart(t *testing.T) {
+	t.Parallel() // before the fixture (see requireKube)
 	s := requireSpoke(t)
 	ns, tok := spokeNamespace(t, s, "hubkill")
 	hub, token, admin := jobsHub(t)

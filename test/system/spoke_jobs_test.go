@@ -34,6 +34,7 @@ type tierCase struct{ cluster, tier string }
 // the spoke. Then: nothing the agent can read, nor the Hub's and broker's
 // logs, holds the token, the CA or the SSH key.
 func TestSpokeJobsPerTier(t *testing.T) {
+	t.Parallel() // before the fixture (see requireKube)
 	s := requireSpoke(t)
 	requireDemoImage(t)
 	bast := startBastion(t)

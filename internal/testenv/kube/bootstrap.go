@@ -49,6 +49,11 @@ func (s *Spoke) BootstrapToken(t testing.TB, namespace string) string {
 	if err := s.ApplyYAML(ctx, bytes.ReplaceAll(raw, []byte(BootstrapNamespace), []byte(namespace))); err != nil {
 		t.Fatalf("apply %s: %v", BootstrapFile, err)
 	}
+	// The file's RoleBinding decides the broker's first request: wait
+	// until the API server's authorizer has it.
+	if err := BindingsGranted(ctx, s.Client, namespace); err != nil {
+		t.Fatal(err)
+	}
 	var token []byte
 	err = poll(ctx, func() (bool, error) {
 		sec, err := s.Client.CoreV1().Secrets(namespace).Get(ctx, BootstrapTokenSecret, metav1.GetOptions{})

@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/internal/testenv/kube"
 	"github.com/scion-go/scion/spoke/check"
 )
 
@@ -40,9 +41,11 @@ func grant(t *testing.T, kc kubernetes.Interface, ns, name string, rules []rbacv
 		RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name}, Subjects: []rbacv1.Subject{subject}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	kube.Granted(t, kc, ns, subject, rules)
 	return func() {
 		kc.RbacV1().RoleBindings(ns).Delete(ctx, name, metav1.DeleteOptions{})
 		kc.RbacV1().Roles(ns).Delete(ctx, name, metav1.DeleteOptions{})
+		kube.Revoked(t, kc, ns, subject, rules)
 	}
 }
 
@@ -57,6 +60,7 @@ func grantCluster(t *testing.T, kc kubernetes.Interface, name string, rules []rb
 		RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name}, Subjects: []rbacv1.Subject{subject}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	kube.Granted(t, kc, "", subject, rules)
 	c := func() {
 		kc.RbacV1().ClusterRoleBindings().Delete(ctx, name, metav1.DeleteOptions{})
 		kc.RbacV1().ClusterRoles().Delete(ctx, name, metav1.DeleteOptions{})

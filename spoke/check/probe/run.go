@@ -39,7 +39,23 @@ type Env struct {
 // stops the check before any probe (a settings or fleet file that does
 // not parse, a --cluster that names nothing); everything a probe finds is
 // a result.
+//
+// Every message, fix and error has the userinfo of its URLs redacted
+// (api.RedactURLs): a proxy_url's or kubeconfig's password is never
+// printed.
 func Run(ctx context.Context, o config.CheckOptions, env Env) (*api.CheckReport, error) {
+	r, err := run(ctx, o, env)
+	if err != nil {
+		return nil, api.RedactError(err)
+	}
+	for i := range r.Checks {
+		c := &r.Checks[i]
+		c.Message, c.Fix = api.RedactURLs(c.Message), api.RedactURLs(c.Fix)
+	}
+	return r, nil
+}
+
+func run(ctx context.Context, o config.CheckOptions, env Env) (*api.CheckReport, error) {
 	timeout := cmp.Or(o.Timeout, fleet.DefaultConnectTimeout)
 	s, err := config.LoadSettings()
 	if err != nil {

@@ -23,10 +23,10 @@ func sandboxNamespace(t *testing.T, kc *kube.Cluster, brokerUser, brokerToken st
 	t.Helper()
 	ctx := context.Background()
 	ns := kc.Namespace(t)
-	if _, err := kc.Client.CoreV1().ServiceAccounts(ns).Create(ctx, k8srt.SandboxServiceAccount(ns, k8srt.DefaultServiceAccount), metav1.CreateOptions{}); err != nil {
+	if _, err := kc.Client.CoreV1().ServiceAccounts(ns).Create(ctx, kube.SandboxServiceAccount(ns, k8srt.DefaultServiceAccount), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	grant(t, kc.Client, ns, "scion-runtime", k8srt.RuntimeRules(), user(brokerUser))
+	grant(t, kc.Client, ns, "scion-runtime", kube.RuntimeRules(), user(brokerUser))
 	grant(t, kc.Client, ns, "scion-check", []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"serviceaccounts"}, Verbs: []string{"get"}}}, user(brokerUser))
 	if reviews {
 		grantCluster(t, kc.Client, "scion-check-reviews-"+ns, []rbacv1.PolicyRule{{APIGroups: []string{"authorization.k8s.io"},

@@ -14,7 +14,6 @@ import (
 
 	"github.com/scion-go/scion/api"
 	"github.com/scion-go/scion/internal/testenv/kube"
-	k8srt "github.com/scion-go/scion/runtime/kubernetes"
 	"github.com/scion-go/scion/spoke/check"
 	"github.com/scion-go/scion/spoke/connect"
 	"github.com/scion-go/scion/spoke/fleet"
@@ -98,7 +97,7 @@ func TestSpokeBoundTokenFails(t *testing.T) {
 	kc := kube.Need(t)
 	ctx := context.Background()
 	ns := kc.Namespace(t)
-	if _, err := kc.Client.CoreV1().ServiceAccounts(ns).Create(ctx, k8srt.SandboxServiceAccount(ns, "scion-spoke"), metav1.CreateOptions{}); err != nil {
+	if _, err := kc.Client.CoreV1().ServiceAccounts(ns).Create(ctx, kube.SandboxServiceAccount(ns, "scion-spoke"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	grant(t, kc.Client, ns, "scion-jobs", rulesFor(check.SpokeNeedsFor("")), serviceAccount(ns, "scion-spoke"))

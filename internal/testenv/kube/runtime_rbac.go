@@ -1,4 +1,4 @@
-package kubernetes
+package kube
 
 import (
 	corev1 "k8s.io/api/core/v1"
@@ -18,6 +18,11 @@ import (
 // pods/create is itself as powerful (a pod can mount any Secret of its
 // namespace), which is why the agents' pods run as a different account
 // (SandboxServiceAccount) that has no permissions at all.
+//
+// These are the Role and the account docs/kubernetes.md gives operators
+// ("Permissions"); runtime/kubernetes's tests run every operation under
+// exactly them, so a new call the runtime makes fails there until both
+// this and the docs grant it. The runtime itself never makes them.
 func RuntimeRules() []rbacv1.PolicyRule {
 	return []rbacv1.PolicyRule{
 		// Agents' pods: made at Start, deleted at Stop and Delete, watched
@@ -45,9 +50,10 @@ func RuntimeRole(namespace, name string) *rbacv1.Role {
 
 // SandboxServiceAccount is the account agents' pods run as: bound to no
 // Role, and with automountServiceAccountToken false, so that no token
-// lands in a pod even if a pod spec asked for one. Create it (and nothing
+// lands in a pod even if a pod spec asked for one. Operators create it (and nothing
 // for it) in each namespace agents run in; its name is the
-// service_account setting, DefaultServiceAccount by default.
+// service_account setting, runtime/kubernetes.DefaultServiceAccount by
+// default.
 func SandboxServiceAccount(namespace, name string) *corev1.ServiceAccount {
 	no := false
 	return &corev1.ServiceAccount{
