@@ -152,10 +152,19 @@ func (r *Runtime) Stop(ctx context.Context, agentID string, grace time.Duration)
 			}
 		}
 		if c.State != nil && (c.State.Running || c.State.Restarting) {
-			if err := r.cli.ContainerStop(ctx, ref.id, container.StopOptions{Timeout: &secs}); err != nil {
+			release, err := r.teardown.enter(ctx)
+			if err != nil {
 				return err
 			}
-			if c, err = r.cli.ContainerInspect(ctx, ref.id); err != nil {
+			// The inspect is inside the gate: the engine answers it only
+			// once its teardown of the container (network included) is
+			// done, which the stop's answer does not wait for.
+			err = r.cli.ContainerStop(ctx, ref.id, container.StopOptions{Timeout: &secs})
+			if err == nil {
+				c, err = r.cli.ContainerInspect(ctx, ref.id)
+			}
+			release()
+			if err != nil {
 				return err
 			}
 		}
@@ -243,7 +252,12 @@ func (r *Runtime) Delete(ctx context.Context, agentID string) error {
 	}
 	for _, c := range cs {
 		r.markDeleting(c.ID)
-		err := r.cli.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true, RemoveVolumes: false})
+		release, err := r.teardown.enter(ctx)
+		if err != nil {
+			return wrapErr("Delete", agentID, err)
+		}
+		err = r.cli.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true, RemoveVolumes: false})
+		release()
 		if cerrdefs.IsConflict(err) && strings.Contains(err.Error(), "already in progress") {
 			// The engine is removing it already (another client, or an
 			// earlier Delete whose caller gave up while the engine went

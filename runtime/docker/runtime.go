@@ -87,6 +87,8 @@ type Runtime struct {
 	closed   bool
 	refs     map[string]containerRef // agent ID -> its container, a cache
 	deleting map[string]time.Time    // containers Delete removed, and when
+
+	teardown teardownGate // one stop or remove at a time on an engine that needs it
 }
 
 var (
@@ -163,6 +165,12 @@ func newRuntime(opts Options, src eventSource) (*Runtime, error) {
 		r.closeClient()
 		return nil, fmt.Errorf("docker runtime: engine at %s does not answer: %w", r.cli.DaemonHost(), err)
 	}
+	v, err := r.cli.ServerVersion(ctx)
+	if err != nil {
+		r.closeClient()
+		return nil, fmt.Errorf("docker runtime: engine at %s: version: %w", r.cli.DaemonHost(), err)
+	}
+	r.teardown = newTeardownGate(serialTeardown(v))
 	if src == nil {
 		src = r.engineEvents
 	}
