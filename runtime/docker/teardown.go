@@ -23,8 +23,11 @@ import (
 // On such an engine the runtime tears its containers down one at a time
 // (teardownGate): the cost is throughput of mass deletes (the engine
 // serialises most of a teardown anyway), the gain an engine that stays
-// usable. A container that exits by itself is the engine's own teardown
-// and is not gated; neither are other processes' containers.
+// usable. A stop holds the gate through its grace, since the teardown
+// comes whenever the process exits: on such an engine, stopping many
+// agents that ignore SIGTERM takes their graces one after another. A
+// container that exits by itself is the engine's own teardown and is not
+// gated; neither are other processes' containers.
 
 // serialTeardown reports whether an engine that reports v as its version
 // needs its container teardowns serialised. Podman has no such code; an
