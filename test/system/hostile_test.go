@@ -262,8 +262,14 @@ func hostilePhase(t *testing.T, duration time.Duration, maxConnsFlag, hold int) 
 	if hold > 0 {
 		// The attacker's count and the Hub's descriptors both say that
 		// the 10,000 were open at once while the client was measured.
-		if st.MedianOpen < int64(hold) {
-			t.Errorf("the attack held a median of %d connections open, want %d", st.MedianOpen, hold)
+		// The attacker reaches the load, and holds it most of the time:
+		// it reopens what the Hub answers or cuts only when it gets CPU
+		// (below), so on a loaded machine its median dips under the
+		// target (9,935 of 10,000 in a test/system run beside two busy
+		// loops, max 10,700); 5% may be missing.
+		if st.MaxOpen < int64(hold) || st.MedianOpen < int64(hold)*95/100 {
+			t.Errorf("the attack held a median of %d connections open (max %d), want %d at once and a median of at least 95%% of it",
+				st.MedianOpen, st.MaxOpen, hold)
 		}
 		// At some instant while the client was measured the Hub held
 		// them all (1% may be between a cut and its reopen).
