@@ -37,29 +37,7 @@ func TestSpokeJobSurvivesTunnelCut(t *testing.T) {
 	t.Parallel() // before the fixture (see requireKube)
 	s := requireSpoke(t)
 	bast := startBastion(t)
-	ns, tok := spokeNamespace(t, s, "cut")
-	hub, token, admin := jobsHub(t)
-	fleetFile := fmt.Sprintf(`
-[clusters.bast]
-kubeconfig_secret = "SPOKE_KUBECONFIG"
-connect_timeout = "2s"
-request_timeout = "3s"
-status_retry = "20s"
-[clusters.bast.bastion]
-host = %q
-user = %q
-key_secret = "SPOKE_SSH_KEY"
-known_hosts = %q
-keepalive_interval = "1s"
-keepalive_max = 2
-`, bast.Addr, sshd.User(t), bast.KnownHosts())
-	newJobsBroker(t, hub, token, admin, "cutter", "fake", fleetFile, map[string][]byte{
-		"SPOKE_KUBECONFIG": s.KubeconfigBytes(s.URL, tok, ns),
-		"SPOKE_SSH_KEY":    bast.key,
-	})
-	wait.Eventually(t, offlineBudget, pollInterval, func() error {
-		return admin.brokerStatuses(map[string]string{"cutter": api.BrokerOnline})
-	})
+	ns, admin := bastionJobsBroker(t, s, bast, "cut", "cutter", "3s", "20s")
 	ag := startFakeAgent(t, admin, "cutter", "measurer")
 
 	t.Run("5s cut mid-poll", func(t *testing.T) {

@@ -502,3 +502,36 @@ func (b *bastion) freeze(t *testing.T) (thaw func()) {
 	t.Cleanup(thaw)
 	return thaw
 }
+
+// bastionJobsBroker starts a Jobs Hub and a fake-runtime broker, name,
+// whose one cluster block, bast, reaches the spoke's namespace prefix-*
+// through bast with the given request_timeout and status_retry (connect
+// 2 s, keep-alives every 1 s, two missed), and waits until the broker is
+// online. It returns the namespace and the Hub's admin.
+func bastionJobsBroker(t *testing.T, s *kube.Spoke, bast *bastion, prefix, name, requestTimeout, statusRetry string) (ns string, admin *host) {
+	t.Helper()
+	ns, tok := spokeNamespace(t, s, prefix)
+	hub, token, admin := jobsHub(t)
+	fleetFile := fmt.Sprintf(`
+[clusters.bast]
+kubeconfig_secret = "SPOKE_KUBECONFIG"
+connect_timeout = "2s"
+request_timeout = %q
+status_retry = %q
+[clusters.bast.bastion]
+host = %q
+user = %q
+key_secret = "SPOKE_SSH_KEY"
+known_hosts = %q
+keepalive_interval = "1s"
+keepalive_max = 2
+`, requestTimeout, statusRetry, bast.Addr, sshd.User(t), bast.KnownHosts())
+	newJobsBroker(t, hub, token, admin, name, "fake", fleetFile, map[string][]byte{
+		"SPOKE_KUBECONFIG": s.KubeconfigBytes(s.URL, tok, ns),
+		"SPOKE_SSH_KEY":    bast.key,
+	})
+	wait.Eventually(t, offlineBudget, pollInterval, func() error {
+		return admin.brokerStatuses(map[string]string{name: api.BrokerOnline})
+	})
+	return ns, admin
+}

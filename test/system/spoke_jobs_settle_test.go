@@ -13,7 +13,6 @@ import (
 
 	"github.com/scion-go/scion/api"
 	"github.com/scion-go/scion/internal/testenv/kube"
-	"github.com/scion-go/scion/internal/testenv/sshd"
 	"github.com/scion-go/scion/internal/wait"
 	"github.com/scion-go/scion/spoke/jobs"
 )
@@ -30,29 +29,7 @@ func TestSpokeJobGivenUpIsEndedOnItsSpoke(t *testing.T) {
 	t.Parallel()
 	s := requireSpoke(t)
 	bast := startBastion(t)
-	ns, tok := spokeNamespace(t, s, "settle")
-	hub, token, admin := jobsHub(t)
-	fleetFile := fmt.Sprintf(`
-[clusters.bast]
-kubeconfig_secret = "SPOKE_KUBECONFIG"
-connect_timeout = "2s"
-request_timeout = "2s"
-status_retry = "4s"
-[clusters.bast.bastion]
-host = %q
-user = %q
-key_secret = "SPOKE_SSH_KEY"
-known_hosts = %q
-keepalive_interval = "1s"
-keepalive_max = 2
-`, bast.Addr, sshd.User(t), bast.KnownHosts())
-	newJobsBroker(t, hub, token, admin, "settler", "fake", fleetFile, map[string][]byte{
-		"SPOKE_KUBECONFIG": s.KubeconfigBytes(s.URL, tok, ns),
-		"SPOKE_SSH_KEY":    bast.key,
-	})
-	wait.Eventually(t, offlineBudget, pollInterval, func() error {
-		return admin.brokerStatuses(map[string]string{"settler": api.BrokerOnline})
-	})
+	ns, admin := bastionJobsBroker(t, s, bast, "settle", "settler", "2s", "4s")
 	agLong := startFakeAgent(t, admin, "settler", "long")
 	agShort := startFakeAgent(t, admin, "settler", "short")
 	chLong := agLong.startJobRun(t, 3*time.Minute, "--cluster", "bast", "--image", "busybox", "--deadline", "10m",
