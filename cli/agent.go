@@ -175,7 +175,7 @@ start: delete it first to run it with another command.`
 		if start {
 			ag, err = startOrCreate(cmd, cl, req)
 		} else {
-			ag, err = cl.CreateAgent(cmd.Context(), req)
+			ag, err = createKeyed(cmd, cl, req)
 		}
 		if err != nil {
 			return err
@@ -197,7 +197,7 @@ func startOrCreate(cmd *cobra.Command, cl *client.Client, req api.CreateAgentReq
 	ctx := cmd.Context()
 	cur, err := cl.GetAgent(ctx, req.Name, req.Project)
 	if isAgentNotFound(err) {
-		ag, err := cl.CreateAgent(ctx, req)
+		ag, err := createKeyed(cmd, cl, req)
 		if !api.IsCode(err, api.CodeAlreadyExists) {
 			return ag, err
 		}
@@ -207,7 +207,7 @@ func startOrCreate(cmd *cobra.Command, cl *client.Client, req api.CreateAgentReq
 	}
 	ignored := ignoredCreateFlags(cmd, req)
 	if cur != nil && len(ignored) > 0 && retryRefusedCreate(*cur) {
-		ag, err := cl.CreateAgent(ctx, retryRequest(req, *cur))
+		ag, err := createKeyed(cmd, cl, retryRequest(req, *cur))
 		if !api.IsCode(err, api.CodeAlreadyExists) {
 			return ag, err
 		}

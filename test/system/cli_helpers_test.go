@@ -57,9 +57,24 @@ func (h *host) env() []string {
 // of requests on loopback.
 const cliTimeout = 30 * time.Second
 
+// createTimeout bounds a start or create instead: that command waits on
+// the broker's runtime, past the Hub's dispatch timeout when it has to
+// (the CLI asks again for an outcome the Hub could not tell yet), and a
+// Docker Engine that a parallel test floods with 100 creates and their
+// teardowns has taken more than 30 s to create one more container.
+const createTimeout = 3 * time.Minute
+
+// cliBound is the bound of the CLI command args.
+func cliBound(args []string) time.Duration {
+	if len(args) > 0 && (args[0] == "start" || args[0] == "create") {
+		return createTimeout
+	}
+	return cliTimeout
+}
+
 // scion runs one CLI command on this host and returns its output.
 func (h *host) scion(args ...string) (stdout, stderr string, err error) {
-	ctx, cancel := context.WithTimeout(context.Background(), cliTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), cliBound(args))
 	defer cancel()
 	cmd := exec.CommandContext(ctx, scionBin, args...)
 	cmd.Env = h.env()

@@ -454,7 +454,7 @@ func (h *host) agentsBySlug() (map[string]api.Agent, error) {
 // scionCode runs a command that may exit non-zero and returns its exit
 // code; err is only for a command that could not be run at all.
 func (h *host) scionCode(stdin io.Reader, args ...string) (stdout, stderr string, code int, err error) {
-	ctx, cancel := context.WithTimeout(context.Background(), cliTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), cliBound(args))
 	defer cancel()
 	cmd := exec.CommandContext(ctx, scionBin, args...)
 	cmd.Env = h.env()

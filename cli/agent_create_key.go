@@ -1,0 +1,52 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/client"
+)
+
+// createOutcomeWait bounds how long one create waits for an outcome the
+// Hub could not tell yet. The Hub answers within its dispatch timeout
+// (30 s by default) whatever the broker does; a broker whose runtime is
+// slow (a Docker Engine busy with other containers, an image being
+// pulled) may take several of those to finish the create.
+const createOutcomeWait = 5 * time.Minute
+
+// createOutcomePace is the pause between two asks for a pending outcome:
+// the Hub answers a key whose create is still running at once.
+const createOutcomePace = time.Second
+
+// createKeyed sends the create req under a fresh Idempotency-Key and,
+// while the Hub answers that the broker has not answered yet
+// (runtime_broker_timeout), asks again with the same key: the Hub then
+// never creates twice and answers the real outcome once the broker
+// reports it. That is what the Hub's message tells a caller to do; the
+// CLI does it for the user, and says so once on stderr.
+func createKeyed(cmd *cobra.Command, cl *client.Client, req api.CreateAgentRequest) (*api.Agent, error) {
+	ctx := client.WithIdempotencyKey(cmd.Context(), client.NewIdempotencyKey())
+	ag, err := cl.CreateAgent(ctx, req)
+	if !api.IsCode(err, api.CodeBrokerTimeout) {
+		return ag, err
+	}
+	fmt.Fprintf(cmd.ErrOrStderr(), "the broker has not finished creating agent %s yet; waiting for its outcome (up to %v)\n", req.Name, createOutcomeWait)
+	wctx, cancel := context.WithTimeout(ctx, createOutcomeWait)
+	defer cancel()
+	for api.IsCode(err, api.CodeBrokerTimeout) {
+		last := err // the Hub's own answer says how to learn the outcome later
+		select {
+		case <-wctx.Done():
+			return nil, last
+		case <-time.After(createOutcomePace):
+		}
+		if ag, err = cl.CreateAgent(wctx, req); err != nil && wctx.Err() != nil {
+			return nil, last
+		}
+	}
+	return ag, err
+}
