@@ -9,7 +9,7 @@ import (
 
 	"github.com/scion-go/scion/client"
 	"github.com/scion-go/scion/config"
-	"github.com/scion-go/scion/hub"
+	"github.com/scion-go/scion/hub/signin"
 	"github.com/scion-go/scion/internal/testenv"
 	"github.com/scion-go/scion/internal/testenv/oidcprovider"
 	"github.com/scion-go/scion/internal/wait"
@@ -24,7 +24,7 @@ func oidcEnv(t *testing.T) (*testenv.Env, *oidcprovider.Provider) {
 	devicePollUnit = 10 * time.Millisecond // the provider's 5 s interval becomes 50 ms
 	t.Cleanup(func() { devicePollUnit = old })
 	p := oidcprovider.New(t, oidcprovider.Options{})
-	e := testenv.New(t, testenv.Options{OIDC: &hub.OIDCConfig{IssuerURL: p.Issuer, ClientID: p.ClientID,
+	e := testenv.New(t, testenv.Options{OIDC: &signin.Config{IssuerURL: p.Issuer, ClientID: p.ClientID,
 		ClientSecret: p.ClientSecret, RequestsPerMinute: 60000, Burst: 1000}})
 	mustRun(t, "hub", "add", "team", e.URL, "--use")
 	return e, p

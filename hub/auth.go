@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/hub/transport"
 	"github.com/scion-go/scion/store"
 )
 
@@ -196,8 +197,8 @@ func (s *Server) authenticate(r *http.Request) (*Caller, error) {
 // guesser time, not the Hub database reads), and every failed credential
 // takes one token of its bucket. On false the answer is written.
 func (s *Server) authenticateLimited(w http.ResponseWriter, r *http.Request) (*Caller, bool) {
-	ip := clientIP(r)
-	if blocked, wait := s.rl.authFail.blocked(ip, s.opts.Now()); blocked {
+	ip := transport.ClientIP(r)
+	if blocked, wait := s.rl.authFail.Blocked(ip, s.opts.Now()); blocked {
 		s.refuseRateLimited(w, r, wait, "failed authentications")
 		return nil, false
 	}
@@ -206,7 +207,7 @@ func (s *Server) authenticateLimited(w http.ResponseWriter, r *http.Request) (*C
 		// Only a credential that was tried counts: a request with none
 		// costs the Hub no lookup and guesses nothing.
 		if r.Header.Get("Authorization") != "" || r.Header.Get(api.HeaderBrokerID) != "" {
-			s.rl.authFail.fail(ip, s.opts.Now())
+			s.rl.authFail.Fail(ip, s.opts.Now())
 		}
 		s.writeError(w, r, err)
 		return nil, false

@@ -13,6 +13,7 @@ import (
 
 	"github.com/scion-go/scion/api"
 	"github.com/scion-go/scion/hub/authz"
+	"github.com/scion-go/scion/hub/transport"
 	"github.com/scion-go/scion/store"
 )
 
@@ -99,8 +100,8 @@ const maxJoinBody = 64 << 10
 // refused join (a taken name) can be retried with it. A bad token counts
 // as a failed authentication of the client's address.
 func (s *Server) handleJoinBroker(w http.ResponseWriter, r *http.Request) {
-	ip := clientIP(r)
-	if blocked, wait := s.rl.authFail.blocked(ip, s.opts.Now()); blocked {
+	ip := transport.ClientIP(r)
+	if blocked, wait := s.rl.authFail.Blocked(ip, s.opts.Now()); blocked {
 		s.refuseRateLimited(w, r, wait, "failed authentications")
 		return
 	}
@@ -113,7 +114,7 @@ func (s *Server) handleJoinBroker(w http.ResponseWriter, r *http.Request) {
 			return 0, nil, err
 		}
 		if req.JoinToken == "" {
-			s.rl.authFail.fail(ip, s.opts.Now())
+			s.rl.authFail.Fail(ip, s.opts.Now())
 			return 0, nil, api.Unauthorized("a join token is required")
 		}
 		var name string // the name build chose: the token's, else the request's
@@ -139,7 +140,7 @@ func (s *Server) handleJoinBroker(w http.ResponseWriter, r *http.Request) {
 		})
 		switch {
 		case isNotFound(err) || errors.Is(err, store.ErrTokenUsed):
-			s.rl.authFail.fail(ip, s.opts.Now())
+			s.rl.authFail.Fail(ip, s.opts.Now())
 			s.log.Warn("join token rejected", "broker", req.Name)
 			return 0, nil, api.Unauthorized("invalid, used or expired join token")
 		case isExists(err):

@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/hub/transport"
 	"github.com/scion-go/scion/store"
 	"github.com/scion-go/scion/wire"
 )
@@ -23,7 +24,7 @@ func (s *Server) handleConnect(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if c.Kind != CallerBroker {
-		s.rl.authFail.fail(clientIP(r), s.opts.Now())
+		s.rl.authFail.Fail(transport.ClientIP(r), s.opts.Now())
 		s.writeError(w, r, api.Unauthorized("the control channel needs broker credentials"))
 		return
 	}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/scion-go/scion/api"
 	"github.com/scion-go/scion/hub/authz"
+	"github.com/scion-go/scion/hub/transport"
 	"github.com/scion-go/scion/store"
 )
 
@@ -29,14 +30,14 @@ const metricsTokenPrefix = "scm_"
 const defaultMetricsTokenTTL = 365 * 24 * time.Hour
 
 func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) {
-	ip := clientIP(r)
-	if blocked, wait := s.rl.authFail.blocked(ip, s.opts.Now()); blocked {
+	ip := transport.ClientIP(r)
+	if blocked, wait := s.rl.authFail.Blocked(ip, s.opts.Now()); blocked {
 		s.refuseRateLimited(w, r, wait, "failed authentications")
 		return
 	}
 	if err := s.metricsAccess(r); err != nil {
 		if api.IsCode(err, api.CodeUnauthorized) && r.Header.Get("Authorization") != "" {
-			s.rl.authFail.fail(ip, s.opts.Now())
+			s.rl.authFail.Fail(ip, s.opts.Now())
 		}
 		s.writeError(w, r, err)
 		return

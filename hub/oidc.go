@@ -1,66 +1,12 @@
 package hub
 
 import (
-	"fmt"
 	"net/http"
-	"slices"
-	"strings"
-	"sync"
-	"time"
 
 	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/hub/signin"
+	"github.com/scion-go/scion/hub/transport"
 )
-
-// OIDCConfig turns on OIDC sign-in for users (scion hub auth login runs a
-// device flow through the Hub). Nil leaves only Hub-issued tokens.
-type OIDCConfig struct {
-	// IssuerURL is the provider's issuer (its discovery document lives at
-	// IssuerURL/.well-known/openid-configuration).
-	IssuerURL string
-	// ClientID and ClientSecret identify the Hub at the provider.
-	ClientID     string
-	ClientSecret string
-	// DefaultRole is the Hub role of a user's first sign-in (default viewer).
-	DefaultRole string
-	// AdminEmails get the admin role at their first sign-in, when the
-	// provider says the email is verified. Compared without case.
-	AdminEmails []string
-	// RequestsPerMinute and Burst bound the sign-in requests of one client
-	// address (defaults 120 a minute, bursts of 30: a CLI polls every 5 s
-	// or slower, so ten sign-ins at once can share one address, as behind a
-	// proxy or a NAT).
-	RequestsPerMinute int
-	Burst             int
-}
-
-// Validate reports a configuration the Hub cannot sign anyone in with.
-func (c *OIDCConfig) Validate() error {
-	if c.IssuerURL == "" || c.ClientID == "" {
-		return fmt.Errorf("oidc: the issuer URL and the client ID are both required")
-	}
-	if !strings.HasPrefix(c.IssuerURL, "https://") && !strings.HasPrefix(c.IssuerURL, "http://") {
-		return fmt.Errorf("oidc: issuer %q is not an http(s) URL", c.IssuerURL)
-	}
-	switch c.DefaultRole {
-	case "", api.RoleViewer, api.RoleMember, api.RoleAdmin:
-	default:
-		return fmt.Errorf("oidc: default role %q is not one of admin, member, viewer", c.DefaultRole)
-	}
-	return nil
-}
-
-// roleFor is the Hub role of a user's first sign-in.
-func (c *OIDCConfig) roleFor(email string, verified bool) string {
-	if verified && email != "" && slices.ContainsFunc(c.AdminEmails, func(a string) bool {
-		return strings.EqualFold(strings.TrimSpace(a), email)
-	}) {
-		return api.RoleAdmin
-	}
-	if c.DefaultRole == "" {
-		return api.RoleViewer
-	}
-	return c.DefaultRole
-}
 
 // maxSignInBody bounds the sign-in request bodies (a device code).
 const maxSignInBody = 8 << 10
@@ -71,12 +17,9 @@ const maxSignInBody = 8 << 10
 // mux; other calls only list the routes).
 type oidcSignIn struct {
 	s       *Server
-	cfg     *OIDCConfig // nil: sign-in is off
-	limiter *ipLimiter
-	hc      *http.Client
-
-	mu       sync.Mutex
-	provider *providerInfo
+	cfg     *signin.Config // nil: sign-in is off
+	limiter *transport.IPLimiter
+	client  *signin.Client
 }
 
 // oidcRoutes are the sign-in routes; they need no caller.
@@ -90,8 +33,10 @@ func (s *Server) oidcRoutes() []Route {
 			burst = c.Burst
 		}
 	}
-	o := &oidcSignIn{s: s, cfg: s.opts.OIDC, limiter: newIPLimiter(perMinute, burst),
-		hc: &http.Client{Timeout: 15 * time.Second}}
+	o := &oidcSignIn{s: s, cfg: s.opts.OIDC, limiter: transport.NewIPLimiter(perMinute, burst)}
+	if o.cfg != nil {
+		o.client = signin.NewClient(o.cfg, s.log)
+	}
 	return []Route{
 		{Pattern: "POST /api/v1/auth/device", Public: true, open: o.route(o.handleDeviceStart)},
 		{Pattern: "POST /api/v1/auth/device/token", Public: true, open: o.route(o.handleDeviceToken)},
@@ -109,8 +54,8 @@ func (o *oidcSignIn) route(h func(r *http.Request) (int, any, error)) http.Handl
 				"this Hub has no OIDC provider configured; sign in with a token (scion hub auth login --token)"))
 			return
 		}
-		ip := clientIP(r)
-		if ok, wait := o.limiter.allow(ip, s.opts.Now()); !ok {
+		ip := transport.ClientIP(r)
+		if ok, wait := o.limiter.Allow(ip, s.opts.Now()); !ok {
 			// Debug: a flood must not become a flood of log lines.
 			s.log.Debug("oidc sign-in refused", "reason", "rate limited", "client", ip)
 			s.refuseRateLimited(w, r, wait, "sign-in requests")
@@ -129,11 +74,11 @@ func (o *oidcSignIn) route(h func(r *http.Request) (int, any, error)) http.Handl
 
 // handleDeviceStart asks the provider for a device code and user code.
 func (o *oidcSignIn) handleDeviceStart(r *http.Request) (int, any, error) {
-	p, err := o.discover(r.Context())
+	p, err := o.client.Discover(r.Context())
 	if err != nil {
 		return 0, nil, err
 	}
-	d, err := o.deviceAuthorization(r.Context(), p)
+	d, err := o.client.DeviceAuthorization(r.Context(), p)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -151,15 +96,15 @@ func (o *oidcSignIn) handleDeviceToken(r *http.Request) (int, any, error) {
 	if req.DeviceCode == "" || len(req.DeviceCode) > 2048 {
 		return 0, nil, api.BadRequest("deviceCode is required (from POST /api/v1/auth/device)")
 	}
-	p, err := o.discover(r.Context())
+	p, err := o.client.Discover(r.Context())
 	if err != nil {
 		return 0, nil, err
 	}
-	rawIDToken, err := o.deviceToken(r.Context(), p, req.DeviceCode)
+	rawIDToken, err := o.client.DeviceToken(r.Context(), p, req.DeviceCode)
 	if err != nil {
 		return 0, nil, err
 	}
-	id, err := o.verifyIDToken(r.Context(), p, rawIDToken)
+	id, err := o.client.VerifyIDToken(r.Context(), p, rawIDToken)
 	if err != nil {
 		return 0, nil, err
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/scion-go/scion/api"
 	"github.com/scion-go/scion/client"
 	"github.com/scion-go/scion/hub"
+	"github.com/scion-go/scion/hub/signin"
 	"github.com/scion-go/scion/internal/testenv"
 	"github.com/scion-go/scion/internal/testenv/oidcprovider"
 	"github.com/scion-go/scion/store"
@@ -47,13 +48,13 @@ type oidcHub struct {
 	Store store.Store
 	Anon  *client.Client // no caller
 	Log   *logBuffer
-	Cfg   *hub.OIDCConfig
+	Cfg   *signin.Config
 }
 
-func newOIDCHub(t *testing.T, edit func(*hub.OIDCConfig)) *oidcHub {
+func newOIDCHub(t *testing.T, edit func(*signin.Config)) *oidcHub {
 	t.Helper()
 	p := oidcprovider.New(t, oidcprovider.Options{})
-	cfg := &hub.OIDCConfig{IssuerURL: p.Issuer, ClientID: p.ClientID, ClientSecret: p.ClientSecret,
+	cfg := &signin.Config{IssuerURL: p.Issuer, ClientID: p.ClientID, ClientSecret: p.ClientSecret,
 		AdminEmails: []string{"Boss@Example.com"}, RequestsPerMinute: 60000, Burst: 1000}
 	if edit != nil {
 		edit(cfg)
@@ -113,7 +114,7 @@ func (h *oidcHub) noSecrets(t *testing.T, extra ...string) {
 }
 
 func TestOIDCDeviceSignIn(t *testing.T) {
-	h := newOIDCHub(t, func(c *hub.OIDCConfig) { c.DefaultRole = api.RoleMember })
+	h := newOIDCHub(t, func(c *signin.Config) { c.DefaultRole = api.RoleMember })
 	ctx := context.Background()
 
 	d, err := h.Anon.StartDeviceSignIn(ctx)
@@ -299,7 +300,7 @@ func TestOIDCBadRequests(t *testing.T) {
 }
 
 func TestOIDCProviderRefusesTheHub(t *testing.T) {
-	h := newOIDCHub(t, func(c *hub.OIDCConfig) { c.ClientSecret = "wrong-secret-value" })
+	h := newOIDCHub(t, func(c *signin.Config) { c.ClientSecret = "wrong-secret-value" })
 	_, err := h.Anon.StartDeviceSignIn(context.Background())
 	apiErr(t, err, http.StatusBadGateway, api.CodeOIDCProviderError)
 	if !strings.Contains(h.Log.String(), "invalid_client") {
@@ -307,13 +308,13 @@ func TestOIDCProviderRefusesTheHub(t *testing.T) {
 	}
 	h.noSecrets(t)
 
-	down := newOIDCHub(t, func(c *hub.OIDCConfig) { c.IssuerURL = "http://127.0.0.1:1" })
+	down := newOIDCHub(t, func(c *signin.Config) { c.IssuerURL = "http://127.0.0.1:1" })
 	_, err = down.Anon.StartDeviceSignIn(context.Background())
 	apiErr(t, err, http.StatusBadGateway, api.CodeOIDCProviderError)
 }
 
 func TestOIDCRateLimited(t *testing.T) {
-	h := newOIDCHub(t, func(c *hub.OIDCConfig) { c.RequestsPerMinute, c.Burst = 1, 2 })
+	h := newOIDCHub(t, func(c *signin.Config) { c.RequestsPerMinute, c.Burst = 1, 2 })
 	url := h.URL + "/api/v1/auth/device/token"
 	for i := 0; i < 2; i++ {
 		if status, _ := call(t, http.MethodPost, url, "", "application/json", []byte(`{"deviceCode":"x"}`)); status != 400 {

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/scion-go/scion/api"
-	"github.com/scion-go/scion/hub"
+	"github.com/scion-go/scion/hub/transport"
 	"github.com/scion-go/scion/internal/testenv"
 	"github.com/scion-go/scion/internal/wait"
 )
@@ -22,7 +22,7 @@ import (
 // the next one, with or without a body, from any address; another user is
 // served; when one of the held requests ends the caller is served again.
 func TestBusyConnectionsCappedPerCaller(t *testing.T) {
-	limits := hub.ServeLimits{ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 10 * time.Second, WriteTimeout: 10 * time.Second,
+	limits := transport.ServeLimits{ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 10 * time.Second, WriteTimeout: 10 * time.Second,
 		IdleTimeout: 10 * time.Second, BodyStall: 10 * time.Second, MaxConnsPerCaller: 2}
 	e := testenv.New(t, testenv.Options{Serve: &limits})
 	bob, err := e.Hub.CreateUserToken(context.Background(), "bob", api.RoleMember)

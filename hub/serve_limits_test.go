@@ -16,13 +16,14 @@ import (
 
 	"github.com/scion-go/scion/api"
 	"github.com/scion-go/scion/hub"
+	"github.com/scion-go/scion/hub/transport"
 	"github.com/scion-go/scion/internal/fakeclock"
 	"github.com/scion-go/scion/internal/testenv"
 	"github.com/scion-go/scion/internal/wait"
 )
 
 // shortLimits are timeouts small enough to watch, with the caps off.
-var shortLimits = hub.ServeLimits{
+var shortLimits = transport.ServeLimits{
 	ReadHeaderTimeout: 300 * time.Millisecond,
 	ReadTimeout:       600 * time.Millisecond,
 	WriteTimeout:      400 * time.Millisecond,
@@ -53,7 +54,7 @@ func closedWithin(t *testing.T, c net.Conn, limit time.Duration) time.Duration {
 
 // TestServeTimeoutsCloseSlowAndIdleClients: slow headers, a slow body and
 // an idle keep-alive connection are each closed by their timeout, as
-// `scion server start` serves (hub.NewHTTPServer).
+// `scion server start` serves (transport.NewHTTPServer).
 func TestServeTimeoutsCloseSlowAndIdleClients(t *testing.T) {
 	limits := shortLimits
 	e := testenv.New(t, testenv.Options{Serve: &limits})

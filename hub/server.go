@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/hub/signin"
 	"github.com/scion-go/scion/store"
 )
 
@@ -40,7 +41,7 @@ type Options struct {
 	// DispatchTimeout bounds one command to a broker (default 30s).
 	DispatchTimeout time.Duration
 	// OIDC turns on user sign-in through an OIDC provider.
-	OIDC *OIDCConfig
+	OIDC *signin.Config
 	// SecretsKey (32 bytes) seals Hub secrets at rest. It belongs outside
 	// the database (a key file); without it the secrets API answers 501.
 	SecretsKey []byte

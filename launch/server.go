@@ -13,6 +13,7 @@ import (
 
 	"github.com/scion-go/scion/config"
 	"github.com/scion-go/scion/hub"
+	"github.com/scion-go/scion/hub/transport"
 	"github.com/scion-go/scion/store"
 	"github.com/scion-go/scion/store/postgres"
 	"github.com/scion-go/scion/store/sqlite"
@@ -97,7 +98,7 @@ func Server(parent context.Context, o config.ServerOptions) error {
 		srv.Close()
 		return err
 	}
-	hs, limited := hub.NewHTTPServer(srv.Handler(), ln, limits, log)
+	hs, limited := transport.NewHTTPServer(srv.Handler(), ln, limits, log)
 	srv.WatchConnections(limited)
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- hs.Serve(limited) }()

@@ -2,14 +2,14 @@ package launch
 
 import (
 	"github.com/scion-go/scion/config"
-	"github.com/scion-go/scion/hub"
+	"github.com/scion-go/scion/hub/transport"
 )
 
 // serveLimits checks the server's connection flags and fits the global
 // connection cap under the process's file descriptor limit (Go raises the
 // soft limit to the hard one at start; fdLimit reads what it got).
-func serveLimits(c config.ServeLimits) (hub.ServeLimits, error) {
-	l := hub.ServeLimits{ReadHeaderTimeout: c.ReadHeaderTimeout, ReadTimeout: c.ReadTimeout, WriteTimeout: c.WriteTimeout,
+func serveLimits(c config.ServeLimits) (transport.ServeLimits, error) {
+	l := transport.ServeLimits{ReadHeaderTimeout: c.ReadHeaderTimeout, ReadTimeout: c.ReadTimeout, WriteTimeout: c.WriteTimeout,
 		IdleTimeout: c.IdleTimeout, MaxConnsPerAddr: c.MaxConnsPerAddr, MaxConns: c.MaxConns,
 		MaxConnsPerCaller: c.MaxConnsPerCaller, BodyStall: c.BodyStall, BodyMinRate: c.BodyMinRate}
 	for _, d := range []struct {
@@ -36,6 +36,6 @@ func serveLimits(c config.ServeLimits) (hub.ServeLimits, error) {
 	if l.MaxConns <= 0 {
 		return l, usageErrorf("--max-connections must be positive")
 	}
-	l.MaxConns = hub.MaxConnsForFDLimit(l.MaxConns, fdLimit())
+	l.MaxConns = transport.MaxConnsForFDLimit(l.MaxConns, fdLimit())
 	return l, nil
 }

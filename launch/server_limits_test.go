@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/scion-go/scion/config"
-	"github.com/scion-go/scion/hub"
+	"github.com/scion-go/scion/hub/transport"
 )
 
 // TestServeLimitsFlags: the server's timeout and cap flags are checked,
@@ -48,8 +48,8 @@ func TestServeLimitsFlags(t *testing.T) {
 			if got.MaxConnsPerCaller != l.MaxConnsPerCaller || got.BodyStall != l.BodyStall || got.BodyMinRate != l.BodyMinRate {
 				t.Fatalf("the Hub gets %+v from %+v", got, l)
 			}
-			if n := fdLimit(); n > 0 && uint64(got.MaxConns)+hub.FDReserve > n {
-				t.Fatalf("MaxConns %d + reserve %d over the descriptor limit %d", got.MaxConns, hub.FDReserve, n)
+			if n := fdLimit(); n > 0 && uint64(got.MaxConns)+transport.FDReserve > n {
+				t.Fatalf("MaxConns %d + reserve %d over the descriptor limit %d", got.MaxConns, transport.FDReserve, n)
 			}
 		})
 	}

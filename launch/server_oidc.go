@@ -7,12 +7,12 @@ import (
 	"strings"
 
 	"github.com/scion-go/scion/config"
-	"github.com/scion-go/scion/hub"
+	"github.com/scion-go/scion/hub/signin"
 )
 
 // oidcConfig merges the --oidc-* flags f over server.hub.oidc of
 // settings.yaml; nil when no issuer is set (OIDC sign-in off).
-func oidcConfig(f config.OIDCSettings) (*hub.OIDCConfig, error) {
+func oidcConfig(f config.OIDCSettings) (*signin.Config, error) {
 	st, err := config.LoadSettings()
 	if err != nil {
 		return nil, err
@@ -27,7 +27,7 @@ func oidcConfig(f config.OIDCSettings) (*hub.OIDCConfig, error) {
 		}
 		return setting
 	}
-	c := &hub.OIDCConfig{
+	c := &signin.Config{
 		IssuerURL:   strings.TrimSpace(pick(f.Issuer, s.Issuer)),
 		ClientID:    strings.TrimSpace(pick(f.ClientID, s.ClientID)),
 		DefaultRole: strings.TrimSpace(pick(f.DefaultRole, s.DefaultRole)),

@@ -120,12 +120,29 @@ var Rules = []Rule{
 		Pkgs: []string{"internal/testenv/proxy"}, Only: []string{},
 	},
 	{
+		// The Hub's listener and HTTP server guards (connection caps,
+		// body rates, per-caller slots, per-address token buckets): plain
+		// net/http over a net.Listener, knowing nothing of routes,
+		// callers or records; of ours only api for the refusal's body.
+		Name: "hub/transport imports only api",
+		Pkgs: []string{"hub/transport"}, Only: []string{"api"},
+	},
+	{
+		// The Hub's OIDC sign-in against its provider: discovery, the
+		// device flow's requests, the ID token's verification. It holds
+		// no records (the Hub finds or makes the user); of ours only api,
+		// of other modules only go-oidc (and what it brings).
+		Name: "hub/signin imports only api and go-oidc",
+		Pkgs: []string{"hub/signin"}, Only: []string{"api"},
+		Modules: []string{"github.com/coreos/go-oidc/v3", "github.com/go-jose/go-jose/v4", "golang.org/x/oauth2"},
+	},
+	{
 		// The Hub: its HTTP surface, sessions, dispatch and records. It
 		// reaches brokers only over wire and data only through the store
 		// interface; the engine (store/sqlite, store/postgres), the
 		// broker and the runtimes are chosen and wired by launch.
-		Name: "hub imports only api, its pure parts, store and wire",
-		Pkgs: []string{"hub"}, Only: []string{"api", "hub/authz", "hub/placement", "store", "wire"},
+		Name: "hub imports only api, its own parts, store and wire",
+		Pkgs: []string{"hub"}, Only: []string{"api", "hub/authz", "hub/placement", "hub/signin", "hub/transport", "store", "wire"},
 	},
 	{
 		// The broker daemon: the runtime interface (a concrete runtime is

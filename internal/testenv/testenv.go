@@ -24,6 +24,8 @@ import (
 	"github.com/scion-go/scion/broker"
 	"github.com/scion-go/scion/client"
 	"github.com/scion-go/scion/hub"
+	"github.com/scion-go/scion/hub/signin"
+	"github.com/scion-go/scion/hub/transport"
 	"github.com/scion-go/scion/internal/wait"
 	"github.com/scion-go/scion/runtime"
 	"github.com/scion-go/scion/runtime/fake"
@@ -59,7 +61,7 @@ type Options struct {
 	// with the broker's name.
 	DropReply func(broker, method, key string) bool
 	// OIDC turns on the Hub's OIDC sign-in (see internal/testenv/oidcprovider).
-	OIDC *hub.OIDCConfig
+	OIDC *signin.Config
 	// RuntimeNames is the runtime each broker reports to the Hub, by
 	// broker name: its fake runtime under another name ("kubernetes", for
 	// what the CLI shows of a Kubernetes broker). Default "fake".
@@ -77,8 +79,8 @@ type Options struct {
 	// name (passthrough:gcp, say).
 	Capabilities map[string][]string
 	// Serve, when set, serves the Hub as `scion server start` does: with
-	// these timeouts and connection caps (hub.NewHTTPServer).
-	Serve *hub.ServeLimits
+	// these timeouts and connection caps (transport.NewHTTPServer).
+	Serve *transport.ServeLimits
 	// RateLimits of the Hub. Nil is limits so high that tests which walk
 	// every route with bad credentials from one address see their 401s;
 	// a test of the limits passes hub.DefaultRateLimits().
@@ -126,7 +128,7 @@ type Env struct {
 	// secretsKey seals the Hub's secrets; a restarted Hub keeps it.
 	secretsKey []byte
 	// conns is the listener's connection limiter when opts.Serve is set.
-	conns *hub.ConnLimiter
+	conns *transport.ConnLimiter
 	// scan checks at Close that no credential reached the logs.
 	scan *logScan
 }
@@ -257,7 +259,7 @@ func New(t testing.TB, opts Options) *Env {
 		e.handler.Load().(handlerBox).ServeHTTP(w, r)
 	}))
 	if opts.Serve != nil {
-		hs, ln := hub.NewHTTPServer(e.Server.Config.Handler, e.Server.Listener, *opts.Serve, e.log)
+		hs, ln := transport.NewHTTPServer(e.Server.Config.Handler, e.Server.Listener, *opts.Serve, e.log)
 		e.Server.Config, e.Server.Listener = hs, ln
 		e.Hub.WatchConnections(ln)
 		e.conns = ln

@@ -21,7 +21,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/scion-go/scion/hub"
+	"github.com/scion-go/scion/hub/transport"
 	"github.com/scion-go/scion/internal/wait"
 )
 
@@ -130,7 +130,7 @@ func hostilePhase(t *testing.T, duration time.Duration, maxConnsFlag, hold int) 
 	if maxConns != maxConnsFlag {
 		skipOrFail(t, "the Hub runs with max_connections %d, not %d (its descriptor limit is too low)", maxConns, maxConnsFlag)
 	}
-	fdCap := maxConns + hub.FDReserve // the documented descriptor cap
+	fdCap := maxConns + transport.FDReserve // the documented descriptor cap
 	addr := hp.URL[len("http://"):]
 	t.Logf("hub pid %d: max_connections %d, so the descriptor cap is %d", hp.proc.PID, maxConns, fdCap)
 
@@ -249,7 +249,7 @@ func hostilePhase(t *testing.T, duration time.Duration, maxConnsFlag, hold int) 
 	t.Logf("MEASURED: signed-in client, new connection per call: %d calls, p50 %v, p99 %v, max %v, %d errors",
 		len(fresh), pct(fresh, 50), pct(fresh, 99), pct(fresh, 100), len(freshErrs))
 	t.Logf("MEASURED: Hub open descriptors: %d before the attack; median %d and max %d while the client was measured, max %d during the flood (cap %d = max_connections %d + %d); %d, %v after it ended",
-		baseFD, medianFD, measuredMax, maxFD.Load(), fdCap, maxConns, hub.FDReserve, after, recovered.Round(100*time.Millisecond))
+		baseFD, medianFD, measuredMax, maxFD.Load(), fdCap, maxConns, transport.FDReserve, after, recovered.Round(100*time.Millisecond))
 
 	if len(keepErrs) > 0 || len(freshErrs) > 0 {
 		t.Errorf("the signed-in client's calls failed: kept-alive %v; new connections %v", first(keepErrs, 5), first(freshErrs, 5))

@@ -1,16 +1,14 @@
-package hub
+package signin
 
 import (
-	"fmt"
 	"slices"
 	"testing"
-	"time"
 
 	"github.com/scion-go/scion/api"
 )
 
 func TestOIDCRoleFor(t *testing.T) {
-	c := &OIDCConfig{AdminEmails: []string{" Boss@Example.com "}}
+	c := &Config{AdminEmails: []string{" Boss@Example.com "}}
 	for _, tc := range []struct {
 		email    string
 		verified bool
@@ -25,18 +23,18 @@ func TestOIDCRoleFor(t *testing.T) {
 		{"", true, "", api.RoleViewer},
 	} {
 		c.DefaultRole = tc.def
-		if got := c.roleFor(tc.email, tc.verified); got != tc.want {
+		if got := c.RoleFor(tc.email, tc.verified); got != tc.want {
 			t.Errorf("roleFor(%q, %v) with default %q = %s, want %s", tc.email, tc.verified, tc.def, got, tc.want)
 		}
 	}
 }
 
-func TestOIDCConfigValidate(t *testing.T) {
-	ok := OIDCConfig{IssuerURL: "https://id.example.com", ClientID: "scion"}
+func TestConfigValidate(t *testing.T) {
+	ok := Config{IssuerURL: "https://id.example.com", ClientID: "scion"}
 	if err := ok.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	for _, bad := range []OIDCConfig{
+	for _, bad := range []Config{
 		{ClientID: "scion"},
 		{IssuerURL: "https://id.example.com"},
 		{IssuerURL: "id.example.com", ClientID: "scion"},
@@ -63,32 +61,5 @@ func TestAuthStyles(t *testing.T) {
 		if got := authStyles(tc.secret, tc.supported); !slices.Equal(got, tc.want) {
 			t.Errorf("authStyles(%v, %v) = %v, want %v", tc.secret, tc.supported, got, tc.want)
 		}
-	}
-}
-
-func TestIPLimiter(t *testing.T) {
-	l := newIPLimiter(60, 3) // one a second, bursts of three
-	now := time.Unix(1000, 0)
-	for i := 0; i < 3; i++ {
-		if ok, _ := l.allow("a", now); !ok {
-			t.Fatalf("request %d of the burst refused", i)
-		}
-	}
-	ok, wait := l.allow("a", now)
-	if ok || wait <= 0 || wait > time.Second {
-		t.Fatalf("over the burst: ok=%v wait=%v", ok, wait)
-	}
-	if ok, _ := l.allow("b", now); !ok {
-		t.Fatal("another address shares the bucket")
-	}
-	if ok, _ := l.allow("a", now.Add(time.Second)); !ok {
-		t.Fatal("no refill after a second")
-	}
-	// The map stays bounded.
-	for i := 0; i < maxBuckets+10; i++ {
-		l.allow(fmt.Sprint("ip", i), now.Add(time.Duration(i)*time.Millisecond))
-	}
-	if len(l.buckets) > maxBuckets {
-		t.Fatalf("%d buckets kept", len(l.buckets))
 	}
 }

@@ -1,11 +1,6 @@
-package hub
+package transport
 
-import (
-	"net/http"
-	"time"
-
-	"github.com/scion-go/scion/api"
-)
+import "context"
 
 // Busy connections per caller. The per-address cap does not see a caller
 // behind a proxy (every client has the proxy's address) nor one caller
@@ -60,18 +55,15 @@ func (l *ConnLimiter) holdCaller(caller string) (release func(), ok bool) {
 	}, true
 }
 
-// holdCallerSlot takes a busy slot of c for r (none is needed for a
-// request that did not come through a ConnLimiter). False: the 429 is
-// written, with its body unread.
-func (s *Server) holdCallerSlot(w http.ResponseWriter, r *http.Request, c *Caller) (release func(), ok bool) {
-	lc := limitedConnOf(r.Context())
+// HoldCaller takes a busy slot of caller for the request whose context
+// is ctx; release gives it back. A request that did not come through a
+// ConnLimiter needs none. False: the caller holds its cap, which is
+// returned for the answer.
+func HoldCaller(ctx context.Context, caller string) (release func(), limit int, ok bool) {
+	lc := limitedConnOf(ctx)
 	if lc == nil {
-		return func() {}, true
+		return func() {}, 0, true
 	}
-	release, ok = lc.l.holdCaller(c.Principal())
-	if !ok {
-		s.refuse429(w, r, time.Second, api.Errorf(api.CodeRateLimited,
-			"too many requests in progress for this caller (at most %d at once); retry in 1 s", lc.l.callers.cap).WithDetail("retryAfter", 1))
-	}
-	return release, ok
+	release, ok = lc.l.holdCaller(caller)
+	return release, lc.l.callers.cap, ok
 }

@@ -1,4 +1,4 @@
-package hub
+package transport
 
 import (
 	"bufio"
@@ -105,38 +105,29 @@ type streamingWriter struct {
 	rc *http.ResponseController
 }
 
-func newStreamingWriter(w http.ResponseWriter) *streamingWriter {
+func NewStreamingWriter(w http.ResponseWriter) *streamingWriter {
 	return &streamingWriter{ResponseWriter: w, rc: http.NewResponseController(w)}
 }
 
 // extend sets the deadline of the next write. It is also called when the
 // handler returns, for the end of the answer that net/http writes then.
-func (s *streamingWriter) extend() { _ = s.rc.SetWriteDeadline(time.Now().Add(streamStall)) }
+func (s *streamingWriter) Extend() { _ = s.rc.SetWriteDeadline(time.Now().Add(streamStall)) }
 
 func (s *streamingWriter) WriteHeader(code int) {
-	s.extend()
+	s.Extend()
 	s.ResponseWriter.WriteHeader(code)
 }
 
 func (s *streamingWriter) Write(b []byte) (int, error) {
-	s.extend()
+	s.Extend()
 	return s.ResponseWriter.Write(b)
 }
 
 func (s *streamingWriter) Flush() {
-	s.extend()
+	s.Extend()
 	_ = s.rc.Flush()
 }
 
 func (s *streamingWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) { return s.rc.Hijack() }
 
 func (s *streamingWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
-
-// streaming adapts a stream route's handler to lift the write timeout.
-func streaming(h func(http.ResponseWriter, *http.Request, *Caller)) func(http.ResponseWriter, *http.Request, *Caller) {
-	return func(w http.ResponseWriter, r *http.Request, c *Caller) {
-		sw := newStreamingWriter(w)
-		defer sw.extend()
-		h(sw, r, c)
-	}
-}

@@ -1,4 +1,4 @@
-package hub
+package signin
 
 import (
 	"context"
@@ -23,8 +23,8 @@ import (
 // nor the client secret is ever logged or returned; refusals are logged
 // with a reason.
 
-// providerInfo is what discovery taught the Hub about its provider.
-type providerInfo struct {
+// Provider is what discovery taught the Hub about its provider.
+type Provider struct {
 	verifier  *oidc.IDTokenVerifier
 	deviceURL string
 	tokenURL  string
@@ -49,15 +49,15 @@ func providerErr(format string, args ...any) *api.Error {
 	return api.Errorf(api.CodeOIDCProviderError, format+"; the Hub log has the details", args...)
 }
 
-// discover fetches the provider's discovery document the first time it
+// Discover fetches the provider's discovery document the first time it
 // answers, and keeps it.
-func (o *oidcSignIn) discover(ctx context.Context) (*providerInfo, error) {
+func (o *Client) Discover(ctx context.Context) (*Provider, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.provider != nil {
 		return o.provider, nil
 	}
-	cfg, log := o.cfg, o.s.log
+	cfg, log := o.cfg, o.log
 	if err := cfg.Validate(); err != nil {
 		return nil, err // an internal error: logged, answered generically
 	}
@@ -76,7 +76,7 @@ func (o *oidcSignIn) discover(ctx context.Context) (*providerInfo, error) {
 		log.Warn("oidc sign-in refused", "reason", "the provider has no device_authorization_endpoint", "issuer", cfg.IssuerURL)
 		return nil, providerErr("the Hub's OIDC provider does not offer the device flow")
 	}
-	info := &providerInfo{
+	info := &Provider{
 		verifier:  p.Verifier(&oidc.Config{ClientID: cfg.ClientID}),
 		deviceURL: meta.DeviceURL,
 		tokenURL:  p.Endpoint().TokenURL,
@@ -116,7 +116,7 @@ type oauthError struct {
 // post sends a form to the provider with the Hub's client credentials.
 // When the provider refuses the client (invalid_client) it tries the next
 // authentication method, and it keeps the first that works.
-func (o *oidcSignIn) post(ctx context.Context, p *providerInfo, endpoint string, form url.Values) (int, []byte, error) {
+func (o *Client) post(ctx context.Context, p *Provider, endpoint string, form url.Values) (int, []byte, error) {
 	o.mu.Lock()
 	styles := p.styles
 	if p.styleOK != styleUnknown {
@@ -150,7 +150,7 @@ func (o *oidcSignIn) post(ctx context.Context, p *providerInfo, endpoint string,
 			if errors.As(err, &ue) {
 				err = ue.Err // the URL is logged separately
 			}
-			o.s.log.Warn("oidc sign-in refused", "reason", "provider unreachable", "endpoint", endpoint, "err", err)
+			o.log.Warn("oidc sign-in refused", "reason", "provider unreachable", "endpoint", endpoint, "err", err)
 			return 0, nil, providerErr("the Hub cannot reach its OIDC provider")
 		}
 		body, err = io.ReadAll(io.LimitReader(resp.Body, 64<<10))
@@ -194,8 +194,8 @@ func (n *flexInt) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// deviceAuthorization is RFC 8628 3.1-3.2 with scope "openid email profile".
-func (o *oidcSignIn) deviceAuthorization(ctx context.Context, p *providerInfo) (*api.DeviceAuthorization, error) {
+// DeviceAuthorization is RFC 8628 3.1-3.2 with scope "openid email profile".
+func (o *Client) DeviceAuthorization(ctx context.Context, p *Provider) (*api.DeviceAuthorization, error) {
 	status, body, err := o.post(ctx, p, p.deviceURL, url.Values{"scope": {"openid email profile"}})
 	if err != nil {
 		return nil, err
@@ -203,7 +203,7 @@ func (o *oidcSignIn) deviceAuthorization(ctx context.Context, p *providerInfo) (
 	if status != http.StatusOK {
 		var e oauthError
 		_ = json.Unmarshal(body, &e)
-		o.s.log.Warn("oidc sign-in refused", "reason", "the provider refused the device authorization request",
+		o.log.Warn("oidc sign-in refused", "reason", "the provider refused the device authorization request",
 			"status", status, "error", e.Code, "description", e.Description)
 		return nil, providerErr("the Hub's OIDC provider refused to start a device sign-in (%s)", orStatus(e.Code, status))
 	}
@@ -218,7 +218,7 @@ func (o *oidcSignIn) deviceAuthorization(ctx context.Context, p *providerInfo) (
 	}
 	if err := json.Unmarshal(body, &d); err != nil || d.DeviceCode == "" || d.UserCode == "" ||
 		(d.VerificationURI == "" && d.VerificationURL == "") {
-		o.s.log.Warn("oidc sign-in refused", "reason", "the provider's device authorization answer lacks a field")
+		o.log.Warn("oidc sign-in refused", "reason", "the provider's device authorization answer lacks a field")
 		return nil, providerErr("the Hub's OIDC provider sent an unusable device authorization")
 	}
 	out := &api.DeviceAuthorization{
@@ -238,9 +238,9 @@ func (o *oidcSignIn) deviceAuthorization(ctx context.Context, p *providerInfo) (
 	return out, nil
 }
 
-// deviceToken makes one token request (RFC 8628 3.4-3.5) and returns the
+// DeviceToken makes one token request (RFC 8628 3.4-3.5) and returns the
 // raw ID token, or the typed error the client polls on.
-func (o *oidcSignIn) deviceToken(ctx context.Context, p *providerInfo, deviceCode string) (string, error) {
+func (o *Client) DeviceToken(ctx context.Context, p *Provider, deviceCode string) (string, error) {
 	status, body, err := o.post(ctx, p, p.tokenURL, url.Values{
 		"grant_type":  {"urn:ietf:params:oauth:grant-type:device_code"},
 		"device_code": {deviceCode},
@@ -253,7 +253,7 @@ func (o *oidcSignIn) deviceToken(ctx context.Context, p *providerInfo, deviceCod
 			IDToken string `json:"id_token"`
 		}
 		if json.Unmarshal(body, &t) != nil || t.IDToken == "" {
-			o.s.log.Warn("oidc sign-in refused", "reason", "the provider's token answer has no id_token")
+			o.log.Warn("oidc sign-in refused", "reason", "the provider's token answer has no id_token")
 			return "", providerErr("the Hub's OIDC provider returned no ID token (is the openid scope allowed for the Hub's client?)")
 		}
 		return t.IDToken, nil
@@ -266,16 +266,16 @@ func (o *oidcSignIn) deviceToken(ctx context.Context, p *providerInfo, deviceCod
 	case "slow_down":
 		return "", bad(api.CodeSlowDown, "polling too fast: wait 5 seconds longer between polls")
 	case "expired_token":
-		o.s.log.Info("oidc sign-in refused", "reason", "the device code expired")
+		o.log.Info("oidc sign-in refused", "reason", "the device code expired")
 		return "", bad(api.CodeExpiredToken, "the sign-in code expired before it was approved; start again")
 	case "access_denied":
-		o.s.log.Info("oidc sign-in refused", "reason", "the user denied the sign-in at the provider")
+		o.log.Info("oidc sign-in refused", "reason", "the user denied the sign-in at the provider")
 		return "", bad(api.CodeAccessDenied, "the sign-in was denied at the provider")
 	case "invalid_grant":
-		o.s.log.Info("oidc sign-in refused", "reason", "unknown or used device code")
+		o.log.Info("oidc sign-in refused", "reason", "unknown or used device code")
 		return "", api.BadRequest("the device code is unknown, already used or expired; start the sign-in again")
 	}
-	o.s.log.Warn("oidc sign-in refused", "reason", "the provider refused the token request", "status", status, "error", code)
+	o.log.Warn("oidc sign-in refused", "reason", "the provider refused the token request", "status", status, "error", code)
 	return "", providerErr("the Hub's OIDC provider refused the token request (%s)", orStatus(code, status))
 }
 
