@@ -18,8 +18,12 @@ demo: build
 # The whole suite, PostgreSQL included (.ci/postgres.sh installs and starts
 # it), and the Kubernetes runtime's real kube-apiserver (.ci/kube-apiserver.sh
 # installs etcd and builds the API server once; the tests start both).
+# -trimpath keeps the checkout's directory out of what go test compiles,
+# so that a clean clone on a warm machine reuses the build cache: without
+# it every package was compiled again for a new path (131 s of a CI run
+# here, against 33 s of linking with it).
 test: build
-	@eval "$$(.ci/postgres.sh)" && eval "$$(.ci/kube-apiserver.sh)" && SCION_BIN=$(CURDIR)/bin/scion $(GO) test -p 2 -count=1 -timeout 60m $(TEST_PKGS)
+	@eval "$$(.ci/postgres.sh)" && eval "$$(.ci/kube-apiserver.sh)" && SCION_BIN=$(CURDIR)/bin/scion $(GO) test -trimpath -p 2 -count=1 -timeout 60m $(TEST_PKGS)
 
 # go test starts packages in the order they are named. test/system takes
 # most of the run (its tests mostly wait on the processes they start), so

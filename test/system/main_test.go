@@ -1,7 +1,6 @@
 package system
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -74,21 +73,29 @@ func runMain(m *testing.M) int {
 	return m.Run()
 }
 
-// findModuleRoot walks up from this file to the directory with go.mod, so
-// the tests work whatever the working directory of `go test` is.
+// findModuleRoot walks up to the directory with go.mod: from the working
+// directory, which go test sets to this package's directory, else from
+// this file's path as compiled (which -trimpath, as make test builds,
+// makes relative).
 func findModuleRoot() (string, error) {
-	_, file, _, ok := runtime.Caller(0)
-	if !ok {
-		return "", errors.New("cannot locate the test source file")
+	var starts []string
+	if wd, err := os.Getwd(); err == nil {
+		starts = append(starts, wd)
 	}
-	for dir := filepath.Dir(file); ; dir = filepath.Dir(dir) {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		if parent := filepath.Dir(dir); parent == dir {
-			return "", fmt.Errorf("no go.mod above %s", file)
+	if _, file, _, ok := runtime.Caller(0); ok && filepath.IsAbs(file) {
+		starts = append(starts, filepath.Dir(file))
+	}
+	for _, start := range starts {
+		for dir := start; ; dir = filepath.Dir(dir) {
+			if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+				return dir, nil
+			}
+			if parent := filepath.Dir(dir); parent == dir {
+				break
+			}
 		}
 	}
+	return "", fmt.Errorf("no go.mod above %v", starts)
 }
 
 func binary(tmp string) (string, error) {
