@@ -55,13 +55,7 @@ func CheckJobImage(image string) error {
 	if strings.TrimSpace(image) == "" {
 		return BadRequest("image is required")
 	}
-	if err := CheckText("image", image, MaxImageLen); err != nil {
-		return err
-	}
-	if strings.ContainsAny(image, " \t\u00a0") {
-		return BadRequest("image %s holds a space", Quote(image))
-	}
-	return nil
+	return CheckImage("image", image)
 }
 
 // CheckJobCommand refuses an empty command, an empty program, or one over

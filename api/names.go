@@ -1,6 +1,9 @@
 package api
 
-import "slices"
+import (
+	"slices"
+	"strings"
+)
 
 // MaxNameLen is the longest name of a project, runtime broker, agent,
 // access token, profile or hub-list entry.
@@ -68,6 +71,24 @@ func CheckName(kind, n string) error {
 // Harnesses are the harness names the Hub accepts, sorted; the broker
 // holds what each one runs.
 var Harnesses = []string{"claude", "gemini", "generic"}
+
+// HarnessAuthEnv names, by harness, the environment variables that can
+// authenticate it: a create of such a harness must set one of them, in
+// its env or as a secret of that name. A harness not listed needs none.
+var HarnessAuthEnv = map[string][]string{
+	"claude": {"ANTHROPIC_API_KEY", "CLAUDE_CODE_OAUTH_TOKEN"},
+	"gemini": {"GEMINI_API_KEY", "GOOGLE_API_KEY"},
+}
+
+// CheckHarnessAuth refuses a create of harness h whose env (by value)
+// and secrets (by name) set none of its HarnessAuthEnv.
+func CheckHarnessAuth(h string, env map[string]string, secrets []string) error {
+	need := HarnessAuthEnv[h]
+	if len(need) == 0 || slices.ContainsFunc(need, func(k string) bool { return env[k] != "" || slices.Contains(secrets, k) }) {
+		return nil
+	}
+	return BadRequest("harness %s needs one of these environment variables: %s", h, strings.Join(need, ", "))
+}
 
 // DefaultHarness is the harness of an agent that names none.
 const DefaultHarness = "generic"

@@ -30,6 +30,11 @@ const cleanupTimeout = 30 * time.Second
 // once): the create is undone and made again with other ports from the
 // pool, keeping the refused port out, createTries in all at most.
 func (b *Broker) createAgent(ctx context.Context, spec wire.AgentSpec) (runtime.Status, error) {
+	// The create's one check, as the Hub applied it: a forged or older
+	// Hub's spec is refused before anything is made.
+	if err := specRequest(spec).Validate(); err != nil {
+		return runtime.Status{}, err
+	}
 	var refused map[int]bool
 	for attempt := 1; ; attempt++ {
 		st, err := b.createAgentOnce(ctx, spec, refused)
@@ -411,4 +416,15 @@ func (b *Broker) profileLabels(profile string) map[string]string {
 		}
 	}
 	return out
+}
+
+// specRequest is spec as the create request api.CreateAgentRequest.Validate
+// checks: the fields the broker acts on, the secrets by name.
+func specRequest(spec wire.AgentSpec) *api.CreateAgentRequest {
+	names := make([]string, 0, len(spec.Secrets))
+	for n := range spec.Secrets {
+		names = append(names, n)
+	}
+	return &api.CreateAgentRequest{Name: spec.Slug, Project: spec.ProjectName, Profile: spec.Profile, Harness: spec.Harness,
+		Image: spec.Image, Command: spec.Command, Env: spec.Env, Ports: spec.Ports, Secrets: names, Kubernetes: spec.Kubernetes}
 }

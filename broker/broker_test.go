@@ -24,7 +24,7 @@ import (
 
 func spec(agentID string) wire.AgentSpec {
 	return wire.AgentSpec{
-		AgentID: agentID, Slug: "slug-" + agentID, ProjectID: "p1", ProjectName: "proj",
+		AgentID: agentID, Slug: "slug-" + strings.ToLower(agentID), ProjectID: "p1", ProjectName: "proj",
 		RunID: "run-1", Harness: "generic", Command: []string{"agent"}, AgentToken: "tok-" + agentID,
 		Env: map[string]string{"FOO": "bar", api.EnvAgentID: "spoofed"},
 	}

@@ -35,7 +35,7 @@ var harnesses = map[string]harness{
 	"claude": {
 		Image:   "scion-claude:latest",
 		Command: []string{"claude", "--dangerously-skip-permissions"},
-		AuthEnv: []string{"ANTHROPIC_API_KEY", "CLAUDE_CODE_OAUTH_TOKEN"},
+		AuthEnv: api.HarnessAuthEnv["claude"],
 		// Skip the first-run prompts that would block an agent with no
 		// terminal, and keep the harness from phoning home for updates.
 		Home: map[string]string{
@@ -46,7 +46,7 @@ var harnesses = map[string]harness{
 	"gemini": {
 		Image:   "scion-gemini:latest",
 		Command: []string{"gemini", "--yolo"},
-		AuthEnv: []string{"GEMINI_API_KEY", "GOOGLE_API_KEY"},
+		AuthEnv: api.HarnessAuthEnv["gemini"],
 		Home: map[string]string{
 			".gemini/settings.json": `{"autoAccept": true, "disableAutoUpdate": true}` + "\n",
 		},

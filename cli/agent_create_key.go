@@ -22,13 +22,17 @@ const createOutcomeWait = 5 * time.Minute
 // the Hub answers a key whose create is still running at once.
 const createOutcomePace = time.Second
 
-// createKeyed sends the create req under a fresh Idempotency-Key and,
+// createKeyed checks the create req as the Hub will
+// (api.CreateAgentRequest.Validate) and sends it under a fresh Idempotency-Key and,
 // while the Hub answers that the broker has not answered yet
 // (runtime_broker_timeout), asks again with the same key: the Hub then
 // never creates twice and answers the real outcome once the broker
 // reports it. That is what the Hub's message tells a caller to do; the
 // CLI does it for the user, and says so once on stderr.
 func createKeyed(cmd *cobra.Command, cl *client.Client, req api.CreateAgentRequest) (*api.Agent, error) {
+	if err := validateInput(req.Validate()); err != nil { // the Hub's own check, before the create is sent
+		return nil, err
+	}
 	ctx := client.WithIdempotencyKey(cmd.Context(), client.NewIdempotencyKey())
 	ag, err := cl.CreateAgent(ctx, req)
 	if !api.IsCode(err, api.CodeBrokerTimeout) {

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"net/http"
-	"regexp"
 	"time"
 
 	"github.com/google/uuid"
@@ -16,46 +15,12 @@ import (
 
 const defaultProject = "default"
 
+// validateCreate is the create's one check (api.CreateAgentRequest.Validate,
+// the CLI's and the broker's too), after the defaults.
 func validateCreate(req *api.CreateAgentRequest) error {
-	if err := validName("agent", req.Name); err != nil {
-		return err
-	}
-	if req.Harness == "" {
-		req.Harness = api.DefaultHarness
-	}
-	if err := api.CheckText("image", req.Image, api.MaxImageLen); err != nil {
-		return err
-	}
-	if err := api.CheckHarness("harness", req.Harness); err != nil {
-		return err
-	}
-	if err := validProfile("profile", req.Profile); err != nil {
-		return err
-	}
-	if err := api.CheckText("broker", req.Broker, api.MaxRefLen); err != nil {
-		return err
-	}
-	if len(req.Command) > 256 || len(req.Env) > 256 {
-		return api.BadRequest("command and env are limited to 256 entries each")
-	}
-	for k := range req.Env {
-		if !api.ValidEnvName(k) {
-			return api.BadRequest("invalid environment variable name %q", k)
-		}
-	}
-	if len(req.Kubernetes) > 32 {
-		return api.BadRequest("kubernetes settings are limited to 32 entries")
-	}
-	for k, v := range req.Kubernetes {
-		if !k8sKeyRE.MatchString(k) || len(v) > 253 {
-			return api.BadRequest("invalid kubernetes setting %q: keys are lower-case words joined by _, values at most 253 bytes", k)
-		}
-	}
-	return api.ValidatePorts(req.Ports)
+	req.WithDefaults()
+	return req.Validate()
 }
-
-// k8sKeyRE is the shape of a Kubernetes setting key (shared_dir_size).
-var k8sKeyRE = regexp.MustCompile(`^[a-z][a-z0-9_]{0,39}$`)
 
 func (s *Server) agentView(ctx context.Context, a *store.Agent, names map[string]string) api.Agent {
 	v := api.Agent{ID: a.ID, Slug: a.Slug, ProjectID: a.ProjectID, BrokerID: a.BrokerID, Profile: a.Profile,

@@ -58,8 +58,8 @@ func (s *Server) handlePutBrokerSecret(r *http.Request, c *Caller) (int, any, er
 		return 0, nil, err
 	}
 	name := r.PathValue("name")
-	if !api.ValidSecretName(name) {
-		return 0, nil, api.BadRequest("invalid secret name %s: use letters, digits and _", api.Quote(name))
+	if err := api.CheckSecretName(name); err != nil {
+		return 0, nil, err
 	}
 	var req api.PutSecretRequest
 	if err := decodeJSON(r, &req); err != nil {

@@ -33,6 +33,7 @@ func (s *Server) handleConnect(w http.ResponseWriter, r *http.Request) {
 		s.log.Warn("control channel upgrade failed", "broker", c.ID, "err", err)
 		return
 	}
+	s.metrics.channels.Inc()
 	sess := newSession(uuid.NewString(), c.ID, conn)
 	conn.Handle(wire.MethodHello, func(ctx context.Context, req *wire.Request) (any, error) {
 		return s.onHello(ctx, sess, req)

@@ -492,15 +492,15 @@ func TestLostAcknowledgementsEffectsOnce(t *testing.T) {
 		if n := runningAgents(t, e, b.ID); n != 0 {
 			t.Fatalf("%d slots held, want 0", n)
 		}
-		// The broker counts a session after its hello's answer, which can
-		// come after the Hub already shows it online (what the last
-		// settle waited for): wait for the count, bounded.
-		wait.Eventually(t, 5*time.Second, wait.Interval, func() error {
-			if r := b.Status().Reconnects; r < 4*n {
-				return fmt.Errorf("broker reconnected %d times; each dropped reply should have cost a session", r)
-			}
-			return nil
-		})
+		// Every drop closed the channel, so the broker opened one more.
+		// Counted where the channel is opened, on the Hub: the broker
+		// counts a session only once it has read its hello's answer, and
+		// a dropped reply to a command the Hub sent right after its hello
+		// can close the channel before that (the session then ended
+		// uncounted, 99 of 100 in a loaded CI run).
+		if opened := metricValue(t, e, "scion_broker_channels_opened_total"); opened < 4*n+1 {
+			t.Fatalf("%d control channels opened for %d dropped replies, want one more than the drops", opened, 4*n)
+		}
 	})
 }
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -283,6 +284,23 @@ func TestJobLifecycle(t *testing.T) {
 			t.Fatal("no scion_jobs_total for the succeeded job on h200")
 		}
 	})
+}
+
+// metricValue is the value of the unlabelled counter or gauge name in the
+// Hub's /metrics.
+func metricValue(t *testing.T, e *testenv.Env, name string) int {
+	t.Helper()
+	for _, l := range strings.Split(metricsText(t, e), "\n") {
+		if f := strings.Fields(l); len(f) == 2 && f[0] == name {
+			v, err := strconv.ParseFloat(f[1], 64)
+			if err != nil {
+				t.Fatalf("%s: %v", l, err)
+			}
+			return int(v)
+		}
+	}
+	t.Fatalf("/metrics has no %s", name)
+	return 0
 }
 
 func metricsText(t *testing.T, e *testenv.Env) string {

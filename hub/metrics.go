@@ -22,6 +22,9 @@ type metrics struct {
 	dispatch *prometheus.HistogramVec
 	created  prometheus.Counter
 	queued   prometheus.Counter
+	// channels counts the control channels brokers opened: beyond the
+	// first of each broker, its reconnects.
+	channels prometheus.Counter
 	// jobs counts delegated Jobs by the cluster they ran on and how they
 	// ended (refused, or a terminal state): the cluster label keeps a
 	// spoke's results apart from the local cluster's ("ambient").
@@ -46,10 +49,12 @@ func newMetrics(s *Server) *metrics {
 		created: prometheus.NewCounter(prometheus.CounterOpts{Name: "scion_agents_created_total", Help: "Agents created."}),
 		queued: prometheus.NewCounter(prometheus.CounterOpts{Name: "scion_dispatches_queued_total",
 			Help: "Commands queued for an offline runtime broker."}),
+		channels: prometheus.NewCounter(prometheus.CounterOpts{Name: "scion_broker_channels_opened_total",
+			Help: "Control channels opened by runtime brokers; beyond one per broker, its reconnects."}),
 		jobs: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "scion_jobs_total",
 			Help: "Delegated Jobs by cluster and outcome (refused, succeeded, failed, cancelled, error)."}, []string{"cluster", "outcome"}),
 	}
-	m.reg.MustRegister(m.requests, m.latency, m.dispatch, m.created, m.queued, m.jobs,
+	m.reg.MustRegister(m.requests, m.latency, m.dispatch, m.created, m.queued, m.channels, m.jobs,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "scion_brokers_connected", Help: "Brokers with a live control channel to this Hub."},
 			func() float64 { return float64(s.sessions.count()) }))

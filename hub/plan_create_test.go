@@ -92,9 +92,13 @@ func wantErr(t *testing.T, err error, code string, status int) {
 
 func TestPlanRequest(t *testing.T) {
 	defaults := api.HubSettings{AgentDefaults: api.AgentDefaults{DefaultHarness: "gemini", DefaultImage: "img:1"}}
-	req, err := planRequest(api.CreateAgentRequest{Name: "a"}, defaults)
+	req, err := planRequest(api.CreateAgentRequest{Name: "a", Secrets: []string{"GEMINI_API_KEY"}}, defaults)
 	if err != nil || req.Harness != "gemini" || req.Image != "img:1" {
 		t.Fatalf("Agent Defaults fill in: %+v %v", req, err)
+	}
+	// The default harness's credential is the request's to give.
+	if _, err := planRequest(api.CreateAgentRequest{Name: "a"}, defaults); !api.IsCode(err, api.CodeInvalidRequest) {
+		t.Fatalf("gemini by default without its key: %v, want invalid_request", err)
 	}
 	req, err = planRequest(api.CreateAgentRequest{Name: "a", Image: "mine"}, api.HubSettings{})
 	if err != nil || req.Harness != api.DefaultHarness || req.Image != "mine" {

@@ -48,8 +48,8 @@ func (s *Server) handlePutSecret(r *http.Request, c *Caller) (int, any, error) {
 		return 0, nil, err
 	}
 	name := r.PathValue("name")
-	if !api.ValidSecretName(name) {
-		return 0, nil, api.BadRequest("invalid secret name %q: use letters, digits and _ (an environment variable name)", name)
+	if err := api.CheckSecretName(name); err != nil {
+		return 0, nil, err
 	}
 	var req api.PutSecretRequest
 	if err := decodeJSON(r, &req); err != nil {
@@ -109,12 +109,12 @@ func (s *Server) agentSecrets(ctx context.Context, c *Caller, p *store.Project, 
 	if s.secrets == nil {
 		return nil, errNoSecretsKey()
 	}
-	if len(names) > 64 {
-		return nil, api.BadRequest("an agent can name at most 64 secrets")
+	if len(names) > api.MaxAgentSecrets {
+		return nil, api.BadRequest("an agent can name at most %d secrets", api.MaxAgentSecrets)
 	}
 	for _, name := range names {
-		if !api.ValidSecretName(name) { // nothing by that name can exist
-			return nil, api.BadRequest("invalid secret name %s: use letters, digits and _ (an environment variable name)", api.Quote(name))
+		if err := api.CheckSecretName(name); err != nil { // nothing by that name can exist
+			return nil, err
 		}
 	}
 	out := make(map[string]string, len(names))

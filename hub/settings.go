@@ -353,7 +353,7 @@ func checkAgentDefaults(d api.AgentDefaults) error {
 			return err
 		}
 	}
-	if err := api.CheckText("default_image", d.DefaultImage, api.MaxImageLen); err != nil {
+	if err := api.CheckImage("default_image", d.DefaultImage); err != nil {
 		return err
 	}
 	return api.CheckText("default_runtime_broker", d.DefaultRuntimeBroker, api.MaxRefLen)
