@@ -93,6 +93,9 @@ func TestBrokerKill9TrialsProcess(t *testing.T) {
 // TestBrokerKill9TrialsDocker is the same on the Docker Engine: after the
 // deletes no container of the broker is left, in any state.
 func TestBrokerKill9TrialsDocker(t *testing.T) {
+	if runsInBackground(t) {
+		return
+	}
 	cl := requireDocker(t)
 	requireDemoImage(t)
 	t.Parallel()

@@ -60,6 +60,15 @@ var (
 func requireDocker(t *testing.T) *client.Client {
 	t.Helper()
 	requireBinary(t)
+	if err := ensureEngine(); err != nil {
+		skipOrFail(t, "no Docker Engine (set DOCKER_HOST or start dockerd): %v", err)
+	}
+	return engine
+}
+
+// ensureEngine makes the Engine API client once and checks that the
+// engine answers.
+func ensureEngine() error {
 	engineOnce.Do(func() {
 		engine, engineErr = docker.NewClient("")
 		if engineErr != nil {
@@ -71,10 +80,7 @@ func requireDocker(t *testing.T) *client.Client {
 			engineErr = fmt.Errorf("engine at %s does not answer: %w", engine.DaemonHost(), err)
 		}
 	})
-	if engineErr != nil {
-		skipOrFail(t, "no Docker Engine (set DOCKER_HOST or start dockerd): %v", engineErr)
-	}
-	return engine
+	return engineErr
 }
 
 // requireDemoImage makes sure scion-demo:latest exists, building it the
@@ -82,18 +88,34 @@ func requireDocker(t *testing.T) *client.Client {
 // was already there is shared with whoever built it and is left alone.
 func requireDemoImage(t *testing.T) {
 	t.Helper()
-	cl := requireDocker(t)
+	requireDocker(t)
+	if err := ensureDemoImage(); err != nil {
+		t.Fatalf("demo image: %v", err)
+	}
+}
+
+// ensureDemoImage builds the demo image once, when the engine lacks it.
+func ensureDemoImage() error {
+	if err := ensureEngine(); err != nil {
+		return err
+	}
 	demoOnce.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
-		if _, err := cl.ImageInspect(ctx, docker.DemoImage); err == nil {
+		if _, err := engine.ImageInspect(ctx, docker.DemoImage); err == nil {
 			return
 		} else if !cerrdefs.IsNotFound(err) {
 			demoErr = err
 			return
 		}
+		home, err := os.MkdirTemp("", "scion-demo-build-")
+		if err != nil {
+			demoErr = err
+			return
+		}
+		defer os.RemoveAll(home)
 		cmd := exec.CommandContext(ctx, scionBin, "image", "build-demo")
-		cmd.Env = (&host{home: t.TempDir(), user: t.TempDir()}).env()
+		cmd.Env = (&host{home: filepath.Join(home, "scion"), user: home}).env()
 		out, err := cmd.CombinedOutput()
 		if err != nil {
 			demoErr = fmt.Errorf("scion image build-demo: %v\n%s", err, out)
@@ -101,9 +123,7 @@ func requireDemoImage(t *testing.T) {
 		}
 		demoBuilt = true
 	})
-	if demoErr != nil {
-		t.Fatalf("demo image: %v", demoErr)
-	}
+	return demoErr
 }
 
 // requireProbe builds testdata/fsprobe (static) once and returns its path.

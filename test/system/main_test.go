@@ -39,8 +39,11 @@ func TestMain(m *testing.M) {
 // other, and only then the parallel ones: a sequential test adds its whole
 // length to the package's. Only the tests that measure the Hub's latency
 // under attack (TestHubUnderHostileConnections, TestSlowUploadsLockNobodyOut)
-// stay sequential, so that no other system test shares the machine with
-// their measurement; every other test calls t.Parallel.
+// stay sequential, so that no other test of this process shares the
+// machine with their measurement; every other test calls t.Parallel. The
+// package's long pole runs beside them from the start, in a process of
+// its own (background_test.go): its work is the Docker Engine's, at a
+// lower priority than the measured Hub's.
 const systemParallel = 3
 
 // raiseParallel sets -test.parallel to systemParallel when the command
@@ -70,6 +73,7 @@ func runMain(m *testing.M) int {
 	defer dockerCleanupAfterAll()
 	defer spokeCleanupAfterAll()
 	defer kubeCleanupAfterAll()
+	startBackground()
 	return m.Run()
 }
 
