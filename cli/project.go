@@ -65,8 +65,12 @@ func newProjectCreateCmd(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			p, err := cl.CreateProject(cmd.Context(), api.CreateProjectRequest{Name: args[0], GitRemote: f.gitRemote,
-				SharingMode: f.sharingMode, DefaultBroker: f.defaultBroker, ActiveProfile: f.activeProfile})
+			req := api.CreateProjectRequest{Name: args[0], GitRemote: f.gitRemote,
+				SharingMode: f.sharingMode, DefaultBroker: f.defaultBroker, ActiveProfile: f.activeProfile}
+			if err := validateInput(req.Validate()); err != nil { // the Hub's own check
+				return err
+			}
+			p, err := cl.CreateProject(cmd.Context(), req)
 			if err != nil {
 				return err
 			}
@@ -160,6 +164,9 @@ as they are; an empty value clears a setting.`,
 			}
 			if req == (api.UpdateProjectRequest{}) {
 				return usageErrorf("nothing to set: pass --git-remote, --sharing-mode, --default-broker or --active-profile")
+			}
+			if err := validateInput(req.Validate()); err != nil { // the Hub's own check
+				return err
 			}
 			_, cl, err := a.connect()
 			if err != nil {

@@ -77,21 +77,10 @@ func (s *Server) handleCreateProject(r *http.Request, c *Caller) (int, any, erro
 	if err := decodeJSON(r, &req); err != nil {
 		return 0, nil, err
 	}
-	if err := validName("project", req.Name); err != nil {
+	if err := req.Validate(); err != nil {
 		return 0, nil, err
 	}
-	if err := checkProjectInput(&req.GitRemote, &req.ActiveProfile, &req.DefaultBroker); err != nil {
-		return 0, nil, err
-	}
-	if req.SharingMode == "" {
-		req.SharingMode = api.SharingEmptyPerAgent
-		if req.GitRemote != "" {
-			req.SharingMode = api.SharingClonePerAgent
-		}
-	}
-	if !api.ValidSharingMode(req.SharingMode) {
-		return 0, nil, api.BadRequest("invalid sharingMode %q: use worktree-per-agent, shared-workspace, clone-per-agent or empty-per-agent", req.SharingMode)
-	}
+	req.WithDefaults()
 	def, err := s.resolveBrokerRef(r.Context(), c, req.DefaultBroker, "")
 	if err != nil {
 		return 0, nil, err
@@ -154,16 +143,13 @@ func (s *Server) handleUpdateProject(r *http.Request, c *Caller) (int, any, erro
 	if err := decodeJSON(r, &req); err != nil {
 		return 0, nil, err
 	}
-	if err := checkProjectInput(req.GitRemote, req.ActiveProfile, req.DefaultBroker); err != nil {
+	if err := req.Validate(); err != nil {
 		return 0, nil, err
 	}
 	if req.GitRemote != nil {
 		p.GitRemote = *req.GitRemote
 	}
 	if req.SharingMode != nil {
-		if !api.ValidSharingMode(*req.SharingMode) {
-			return 0, nil, api.BadRequest("invalid sharingMode %q", *req.SharingMode)
-		}
 		p.SharingMode = *req.SharingMode
 	}
 	if req.DefaultBroker != nil {
@@ -180,29 +166,6 @@ func (s *Server) handleUpdateProject(r *http.Request, c *Caller) (int, any, erro
 	}
 	v, err := s.projectView(r.Context(), p)
 	return http.StatusOK, v, err
-}
-
-// checkProjectInput checks the free-form fields of a project create or
-// update (nil: not given) before anything is looked up or written.
-func checkProjectInput(gitRemote, activeProfile, defaultBroker *string) error {
-	if gitRemote != nil {
-		// Bounded, one line, and an allowed transport (api.CheckGitRemote);
-		// brokers check again, with their own setting for local paths.
-		if err := api.CheckGitRemote(*gitRemote); err != nil {
-			return err
-		}
-	}
-	if activeProfile != nil {
-		if err := validProfile("activeProfile", *activeProfile); err != nil {
-			return err
-		}
-	}
-	if defaultBroker != nil {
-		if err := api.CheckText("defaultRuntimeBroker", *defaultBroker, api.MaxRefLen); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // pageFrom reads ?cursor= (a nextCursor a list returned) and ?limit=
