@@ -95,6 +95,7 @@ func (s *hostileStats) saw(kind string, status int) {
 // attackers' CPU would otherwise be the Hub's, which a remote attacker's
 // is not, and the other work on the machine would be measured too.
 func TestHubUnderHostileConnections(t *testing.T) {
+	quietDone(t)
 	requireBinary(t)
 	duration := 60 * time.Second
 	if testing.Short() && !inCI() {

@@ -41,9 +41,8 @@ func TestMain(m *testing.M) {
 // under attack (TestHubUnderHostileConnections, TestSlowUploadsLockNobodyOut)
 // stay sequential, so that no other test of this process shares the
 // machine with their measurement; every other test calls t.Parallel. The
-// package's long pole runs beside them from the start, in a process of
-// its own (background_test.go): its work is the Docker Engine's, at a
-// lower priority than the measured Hub's.
+// package's long pole runs in a process of its own that starts its work
+// the moment they end, whatever the slots (background_test.go).
 const systemParallel = 3
 
 // raiseParallel sets -test.parallel to systemParallel when the command

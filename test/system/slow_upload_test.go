@@ -52,6 +52,7 @@ const (
 //     429, and the broker's control channel (a WebSocket on the same Hub)
 //     is never closed.
 func TestSlowUploadsLockNobodyOut(t *testing.T) {
+	quietDone(t)
 	requireBinary(t)
 	t.Run("user-token", func(t *testing.T) {
 		hp := startTeamHub(t, newHost(t, "hub"), "--max-connections", "40", "--max-connections-per-address", "30")
