@@ -204,6 +204,11 @@ const settingsAttempts = 3
 // 412; since the update names only the user's own changes, it is read
 // and sent again, up to settingsAttempts times, and then reported.
 func updateSettings(ctx context.Context, cl *client.Client, u api.HubSettingsUpdate) (*api.HubSettings, error) {
+	// The Hub's own rule for the defaults, before a round trip. The
+	// experiment names are the Hub's to know: a newer Hub has more.
+	if err := validateInput(u.AgentDefaults.Validate()); err != nil {
+		return nil, err
+	}
 	var err error
 	for range settingsAttempts {
 		var etag string

@@ -113,3 +113,22 @@ func TestHubSettingsSetIsPartialAndConditional(t *testing.T) {
 		t.Fatalf("a refused set changed the image: %+v, %v", s, err)
 	}
 }
+
+// TestSettingsSetRefusesWhatACreateWould: a default a create would refuse
+// (an image with a space, an unknown harness) is a usage error before the
+// Hub is asked, by the rule the Hub applies (api.AgentDefaultsUpdate).
+func TestSettingsSetRefusesWhatACreateWould(t *testing.T) {
+	setHome(t)
+	e := newHub(t, testenv.Options{})
+	useHub(t, "team", e.URL, e.AdminToken)
+	for _, args := range [][]string{
+		{"--default-image", "busybox latest"},
+		{"--default-harness", "vim"},
+	} {
+		before := routeRequests(t, e, "PUT /api/v1/settings")
+		r := runCLI(t, "", append([]string{"hub", "settings", "set"}, args...)...)
+		if r.code != 2 || routeRequests(t, e, "PUT /api/v1/settings") != before {
+			t.Errorf("settings set %v: exit %d (%s), want a usage error with nothing sent", args, r.code, strings.TrimSpace(r.err))
+		}
+	}
+}

@@ -7,7 +7,6 @@ import (
 	"maps"
 	"net/http"
 	"reflect"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -233,7 +232,7 @@ func (s *Server) handlePutSettings(r *http.Request, c *Caller) (int, any, error)
 	if err := decodeJSON(r, &u); err != nil {
 		return 0, nil, err
 	}
-	if err := checkExperiments(u.Experiments); err != nil {
+	if err := u.Validate(); err != nil {
 		return 0, nil, err
 	}
 	d := u.AgentDefaults
@@ -244,9 +243,6 @@ func (s *Server) handlePutSettings(r *http.Request, c *Caller) (int, any, error)
 	// name or ID: a broker deregistered and another registered under its
 	// name must not become the default by that name.
 	if ref := d.DefaultRuntimeBroker; ref != nil && *ref != "" {
-		if err := api.CheckText("default_runtime_broker", *ref, api.MaxRefLen); err != nil {
-			return 0, nil, err
-		}
 		b, err := s.store.GetBroker(r.Context(), *ref)
 		if err != nil {
 			return 0, nil, storeErr(err, api.CodeBrokerNotFound, "default_runtime_broker: runtime broker "+api.Quote(*ref))
@@ -256,7 +252,7 @@ func (s *Server) handlePutSettings(r *http.Request, c *Caller) (int, any, error)
 	v, ver, err := s.changeHubSettings(r.Context(), ifMatchVersion(r.Header.Get("If-Match")), func(v *api.HubSettings) (bool, error) {
 		before := cloneHubSettings(*v)
 		applySettingsUpdate(v, d, u.Experiments)
-		if err := checkAgentDefaults(v.AgentDefaults); err != nil {
+		if err := v.AgentDefaults.Validate(); err != nil {
 			return false, err
 		}
 		return !reflect.DeepEqual(before, *v), nil
@@ -306,18 +302,6 @@ func settingsView(v api.HubSettings) api.HubSettings {
 	return v
 }
 
-// checkExperiments refuses an experiment this Hub does not know: a typo
-// would otherwise be stored as on and do nothing.
-func checkExperiments(m map[string]bool) error {
-	for _, name := range slices.Sorted(maps.Keys(m)) {
-		if !api.KnownExperiment(name) {
-			return api.BadRequest("unknown experiment %s: this Hub knows %s", api.Quote(name), api.ExperimentList()).
-				WithDetail("experiments", api.Experiments)
-		}
-	}
-	return nil
-}
-
 func (s *Server) handleGetLimits(r *http.Request, c *Caller) (int, any, error) {
 	if err := s.authorize(r.Context(), c, authz.HubRead, authz.Resource{}, nil); err != nil {
 		return 0, nil, err
@@ -342,21 +326,6 @@ func (s *Server) handlePutLimits(r *http.Request, c *Caller) (int, any, error) {
 		return 0, nil, err
 	}
 	return http.StatusOK, v, nil
-}
-
-// checkAgentDefaults refuses Agent Defaults that every create would then
-// fail on, or that would carry a path or control characters to brokers: a
-// harness must be a known one, an image a bounded single line.
-func checkAgentDefaults(d api.AgentDefaults) error {
-	if d.DefaultHarness != "" {
-		if err := api.CheckHarness("default_harness", d.DefaultHarness); err != nil {
-			return err
-		}
-	}
-	if err := api.CheckImage("default_image", d.DefaultImage); err != nil {
-		return err
-	}
-	return api.CheckText("default_runtime_broker", d.DefaultRuntimeBroker, api.MaxRefLen)
 }
 
 // limitsRequest is the body of PUT /admin/limits. The field is a pointer
