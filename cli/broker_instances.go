@@ -80,7 +80,11 @@ func (a *app) registerInstance(cmd *cobra.Command, key string, autoProvide, forc
 		return fmt.Errorf("instance %s is already registered with %s as %s (%s); deregister it first, or pass --force to replace its stored credentials",
 			key, t.URL, c.BrokerName, c.BrokerID)
 	}
-	bc, err := cl.RegisterBroker(cmd.Context(), api.RegisterBrokerRequest{Name: in.Name, AutoProvide: autoProvide, RuntimeTarget: &target})
+	req := api.RegisterBrokerRequest{Name: in.Name, AutoProvide: autoProvide, RuntimeTarget: &target}
+	if err := validateInput(req.Validate()); err != nil { // the Hub's own check
+		return err
+	}
+	bc, err := cl.RegisterBroker(cmd.Context(), req)
 	var notActivated *api.Error
 	if ae := (*api.Error)(nil); errors.As(err, &ae) && ae.Code == api.CodeExperimentDisabled {
 		// The Hub refuses a first registration as a flat instance while

@@ -85,6 +85,9 @@ func (s *Server) handleRegisterBroker(r *http.Request, c *Caller) (int, any, err
 	if req.JoinToken != "" {
 		return 0, nil, api.BadRequest("joinToken belongs to POST /api/v1/runtime-brokers/join")
 	}
+	if err := req.Validate(); err != nil {
+		return 0, nil, err
+	}
 	creds, err := s.issueBroker(r.Context(), req.Name, c.ID, req.AutoProvide, req.RuntimeTarget, nil)
 	return http.StatusCreated, creds, err
 }
@@ -116,6 +119,9 @@ func (s *Server) handleJoinBroker(w http.ResponseWriter, r *http.Request) {
 		if req.JoinToken == "" {
 			s.rl.authFail.Fail(ip, s.opts.Now())
 			return 0, nil, api.Unauthorized("a join token is required")
+		}
+		if err := req.Validate(); err != nil {
+			return 0, nil, err
 		}
 		var name string // the name build chose: the token's, else the request's
 		var tokenNamed bool

@@ -28,41 +28,6 @@ func (s *Server) experimentOn(ctx context.Context, name string) (bool, error) {
 	return v.Experiments[name], nil
 }
 
-// Bounds of a runtime target's names. The target is copied into the pin
-// of every agent placed on the broker, and so into every listing and
-// every command for them: a registration or a hello must not bloat them
-// (api.CheckText). A Kubernetes namespace is a DNS label (at most 63); a
-// kubeconfig context names a cluster, as long as a DNS name at most.
-const (
-	maxTargetContextLen   = 253
-	maxTargetNamespaceLen = 63
-)
-
-// checkRuntimeTarget refuses an incomplete runtime target, or one whose
-// names are too long or hold control characters (400): a flat broker's
-// target is its identity, so it must name one fully, and it is shown in
-// tables and logs.
-func checkRuntimeTarget(field string, t api.RuntimeTarget) error {
-	if err := api.CheckText(field+".context", t.Context, maxTargetContextLen); err != nil {
-		return err
-	}
-	if err := api.CheckText(field+".namespace", t.Namespace, maxTargetNamespaceLen); err != nil {
-		return err
-	}
-	if t.Complete() {
-		return nil
-	}
-	switch t.Type {
-	case api.RuntimeTargetDocker:
-		return api.BadRequest("invalid %s: a docker target names no context or namespace", field)
-	case api.RuntimeTargetKubernetes:
-		return api.BadRequest("invalid %s: a kubernetes target needs both its context and its namespace (got context %s, namespace %s)",
-			field, api.Quote(t.Context), api.Quote(t.Namespace))
-	}
-	return api.BadRequest("invalid %s: unknown type %s (use %s or %s)", field, api.Quote(t.Type),
-		api.RuntimeTargetDocker, api.RuntimeTargetKubernetes)
-}
-
 // checkFlatRegistration is the check before a flat instance's first
 // registration: a complete target, and the experiment on (409
 // experiment_disabled otherwise). target nil is a regular broker: no
@@ -71,7 +36,7 @@ func (s *Server) checkFlatRegistration(ctx context.Context, name string, target 
 	if target == nil {
 		return nil
 	}
-	if err := checkRuntimeTarget("runtimeTarget", *target); err != nil {
+	if err := target.Check("runtimeTarget"); err != nil {
 		return err
 	}
 	on, err := s.experimentOn(ctx, api.ExperimentFlatRuntimeBrokers)
@@ -120,7 +85,7 @@ func helloTarget(b *store.Broker, h *wire.Hello, experimentOn bool) (*api.Runtim
 		return nil, api.BadRequest("bad hello: runtime broker %s declares the runtime target %s and offers profiles; a flat instance serves its one target and uses no profiles",
 			api.Quote(b.Name), t.String())
 	}
-	if err := checkRuntimeTarget("hello runtimeTarget", *t); err != nil {
+	if err := t.Check("hello runtimeTarget"); err != nil {
 		return nil, err
 	}
 	if b.RuntimeTarget == nil && !experimentOn {
