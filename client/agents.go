@@ -2,7 +2,6 @@ package client
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -112,10 +111,8 @@ func (c *Client) deleteAgent(ctx context.Context, agent, project string, force b
 
 // AgentAction runs one of start, stop, restart, suspend or resume.
 func (c *Client) AgentAction(ctx context.Context, agent, project, action string) (*api.Agent, error) {
-	switch action {
-	case ActionStart, ActionStop, ActionRestart, ActionSuspend, ActionResume:
-	default:
-		return nil, fmt.Errorf("client: unknown agent action %q", action)
+	if err := api.CheckAgentAction(action); err != nil { // the Hub's own rule
+		return nil, err
 	}
 	s, err := segment("agent", agent)
 	if err != nil {

@@ -77,7 +77,7 @@ func (s *Server) loadAction(ctx context.Context, c *Caller, r *http.Request, ver
 		return actionInput{}, err
 	}
 	in := actionInput{Verb: verb, Caller: *c, Agent: a, KeyHeader: r.Header.Get(api.HeaderIdempotencyKey), FreshKey: mustV7()}
-	if (a.BrokerID == "" && a.Pin == nil) || len(in.KeyHeader) > maxIdempotencyKey {
+	if (a.BrokerID == "" && a.Pin == nil) || api.CheckIdempotencyKey(in.KeyHeader) != nil {
 		return in, nil // refused before a broker is needed
 	}
 	// The broker's record (its runtime target too) and, for a pin naming

@@ -37,8 +37,6 @@ import (
 
 const (
 	idempotencyTTL = 24 * time.Hour
-	// maxIdempotencyKey bounds the header (clients use UUIDs).
-	maxIdempotencyKey = 255
 	// janitorEvery is how often expired keys and old dispatches are pruned.
 	janitorEvery = 10 * time.Minute
 )
@@ -57,8 +55,8 @@ func createKeyOf(r *http.Request, c *Caller, req *api.CreateAgentRequest) (*crea
 	if k == "" {
 		return nil, nil
 	}
-	if len(k) > maxIdempotencyKey {
-		return nil, api.BadRequest("%s is longer than %d bytes", api.HeaderIdempotencyKey, maxIdempotencyKey)
+	if err := api.CheckIdempotencyKey(k); err != nil {
+		return nil, err
 	}
 	b, err := json.Marshal(req)
 	if err != nil {

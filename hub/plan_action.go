@@ -48,11 +48,10 @@ var actions = map[string]action{
 
 // actionFor is the action a verb names.
 func actionFor(verb string) (action, error) {
-	act, ok := actions[verb]
-	if !ok {
-		return act, api.NotFound(api.CodeNotFound, "unknown agent action %q: use start, stop, restart, suspend or resume", verb)
+	if err := api.CheckAgentAction(verb); err != nil {
+		return action{}, err
 	}
-	return act, nil
+	return actions[verb], nil
 }
 
 // actionInput is what a lifecycle action decides on, as its first load
@@ -111,9 +110,8 @@ func planAction(in actionInput) (actionPlan, error) {
 		return actionPlan{}, err
 	}
 	a, c := in.Agent, in.Caller
-	if len(in.KeyHeader) > maxIdempotencyKey {
-		// Bounded: it is kept with a queued stop and on the broker.
-		return actionPlan{}, api.BadRequest("%s is longer than %d bytes", api.HeaderIdempotencyKey, maxIdempotencyKey)
+	if err := api.CheckIdempotencyKey(in.KeyHeader); err != nil {
+		return actionPlan{}, err
 	}
 	if a.BrokerID == "" && a.Pin == nil {
 		return actionPlan{}, reachCheck(in.reach())

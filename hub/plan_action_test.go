@@ -45,7 +45,7 @@ func TestPlanActionRefusals(t *testing.T) {
 	}
 	cases := []row{
 		{"unknown verb", tAction("explode"), api.CodeNotFound, 404},
-		{"Idempotency-Key too long", tAction("stop", func(in *actionInput) { in.KeyHeader = strings.Repeat("k", maxIdempotencyKey+1) }), api.CodeInvalidRequest, 400},
+		{"Idempotency-Key too long", tAction("stop", func(in *actionInput) { in.KeyHeader = strings.Repeat("k", api.MaxIdempotencyKeyLen+1) }), api.CodeInvalidRequest, 400},
 		{"no broker", tAction("start", func(in *actionInput) { in.Agent.BrokerID, in.Broker = "", nil }), api.CodeConflict, 409},
 		// Running a coordinator again needs its role's delegation.
 		{"member restarts a coordinator", tAction("restart", coordinator), "refused", 0},
