@@ -22,8 +22,26 @@ demo: build
 # so that a clean clone on a warm machine reuses the build cache: without
 # it every package was compiled again for a new path (131 s of a CI run
 # here, against 33 s of linking with it).
+#
+# With the whole suite, the tests that measure the Hub's latency under
+# attack (QUIET_TESTS) run first, alone: beside other packages' tests
+# (their loopback traffic, PostgreSQL's fsyncs, Docker's network
+# namespaces) a signed-in client's p99 went past the 100 ms they assert,
+# whatever the Hub's priority. Then everything else, two packages at once.
+# Both steps run; either failing fails the target.
 test: build
-	@eval "$$(.ci/postgres.sh)" && eval "$$(.ci/kube-apiserver.sh)" && SCION_BIN=$(CURDIR)/bin/scion $(GO) test -trimpath -p 2 -count=1 -timeout 60m $(TEST_PKGS)
+	@eval "$$(.ci/postgres.sh)" && eval "$$(.ci/kube-apiserver.sh)" && export SCION_BIN=$(CURDIR)/bin/scion && \
+	if [ "$(TEST_PKGS)" = "$(ALL_PKGS)" ]; then \
+		rc=0; \
+		$(GO) test -trimpath -count=1 -timeout 30m -run '$(QUIET_TESTS)' ./test/system/ || rc=$$?; \
+		$(GO) test -trimpath -p 2 -count=1 -timeout 60m -skip '$(QUIET_TESTS)' $(TEST_PKGS) || rc=$$?; \
+		exit $$rc; \
+	else \
+		$(GO) test -trimpath -p 2 -count=1 -timeout 60m $(TEST_PKGS); \
+	fi
+
+QUIET_TESTS = ^(TestHubUnderHostileConnections|TestSlowUploadsLockNobodyOut)$$
+ALL_PKGS = ./test/system/ ./...
 
 # go test starts packages in the order they are named. test/system takes
 # most of the run (its tests mostly wait on the processes they start), so
@@ -31,7 +49,7 @@ test: build
 # other works through every other package; named last (as ./... sorts it)
 # it started when the rest was nearly done and the run took their sum and
 # its own.
-TEST_PKGS = $(if $(filter ./...,$(PKGS)),./test/system/ ./...,$(PKGS))
+TEST_PKGS = $(if $(filter ./...,$(PKGS)),$(ALL_PKGS),$(PKGS))
 
 test-short:
 	$(GO) test -short -count=1 $(PKGS)

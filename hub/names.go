@@ -7,6 +7,3 @@ import "github.com/scion-go/scion/api"
 // before a request is sent.
 func validName(kind, n string) error { return api.CheckName(kind, n) }
 
-// validProfile checks a profile named in a request or a project's
-// settings ("" means none): api.CheckProfile.
-func validProfile(field, n string) error { return api.CheckProfile(field, n) }

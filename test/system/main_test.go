@@ -40,7 +40,9 @@ func TestMain(m *testing.M) {
 // length to the package's. Only the tests that measure the Hub's latency
 // under attack (TestHubUnderHostileConnections, TestSlowUploadsLockNobodyOut)
 // stay sequential, so that no other test of this process shares the
-// machine with their measurement; every other test calls t.Parallel. The
+// machine with their measurement (make test runs them before the rest
+// of the suite, alone: other packages' tests disturb them too); every
+// other test calls t.Parallel. The
 // package's long pole runs in a process of its own that starts its work
 // the moment they end, whatever the slots (background_test.go).
 const systemParallel = 3
