@@ -10,6 +10,7 @@ import (
 	"errors"
 
 	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/hub/lifecycle"
 	"github.com/scion-go/scion/store"
 	"github.com/scion-go/scion/wire"
 )
@@ -55,9 +56,7 @@ func classifyCreate(derr error) createOutcome {
 // an inventory showed it missing, and nothing has run since. Such an agent
 // is only a record of why it failed: a create with its name replaces it,
 // and a start creates it again.
-func noContainer(a *store.Agent) bool {
-	return a.Phase == api.PhaseError && (a.ContainerStatus == "" || a.ContainerStatus == api.ContainerMissing)
-}
+func noContainer(a *store.Agent) bool { return lifecycle.NoContainer(a.Phase, a.ContainerStatus) }
 
 // createUnresolved reports whether the outcome of a's create is still
 // open: no answer came (phase provisioning, see awaitCreateOutcome), or it

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/hub/lifecycle"
 	"github.com/scion-go/scion/store"
 	"github.com/scion-go/scion/wire"
 )
@@ -37,7 +38,7 @@ func (s *Server) afterDispatchFrom(ctx context.Context, agentID string, cur *sto
 		a.StatusMessage = scrubAddresses(st.Message) // the runtime's words: a registry or daemon address
 		a.ContainerStatus = st.State
 		a.PortMappings = st.Ports
-		a.Phase = phaseFor(st.State, wantRunning)
+		a.Phase = lifecycle.PhaseFor(st.State, wantRunning)
 		return nil
 	})
 	switch {
@@ -60,29 +61,6 @@ func (s *Server) afterDispatchFrom(ctx context.Context, agentID string, cur *sto
 // errStale aborts a mutation whose status report is older than one
 // already applied.
 var errStale = errors.New("stale status report")
-
-func phaseFor(state string, wantRunning bool) string {
-	switch state {
-	case api.ContainerRunning:
-		return api.PhaseRunning
-	case api.ContainerPaused:
-		return api.PhaseSuspended
-	case api.ContainerPending:
-		// Started, on its way; the message says what it waits for (the
-		// scheduler's or the kubelet's reason).
-		return api.PhaseProvisioning
-	case api.ContainerCreated:
-		if wantRunning {
-			return api.PhaseProvisioning
-		}
-		return api.PhaseCreated
-	case api.ContainerExited:
-		return api.PhaseStopped
-	case api.ContainerMissing:
-		return api.PhaseError
-	}
-	return api.PhaseCreated
-}
 
 // mutateAgent applies f to the latest copy of an agent and writes it,
 // retrying on a concurrent update.

@@ -6,4 +6,3 @@ import "github.com/scion-go/scion/api"
 // projects, brokers, agents and tokens: the CLI checks the same rule
 // before a request is sent.
 func validName(kind, n string) error { return api.CheckName(kind, n) }
-

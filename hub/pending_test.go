@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/hub/lifecycle"
 	"github.com/scion-go/scion/store"
 	"github.com/scion-go/scion/wire"
 )
@@ -14,8 +15,8 @@ import (
 // so; running clears the reason.
 func TestPendingContainer(t *testing.T) {
 	const why = "pending: Unschedulable: 0/1 nodes are available: 1 node(s) were unschedulable."
-	if got := phaseFor(api.ContainerPending, true); got != api.PhaseProvisioning {
-		t.Errorf("phaseFor(pending) = %s, want provisioning", got)
+	if got := lifecycle.PhaseFor(api.ContainerPending, true); got != api.PhaseProvisioning {
+		t.Errorf("lifecycle.PhaseFor(pending) = %s, want provisioning", got)
 	}
 	a := &store.Agent{ID: "a", Phase: api.PhaseRunning, ContainerStatus: api.ContainerRunning}
 	applyContainerState(a, wire.AgentStatus{AgentID: "a", State: api.ContainerPending, Message: why})

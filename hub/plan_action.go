@@ -27,24 +27,34 @@ import (
 
 	"github.com/scion-go/scion/api"
 	"github.com/scion-go/scion/hub/authz"
+	"github.com/scion-go/scion/hub/lifecycle"
 	"github.com/scion-go/scion/store"
 	"github.com/scion-go/scion/wire"
 )
 
-// action describes one lifecycle verb: the broker method it dispatches and
-// whether the agent runs afterwards (and so must hold a capacity slot).
+// action is one lifecycle verb (lifecycle.Actions, the table) with the
+// broker method of its command.
 type action struct {
+	lifecycle.Action
 	method  string
 	running bool
 }
 
-var actions = map[string]action{
-	"start":   {wire.MethodAgentStart, true},
-	"restart": {wire.MethodAgentRestart, true},
-	"resume":  {wire.MethodAgentResume, true},
-	"stop":    {wire.MethodAgentStop, false},
-	"suspend": {wire.MethodAgentSuspend, false},
+// commandMethods are the broker methods of the table's commands.
+var commandMethods = map[lifecycle.Command]string{
+	lifecycle.CmdStart: wire.MethodAgentStart, lifecycle.CmdRestart: wire.MethodAgentRestart,
+	lifecycle.CmdResume: wire.MethodAgentResume, lifecycle.CmdStop: wire.MethodAgentStop,
+	lifecycle.CmdSuspend: wire.MethodAgentSuspend, lifecycle.CmdCreate: wire.MethodAgentCreate,
 }
+
+// actions are the table's actions by verb.
+var actions = func() map[string]action {
+	m := map[string]action{}
+	for _, a := range lifecycle.Actions {
+		m[a.Verb] = action{Action: a, method: commandMethods[a.Command], running: a.Running}
+	}
+	return m
+}()
 
 // actionFor is the action a verb names.
 func actionFor(verb string) (action, error) {
@@ -147,7 +157,7 @@ func planAction(in actionInput) (actionPlan, error) {
 		p.ClientKey = in.Verb + ":" + a.ID + ":" + c.Principal() + ":" + in.KeyHeader
 	}
 	p.Key = cmp.Or(p.ClientKey, in.Verb+":"+in.FreshKey)
-	p.QueueIfOffline = act.method == wire.MethodAgentStop
+	p.QueueIfOffline = lifecycle.PlanAction(act.Action, a.Phase, a.ContainerStatus).QueueIfOffline
 	p.Offline = api.Errorf(api.CodeBrokerOffline,
 		"runtime broker %q is offline; try again when it reconnects", b.Name).WithDetail("broker", b.Name)
 	return p, nil
@@ -193,7 +203,7 @@ type runPlan struct {
 // is no container to start, restart or resume, and what the caller asks
 // for is the agent running (the broker would answer agent_not_found).
 func needsRecreate(act action, a *store.Agent) bool {
-	return act.running && noContainer(a)
+	return lifecycle.PlanAction(act.Action, a.Phase, a.ContainerStatus).Send == lifecycle.CmdCreate
 }
 
 // planActionRun decides the writes and the command of an action planned
@@ -204,16 +214,17 @@ func planActionRun(in runInput) (runPlan, error) {
 		// Decided before a slot is taken: a refused one takes none.
 		return runPlan{}, in.RecreateErr
 	}
+	step := lifecycle.PlanAction(act.Action, a.Phase, a.ContainerStatus)
 	return runPlan{
 		// Checked again at start, resume and restart. A refused restart
 		// leaves the running container alone: nothing is dispatched.
-		Reserve:      act.running,
+		Reserve:      step.Reserve,
 		Limit:        in.Limit,
-		MarkStopping: act.method == wire.MethodAgentStop && a.Phase == api.PhaseRunning,
-		Recreate:     needsRecreate(act, a),
-		Method:       act.method,
+		MarkStopping: step.Before == api.PhaseStopping,
+		Recreate:     step.Send == lifecycle.CmdCreate,
+		Method:       act.method, // a recreate sends its create instead (runAction)
 		Ref:          wire.AgentRef{AgentID: a.ID, RunID: a.RunID, Pin: a.Pin},
-		MintToken:    act.running,
+		MintToken:    step.MintToken,
 		Key:          in.Plan.Key,
 		broker:       in.Broker,
 	}, nil

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 
 	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/hub/lifecycle"
 	"github.com/scion-go/scion/store"
 	"github.com/scion-go/scion/wire"
 )
@@ -58,17 +59,11 @@ func (s *Server) applyStatus(ctx context.Context, brokerID string, st wire.Agent
 	return a2, nil
 }
 
-// holdsSlot: phases in which an agent counts against its broker's limit.
-func holdsSlot(phase string) bool {
-	return phase == api.PhaseRunning || phase == api.PhaseProvisioning || phase == api.PhaseStopping
-}
+// holdsSlot: lifecycle.HoldsSlot.
+func holdsSlot(phase string) bool { return lifecycle.HoldsSlot(phase) }
 
-// keepsSlot: an agent holding a slot by its phase, or one whose stop is
-// queued for its offline broker, which keeps the slot it had until the
-// stop's answer or an inventory shows the container stopped or gone.
-func keepsSlot(a *store.Agent) bool {
-	return holdsSlot(a.Phase) || a.ContainerStatus == api.ContainerStopQueued
-}
+// keepsSlot: lifecycle.KeepsSlot of a's record.
+func keepsSlot(a *store.Agent) bool { return lifecycle.KeepsSlot(a.Phase, a.ContainerStatus) }
 
 func applyContainerState(a *store.Agent, st wire.AgentStatus) {
 	if a.StatusMessage == unsettledMessage {

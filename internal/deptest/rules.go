@@ -61,8 +61,8 @@ var Rules = []Rule{
 		// Decisions over plain values, table-tested without a server: of
 		// ours only api (for the error codes), no files, sockets or
 		// processes, and net/http for its status constants only.
-		Name: "hub/placement and hub/authz are pure",
-		Pkgs: []string{"hub/placement/...", "hub/authz/..."}, Only: []string{"api"}, Pure: true,
+		Name: "hub/placement, hub/authz and hub/lifecycle are pure",
+		Pkgs: []string{"hub/placement/...", "hub/authz/...", "hub/lifecycle/..."}, Only: []string{"api"}, Pure: true,
 	},
 	{
 		// The spokes' fleet file and per-call client configs (ADR-0046):
@@ -142,7 +142,7 @@ var Rules = []Rule{
 		// interface; the engine (store/sqlite, store/postgres), the
 		// broker and the runtimes are chosen and wired by launch.
 		Name: "hub imports only api, its own parts, store and wire",
-		Pkgs: []string{"hub"}, Only: []string{"api", "hub/authz", "hub/placement", "hub/signin", "hub/transport", "store", "wire"},
+		Pkgs: []string{"hub"}, Only: []string{"api", "hub/authz", "hub/lifecycle", "hub/placement", "hub/signin", "hub/transport", "store", "wire"},
 	},
 	{
 		// The broker daemon: the runtime interface (a concrete runtime is
