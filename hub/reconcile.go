@@ -7,7 +7,6 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/scion-go/scion/api"
 	"github.com/scion-go/scion/hub/lifecycle"
 	"github.com/scion-go/scion/store"
 	"github.com/scion-go/scion/wire"
@@ -65,64 +64,36 @@ func holdsSlot(phase string) bool { return lifecycle.HoldsSlot(phase) }
 // keepsSlot: lifecycle.KeepsSlot of a's record.
 func keepsSlot(a *store.Agent) bool { return lifecycle.KeepsSlot(a.Phase, a.ContainerStatus) }
 
+// applyContainerState records the broker's report st of a's container,
+// as the lifecycle table says (lifecycle.Observe), with the message it
+// calls for.
 func applyContainerState(a *store.Agent, st wire.AgentStatus) {
 	if a.StatusMessage == unsettledMessage {
 		a.StatusMessage = "" // a report settles it: what follows says how
 	}
-	if a.ContainerStatus == api.ContainerStopQueued {
-		if st.State == api.ContainerRunning || st.State == api.ContainerPaused || st.State == api.ContainerPending {
-			// Still live: the queued stop decides what happens next.
-			a.PortMappings = st.Ports
-			return
-		}
-		// Stopped or gone before the stop arrived: the stop is moot.
-		a.StatusMessage = ""
-	}
-	wasPending := a.ContainerStatus == api.ContainerPending
-	a.ContainerStatus = st.State
+	o := lifecycle.Observe(a.Phase, a.ContainerStatus, st.State, st.ExitCode)
 	a.PortMappings = st.Ports // the broker reports them while the container holds them
-	switch st.State {
-	case api.ContainerRunning:
-		a.Phase = api.PhaseRunning
-		if wasPending {
-			a.StatusMessage = "" // what it waited for is over
+	if o.StopQueued {
+		return // still live: the queued stop decides what happens next
+	}
+	a.ContainerStatus = st.State
+	if o.Phase != "" {
+		a.Phase = o.Phase
+	}
+	switch o.Note {
+	case lifecycle.NoteClear:
+		a.StatusMessage = ""
+	case lifecycle.NoteWaiting:
+		a.StatusMessage = truncate(scrubAddresses(st.Message), 500)
+	case lifecycle.NoteExitCode:
+		a.StatusMessage = fmt.Sprintf("agent exited with code %d", *st.ExitCode)
+		if st.Message != "" { // the runtime's account: last output lines, OOM, ...
+			a.StatusMessage += ": " + truncate(scrubAddresses(st.Message), 500)
 		}
-	case api.ContainerPending:
-		// Started but not running (a pod no node takes, an image that
-		// does not pull): never running, and the reason is the message.
-		if a.Phase == api.PhaseRunning || a.Phase == api.PhaseProvisioning {
-			a.Phase = api.PhaseProvisioning
-			a.StatusMessage = truncate(scrubAddresses(st.Message), 500)
-		}
-	case api.ContainerPaused:
-		a.Phase = api.PhaseSuspended
-	case api.ContainerCreated:
-		if a.Phase == api.PhaseProvisioning || a.Phase == api.PhaseRunning {
-			a.Phase = api.PhaseCreated // provisioned but not (or no longer) started
-		}
-	case api.ContainerExited:
-		switch a.Phase {
-		case api.PhaseStopping: // we asked for it: any exit code is a stop
-			a.Phase = api.PhaseStopped
-		case api.PhaseRunning, api.PhaseProvisioning:
-			a.Phase = api.PhaseStopped
-			if st.ExitCode != nil && *st.ExitCode != 0 {
-				a.Phase = api.PhaseError
-				a.StatusMessage = fmt.Sprintf("agent exited with code %d", *st.ExitCode)
-				if st.Message != "" { // the runtime's account: last output lines, OOM, ...
-					a.StatusMessage += ": " + truncate(scrubAddresses(st.Message), 500)
-				}
-			}
-		}
-	case api.ContainerMissing:
-		switch a.Phase {
-		case api.PhaseRunning, api.PhaseSuspended, api.PhaseStopping:
-			a.Phase = api.PhaseStopped
-			a.StatusMessage = "container not found on the runtime broker"
-		case api.PhaseProvisioning:
-			a.Phase = api.PhaseError
-			a.StatusMessage = "create was interrupted before the runtime broker confirmed it"
-		}
+	case lifecycle.NoteGone:
+		a.StatusMessage = "container not found on the runtime broker"
+	case lifecycle.NoteInterrupted:
+		a.StatusMessage = "create was interrupted before the runtime broker confirmed it"
 	}
 }
 
