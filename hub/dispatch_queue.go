@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/hub/lifecycle"
 	"github.com/scion-go/scion/store"
 	"github.com/scion-go/scion/wire"
 )
@@ -90,8 +91,7 @@ func (s *Server) queueStop(ctx context.Context, c *Caller, a *store.Agent, b *st
 		d := &store.Dispatch{BrokerID: b.ID, AgentID: a.ID, RunID: cur.RunID, Method: wire.MethodAgentStop,
 			Body: body, Key: key, CreatedBy: c.Principal()}
 		next := *cur
-		next.Phase = api.PhaseStopped
-		next.ContainerStatus = api.ContainerStopQueued
+		next.Phase, next.ContainerStatus = lifecycle.QueuedStop.Phase, lifecycle.QueuedStop.Container
 		next.StatusMessage = fmt.Sprintf("stop queued: runtime broker %q is offline; the stop is delivered when it reconnects", b.Name)
 		next.UpdatedAt = time.Now().UTC()
 		created, err := s.store.EnqueueDispatch(ctx, d, &next)
@@ -356,9 +356,8 @@ func (s *Server) queuedContainerGone(ctx context.Context, d *store.Dispatch) {
 // drainQueue asks for afterwards shows the container's state.
 func (s *Server) markQueuedFailed(ctx context.Context, d *store.Dispatch, cause error) {
 	_, err := s.mutateAgent(ctx, d.AgentID, func(a *store.Agent) error {
-		if a.ContainerStatus == api.ContainerStopQueued {
-			a.ContainerStatus = ""
-			a.Phase = api.PhaseError
+		if a.ContainerStatus == lifecycle.QueuedStop.Container {
+			a.Phase, a.ContainerStatus = lifecycle.QueuedStopFailed.Phase, lifecycle.QueuedStopFailed.Container
 			a.StatusMessage = "queued stop failed: " + strings.TrimSpace(scrubAddresses(api.AsError(cause).Message))
 		}
 		return nil

@@ -145,3 +145,16 @@ func PlanAction(act Action, phase, container string) Plan {
 	}
 	return p
 }
+
+// State is an agent's phase with its container status.
+type State struct{ Phase, Container string }
+
+// The records of the offline queue: a stop queued for an offline broker
+// shows the agent stopped with its stop queued (it keeps its slot:
+// KeepsSlot) until the broker is back; a queued stop the broker could
+// not carry out leaves it in error, its container's state unknown until
+// the next inventory.
+var (
+	QueuedStop       = State{Phase: api.PhaseStopped, Container: api.ContainerStopQueued}
+	QueuedStopFailed = State{Phase: api.PhaseError, Container: api.ContainerNone}
+)

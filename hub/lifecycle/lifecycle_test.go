@@ -118,3 +118,14 @@ func TestSlotsAndPhases(t *testing.T) {
 		}
 	}
 }
+
+// TestQueuedStopKeepsItsSlot: the queue's record of a stop keeps the
+// slot; the record of one that failed does not.
+func TestQueuedStopKeepsItsSlot(t *testing.T) {
+	if !KeepsSlot(QueuedStop.Phase, QueuedStop.Container) {
+		t.Error("a queued stop gives up its slot")
+	}
+	if KeepsSlot(QueuedStopFailed.Phase, QueuedStopFailed.Container) {
+		t.Error("a failed queued stop keeps a slot")
+	}
+}
