@@ -69,50 +69,32 @@ func (s *Server) handleCancelJob(r *http.Request, c *Caller) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	if j.State == api.JobStateCancelled {
-		return http.StatusOK, jobView(j), nil
-	}
-	if j.State == api.JobStatePending && j.Name == "" {
-		// The broker has not answered the run (it may still be fetching
-		// the cluster's secrets): a job.cancel now would find nothing to
-		// cancel and the run would go on. The ledger ends it here;
-		// handleRunJob cancels the Job on its spoke if the broker then
-		// accepts it, and applyJobUpdate if it reports it alive later.
-		out, err := s.store.UpdateJobWith(ctx, j.ID, func(x *store.Job) error {
-			if x.State != api.JobStatePending || x.Name != "" {
-				return errJobUnchanged
-			}
-			now := time.Now().UTC()
-			x.State, x.Message, x.FinishedAt = api.JobStateCancelled, msgCancelledPending, &now
-			return nil
-		})
-		switch {
-		case err == nil:
-			s.log.Info("job cancelled before its run was answered", "job", j.ID, "cluster", cmpCluster(j.Cluster), "by", c.Principal())
-			s.metrics.jobs.WithLabelValues(s.metrics.clusterLabel(j.Cluster), string(api.JobStateCancelled)).Inc()
-			return http.StatusOK, jobView(out), nil
-		case errors.Is(err, errJobUnchanged):
-			if j, err = s.store.GetJob(ctx, j.ID); err != nil {
-				return 0, nil, storeErr(err, api.CodeJobNotFound, "job")
-			}
-			if j.State == api.JobStateCancelled {
-				return http.StatusOK, jobView(j), nil
-			}
-		default:
-			return 0, nil, storeErr(err, api.CodeJobNotFound, "job")
-		}
-	}
-	if j.State.Terminal() {
-		return 0, nil, api.Conflict(api.CodeInvalidPhase, "job %s already finished (%s); there is nothing to cancel", j.ID, j.State)
-	}
 	b, err := s.store.GetBroker(ctx, j.BrokerID)
-	if isNotFound(err) {
-		// Deregistered: nobody can reach the Job any more, and the ledger
-		// must not keep it live for ever.
-		return s.cancelInLedger(ctx, c, j, msgCancelledDeregistered(api.Quote(j.BrokerID)))
+	if err != nil && !isNotFound(err) {
+		return 0, nil, err
+	}
+	missing := isNotFound(err)
+	step, err := planJobCancel(j, missing)
+	if err == nil && step == cancelEndPending {
+		var ended bool
+		if j, ended, err = s.endPendingJob(ctx, c, j); err != nil {
+			return 0, nil, err
+		} else if ended {
+			return http.StatusOK, jobView(j), nil
+		}
+		// The broker answered the run meanwhile: decide on the row as it is.
+		if step, err = planJobCancel(j, missing); step == cancelEndPending {
+			step = cancelSend
+		}
 	}
 	if err != nil {
 		return 0, nil, err
+	}
+	switch step {
+	case cancelAnswerAsIs:
+		return http.StatusOK, jobView(j), nil
+	case cancelEndInLedger:
+		return s.cancelInLedger(ctx, c, j, msgCancelledDeregistered(api.Quote(j.BrokerID)))
 	}
 	if ok, out, err := s.queueJobCancel(ctx, c, j, b, msgCancelQueuedOffline(b.Name), true); err != nil || ok {
 		return queuedCancelAnswer(out, err)
@@ -123,31 +105,14 @@ func (s *Server) handleCancelJob(r *http.Request, c *Caller) (int, any, error) {
 	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), wait)
 	defer cancel()
 	err = s.dispatch(dctx, j.BrokerID, wire.MethodJobCancel, wire.JobRef{JobID: j.ID}, nil, jobCancelKey(j.ID))
-	switch {
-	case err == nil:
-	case api.AsError(err).Code == api.CodeJobNotFound:
-		// The broker follows no such Job (it lost it, killed before
-		// the submit): there is nothing left to stop, and the ledger
-		// must not keep it live for ever. Should the broker report it
-		// alive after all, applyJobUpdate has it cancelled.
+	switch planJobCancelOutcome(err) {
+	case cancelUnfollowed:
+		// Should the broker report it alive after all, applyJobUpdate
+		// has it cancelled.
 		return s.cancelInLedger(ctx, c, j, msgCancelledUnfollowed)
-	case answerLost(err):
-		// No answer: the broker may have cancelled it or not. Queued, it
-		// is sent again (with the same effect) when the broker says hello
-		// again; a broker that did cancel it reports cancelled before that.
-		s.log.Warn("job cancel not answered; queued", "job", j.ID, "cluster", j.Cluster, "broker_id", b.ID, "err", err)
-		msg := msgCancelQueuedUnanswered(b.Name, wait)
-		if api.AsError(err).Code == api.CodeBrokerOffline {
-			msg = msgCancelQueuedOffline(b.Name) // it went offline (frozen: no heartbeat) while we waited
-		}
-		_, out, err := s.queueJobCancel(context.WithoutCancel(ctx), c, j, b, msg, false)
-		if err == nil && !out.State.Terminal() {
-			// A broker that stays connected says no hello that would
-			// drain the queue: send it again on this session later.
-			s.redeliverJobCancel(b.ID, j.ID)
-		}
-		return queuedCancelAnswer(out, err)
-	default:
+	case cancelQueue:
+		return s.queueUnansweredCancel(ctx, c, j, b, wait, err)
+	case cancelFailed:
 		s.log.Warn("job cancel failed", "job", j.ID, "cluster", j.Cluster, "err", err)
 		return 0, nil, err
 	}
@@ -157,6 +122,50 @@ func (s *Server) handleCancelJob(r *http.Request, c *Caller) (int, any, error) {
 		return 0, nil, storeErr(err, api.CodeJobNotFound, "job")
 	}
 	return http.StatusOK, jobView(cur), nil
+}
+
+// endPendingJob ends in the ledger a Job whose run its broker has not
+// answered (planJobCancel's cancelEndPending). ended is false when the
+// broker answered it meanwhile: j is then the row as it is.
+func (s *Server) endPendingJob(ctx context.Context, c *Caller, j *store.Job) (_ *store.Job, ended bool, _ error) {
+	out, err := s.store.UpdateJobWith(ctx, j.ID, func(x *store.Job) error {
+		if x.State != api.JobStatePending || x.Name != "" {
+			return errJobUnchanged
+		}
+		now := time.Now().UTC()
+		x.State, x.Message, x.FinishedAt = api.JobStateCancelled, msgCancelledPending, &now
+		return nil
+	})
+	switch {
+	case err == nil:
+		s.log.Info("job cancelled before its run was answered", "job", j.ID, "cluster", cmpCluster(j.Cluster), "by", c.Principal())
+		s.metrics.jobs.WithLabelValues(s.metrics.clusterLabel(j.Cluster), string(api.JobStateCancelled)).Inc()
+		return out, true, nil
+	case errors.Is(err, errJobUnchanged):
+		cur, err := s.store.GetJob(ctx, j.ID)
+		if err != nil {
+			return nil, false, storeErr(err, api.CodeJobNotFound, "job")
+		}
+		return cur, false, nil
+	}
+	return nil, false, storeErr(err, api.CodeJobNotFound, "job")
+}
+
+// queueUnansweredCancel queues a cancel its broker did not answer (derr)
+// within wait: planJobCancelOutcome's cancelQueue.
+func (s *Server) queueUnansweredCancel(ctx context.Context, c *Caller, j *store.Job, b *store.Broker, wait time.Duration, derr error) (int, any, error) {
+	s.log.Warn("job cancel not answered; queued", "job", j.ID, "cluster", j.Cluster, "broker_id", b.ID, "err", derr)
+	msg := msgCancelQueuedUnanswered(b.Name, wait)
+	if api.AsError(derr).Code == api.CodeBrokerOffline {
+		msg = msgCancelQueuedOffline(b.Name) // it went offline (frozen: no heartbeat) while we waited
+	}
+	_, out, err := s.queueJobCancel(context.WithoutCancel(ctx), c, j, b, msg, false)
+	if err == nil && !out.State.Terminal() {
+		// A broker that stays connected says no hello that would drain
+		// the queue: send it again on this session later.
+		s.redeliverJobCancel(b.ID, j.ID)
+	}
+	return queuedCancelAnswer(out, err)
 }
 
 // queuedCancelAnswer is the answer to a cancel that queueJobCancel took:
