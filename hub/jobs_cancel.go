@@ -73,38 +73,49 @@ func (s *Server) handleCancelJob(r *http.Request, c *Caller) (int, any, error) {
 	if err != nil && !isNotFound(err) {
 		return 0, nil, err
 	}
-	missing := isNotFound(err)
-	step, err := planJobCancel(j, missing)
-	if err == nil && step == cancelEndPending {
-		var ended bool
-		if j, ended, err = s.endPendingJob(ctx, c, j); err != nil {
-			return 0, nil, err
-		} else if ended {
-			return http.StatusOK, jobView(j), nil
-		}
-		// The broker answered the run meanwhile: decide on the row as it is.
-		if step, err = planJobCancel(j, missing); step == cancelEndPending {
-			step = cancelSend
-		}
-	}
-	if err != nil {
+	step, j, err := s.planCancelOf(ctx, c, j, isNotFound(err))
+	switch {
+	case err != nil:
 		return 0, nil, err
-	}
-	switch step {
-	case cancelAnswerAsIs:
+	case step == cancelAnswerAsIs:
 		return http.StatusOK, jobView(j), nil
-	case cancelEndInLedger:
+	case step == cancelEndInLedger:
 		return s.cancelInLedger(ctx, c, j, msgCancelledDeregistered(api.Quote(j.BrokerID)))
 	}
 	if ok, out, err := s.queueJobCancel(ctx, c, j, b, msgCancelQueuedOffline(b.Name), true); err != nil || ok {
 		return queuedCancelAnswer(out, err)
 	}
-	// From here the cancel is sent: the client going away must not leave
-	// it neither confirmed nor queued.
+	return s.sendJobCancel(ctx, c, j, b)
+}
+
+// planCancelOf plans the cancel of j (planJobCancel) and carries out its
+// one step that needs no broker: a run its broker has not answered ends
+// in the ledger (then answered as it is), or, answered meanwhile, the
+// cancel is planned again on the row as it is.
+func (s *Server) planCancelOf(ctx context.Context, c *Caller, j *store.Job, brokerMissing bool) (jobCancelStep, *store.Job, error) {
+	step, err := planJobCancel(j, brokerMissing)
+	if err != nil || step != cancelEndPending {
+		return step, j, err
+	}
+	j, ended, err := s.endPendingJob(ctx, c, j)
+	if err != nil || ended {
+		return cancelAnswerAsIs, j, err
+	}
+	if step, err = planJobCancel(j, brokerMissing); step == cancelEndPending {
+		step = cancelSend // named by now, or it would have ended
+	}
+	return step, j, err
+}
+
+// sendJobCancel sends the cancel of j to its broker b, which is online,
+// and answers as its outcome says (planJobCancelOutcome).
+func (s *Server) sendJobCancel(ctx context.Context, c *Caller, j *store.Job, b *store.Broker) (int, any, error) {
+	// The client going away must not leave the cancel neither confirmed
+	// nor queued.
 	wait := s.jobCancelTimeout()
 	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), wait)
 	defer cancel()
-	err = s.dispatch(dctx, j.BrokerID, wire.MethodJobCancel, wire.JobRef{JobID: j.ID}, nil, jobCancelKey(j.ID))
+	err := s.dispatch(dctx, j.BrokerID, wire.MethodJobCancel, wire.JobRef{JobID: j.ID}, nil, jobCancelKey(j.ID))
 	switch planJobCancelOutcome(err) {
 	case cancelUnfollowed:
 		// Should the broker report it alive after all, applyJobUpdate
