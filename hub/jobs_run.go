@@ -3,6 +3,7 @@ package hub
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net/http"
 	"slices"
 	"time"
@@ -106,49 +107,72 @@ func (s *Server) handleRunJob(r *http.Request, c *Caller) (int, any, error) {
 	// Settled, not plain dispatch: a run whose answer was lost would
 	// otherwise end as an error while its Job may run on the spoke.
 	derr := s.dispatchSettled(wctx, b.ID, wire.MethodJobRun, wire.JobRun{Job: jobView(j), Profile: a.Profile, Env: req.Env}, &acc, jobRunKey(j.ID))
-	requested := cmpCluster(req.Cluster)
-	log := s.log.With("job", j.ID, "cluster", requested, "agent_id", a.ID, "broker_id", b.ID)
-	if derr != nil {
-		if !answerLost(derr) {
-			// The broker refused: nothing was submitted, and the ledger
-			// keeps no row of it.
-			if err := s.store.DeleteJob(context.WithoutCancel(ctx), j.ID); err != nil && !isNotFound(err) {
-				log.Error("deleting a refused job's row", "err", err)
-			}
-			log.Info("job refused by the runtime broker", "code", api.AsError(derr).Code, "err", derr)
-			s.metrics.jobs.WithLabelValues(s.metrics.clusterLabel(req.Cluster), "refused").Inc()
-			return 0, nil, derr
-		}
-		msg := cleanText(api.AsError(derr).Message, maxJobMessage)
-		_, uerr := s.store.UpdateJobWith(context.WithoutCancel(ctx), j.ID, func(x *store.Job) error {
-			if x.State != api.JobStatePending {
-				// The broker reported it (it is on its spoke), or it was
-				// cancelled: that is its state, not this.
-				return errJobUnchanged
-			}
-			x.State, x.Message = api.JobStateError, msg
-			x.Error = &api.JobError{Status: "error", Cluster: requested, Message: msg}
-			return nil
-		})
-		if errors.Is(uerr, errJobUnchanged) {
-			cur, err := s.store.GetJob(context.WithoutCancel(ctx), j.ID)
-			if err == nil && cur.State != api.JobStateCancelled {
-				log.Info("job run not answered but reported by its broker", "state", cur.State, "err", derr)
-				return http.StatusCreated, jobView(cur), nil
-			}
-			log.Warn("job run not answered by the runtime broker; it was cancelled meanwhile", "err", derr)
-			return 0, nil, derr // counted as cancelled already
-		}
-		if uerr != nil {
-			log.Error("marking a job whose run was not answered", "err", uerr)
-		}
-		log.Warn("job run not answered by the runtime broker", "err", derr)
-		s.metrics.jobs.WithLabelValues(s.metrics.clusterLabel(req.Cluster), string(api.JobStateError)).Inc()
-		return 0, nil, derr
+	run := jobRun{job: j, broker: b, requested: cmpCluster(req.Cluster),
+		log: s.log.With("job", j.ID, "cluster", cmpCluster(req.Cluster), "agent_id", a.ID, "broker_id", b.ID)}
+	switch {
+	case derr == nil:
+		return s.jobRunAccepted(wctx, c, run, &acc)
+	case answerLost(derr):
+		return s.jobRunUnanswered(context.WithoutCancel(ctx), run, derr)
 	}
-	out, err := s.store.UpdateJobWith(context.WithoutCancel(ctx), j.ID, func(x *store.Job) error {
+	// The broker refused: nothing was submitted, and the ledger keeps no
+	// row of it.
+	if err := s.store.DeleteJob(context.WithoutCancel(ctx), j.ID); err != nil && !isNotFound(err) {
+		run.log.Error("deleting a refused job's row", "err", err)
+	}
+	run.log.Info("job refused by the runtime broker", "code", api.AsError(derr).Code, "err", derr)
+	s.metrics.jobs.WithLabelValues(s.metrics.clusterLabel(req.Cluster), "refused").Inc()
+	return 0, nil, derr
+}
+
+// jobRun is one run's row as written, its broker, the cluster asked for
+// and the log of its lines.
+type jobRun struct {
+	job       *store.Job
+	broker    *store.Broker
+	requested string
+	log       *slog.Logger
+}
+
+// jobRunUnanswered records a run whose answer was lost (derr): the Job
+// is in error, unless its broker reported it meanwhile (it is on its
+// spoke: that is its state) or it was cancelled.
+func (s *Server) jobRunUnanswered(ctx context.Context, run jobRun, derr error) (int, any, error) {
+	msg := cleanText(api.AsError(derr).Message, maxJobMessage)
+	_, uerr := s.store.UpdateJobWith(ctx, run.job.ID, func(x *store.Job) error {
+		if x.State != api.JobStatePending {
+			return errJobUnchanged
+		}
+		x.State, x.Message = api.JobStateError, msg
+		x.Error = &api.JobError{Status: "error", Cluster: run.requested, Message: msg}
+		return nil
+	})
+	if errors.Is(uerr, errJobUnchanged) {
+		cur, err := s.store.GetJob(ctx, run.job.ID)
+		if err == nil && cur.State != api.JobStateCancelled {
+			run.log.Info("job run not answered but reported by its broker", "state", cur.State, "err", derr)
+			return http.StatusCreated, jobView(cur), nil
+		}
+		run.log.Warn("job run not answered by the runtime broker; it was cancelled meanwhile", "err", derr)
+		return 0, nil, derr // counted as cancelled already
+	}
+	if uerr != nil {
+		run.log.Error("marking a job whose run was not answered", "err", uerr)
+	}
+	run.log.Warn("job run not answered by the runtime broker", "err", derr)
+	s.metrics.jobs.WithLabelValues(s.metrics.clusterLabel(run.job.Cluster), string(api.JobStateError)).Inc()
+	return 0, nil, derr
+}
+
+// jobRunAccepted records what the broker accepted (acc): where the Job
+// runs and its queue. A Job the ledger ended while the broker answered
+// (cancelled, expired) is cancelled on its spoke now that the broker
+// follows it.
+func (s *Server) jobRunAccepted(ctx context.Context, c *Caller, run jobRun, acc *wire.JobAccepted) (int, any, error) {
+	wctx := context.WithoutCancel(ctx)
+	out, err := s.store.UpdateJobWith(wctx, run.job.ID, func(x *store.Job) error {
 		x.Cluster, x.Tier, x.Namespace, x.Name = clip(acc.Cluster, 63), clip(acc.Tier, 32), clip(acc.Namespace, 63), clip(acc.Name, 253)
-		fillQueue(x, &acc)
+		fillQueue(x, acc)
 		return nil
 	})
 	if err != nil {
@@ -156,16 +180,14 @@ func (s *Server) handleRunJob(r *http.Request, c *Caller) (int, any, error) {
 	}
 	s.metrics.learnCluster(out.Cluster)
 	if out.State.Terminal() {
-		// Cancelled (or expired) while the broker was answering: the
-		// broker now follows the Job, so it can delete it.
-		if err := s.dispatch(wctx, b.ID, wire.MethodJobCancel, wire.JobRef{JobID: out.ID}, nil, jobCancelKey(out.ID)); err != nil {
-			log.Warn("cancelling a job accepted after the ledger ended it", "state", out.State, "err", err)
+		if err := s.dispatch(ctx, run.broker.ID, wire.MethodJobCancel, wire.JobRef{JobID: out.ID}, nil, jobCancelKey(out.ID)); err != nil {
+			run.log.Warn("cancelling a job accepted after the ledger ended it", "state", out.State, "err", err)
 		} else {
-			log.Info("job accepted after the ledger ended it; cancel sent", "state", out.State)
+			run.log.Info("job accepted after the ledger ended it; cancel sent", "state", out.State)
 		}
 		return http.StatusCreated, jobView(out), nil
 	}
-	s.log.Info("job accepted", "job", out.ID, "cluster", out.Cluster, "tier", out.Tier, "agent_id", a.ID, "broker_id", b.ID, "by", c.Principal())
+	s.log.Info("job accepted", "job", out.ID, "cluster", out.Cluster, "tier", out.Tier, "agent_id", out.AgentID, "broker_id", run.broker.ID, "by", c.Principal())
 	return http.StatusCreated, jobView(out), nil
 }
 
