@@ -104,11 +104,8 @@ func (s *Server) onHello(ctx context.Context, sess *session, req *wire.Request) 
 	if err := req.Decode(&h); err != nil {
 		return nil, api.BadRequest("bad hello: %v", err)
 	}
-	if h.ProtocolVersion != wire.ProtocolVersion {
-		return nil, api.BadRequest("protocol version %d not supported (hub speaks %d)", h.ProtocolVersion, wire.ProtocolVersion)
-	}
-	if h.BrokerID != "" && h.BrokerID != sess.brokerID {
-		return nil, api.Forbidden("hello names broker %s but the channel is authenticated as %s", h.BrokerID, sess.brokerID)
+	if err := checkHello(&h, sess.brokerID); err != nil {
+		return nil, err
 	}
 	on, err := s.experimentOn(ctx, api.ExperimentFlatRuntimeBrokers)
 	if err != nil {
@@ -122,17 +119,8 @@ func (s *Server) onHello(ctx context.Context, sess *session, req *wire.Request) 
 		if err != nil {
 			return err
 		}
-		was, b.RuntimeTarget = b.RuntimeTarget, target
-		b.Version, b.ProtocolVersion, b.Runtime = h.Version, h.ProtocolVersion, h.Runtime
-		b.Capabilities = h.Capabilities
-		if b.Capabilities == nil {
-			b.Capabilities = []string{}
-		}
-		b.Profiles = b.Profiles[:0]
-		for _, p := range h.Profiles {
-			b.Profiles = append(b.Profiles, api.BrokerProfile{Name: p.Name, Runtime: p.Runtime, Default: p.Default, Settings: p.Settings})
-		}
-		b.Status, b.LastSeen, b.UpdatedAt = api.BrokerOnline, time.Now().UTC(), time.Now().UTC()
+		was = b.RuntimeTarget
+		applyHello(b, &h, target, time.Now().UTC())
 		return nil
 	})
 	if err != nil {
@@ -142,14 +130,7 @@ func (s *Server) onHello(ctx context.Context, sess *session, req *wire.Request) 
 		}
 		return nil, err
 	}
-	switch target := b.RuntimeTarget; {
-	case was != nil && target == nil:
-		s.log.Warn("runtime broker no longer serves a single runtime target; its pinned agents are refused until it does again",
-			"broker", b.Name, "broker_id", b.ID, "was", was.String())
-	case was != nil && *was != *target:
-		s.log.Warn("runtime broker now serves another runtime target; its pinned agents are refused until it serves theirs again",
-			"broker", b.Name, "broker_id", b.ID, "was", was.String(), "now", target.String())
-	}
+	s.logTargetChange(b, was)
 	// Reconcile before the session becomes current: until then nothing can
 	// be dispatched to this broker, so the inventory in the hello cannot be
 	// overtaken by a create on the new channel.
@@ -178,6 +159,48 @@ func (s *Server) onHello(ctx context.Context, sess *session, req *wire.Request) 
 		ServerTime:          time.Now().UTC(),
 		HeartbeatIntervalMS: s.opts.HeartbeatInterval.Milliseconds(),
 	}, nil
+}
+
+// checkHello refuses a hello of another protocol version, or one naming
+// another broker than the channel authenticated as.
+func checkHello(h *wire.Hello, brokerID string) error {
+	if h.ProtocolVersion != wire.ProtocolVersion {
+		return api.BadRequest("protocol version %d not supported (hub speaks %d)", h.ProtocolVersion, wire.ProtocolVersion)
+	}
+	if h.BrokerID != "" && h.BrokerID != brokerID {
+		return api.Forbidden("hello names broker %s but the channel is authenticated as %s", h.BrokerID, brokerID)
+	}
+	return nil
+}
+
+// applyHello writes into b what its hello h announced (its runtime
+// target as helloTarget decided it) and marks it online at now.
+func applyHello(b *store.Broker, h *wire.Hello, target *api.RuntimeTarget, now time.Time) {
+	b.RuntimeTarget = target
+	b.Version, b.ProtocolVersion, b.Runtime = h.Version, h.ProtocolVersion, h.Runtime
+	b.Capabilities = h.Capabilities
+	if b.Capabilities == nil {
+		b.Capabilities = []string{}
+	}
+	b.Profiles = b.Profiles[:0]
+	for _, p := range h.Profiles {
+		b.Profiles = append(b.Profiles, api.BrokerProfile{Name: p.Name, Runtime: p.Runtime, Default: p.Default, Settings: p.Settings})
+	}
+	b.Status, b.LastSeen, b.UpdatedAt = api.BrokerOnline, now, now
+}
+
+// logTargetChange says when a flat broker's hello changed the runtime
+// target it serves (was: before): its pinned agents are refused until it
+// serves theirs again.
+func (s *Server) logTargetChange(b *store.Broker, was *api.RuntimeTarget) {
+	switch target := b.RuntimeTarget; {
+	case was != nil && target == nil:
+		s.log.Warn("runtime broker no longer serves a single runtime target; its pinned agents are refused until it does again",
+			"broker", b.Name, "broker_id", b.ID, "was", was.String())
+	case was != nil && *was != *target:
+		s.log.Warn("runtime broker now serves another runtime target; its pinned agents are refused until it serves theirs again",
+			"broker", b.Name, "broker_id", b.ID, "was", was.String(), "now", target.String())
+	}
 }
 
 // dispatch sends one command to a broker and waits for its answer, bounded
