@@ -227,8 +227,7 @@ func (s *Server) deliverQueued(ctx context.Context, sess *session, d *store.Disp
 	if out, refused := s.refuseQueued(ctx, d, a, log); refused {
 		return out
 	}
-	switch {
-	case a.BrokerID != d.BrokerID || (d.RunID != "" && a.RunID != d.RunID):
+	if queuedReassigned(d, a) {
 		log.Warn("queued dispatch skipped: its agent moved to another runtime broker or run before delivery",
 			"agent_broker_id", a.BrokerID, "agent_run_id", a.RunID, "queued_run_id", d.RunID)
 		return s.finishQueued(ctx, d, store.DispatchSkipped, "agent reassigned before delivery", queuedDone)
@@ -238,45 +237,79 @@ func (s *Server) deliverQueued(ctx context.Context, sess *session, d *store.Disp
 	for {
 		var st wire.AgentStatus
 		err := s.sendQueued(ctx, sess, d, &st)
-		switch {
-		case err == nil:
-			if _, err := s.afterDispatch(ctx, a.ID, st, nil, false); err != nil && !api.IsCode(err, api.CodeAgentNotFound) {
-				// Stays pending; the resend is answered from the
-				// broker's record.
-				log.Error("queued dispatch: recording its result", "err", err)
-				return queuedRetry
-			}
-			log.Info("queued dispatch delivered", "state", st.State)
-			return s.finishQueued(ctx, d, store.DispatchDelivered, st.State, queuedDone)
-		case api.IsCode(err, api.CodeAgentNotFound):
-			// Nothing to stop: the container is gone.
-			s.queuedContainerGone(ctx, d)
-			log.Info("queued dispatch delivered: the container was already gone")
-			return s.finishQueued(ctx, d, store.DispatchDelivered, api.ContainerMissing, queuedDone)
-		case api.IsCode(err, api.CodeBrokerUnavailable), api.IsCode(err, api.CodeBrokerTimeout):
-			// No answer: the broker may or may not have acted. Send it
-			// again with the same key, here or on the next session.
-			n, nerr := s.store.NoteDispatchAttempt(ctx, d.ID, api.AsError(err).Error())
-			if nerr != nil {
-				log.Error("queued dispatch: counting an attempt", "err", nerr)
-				return queuedRetry
-			}
-			if n >= maxQueuedAttempts {
-				log.Error("queued dispatch failed: no answer after repeated attempts", "attempts", n, "err", err)
-				s.markQueuedFailed(ctx, d, err)
-				return s.finishQueued(ctx, d, store.DispatchFailed, api.AsError(err).Error(), queuedFailed)
-			}
-			if sessionDone(sess) || ctx.Err() != nil {
-				log.Info("queued dispatch left pending: the channel ended", "attempts", n, "err", err)
-				return queuedChannelGone
-			}
-			log.Warn("queued dispatch: no answer; sending it again", "attempts", n, "err", err)
-		default:
-			log.Warn("queued dispatch failed on the runtime broker", "err", err)
-			s.markQueuedFailed(ctx, d, err)
-			return s.finishQueued(ctx, d, store.DispatchFailed, api.AsError(err).Error(), queuedFailed)
+		if out, again := s.afterQueuedSend(ctx, sess, d, a, st, err, log); !again {
+			return out
 		}
 	}
+}
+
+// queuedReassigned reports whether agent a is no longer the one the
+// queued dispatch d was for: it moved to another broker or run.
+func queuedReassigned(d *store.Dispatch, a *store.Agent) bool {
+	return a.BrokerID != d.BrokerID || (d.RunID != "" && a.RunID != d.RunID)
+}
+
+// queuedAnswer is what one delivery's answer says.
+type queuedAnswer int
+
+const (
+	queuedAnswered   queuedAnswer = iota // the broker carried it out: its status is recorded
+	queuedGone                           // nothing to stop: the container is gone
+	queuedUnanswered                     // no answer: the broker may or may not have acted
+	queuedRefused                        // the broker could not carry it out
+)
+
+// readQueuedAnswer reads the answer err to one delivery.
+func readQueuedAnswer(err error) queuedAnswer {
+	switch {
+	case err == nil:
+		return queuedAnswered
+	case api.IsCode(err, api.CodeAgentNotFound):
+		return queuedGone
+	case api.IsCode(err, api.CodeBrokerUnavailable), api.IsCode(err, api.CodeBrokerTimeout):
+		return queuedUnanswered
+	}
+	return queuedRefused
+}
+
+// afterQueuedSend records one delivery's answer (st, err) for agent a;
+// again: send it again (same key) on this session.
+func (s *Server) afterQueuedSend(ctx context.Context, sess *session, d *store.Dispatch, a *store.Agent, st wire.AgentStatus, err error, log *slog.Logger) (_ queuedOutcome, again bool) {
+	switch readQueuedAnswer(err) {
+	case queuedAnswered:
+		if _, err := s.afterDispatch(ctx, a.ID, st, nil, false); err != nil && !api.IsCode(err, api.CodeAgentNotFound) {
+			// Stays pending; the resend is answered from the broker's
+			// record.
+			log.Error("queued dispatch: recording its result", "err", err)
+			return queuedRetry, false
+		}
+		log.Info("queued dispatch delivered", "state", st.State)
+		return s.finishQueued(ctx, d, store.DispatchDelivered, st.State, queuedDone), false
+	case queuedGone:
+		s.queuedContainerGone(ctx, d)
+		log.Info("queued dispatch delivered: the container was already gone")
+		return s.finishQueued(ctx, d, store.DispatchDelivered, api.ContainerMissing, queuedDone), false
+	case queuedUnanswered:
+		// Sent again with the same key, here or on the next session.
+		n, nerr := s.store.NoteDispatchAttempt(ctx, d.ID, api.AsError(err).Error())
+		switch {
+		case nerr != nil:
+			log.Error("queued dispatch: counting an attempt", "err", nerr)
+			return queuedRetry, false
+		case n >= maxQueuedAttempts:
+			log.Error("queued dispatch failed: no answer after repeated attempts", "attempts", n, "err", err)
+			s.markQueuedFailed(ctx, d, err)
+			return s.finishQueued(ctx, d, store.DispatchFailed, api.AsError(err).Error(), queuedFailed), false
+		case sessionDone(sess) || ctx.Err() != nil:
+			log.Info("queued dispatch left pending: the channel ended", "attempts", n, "err", err)
+			return queuedChannelGone, false
+		}
+		log.Warn("queued dispatch: no answer; sending it again", "attempts", n, "err", err)
+		return 0, true
+	}
+	log.Warn("queued dispatch failed on the runtime broker", "err", err)
+	s.markQueuedFailed(ctx, d, err)
+	return s.finishQueued(ctx, d, store.DispatchFailed, api.AsError(err).Error(), queuedFailed), false
 }
 
 // sendQueued sends a queued dispatch once, with its row's key, within the
