@@ -51,16 +51,6 @@ var Actions = []Action{
 	{"resume", CmdResume, true},
 }
 
-// ActionFor is the action verb names (false: none).
-func ActionFor(verb string) (Action, bool) {
-	for _, a := range Actions {
-		if a.Verb == verb {
-			return a, true
-		}
-	}
-	return Action{}, false
-}
-
 // HoldsSlot reports whether an agent in phase counts against its
 // broker's running-agent cap: it runs, is on its way to, or is being
 // stopped (its process may still run).

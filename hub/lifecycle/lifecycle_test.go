@@ -68,9 +68,6 @@ func TestActionsAreTheAPIs(t *testing.T) {
 	if !slices.Equal(verbs, api.AgentActions) {
 		t.Fatalf("table %v, api %v", verbs, api.AgentActions)
 	}
-	if _, ok := ActionFor("delete"); ok {
-		t.Fatal("delete is not an action of the table")
-	}
 }
 
 // TestSlotsAndPhases: which phases hold a slot, and the phase each
