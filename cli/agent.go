@@ -218,7 +218,7 @@ func startOrCreate(cmd *cobra.Command, cl *client.Client, req api.CreateAgentReq
 		fmt.Fprintf(cmd.ErrOrStderr(), "warning: agent %s already exists; ignoring %s (to run it with them, replace it: scion delete %s, then scion start %s again)\n",
 			req.Name, strings.Join(ignored, ", "), req.Name, req.Name)
 	}
-	return cl.AgentAction(ctx, req.Name, req.Project, client.ActionStart)
+	return actionKeyed(cmd, cl, req.Name, req.Project, client.ActionStart)
 }
 
 // retryRefusedCreate reports whether agent a is what a create the broker
@@ -279,7 +279,7 @@ func newActionCmd(a *app, action, short string) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			ag, err := cl.AgentAction(cmd.Context(), args[0], p, action)
+			ag, err := actionKeyed(cmd, cl, args[0], p, action)
 			if err != nil {
 				return err
 			}

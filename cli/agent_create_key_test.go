@@ -44,4 +44,18 @@ func TestStartWaitsForASlowCreate(t *testing.T) {
 	if n := rt.Calls("Create"); n != 2 {
 		t.Errorf("the runtime was asked to create %d times for 2 agents", n)
 	}
+
+	// An action waits the same way, and runs once.
+	rt.SetLatency("Start", 2*time.Second) // a restart is a stop, then a start
+	starts := rt.Calls("Start")
+	r := mustRun(t, "restart", "slow1", "-o", "json")
+	if !strings.Contains(r.err, "has not finished restart of agent slow1") {
+		t.Errorf("scion restart: stderr does not say it waits: %q", r.err)
+	}
+	if a, err := e.Admin.GetAgent(context.Background(), "slow1", "default"); err != nil || a.Phase != api.PhaseRunning || !strings.Contains(r.out, a.ID) {
+		t.Errorf("after the restart: %+v %v; printed %q", a, err, r.out)
+	}
+	if n := rt.Calls("Start") - starts; n != 1 {
+		t.Errorf("the runtime was asked to start %d times for one restart", n)
+	}
 }

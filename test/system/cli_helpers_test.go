@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -57,16 +58,17 @@ func (h *host) env() []string {
 // of requests on loopback.
 const cliTimeout = 30 * time.Second
 
-// createTimeout bounds a start or create instead: that command waits on
-// the broker's runtime, past the Hub's dispatch timeout when it has to
-// (the CLI asks again for an outcome the Hub could not tell yet), and a
-// Docker Engine that a parallel test floods with 100 creates and their
-// teardowns has taken more than 30 s to create one more container.
+// createTimeout bounds a create or lifecycle action instead: that command
+// waits on the broker's runtime, past the Hub's dispatch timeout when it
+// has to (the CLI asks again for an outcome the Hub could not tell yet),
+// and a Docker Engine that a parallel test floods with 100 creates and
+// their teardowns has taken more than 30 s to create or restart one more
+// container.
 const createTimeout = 3 * time.Minute
 
 // cliBound is the bound of the CLI command args.
 func cliBound(args []string) time.Duration {
-	if len(args) > 0 && (args[0] == "start" || args[0] == "create") {
+	if len(args) > 0 && slices.Contains([]string{"create", "start", "stop", "restart", "suspend", "resume"}, args[0]) {
 		return createTimeout
 	}
 	return cliTimeout
