@@ -42,16 +42,14 @@ func (d *AgentDefaultsUpdate) Validate() error {
 	if d == nil {
 		return nil
 	}
-	var v AgentDefaults
-	for _, f := range []struct {
-		p   *string
-		dst *string
-	}{{d.DefaultRuntimeBroker, &v.DefaultRuntimeBroker}, {d.DefaultHarness, &v.DefaultHarness}, {d.DefaultImage, &v.DefaultImage}} {
-		if f.p != nil {
-			*f.dst = *f.p
+	given := func(p *string) string {
+		if p == nil {
+			return ""
 		}
+		return *p
 	}
-	return v.Validate()
+	return AgentDefaults{DefaultRuntimeBroker: given(d.DefaultRuntimeBroker), DefaultHarness: given(d.DefaultHarness),
+		DefaultImage: given(d.DefaultImage)}.Validate()
 }
 
 // Validate is the one check of a HubSettingsUpdate on its face.

@@ -111,7 +111,7 @@ func (s *Server) loadActionRun(ctx context.Context, c *Caller, plan actionPlan, 
 			return in, nil, nil
 		}
 	}
-	if plan.Action.running {
+	if plan.Action.Running {
 		if in.Limit, err = s.brokerLimit(ctx, b); err != nil {
 			return runInput{}, nil, err
 		}
@@ -223,7 +223,7 @@ func (s *Server) runAction(ctx context.Context, c *Caller, plan actionPlan, run 
 	} else if out.Unknown {
 		return 0, nil, derr
 	}
-	a, err := s.afterDispatch(wctx, a.ID, st, derr, plan.Action.running)
+	a, err := s.afterDispatch(wctx, a.ID, st, derr, plan.Action.Running)
 	if err == nil {
 		err = derr
 	}

@@ -36,8 +36,7 @@ import (
 // broker method of its command.
 type action struct {
 	lifecycle.Action
-	method  string
-	running bool
+	method string
 }
 
 // commandMethods are the broker methods of the table's commands.
@@ -51,7 +50,7 @@ var commandMethods = map[lifecycle.Command]string{
 var actions = func() map[string]action {
 	m := map[string]action{}
 	for _, a := range lifecycle.Actions {
-		m[a.Verb] = action{Action: a, method: commandMethods[a.Command], running: a.Running}
+		m[a.Verb] = action{Action: a, method: commandMethods[a.Command]}
 	}
 	return m
 }()
@@ -127,7 +126,7 @@ func planAction(in actionInput) (actionPlan, error) {
 		return actionPlan{}, reachCheck(in.reach())
 	}
 	p := actionPlan{Verb: in.Verb, Action: act}
-	if act.running {
+	if act.Running {
 		// Acting on another agent runs it again under its role, so the
 		// caller must be able to delegate that role.
 		if !(c.Kind == CallerAgent && c.ID == a.ID) {
@@ -143,7 +142,7 @@ func planAction(in actionInput) (actionPlan, error) {
 		return actionPlan{}, err
 	}
 	b := in.Broker
-	if act.running {
+	if act.Running {
 		// Placing it again: the broker must still allow its passthrough
 		// identity (the broker may have stopped offering it).
 		if err := refused(authz.BrokerDispatch, authz.PassthroughAllowed(a.Passthrough, b.Capabilities)); err != nil {
@@ -285,7 +284,7 @@ type actionOutcome struct {
 func planOutcome(act action, derr error) actionOutcome {
 	o := actionOutcome{Unknown: wentOffline(derr)}
 	switch {
-	case derr != nil && !act.running:
+	case derr != nil && !act.Running:
 		o.Failed = true
 		o.Requeue = act.method == wire.MethodAgentStop && (lostReply(derr) || api.IsCode(derr, api.CodeBrokerOffline))
 	case !o.Unknown:
