@@ -44,7 +44,7 @@ func (s *deregisterAtReserve) UpdateAgentWith(ctx context.Context, a *store.Agen
 
 // TestStartWhoseBrokerIsDeregisteredAtTheCommit: a start whose broker is
 // deregistered with force after its checks and before its slot is taken
-// is answered as reachCheck answers a broker no longer registered (409
+// is answered as plan.Reach answers a broker no longer registered (409
 // runtime_broker_missing), not as an unknown resource.
 func TestStartWhoseBrokerIsDeregisteredAtTheCommit(t *testing.T) {
 	var ws *deregisterAtReserve

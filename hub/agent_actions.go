@@ -7,32 +7,34 @@ import (
 
 	"github.com/scion-go/scion/api"
 	"github.com/scion-go/scion/hub/authz"
+	"github.com/scion-go/scion/hub/plan"
+	"github.com/scion-go/scion/hub/storeerr"
 	"github.com/scion-go/scion/store"
 	"github.com/scion-go/scion/wire"
 )
 
-// handleAgentAction is POST /agents/{agent}/{action}: load, planAction,
-// load again once the broker's queue is delivered, planActionRun, the
-// writes, the command, and what its outcome says (plan_action.go).
+// handleAgentAction is POST /agents/{agent}/{action}: load, plan.Action,
+// load again once the broker's queue is delivered, plan.ActionRun, the
+// writes, the command, and what its outcome says (hub/plan/plan_action.go).
 func (s *Server) handleAgentAction(r *http.Request, c *Caller) (int, any, error) {
 	ctx := r.Context()
 	verb := r.PathValue("action")
-	if _, err := actionFor(verb); err != nil {
+	if _, err := plan.ActionFor(verb); err != nil {
 		return 0, nil, err
 	}
 	in, err := s.loadAction(ctx, c, r, verb)
 	if err != nil {
 		return 0, nil, err
 	}
-	plan, err := planAction(in)
+	ap, err := plan.Action(in)
 	if err != nil {
 		return 0, nil, s.answer(c, err)
 	}
 	a, b := in.Agent, in.Broker
-	if plan.QueueIfOffline {
+	if ap.QueueIfOffline {
 		// Queued when the broker is offline, decided under its queue lock
 		// (dispatch_queue.go).
-		queued, view, err := s.queueStop(ctx, c, a, b, plan.ClientKey)
+		queued, view, err := s.queueStop(ctx, c, a, b, ap.ClientKey)
 		if err != nil {
 			return 0, nil, err
 		}
@@ -41,19 +43,19 @@ func (s *Server) handleAgentAction(r *http.Request, c *Caller) (int, any, error)
 		}
 	}
 	if !s.brokerOnline(b.ID) {
-		return 0, nil, plan.Offline
+		return 0, nil, ap.Offline
 	}
 	// A broker that just came back first receives what was queued for it;
 	// decide (reserve, mark stopping) on the agent as that left it.
-	rin, again, err := s.loadActionRun(ctx, c, plan, a.ID, b)
+	rin, again, err := s.loadActionRun(ctx, c, ap, a.ID, b)
 	if err != nil {
 		return 0, nil, err
 	}
-	run, err := planActionRun(rin)
+	run, err := plan.ActionRun(rin)
 	if err != nil {
 		return 0, nil, err
 	}
-	if a, err = s.commitAction(ctx, plan, run, rin.Agent); err != nil {
+	if a, err = s.commitAction(ctx, ap, run, rin.Agent); err != nil {
 		return 0, nil, err
 	}
 	if run.Recreate {
@@ -66,22 +68,22 @@ func (s *Server) handleAgentAction(r *http.Request, c *Caller) (int, any, error)
 		}
 		a = got
 	}
-	return s.runAction(ctx, c, plan, run, a, b)
+	return s.runAction(ctx, c, ap, run, a, b)
 }
 
-// loadAction reads what planAction decides on: the agent (which c may
+// loadAction reads what plan.Action decides on: the agent (which c may
 // act on) and its broker.
-func (s *Server) loadAction(ctx context.Context, c *Caller, r *http.Request, verb string) (actionInput, error) {
+func (s *Server) loadAction(ctx context.Context, c *Caller, r *http.Request, verb string) (plan.ActionInput, error) {
 	a, err := s.loadAgent(ctx, c, r, authz.AgentLifecycle)
 	if err != nil {
-		return actionInput{}, err
+		return plan.ActionInput{}, err
 	}
-	in := actionInput{Verb: verb, Caller: *c, Agent: a, KeyHeader: r.Header.Get(api.HeaderIdempotencyKey), FreshKey: mustV7()}
+	in := plan.ActionInput{Verb: verb, Caller: *c, Agent: a, KeyHeader: r.Header.Get(api.HeaderIdempotencyKey), FreshKey: mustV7()}
 	if (a.BrokerID == "" && a.Pin == nil) || api.CheckIdempotencyKey(in.KeyHeader) != nil {
 		return in, nil // refused before a broker is needed
 	}
 	// The broker's record (its runtime target too) and, for a pin naming
-	// another broker, whether that one is registered: reachCheck's input.
+	// another broker, whether that one is registered: plan.Reach's input.
 	reach, err := s.loadReach(ctx, a)
 	if err != nil {
 		return in, err
@@ -90,55 +92,55 @@ func (s *Server) loadAction(ctx context.Context, c *Caller, r *http.Request, ver
 	return in, nil
 }
 
-// loadActionRun reads what planActionRun decides on, once the broker's
+// loadActionRun reads what plan.ActionRun decides on, once the broker's
 // session is ready: the agent again, the broker's limit for an action that
 // runs it, and for an agent the broker holds nothing of, whether c may
 // create it again (again: what that needs).
-func (s *Server) loadActionRun(ctx context.Context, c *Caller, plan actionPlan, agentID string, b *store.Broker) (runInput, *recreation, error) {
+func (s *Server) loadActionRun(ctx context.Context, c *Caller, ap plan.ActionPlan, agentID string, b *store.Broker) (plan.RunInput, *recreation, error) {
 	if _, err := s.liveSession(ctx, b.ID); err != nil {
-		return runInput{}, nil, err
+		return plan.RunInput{}, nil, err
 	}
 	a, err := s.store.GetAgent(ctx, agentID)
 	if err != nil {
-		return runInput{}, nil, storeErr(err, api.CodeAgentNotFound, "agent")
+		return plan.RunInput{}, nil, storeerr.Map(err, api.CodeAgentNotFound, "agent")
 	}
-	in := runInput{Plan: plan, Agent: a, Broker: b}
+	in := plan.RunInput{Plan: ap, Agent: a, Broker: b}
 	var again *recreation
-	if needsRecreate(plan.Action, a) {
+	if plan.NeedsRecreate(ap.Action, a) {
 		// Its secrets are handed over again: decided before a slot is
 		// taken.
 		if again, in.RecreateErr = s.prepareRecreate(ctx, c, a); in.RecreateErr != nil {
 			return in, nil, nil
 		}
 	}
-	if plan.Action.Running {
+	if ap.Action.Running {
 		if in.Limit, err = s.brokerLimit(ctx, b); err != nil {
-			return runInput{}, nil, err
+			return plan.RunInput{}, nil, err
 		}
 	}
 	return in, again, nil
 }
 
 // commitAction makes the action's writes, after every check, in one
-// transaction: the agent record the plan wants (actionRecord) with the
+// transaction: the agent record the plan wants (plan.ActionRecord) with the
 // slot it runs in (store.UpdateAgentWith), or only the slot when the
 // record stays as it is. A concurrent change of the agent is met as
 // mutateAgentFrom meets it: read again, decide again, write again. It
 // returns the agent as written.
-func (s *Server) commitAction(ctx context.Context, plan actionPlan, run runPlan, a *store.Agent) (*store.Agent, error) {
+func (s *Server) commitAction(ctx context.Context, ap plan.ActionPlan, run plan.RunPlan, a *store.Agent) (*store.Agent, error) {
 	var limit *int
 	if run.Reserve {
 		limit = &run.Limit
 	}
 	for range 20 {
-		next, changed := actionRecord(plan, run, a)
+		next, changed := plan.ActionRecord(ap, run, a)
 		if !changed {
 			if run.Reserve {
 				if err := s.store.Reserve(ctx, a.BrokerID, a.ID, run.Limit); err != nil {
 					if isNotFound(err) {
 						return nil, s.slotNotFound(ctx, a)
 					}
-					return nil, run.reserveErr(a, err)
+					return nil, run.ReserveErr(a, err)
 				}
 			}
 			return a, nil
@@ -149,19 +151,19 @@ func (s *Server) commitAction(ctx context.Context, plan actionPlan, run runPlan,
 			return next, nil
 		}
 		if !isConflict(err) && !isNotFound(err) {
-			return nil, run.reserveErr(a, err)
+			return nil, run.ReserveErr(a, err)
 		}
 		// Stale or gone; or, for a not-found with a slot, the broker gone,
 		// which the read tells apart from the agent.
 		cur, gerr := s.store.GetAgent(ctx, a.ID)
 		if gerr != nil {
-			return nil, storeErr(gerr, api.CodeAgentNotFound, "agent")
+			return nil, storeerr.Map(gerr, api.CodeAgentNotFound, "agent")
 		}
 		if isNotFound(err) && run.Reserve {
-			return nil, reachCheck(reachInput{Agent: cur, BrokerMissing: true})
+			return nil, plan.Reach(plan.ReachInput{Agent: cur, BrokerMissing: true})
 		}
 		if !isConflict(err) {
-			return nil, run.reserveErr(a, err)
+			return nil, run.ReserveErr(a, err)
 		}
 		a = cur
 	}
@@ -170,19 +172,19 @@ func (s *Server) commitAction(ctx context.Context, plan actionPlan, run runPlan,
 
 // slotNotFound is the answer to a slot the store could not take for
 // agent a because the agent or its broker is gone: the broker was
-// deregistered (with force) after the action's checks, which reachCheck
+// deregistered (with force) after the action's checks, which plan.Reach
 // answers as it does for one already gone.
 func (s *Server) slotNotFound(ctx context.Context, a *store.Agent) error {
 	cur, err := s.store.GetAgent(ctx, a.ID)
 	if err != nil {
-		return storeErr(err, api.CodeAgentNotFound, "agent")
+		return storeerr.Map(err, api.CodeAgentNotFound, "agent")
 	}
-	return reachCheck(reachInput{Agent: cur, BrokerMissing: true})
+	return plan.Reach(plan.ReachInput{Agent: cur, BrokerMissing: true})
 }
 
 // runAction sends the action's command and records and answers what its
-// outcome says (planOutcome).
-func (s *Server) runAction(ctx context.Context, c *Caller, plan actionPlan, run runPlan, a *store.Agent, b *store.Broker) (int, any, error) {
+// outcome says (plan.Outcome).
+func (s *Server) runAction(ctx context.Context, c *Caller, ap plan.ActionPlan, run plan.RunPlan, a *store.Agent, b *store.Broker) (int, any, error) {
 	var st wire.AgentStatus
 	s.inflight.add(a.ID)
 	ref := wire.AgentRef{AgentID: a.ID, RunID: a.RunID, Pin: a.Pin}
@@ -190,7 +192,7 @@ func (s *Server) runAction(ctx context.Context, c *Caller, plan actionPlan, run 
 		ref.AgentToken = s.mintAgentToken(a)
 	}
 	derr := s.dispatch(ctx, b.ID, run.Method, ref, &st, run.Key)
-	out := planOutcome(plan.Action, derr)
+	out := plan.Outcome(ap.Action, derr)
 	defer func() {
 		if s.inflight.done(a.ID) && out.Unknown {
 			s.settleLater(a.ID, b.ID) // its reconnect's inventory passed the agent by
@@ -209,21 +211,21 @@ func (s *Server) runAction(ctx context.Context, c *Caller, plan actionPlan, run 
 		if qerr == nil && queued {
 			return http.StatusAccepted, view, nil
 		}
-		if qerr != nil || !wentOffline(derr) {
+		if qerr != nil || !plan.WentOffline(derr) {
 			return 0, nil, derr
 		}
 		// Not queued because the broker is back already: send it on the
 		// new session under the same key, as its queue would have
 		// (answered from the broker's record if it had acted).
 		if derr = s.resendStop(ctx, a, b, run.Key, &st); derr != nil {
-			out.Unknown = wentOffline(derr)
+			out.Unknown = plan.WentOffline(derr)
 			return 0, nil, derr
 		}
 		out.Unknown = false
 	} else if out.Unknown {
 		return 0, nil, derr
 	}
-	a, err := s.afterDispatch(wctx, a.ID, st, derr, plan.Action.Running)
+	a, err := s.afterDispatch(wctx, a.ID, st, derr, ap.Action.Running)
 	if err == nil {
 		err = derr
 	}
@@ -244,7 +246,7 @@ func (s *Server) setPhaseIf(ctx context.Context, id, from, to string) (*store.Ag
 	})
 }
 
-// handleDeleteAgent is DELETE /agents/{agent}: load, planDelete, the
+// handleDeleteAgent is DELETE /agents/{agent}: load, plan.Delete, the
 // broker's delete, the record.
 func (s *Server) handleDeleteAgent(r *http.Request, c *Caller) (int, any, error) {
 	ctx := r.Context()
@@ -256,10 +258,10 @@ func (s *Server) handleDeleteAgent(r *http.Request, c *Caller) (int, any, error)
 	if err != nil {
 		return 0, nil, err
 	}
-	in := deleteInput{Caller: *c, Agent: a, Force: force, Online: a.BrokerID != "" && s.brokerOnline(a.BrokerID)}
+	in := plan.DeleteInput{Caller: *c, Agent: a, Force: force, Online: a.BrokerID != "" && s.brokerOnline(a.BrokerID)}
 	if a.Pin != nil {
 		// A pinned agent's placement is checked online or not, with or
-		// without force (reachCheck); a failed read refuses the delete.
+		// without force (plan.Reach); a failed read refuses the delete.
 		reach, err := s.loadReach(ctx, a)
 		if err != nil {
 			return 0, nil, err
@@ -271,16 +273,16 @@ func (s *Server) handleDeleteAgent(r *http.Request, c *Caller) (int, any, error)
 		_, gerr := s.store.GetBroker(ctx, a.BrokerID)
 		in.BrokerMissing = isNotFound(gerr)
 	}
-	plan, err := planDelete(in)
+	ap, err := plan.Delete(in)
 	if err != nil {
 		return 0, nil, err
 	}
-	if plan.Forced {
+	if ap.Forced {
 		s.log.Warn("agent record deleted with force without reaching its runtime broker, which is no longer registered: its workload may still run on that machine",
 			"agent", a.Slug, "agent_id", a.ID, "project_id", a.ProjectID, "broker_id", a.BrokerID, "by", c.Principal())
 	}
-	if plan.Dispatch {
-		err := s.dispatch(ctx, a.BrokerID, wire.MethodAgentDelete, wire.AgentRef{AgentID: a.ID, RunID: a.RunID, Pin: a.Pin}, nil, plan.Key)
+	if ap.Dispatch {
+		err := s.dispatch(ctx, a.BrokerID, wire.MethodAgentDelete, wire.AgentRef{AgentID: a.ID, RunID: a.RunID, Pin: a.Pin}, nil, ap.Key)
 		if err != nil && !api.IsCode(err, api.CodeAgentNotFound) {
 			return 0, nil, err
 		}

@@ -10,7 +10,7 @@ import (
 	"errors"
 
 	"github.com/scion-go/scion/api"
-	"github.com/scion-go/scion/hub/lifecycle"
+	"github.com/scion-go/scion/hub/plan"
 	"github.com/scion-go/scion/store"
 	"github.com/scion-go/scion/wire"
 )
@@ -51,19 +51,12 @@ func classifyCreate(derr error) createOutcome {
 	return outcomeRefused
 }
 
-// noContainer reports whether the Hub knows that the broker holds nothing
-// of agent a: the broker refused its create (it undoes a failed one), or
-// an inventory showed it missing, and nothing has run since. Such an agent
-// is only a record of why it failed: a create with its name replaces it,
-// and a start creates it again.
-func noContainer(a *store.Agent) bool { return lifecycle.NoContainer(a.Phase, a.ContainerStatus) }
-
 // createUnresolved reports whether the outcome of a's create is still
 // open: no answer came (phase provisioning, see awaitCreateOutcome), or it
-// came as the absence of the agent (noContainer). A keyed retry of the
+// came as the absence of the agent (plan.NoContainer). A keyed retry of the
 // create then asks the broker again.
 func createUnresolved(a *store.Agent) bool {
-	return (a.Phase == api.PhaseProvisioning && a.ContainerStatus == "") || noContainer(a)
+	return (a.Phase == api.PhaseProvisioning && a.ContainerStatus == "") || plan.NoContainer(a)
 }
 
 // createSpec is the broker's create command for agent a of project p.
@@ -154,7 +147,7 @@ func (s *Server) prepareRecreate(ctx context.Context, c *Caller, a *store.Agent)
 }
 
 // recreate is a start, restart or resume of agent a, which its broker
-// holds nothing of (noContainer), holding its slot already: the create is
+// holds nothing of (plan.NoContainer), holding its slot already: the create is
 // sent again, with start, under a key of this action's own (the broker
 // remembers the answer of the refused create under the create's key).
 // done is false when the broker turns out to have the agent after all:
@@ -181,9 +174,9 @@ func (s *Server) reprovision(ctx context.Context, a *store.Agent, b *store.Broke
 		if err == nil {
 			switch err = s.store.Reserve(ctx, b.ID, a.ID, limit); {
 			case errors.Is(err, store.ErrQuota):
-				err = quotaError(b, limit)
+				err = plan.QuotaError(b, limit)
 			case errors.Is(err, store.ErrReservationScope):
-				err = reservationScopeError(a, b)
+				err = plan.ReservationScopeError(a, b)
 			case isNotFound(err):
 				err = s.slotNotFound(ctx, a)
 			}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/hub/plan"
 	"github.com/scion-go/scion/store"
 	"github.com/scion-go/scion/wire"
 )
@@ -55,7 +56,7 @@ func TestNoContainerAndUnresolved(t *testing.T) {
 	}
 	for _, tt := range tests {
 		a := &store.Agent{Phase: tt.phase, ContainerStatus: tt.container}
-		if got := noContainer(a); got != tt.noContainer {
+		if got := plan.NoContainer(a); got != tt.noContainer {
 			t.Errorf("%s: noContainer = %v, want %v", tt.name, got, tt.noContainer)
 		}
 		if got := createUnresolved(a); got != tt.pending {

@@ -11,17 +11,6 @@ import (
 	"github.com/scion-go/scion/store"
 )
 
-// agentIdentity is who a new agent is and who answers for it.
-type agentIdentity struct {
-	role       string
-	scopes     []string
-	delegation authz.Delegation
-	parent     string // the creating agent's ID
-	// holder is the creating agent's record: the secrets it was given
-	// are the only ones it may hand on (see heldBy).
-	holder *store.Agent
-}
-
 // handleUpdateAgent is PATCH /agents/{agent}: today, a role change. The
 // caller needs agent.lifecycle on the agent, must be able to delegate both
 // its current and its new role, and becomes its recorded delegator.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/scion-go/scion/api"
 	"github.com/scion-go/scion/hub/lifecycle"
+	"github.com/scion-go/scion/hub/storeerr"
 	"github.com/scion-go/scion/store"
 	"github.com/scion-go/scion/wire"
 )
@@ -82,7 +83,7 @@ func (s *Server) mutateAgentFrom(ctx context.Context, id string, cur *store.Agen
 			a, err = s.store.GetAgent(ctx, id)
 		}
 		if err != nil {
-			return nil, storeErr(err, api.CodeAgentNotFound, "agent")
+			return nil, storeerr.Map(err, api.CodeAgentNotFound, "agent")
 		}
 		if err := f(a); err != nil {
 			return nil, err
@@ -93,7 +94,7 @@ func (s *Server) mutateAgentFrom(ctx context.Context, id string, cur *store.Agen
 			return a, nil
 		}
 		if !isConflict(err) { // not found: deleted meanwhile
-			return nil, storeErr(err, api.CodeAgentNotFound, "agent")
+			return nil, storeerr.Map(err, api.CodeAgentNotFound, "agent")
 		}
 	}
 	return nil, api.Conflict(api.CodeConflict, "agent is being changed concurrently; try again")

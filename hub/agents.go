@@ -10,17 +10,12 @@ import (
 
 	"github.com/scion-go/scion/api"
 	"github.com/scion-go/scion/hub/authz"
+	"github.com/scion-go/scion/hub/plan"
+	"github.com/scion-go/scion/hub/storeerr"
 	"github.com/scion-go/scion/store"
 )
 
 const defaultProject = "default"
-
-// validateCreate is the create's one check (api.CreateAgentRequest.Validate,
-// the CLI's and the broker's too), after the defaults.
-func validateCreate(req *api.CreateAgentRequest) error {
-	req.WithDefaults()
-	return req.Validate()
-}
 
 func (s *Server) agentView(ctx context.Context, a *store.Agent, names map[string]string) api.Agent {
 	v := api.Agent{ID: a.ID, Slug: a.Slug, ProjectID: a.ProjectID, BrokerID: a.BrokerID, Profile: a.Profile,
@@ -93,7 +88,7 @@ func (s *Server) handleCreateAgent(r *http.Request, c *Caller) (int, any, error)
 }
 
 // createAgent is POST /agents after the Idempotency-Key check: load,
-// planCreate, one transaction, the broker's create (plan_create.go). With
+// plan.Create, one transaction, the broker's create (hub/plan/plan_create.go). With
 // a key the agent is created together with the key's record, and
 // *claimed says so: only then is there an answer to record (a create
 // refused earlier created nothing).
@@ -103,57 +98,58 @@ func (s *Server) createAgent(r *http.Request, c *Caller, p *store.Project, req a
 	if err != nil {
 		return 0, nil, err
 	}
-	plan, err := planCreate(in)
+	cp, err := plan.Create(in)
 	if err != nil {
 		return 0, nil, s.answer(c, err)
 	}
-	b := plan.Broker
-	if plan.CheckRoom {
+	b := cp.Broker
+	if cp.CheckRoom {
 		n, err := s.store.CountReservations(ctx, b.ID)
 		if err == nil {
-			err = plan.room(n)
+			err = cp.Room(n)
 		}
 		if err != nil {
 			return 0, nil, err
 		}
 	}
-	a := plan.Agent
-	linked, err := s.insertAgent(ctx, c, p, a, plan.Opts)
+	a := cp.Agent
+	linked, err := s.insertAgent(ctx, c, p, a, cp.Opts)
 	*claimed = err == nil && key != nil
 	if err != nil {
-		return 0, nil, plan.insertErr(err)
+		return 0, nil, cp.InsertErr(err)
 	}
 	if linked {
 		s.log.Info("runtime broker linked to the project by placement", "broker", b.Name, "project", p.Name, "by", c.Principal())
 	}
 	s.metrics.created.Inc()
 	spec := s.createSpec(a, p, secrets, in.Req.Kubernetes, in.Req.Start)
-	a, _, err = s.runCreate(ctx, a, b, spec, plan.Key)
+	a, _, err = s.runCreate(ctx, a, b, spec, cp.Key)
 	if err != nil {
 		return 0, nil, err
 	}
 	return http.StatusCreated, s.agentView(ctx, a, map[string]string{b.ID: b.Name}), nil
 }
 
-// loadCreate reads what planCreate decides on, after planRequest: the
+// loadCreate reads what plan.Create decides on, after plan.CreateRequest: the
 // Hub's settings and limits (cached), the creating agent's record, the
 // secrets the request names (their values for the broker, and their authz
 // decision), and the placement candidates.
-func (s *Server) loadCreate(ctx context.Context, c *Caller, p *store.Project, req api.CreateAgentRequest, key *createKey) (createInput, map[string]string, error) {
+func (s *Server) loadCreate(ctx context.Context, c *Caller, p *store.Project, req api.CreateAgentRequest, key *createKey) (plan.CreateInput, map[string]string, error) {
 	markChecked(ctx)
 	settings, err := s.hubSettings(ctx)
 	if err != nil {
-		return createInput{}, nil, err
+		return plan.CreateInput{}, nil, err
 	}
-	if req, err = planRequest(req, settings); err != nil {
-		return createInput{}, nil, err
+	if req, err = plan.CreateRequest(req, settings); err != nil {
+		return plan.CreateInput{}, nil, err
 	}
 	lim, err := s.hubLimits(ctx)
 	if err != nil {
-		return createInput{}, nil, err
+		return plan.CreateInput{}, nil, err
 	}
-	in := createInput{Caller: *c, Project: p, Req: req, Settings: settings, Limits: lim, Key: key,
-		AgentID: mustV7(), RunID: mustV7(), Now: time.Now().UTC()}
+	now := time.Now().UTC()
+	in := plan.CreateInput{Caller: *c, Project: p, Req: req, Settings: settings, Limits: lim, Key: key.record(now),
+		AgentID: mustV7(), RunID: mustV7(), Now: now}
 	if c.Kind == CallerAgent {
 		in.Parent, in.ParentErr = s.store.GetAgent(ctx, c.ID)
 	}
@@ -162,13 +158,13 @@ func (s *Server) loadCreate(ctx context.Context, c *Caller, p *store.Project, re
 		secrets, in.SecretsErr = s.agentSecrets(ctx, c, p, req.Secrets, in.Parent)
 	}
 	if in.Brokers, err = s.loadCandidates(ctx, c, p, req.Broker); err != nil {
-		return createInput{}, nil, err
+		return plan.CreateInput{}, nil, err
 	}
 	return in, secrets, nil
 }
 
 // insertAgent writes c's new agent a in project p with opts. A name held
-// by an agent the broker holds nothing of (noContainer: its create was
+// by an agent the broker holds nothing of (plan.NoContainer: its create was
 // refused) is taken over: that agent is replaced in the same transaction,
 // so a refused create never blocks its name and the retry with a fixed
 // request succeeds. Replacing is deleting the old record, so it needs
@@ -180,7 +176,7 @@ func (s *Server) insertAgent(ctx context.Context, c *Caller, p *store.Project, a
 		return linked, err
 	}
 	old, gerr := s.store.GetAgentBySlug(ctx, a.ProjectID, a.Slug)
-	if gerr != nil || !replaceable(*c, p, old, s.inflight.has(old.ID)) {
+	if gerr != nil || !plan.Replaceable(*c, p, old, s.inflight.has(old.ID)) {
 		return false, err
 	}
 	opts.Replace = old
@@ -221,9 +217,9 @@ func (s *Server) loadAgent(ctx context.Context, c *Caller, r *http.Request, act 
 		if isNotFound(err) {
 			markChecked(ctx)
 		}
-		return nil, storeErr(err, api.CodeAgentNotFound, "agent "+api.Quote(ref))
+		return nil, storeerr.Map(err, api.CodeAgentNotFound, "agent "+api.Quote(ref))
 	}
-	res := authz.Resource{Project: projectRes(p), Agent: agentRes(a)}
+	res := authz.Resource{Project: plan.ProjectRes(p), Agent: plan.AgentRes(a)}
 	if err := s.authorize(ctx, c, authz.AgentRead, res, agentNotFound(ref)); err != nil {
 		return nil, err
 	}
@@ -257,7 +253,7 @@ func (s *Server) handleListAgents(r *http.Request, c *Caller) (int, any, error) 
 		if err != nil {
 			return 0, nil, err
 		}
-		if err := s.authorize(ctx, c, authz.AgentRead, authz.Resource{Project: projectRes(p)}, projectNotFound(ref)); err != nil {
+		if err := s.authorize(ctx, c, authz.AgentRead, authz.Resource{Project: plan.ProjectRes(p)}, projectNotFound(ref)); err != nil {
 			return 0, nil, err
 		}
 		f.ProjectID = p.ID

@@ -11,6 +11,7 @@ import (
 
 	"github.com/scion-go/scion/api"
 	"github.com/scion-go/scion/hub/authz"
+	"github.com/scion-go/scion/hub/plan"
 	"github.com/scion-go/scion/store"
 )
 
@@ -61,22 +62,13 @@ func (s *Server) refusal(c *Caller, a authz.Action, ref *authz.Refusal, notFound
 }
 
 // answer turns a plan's error into the one the handler returns: its
-// authz refusal (refusalErr) answered and logged as refusal does.
+// authz refusal (plan.Refusal) answered and logged as refusal does.
 func (s *Server) answer(c *Caller, err error) error {
-	var r *refusalErr
+	var r *plan.Refusal
 	if errors.As(err, &r) {
-		return s.refusal(c, r.act, r.ref, nil)
+		return s.refusal(c, r.Act, r.Ref, nil)
 	}
 	return err
-}
-
-func projectRes(p *store.Project) *authz.Project {
-	return &authz.Project{ID: p.ID, Owner: p.CreatedBy}
-}
-
-func agentRes(a *store.Agent) *authz.AgentRes {
-	return &authz.AgentRes{ID: a.ID, ProjectID: a.ProjectID, Role: a.Role, CreatedBy: a.CreatedBy,
-		Delegator: a.Delegator, ParentAgentID: a.ParentAgentID, Passthrough: a.Passthrough}
 }
 
 // brokerRes describes b as seen from projectID ("" = no project at hand).

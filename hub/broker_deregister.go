@@ -10,6 +10,7 @@ import (
 
 	"github.com/scion-go/scion/api"
 	"github.com/scion-go/scion/hub/authz"
+	"github.com/scion-go/scion/hub/plan"
 	"github.com/scion-go/scion/store"
 )
 
@@ -112,7 +113,7 @@ func (s *Server) brokerHasAgents(ctx context.Context, c *Caller, b *store.Broker
 			}
 			projects[a.ProjectID] = p
 		}
-		if p != nil && authz.Can(*c, authz.AgentRead, authz.Resource{Project: projectRes(p), Agent: agentRes(a)}) == nil {
+		if p != nil && authz.Can(*c, authz.AgentRead, authz.Resource{Project: plan.ProjectRes(p), Agent: plan.AgentRes(a)}) == nil {
 			names = append(names, p.Name+"/"+a.Slug)
 		}
 	}
@@ -148,25 +149,17 @@ func (s *Server) forgetHubDefault(ctx context.Context, b *store.Broker) {
 	s.log.Info("cleared the Hub's default_runtime_broker: its broker was deregistered", "broker", b.Name, "broker_id", b.ID)
 }
 
-// brokerMissing answers for an agent whose broker was deregistered (with
-// force): nothing can reach its workload, and Scion never moves it.
-func brokerMissing(a *store.Agent) error {
-	return api.Conflict(api.CodeBrokerMissing,
-		"agent %q's runtime broker is no longer registered, so nothing can reach it; delete the agent with --force to remove its record (its workload may still run on that machine)",
-		a.Slug).WithDetail("brokerId", a.BrokerID)
-}
-
 // orBrokerMissing turns the offline answer for a's broker into
-// reachCheck's (brokerMissing) when that broker is no longer registered.
+// plan.Reach's (plan.BrokerMissing) when that broker is no longer registered.
 // It reads the store only when the broker has no session. (The streams
 // that use it, logs, exec and attach, are where the flat brokers'
-// placement checks call reachCheck before reaching the broker.)
+// placement checks call plan.Reach before reaching the broker.)
 func (s *Server) orBrokerMissing(ctx context.Context, a *store.Agent, err error) error {
 	if a.BrokerID == "" || !api.IsCode(err, api.CodeBrokerOffline) {
 		return err
 	}
 	if _, gerr := s.store.GetBroker(ctx, a.BrokerID); isNotFound(gerr) {
-		return reachCheck(reachInput{Agent: a, BrokerMissing: true})
+		return plan.Reach(plan.ReachInput{Agent: a, BrokerMissing: true})
 	}
 	return err
 }

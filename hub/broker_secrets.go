@@ -21,6 +21,7 @@ import (
 
 	"github.com/scion-go/scion/api"
 	"github.com/scion-go/scion/hub/authz"
+	"github.com/scion-go/scion/hub/storeerr"
 	"github.com/scion-go/scion/store"
 )
 
@@ -47,7 +48,7 @@ func (s *Server) brokerSecretTarget(r *http.Request, c *Caller) (*store.Broker, 
 	ref := r.PathValue("broker")
 	b, err := s.store.GetBroker(ctx, ref)
 	if err != nil {
-		return nil, storeErr(err, api.CodeBrokerNotFound, "runtime broker "+api.Quote(ref))
+		return nil, storeerr.Map(err, api.CodeBrokerNotFound, "runtime broker "+api.Quote(ref))
 	}
 	return b, nil
 }
@@ -71,7 +72,7 @@ func (s *Server) handlePutBrokerSecret(r *http.Request, c *Caller) (int, any, er
 	x := &store.BrokerSecret{BrokerID: b.ID, Name: name, Ciphertext: s.secrets.seal(brokerSecretScope(b.ID), name, []byte(req.Value)),
 		CreatedBy: c.Principal(), CreatedAt: time.Now().UTC()}
 	if err := s.store.PutBrokerSecret(r.Context(), x); err != nil {
-		return 0, nil, storeErr(err, api.CodeBrokerNotFound, "runtime broker")
+		return 0, nil, storeerr.Map(err, api.CodeBrokerNotFound, "runtime broker")
 	}
 	if got, err := s.store.GetBrokerSecret(r.Context(), b.ID, name); err == nil {
 		x = got // CreatedAt/CreatedBy as kept by a replace
@@ -103,7 +104,7 @@ func (s *Server) handleDeleteBrokerSecret(r *http.Request, c *Caller) (int, any,
 	}
 	name := r.PathValue("name")
 	if err := s.store.DeleteBrokerSecret(r.Context(), b.ID, name); err != nil {
-		return 0, nil, storeErr(err, api.CodeSecretNotFound, fmt.Sprintf("secret %s of runtime broker %q", api.Quote(name), b.Name))
+		return 0, nil, storeerr.Map(err, api.CodeSecretNotFound, fmt.Sprintf("secret %s of runtime broker %q", api.Quote(name), b.Name))
 	}
 	s.log.Info("broker secret deleted", "secret", name, "broker", b.Name, "broker_id", b.ID, "by", c.Principal())
 	return http.StatusNoContent, nil, nil

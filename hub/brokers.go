@@ -9,6 +9,7 @@ import (
 	"github.com/scion-go/scion/api"
 	"github.com/scion-go/scion/hub/authz"
 	"github.com/scion-go/scion/hub/placement"
+	"github.com/scion-go/scion/hub/storeerr"
 	"github.com/scion-go/scion/store"
 )
 
@@ -57,7 +58,7 @@ func (s *Server) loadBroker(ctx context.Context, c *Caller, ref string, a authz.
 		if isNotFound(err) {
 			markChecked(ctx)
 		}
-		return nil, storeErr(err, api.CodeBrokerNotFound, "runtime broker "+api.Quote(ref))
+		return nil, storeerr.Map(err, api.CodeBrokerNotFound, "runtime broker "+api.Quote(ref))
 	}
 	if ok, err := s.brokerVisible(ctx, c, b, ""); err != nil || !ok {
 		if err == nil {
@@ -182,7 +183,7 @@ func (s *Server) handleUpdateBroker(r *http.Request, c *Caller) (int, any, error
 		return nil
 	})
 	if err != nil {
-		return 0, nil, storeErr(err, api.CodeBrokerNotFound, "runtime broker "+api.Quote(r.PathValue("broker")))
+		return 0, nil, storeerr.Map(err, api.CodeBrokerNotFound, "runtime broker "+api.Quote(r.PathValue("broker")))
 	}
 	return s.brokerAnswer(r.Context(), c, b)
 }
@@ -206,7 +207,7 @@ func (s *Server) providerLink(r *http.Request, c *Caller, link bool) (int, any, 
 	ref := r.PathValue("broker")
 	b, err := s.store.GetBroker(r.Context(), ref)
 	if err != nil {
-		return 0, nil, storeErr(err, api.CodeBrokerNotFound, "runtime broker "+api.Quote(ref))
+		return 0, nil, storeerr.Map(err, api.CodeBrokerNotFound, "runtime broker "+api.Quote(ref))
 	}
 	projects, err := s.store.BrokerProjects(r.Context(), b.ID)
 	if err != nil {

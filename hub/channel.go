@@ -9,6 +9,8 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/hub/plan"
+	"github.com/scion-go/scion/hub/storeerr"
 	"github.com/scion-go/scion/hub/transport"
 	"github.com/scion-go/scion/store"
 	"github.com/scion-go/scion/wire"
@@ -241,7 +243,7 @@ func (s *Server) dispatchKeyed(ctx context.Context, brokerID, method string, req
 	}
 	for {
 		err := s.call(ctx, sess, method, req, resp, key)
-		if err == nil || key == "" || !lostReply(err) || (wentOffline(err) && !throughOffline) || ctx.Err() != nil {
+		if err == nil || key == "" || !plan.LostReply(err) || (plan.WentOffline(err) && !throughOffline) || ctx.Err() != nil {
 			return err
 		}
 		next := s.nextSession(ctx, sess)
@@ -256,7 +258,7 @@ func (s *Server) dispatchKeyed(ctx context.Context, brokerID, method string, req
 	}
 }
 
-// checkResend runs reachCheck again before a pinned agent's command is
+// checkResend runs plan.Reach again before a pinned agent's command is
 // sent again on the broker's next session: that session's hello may
 // declare another target (or none), and the records may have changed
 // since the first send's check. Nothing is sent when it refuses.
@@ -277,7 +279,7 @@ func (s *Server) checkResend(ctx context.Context, req any) error {
 	}
 	a, err := s.store.GetAgent(ctx, agentID)
 	if err != nil {
-		return storeErr(err, api.CodeAgentNotFound, "agent")
+		return storeerr.Map(err, api.CodeAgentNotFound, "agent")
 	}
 	return s.checkReach(ctx, a)
 }
@@ -320,28 +322,6 @@ func waitReady(ctx context.Context, sess *session) error {
 	return nil
 }
 
-// lostReply reports whether a call failed in a way that leaves open
-// whether the broker acted: the channel went away under it (the broker
-// went offline, or its session was replaced), or the broker gave up on it
-// (its own cancellation).
-func lostReply(err error) bool {
-	return api.IsCode(err, api.CodeBrokerUnavailable) || wentOffline(err)
-}
-
-// offlineLost is the error of a call cut off because its broker went
-// offline: 503 runtime_broker_offline for the caller, like a call to a
-// broker already offline, but unlike that one it may have been carried
-// out, which lostReply still tells the Hub's own code.
-type offlineLost struct{ err *api.Error }
-
-func (e *offlineLost) Error() string { return e.err.Error() }
-func (e *offlineLost) Unwrap() error { return e.err }
-
-func wentOffline(err error) bool {
-	var o *offlineLost
-	return errors.As(err, &o)
-}
-
 // channelErr is what a call or stream on sess that failed with err
 // answers: when the channel closed under it and the Hub marked the broker
 // offline for that, runtime_broker_offline at once, whatever was pending
@@ -352,7 +332,7 @@ func (s *Server) channelErr(ctx context.Context, sess *session, err error) error
 	if err == nil || !api.IsCode(err, api.CodeBrokerUnavailable) || !sess.endedOffline(ctx) {
 		return err
 	}
-	return &offlineLost{api.Errorf(api.CodeBrokerOffline,
+	return &plan.OfflineLost{Err: api.Errorf(api.CodeBrokerOffline,
 		"the runtime broker went offline before answering; whether it acted is settled when it reconnects")}
 }
 

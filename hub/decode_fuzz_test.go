@@ -44,7 +44,8 @@ func FuzzDecodeRequests(f *testing.F) {
 			err := decodeJSON(r, v)
 			if err == nil {
 				if req, ok := v.(*api.CreateAgentRequest); ok {
-					err = validateCreate(req)
+					req.WithDefaults()
+					err = req.Validate()
 				}
 			}
 			if err != nil {

@@ -11,6 +11,8 @@ import (
 
 	"github.com/scion-go/scion/api"
 	"github.com/scion-go/scion/hub/lifecycle"
+	"github.com/scion-go/scion/hub/plan"
+	"github.com/scion-go/scion/hub/storeerr"
 	"github.com/scion-go/scion/store"
 	"github.com/scion-go/scion/wire"
 )
@@ -82,7 +84,7 @@ func (s *Server) queueStop(ctx context.Context, c *Caller, a *store.Agent, b *st
 	for range 20 {
 		cur, err := s.store.GetAgent(ctx, a.ID)
 		if err != nil {
-			return false, view, storeErr(err, api.CodeAgentNotFound, "agent")
+			return false, view, storeerr.Map(err, api.CodeAgentNotFound, "agent")
 		}
 		body, err := json.Marshal(wire.AgentRef{AgentID: cur.ID, RunID: cur.RunID, Pin: cur.Pin})
 		if err != nil {
@@ -327,12 +329,12 @@ func (s *Server) sendQueued(ctx context.Context, sess *session, d *store.Dispatc
 	return err
 }
 
-// refuseQueued runs reachCheck for a pinned agent's queued dispatch
+// refuseQueued runs plan.Reach for a pinned agent's queued dispatch
 // before it is delivered (refused: it is not). A refused one is finished
 // as skipped with the refusal as its result, and the agent is left as
 // its queue left it: stopped with container status stop_queued, keeping
 // its capacity slot until an inventory shows its container gone or its
-// placement is repaired (slotChange, planReconcile). Nothing is sent to
+// placement is repaired (plan.SlotChange, plan.Reconcile). Nothing is sent to
 // any broker.
 func (s *Server) refuseQueued(ctx context.Context, d *store.Dispatch, a *store.Agent, log *slog.Logger) (queuedOutcome, bool) {
 	if a.Pin == nil {
@@ -343,7 +345,7 @@ func (s *Server) refuseQueued(ctx context.Context, d *store.Dispatch, a *store.A
 		log.Error("queued dispatch: reading its agent's placement", "err", err)
 		return queuedRetry, true
 	}
-	e := api.AsError(reachCheck(in))
+	e := api.AsError(plan.Reach(in))
 	if e == nil {
 		return queuedDone, false
 	}

@@ -11,8 +11,10 @@ import (
 )
 
 func TestHelloTarget(t *testing.T) {
-	k8s, docker := tKube, tDocker
-	regular, flatRec := tBroker("b1"), tBroker("f1", flat(tKube))
+	k8s := api.RuntimeTarget{Type: api.RuntimeTargetKubernetes, Context: "batch", Namespace: "agents"}
+	docker := api.RuntimeTarget{Type: api.RuntimeTargetDocker}
+	kube := k8s
+	regular, flatRec := &store.Broker{ID: "b1", Name: "name-b1"}, &store.Broker{ID: "f1", Name: "name-f1", RuntimeTarget: &kube}
 	// A GKE context: gke_<project>_<zone>_<cluster>.
 	longCtx := api.RuntimeTarget{Type: api.RuntimeTargetKubernetes, Context: "gke_" + strings.Repeat("p", 30) + "_europe-west1-b_" + strings.Repeat("c", 40), Namespace: strings.Repeat("n", 63)}
 	for _, tc := range []struct {
@@ -43,7 +45,9 @@ func TestHelloTarget(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := helloTarget(tc.rec, &tc.hello, tc.on)
-			wantErr(t, err, tc.code, tc.status)
+			if e := api.AsError(err); (tc.code == "") != (err == nil) || (e != nil && (e.Code != tc.code || e.Status != tc.status)) {
+				t.Fatalf("error %v, want %d %s", err, tc.status, tc.code)
+			}
 			if (got == nil) != (tc.want == nil) || (got != nil && *got != *tc.want) {
 				t.Fatalf("target %v, want %v", got, tc.want)
 			}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/hub/plan"
 	"github.com/scion-go/scion/store"
 )
 
@@ -66,7 +67,11 @@ func createKeyOf(r *http.Request, c *Caller, req *api.CreateAgentRequest) (*crea
 	return &createKey{caller: string(c.Kind) + ":" + c.ID, key: k, hash: hex.EncodeToString(sum[:])}, nil
 }
 
+// record is k's record made at now; nil for no key.
 func (k *createKey) record(now time.Time) *store.IdempotencyRecord {
+	if k == nil {
+		return nil
+	}
 	return &store.IdempotencyRecord{Caller: k.caller, Key: k.key, RequestHash: k.hash, CreatedAt: now, ExpiresAt: now.Add(idempotencyTTL)}
 }
 
@@ -128,17 +133,17 @@ func (s *Server) resolveOutcome(ctx context.Context, c *Caller, rec *store.Idemp
 	}
 	b, err := s.store.GetBroker(ctx, a.BrokerID)
 	if isNotFound(err) { // deregistered with force
-		return 0, nil, false, reachCheck(reachInput{Agent: a, BrokerMissing: true})
+		return 0, nil, false, plan.Reach(plan.ReachInput{Agent: a, BrokerMissing: true})
 	}
 	if err != nil {
 		return 0, nil, false, err
 	}
 	if a.Pin != nil {
 		// Asking the broker again reaches it for an existing agent: its
-		// placement is checked first (reachCheck), as for any other.
-		reach, err := s.withPinned(ctx, reachInput{Agent: a, Broker: b})
+		// placement is checked first (plan.Reach), as for any other.
+		reach, err := s.withPinned(ctx, plan.ReachInput{Agent: a, Broker: b})
 		if err == nil {
-			err = reachCheck(reach)
+			err = plan.Reach(reach)
 		}
 		if err != nil {
 			return 0, nil, false, err

@@ -28,6 +28,8 @@ import (
 
 	"github.com/scion-go/scion/api"
 	"github.com/scion-go/scion/hub/authz"
+	"github.com/scion-go/scion/hub/plan"
+	"github.com/scion-go/scion/hub/storeerr"
 	"github.com/scion-go/scion/store"
 )
 
@@ -62,7 +64,7 @@ func jobNotFound(ref string) error {
 // whoever ran the Job.
 func jobAgentRes(j *store.Job, a *store.Agent) *authz.AgentRes {
 	if a != nil {
-		return agentRes(a)
+		return plan.AgentRes(a)
 	}
 	return &authz.AgentRes{ID: j.AgentID, ProjectID: j.ProjectID, CreatedBy: j.CreatedBy}
 }
@@ -77,7 +79,7 @@ func (s *Server) loadJob(ctx context.Context, c *Caller, r *http.Request) (*stor
 	}
 	j, err := s.store.GetJob(ctx, ref)
 	if err != nil {
-		return nil, storeErr(err, api.CodeJobNotFound, "job "+api.Quote(ref))
+		return nil, storeerr.Map(err, api.CodeJobNotFound, "job "+api.Quote(ref))
 	}
 	p, err := s.store.GetProject(ctx, j.ProjectID)
 	if err != nil {
@@ -93,7 +95,7 @@ func (s *Server) loadJob(ctx context.Context, c *Caller, r *http.Request) (*stor
 	case err != nil:
 		return nil, err
 	}
-	res := authz.Resource{Project: projectRes(p), Agent: jobAgentRes(j, a)}
+	res := authz.Resource{Project: plan.ProjectRes(p), Agent: jobAgentRes(j, a)}
 	if ref := authz.Can(*c, authz.AgentLifecycle, res); ref != nil {
 		s.log.Info("request refused", "caller", c.Principal(), "kind", c.Kind, "action", authz.AgentLifecycle, "job", j.ID, "reason", ref.Reason)
 		return nil, jobNotFound(j.ID)
@@ -198,7 +200,7 @@ func (s *Server) handleListJobs(r *http.Request, c *Caller) (int, any, error) {
 // particular created, so agent.lifecycle on it is what a caller has on
 // all of them (an admin, the owner, a coordinator of the project).
 func allAgentsOf(p *store.Project) authz.Resource {
-	return authz.Resource{Project: projectRes(p), Agent: &authz.AgentRes{ProjectID: p.ID}}
+	return authz.Resource{Project: plan.ProjectRes(p), Agent: &authz.AgentRes{ProjectID: p.ID}}
 }
 
 func (s *Server) listJobs(r *http.Request, f store.JobFilter) (int, any, error) {

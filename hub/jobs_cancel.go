@@ -24,6 +24,8 @@ import (
 	"time"
 
 	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/hub/plan"
+	"github.com/scion-go/scion/hub/storeerr"
 	"github.com/scion-go/scion/store"
 	"github.com/scion-go/scion/wire"
 )
@@ -77,9 +79,9 @@ func (s *Server) handleCancelJob(r *http.Request, c *Caller) (int, any, error) {
 	switch {
 	case err != nil:
 		return 0, nil, err
-	case step == cancelAnswerAsIs:
+	case step == plan.CancelAnswerAsIs:
 		return http.StatusOK, jobView(j), nil
-	case step == cancelEndInLedger:
+	case step == plan.CancelEndInLedger:
 		return s.cancelInLedger(ctx, c, j, msgCancelledDeregistered(api.Quote(j.BrokerID)))
 	}
 	if ok, out, err := s.queueJobCancel(ctx, c, j, b, msgCancelQueuedOffline(b.Name), true); err != nil || ok {
@@ -88,27 +90,27 @@ func (s *Server) handleCancelJob(r *http.Request, c *Caller) (int, any, error) {
 	return s.sendJobCancel(ctx, c, j, b)
 }
 
-// planCancelOf plans the cancel of j (planJobCancel) and carries out its
+// planCancelOf plans the cancel of j (plan.JobCancel) and carries out its
 // one step that needs no broker: a run its broker has not answered ends
 // in the ledger (then answered as it is), or, answered meanwhile, the
 // cancel is planned again on the row as it is.
-func (s *Server) planCancelOf(ctx context.Context, c *Caller, j *store.Job, brokerMissing bool) (jobCancelStep, *store.Job, error) {
-	step, err := planJobCancel(j, brokerMissing)
-	if err != nil || step != cancelEndPending {
+func (s *Server) planCancelOf(ctx context.Context, c *Caller, j *store.Job, brokerMissing bool) (plan.JobCancelStep, *store.Job, error) {
+	step, err := plan.JobCancel(j, brokerMissing)
+	if err != nil || step != plan.CancelEndPending {
 		return step, j, err
 	}
 	j, ended, err := s.endPendingJob(ctx, c, j)
 	if err != nil || ended {
-		return cancelAnswerAsIs, j, err
+		return plan.CancelAnswerAsIs, j, err
 	}
-	if step, err = planJobCancel(j, brokerMissing); step == cancelEndPending {
-		step = cancelSend // named by now, or it would have ended
+	if step, err = plan.JobCancel(j, brokerMissing); step == plan.CancelEndPending {
+		step = plan.CancelSend // named by now, or it would have ended
 	}
 	return step, j, err
 }
 
 // sendJobCancel sends the cancel of j to its broker b, which is online,
-// and answers as its outcome says (planJobCancelOutcome).
+// and answers as its outcome says (plan.JobCancelOutcome).
 func (s *Server) sendJobCancel(ctx context.Context, c *Caller, j *store.Job, b *store.Broker) (int, any, error) {
 	// The client going away must not leave the cancel neither confirmed
 	// nor queued.
@@ -116,27 +118,27 @@ func (s *Server) sendJobCancel(ctx context.Context, c *Caller, j *store.Job, b *
 	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), wait)
 	defer cancel()
 	err := s.dispatch(dctx, j.BrokerID, wire.MethodJobCancel, wire.JobRef{JobID: j.ID}, nil, jobCancelKey(j.ID))
-	switch planJobCancelOutcome(err) {
-	case cancelUnfollowed:
+	switch plan.JobCancelOutcome(err) {
+	case plan.CancelUnfollowed:
 		// Should the broker report it alive after all, applyJobUpdate
 		// has it cancelled.
 		return s.cancelInLedger(ctx, c, j, msgCancelledUnfollowed)
-	case cancelQueue:
+	case plan.CancelQueue:
 		return s.queueUnansweredCancel(ctx, c, j, b, wait, err)
-	case cancelFailed:
+	case plan.CancelFailed:
 		s.log.Warn("job cancel failed", "job", j.ID, "cluster", j.Cluster, "err", err)
 		return 0, nil, err
 	}
 	s.log.Info("job cancel sent", "job", j.ID, "cluster", j.Cluster, "by", c.Principal())
 	cur, err := s.store.GetJob(ctx, j.ID)
 	if err != nil {
-		return 0, nil, storeErr(err, api.CodeJobNotFound, "job")
+		return 0, nil, storeerr.Map(err, api.CodeJobNotFound, "job")
 	}
 	return http.StatusOK, jobView(cur), nil
 }
 
 // endPendingJob ends in the ledger a Job whose run its broker has not
-// answered (planJobCancel's cancelEndPending). ended is false when the
+// answered (plan.JobCancel's plan.CancelEndPending). ended is false when the
 // broker answered it meanwhile: j is then the row as it is.
 func (s *Server) endPendingJob(ctx context.Context, c *Caller, j *store.Job) (_ *store.Job, ended bool, _ error) {
 	out, err := s.store.UpdateJobWith(ctx, j.ID, func(x *store.Job) error {
@@ -155,15 +157,15 @@ func (s *Server) endPendingJob(ctx context.Context, c *Caller, j *store.Job) (_ 
 	case errors.Is(err, errJobUnchanged):
 		cur, err := s.store.GetJob(ctx, j.ID)
 		if err != nil {
-			return nil, false, storeErr(err, api.CodeJobNotFound, "job")
+			return nil, false, storeerr.Map(err, api.CodeJobNotFound, "job")
 		}
 		return cur, false, nil
 	}
-	return nil, false, storeErr(err, api.CodeJobNotFound, "job")
+	return nil, false, storeerr.Map(err, api.CodeJobNotFound, "job")
 }
 
 // queueUnansweredCancel queues a cancel its broker did not answer (derr)
-// within wait: planJobCancelOutcome's cancelQueue.
+// within wait: plan.JobCancelOutcome's plan.CancelQueue.
 func (s *Server) queueUnansweredCancel(ctx context.Context, c *Caller, j *store.Job, b *store.Broker, wait time.Duration, derr error) (int, any, error) {
 	s.log.Warn("job cancel not answered; queued", "job", j.ID, "cluster", j.Cluster, "broker_id", b.ID, "err", derr)
 	msg := msgCancelQueuedUnanswered(b.Name, wait)
@@ -221,7 +223,7 @@ func (s *Server) queueJobCancel(ctx context.Context, c *Caller, j *store.Job, b 
 		out, err = s.store.GetJob(ctx, j.ID)
 	}
 	if err != nil {
-		return false, nil, storeErr(err, api.CodeJobNotFound, "job")
+		return false, nil, storeerr.Map(err, api.CodeJobNotFound, "job")
 	}
 	if created {
 		s.metrics.queued.Inc()

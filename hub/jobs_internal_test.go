@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/hub/plan"
 	"github.com/scion-go/scion/internal/testenv/jobcases"
 	"github.com/scion-go/scion/store"
 	"github.com/scion-go/scion/wire"
@@ -119,8 +120,8 @@ func TestAnswerLost(t *testing.T) {
 		{api.NotFound(api.CodeSecretNotFound, "x"), false},
 		{api.BadRequest("x"), false},
 	} {
-		if got := answerLost(tc.err); got != tc.lost {
-			t.Errorf("answerLost(%v) = %v", tc.err, got)
+		if got := plan.AnswerLost(tc.err); got != tc.lost {
+			t.Errorf("plan.AnswerLost(%v) = %v", tc.err, got)
 		}
 	}
 }

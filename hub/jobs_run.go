@@ -10,6 +10,8 @@ import (
 
 	"github.com/scion-go/scion/api"
 	"github.com/scion-go/scion/hub/authz"
+	"github.com/scion-go/scion/hub/plan"
+	"github.com/scion-go/scion/hub/storeerr"
 	"github.com/scion-go/scion/store"
 	"github.com/scion-go/scion/wire"
 )
@@ -51,11 +53,11 @@ func (s *Server) cancelInLedger(ctx context.Context, c *Caller, j *store.Job, ms
 	switch {
 	case errors.Is(err, errJobUnchanged):
 		if out, err = s.store.GetJob(ctx, j.ID); err != nil {
-			return 0, nil, storeErr(err, api.CodeJobNotFound, "job")
+			return 0, nil, storeerr.Map(err, api.CodeJobNotFound, "job")
 		}
 		return http.StatusOK, jobView(out), nil
 	case err != nil:
-		return 0, nil, storeErr(err, api.CodeJobNotFound, "job")
+		return 0, nil, storeerr.Map(err, api.CodeJobNotFound, "job")
 	}
 	s.log.Info("job cancelled in the ledger", "job", j.ID, "cluster", cmpCluster(j.Cluster), "reason", msg, "by", c.Principal())
 	s.metrics.jobs.WithLabelValues(s.metrics.clusterLabel(j.Cluster), string(api.JobStateCancelled)).Inc()
@@ -97,7 +99,7 @@ func (s *Server) handleRunJob(r *http.Request, c *Caller) (int, any, error) {
 		Image: req.Image, Command: req.Command, GPUs: req.GPUs, Queue: req.Queue, DeadlineSeconds: req.DeadlineSeconds,
 		State: api.JobStatePending, CreatedBy: c.Principal(), CreatedAt: now, UpdatedAt: now}
 	if err := s.store.CreateJob(ctx, j); err != nil {
-		return 0, nil, storeErr(err, api.CodeProjectNotFound, "project")
+		return 0, nil, storeerr.Map(err, api.CodeProjectNotFound, "project")
 	}
 	// From here the row exists: the client going away must not leave it
 	// pending, so the rest runs to its end on its own deadline.
@@ -112,7 +114,7 @@ func (s *Server) handleRunJob(r *http.Request, c *Caller) (int, any, error) {
 	switch {
 	case derr == nil:
 		return s.jobRunAccepted(wctx, c, run, &acc)
-	case answerLost(derr):
+	case plan.AnswerLost(derr):
 		return s.jobRunUnanswered(context.WithoutCancel(ctx), run, derr)
 	}
 	// The broker refused: nothing was submitted, and the ledger keeps no
@@ -176,7 +178,7 @@ func (s *Server) jobRunAccepted(ctx context.Context, c *Caller, run jobRun, acc 
 		return nil
 	})
 	if err != nil {
-		return 0, nil, storeErr(err, api.CodeJobNotFound, "job")
+		return 0, nil, storeerr.Map(err, api.CodeJobNotFound, "job")
 	}
 	s.metrics.learnCluster(out.Cluster)
 	if out.State.Terminal() {
@@ -215,25 +217,14 @@ func cmpCluster(c string) string {
 // refuses.
 func clip(s string, n int) string { return cleanText(s, n) }
 
-// answerLost reports whether a job.run failed without the broker's
-// answer (offline, channel gone, deadline): the broker may have submitted
-// the Job. Anything else is the broker's refusal.
-func answerLost(err error) bool {
-	var ae *api.Error
-	if !errors.As(err, &ae) {
-		return true // a context error
-	}
-	return lostReply(err) || ae.Code == api.CodeBrokerTimeout || ae.Code == api.CodeBrokerOffline
-}
-
 // jobBroker is the broker that runs agent a's Jobs: its own, reachable
-// (reachCheck), connected and able to (wire.CapJobs).
+// (plan.Reach), connected and able to (wire.CapJobs).
 func (s *Server) jobBroker(ctx context.Context, a *store.Agent) (*store.Broker, error) {
 	reach, err := s.loadReach(ctx, a)
 	if err != nil {
 		return nil, err
 	}
-	if err := reachCheck(reach); err != nil {
+	if err := plan.Reach(reach); err != nil {
 		return nil, err
 	}
 	b := reach.Broker

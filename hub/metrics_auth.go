@@ -18,6 +18,7 @@ import (
 
 	"github.com/scion-go/scion/api"
 	"github.com/scion-go/scion/hub/authz"
+	"github.com/scion-go/scion/hub/storeerr"
 	"github.com/scion-go/scion/hub/transport"
 	"github.com/scion-go/scion/store"
 )
@@ -139,7 +140,7 @@ func (s *Server) handleRevokeMetricsToken(r *http.Request, c *Caller) (int, any,
 		err = store.ErrNotFound
 	}
 	if err != nil {
-		return 0, nil, storeErr(err, api.CodeAccessTokenNotFound, fmt.Sprintf("scrape token %q", id))
+		return 0, nil, storeerr.Map(err, api.CodeAccessTokenNotFound, fmt.Sprintf("scrape token %q", id))
 	}
 	if t.RevokedAt == nil {
 		if err := s.store.RevokeToken(ctx, t.ID, s.opts.Now().UTC()); err != nil {

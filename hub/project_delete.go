@@ -10,6 +10,8 @@ import (
 
 	"github.com/scion-go/scion/api"
 	"github.com/scion-go/scion/hub/authz"
+	"github.com/scion-go/scion/hub/plan"
+	"github.com/scion-go/scion/hub/storeerr"
 	"github.com/scion-go/scion/store"
 	"github.com/scion-go/scion/wire"
 )
@@ -21,7 +23,7 @@ const forceDeleteConcurrency = 8
 // handleDeleteProject is DELETE /projects/{project}[?force=true]. Without
 // force it is refused while the project has agents (the store refuses the
 // delete). With force the project's agent records are removed first, each
-// with a best-effort delete on its broker (planProjectAgentDelete), then
+// with a best-effort delete on its broker (plan.ProjectAgentDelete), then
 // the project as without force, with its brokers' cleanup. The records go
 // one by one, each after its broker's delete: a Hub killed midway leaves
 // the project with the agents not yet removed, and the same request
@@ -57,7 +59,7 @@ func (s *Server) handleDeleteProject(r *http.Request, c *Caller) (int, any, erro
 		if isConflict(err) { // the store refuses the delete of a project that has agents
 			err = projectHasAgents(p, force)
 		}
-		return 0, nil, withLeft(storeErr(err, api.CodeProjectNotFound, fmt.Sprintf("project %q", p.Name)), agentsLeft)
+		return 0, nil, withLeft(storeerr.Map(err, api.CodeProjectNotFound, fmt.Sprintf("project %q", p.Name)), agentsLeft)
 	}
 	out := api.ProjectDeleted{ID: p.ID, Name: p.Name}
 	out.Removed, out.Queued, out.Left = s.cleanupProject(ctx, c, p.ID, providers)
@@ -156,37 +158,37 @@ func (s *Server) deleteProjectAgents(ctx context.Context, c *Caller, p *store.Pr
 }
 
 // forceDeleteAgent removes agent a's record in a forced project delete,
-// after its broker's delete when planProjectAgentDelete sends one, and
+// after its broker's delete when plan.ProjectAgentDelete sends one, and
 // returns its workload's entry when it may be left.
 func (s *Server) forceDeleteAgent(ctx context.Context, c *Caller, p *store.Project, a *store.Agent) (*api.ProjectResource, error) {
 	reach, err := s.loadReach(ctx, a)
 	if err != nil {
 		return nil, err
 	}
-	plan := planProjectAgentDelete(projectAgentInput{Reach: reach, Online: a.BrokerID != "" && s.brokerOnline(a.BrokerID)})
+	dp := plan.ProjectAgentDelete(plan.ProjectAgentInput{Reach: reach, Online: a.BrokerID != "" && s.brokerOnline(a.BrokerID)})
 	log := s.log.With("agent", a.Slug, "agent_id", a.ID, "project", p.Name, "project_id", p.ID, "broker_id", a.BrokerID, "by", c.Principal())
 	switch {
-	case plan.Misplaced != nil:
-		e := api.AsError(plan.Misplaced)
+	case dp.Misplaced != nil:
+		e := api.AsError(dp.Misplaced)
 		log.Error("project delete with force removed the record of an agent whose placement is inconsistent without reaching any runtime broker: its workload may still run on its pinned runtime broker; remove it there by hand",
 			"pinned_broker_id", a.Pin.BrokerID, "pinned_runtime_target", a.Pin.RuntimeTarget.String(), "code", e.Code)
-	case plan.Dispatch:
-		err := s.dispatch(ctx, a.BrokerID, wire.MethodAgentDelete, wire.AgentRef{AgentID: a.ID, RunID: a.RunID, Pin: a.Pin}, nil, plan.Key)
+	case dp.Dispatch:
+		err := s.dispatch(ctx, a.BrokerID, wire.MethodAgentDelete, wire.AgentRef{AgentID: a.ID, RunID: a.RunID, Pin: a.Pin}, nil, dp.Key)
 		if err != nil && !api.IsCode(err, api.CodeAgentNotFound) {
 			e := api.AsError(err)
 			log.Warn("project delete with force: the runtime broker's delete of an agent failed; its record is removed and its workload may be left", "err", e)
-			plan.Left = "the runtime broker's delete failed: " + strings.TrimSpace(scrubAddresses(e.Message)) + "; remove its workload on that broker by hand"
+			dp.Left = "the runtime broker's delete failed: " + strings.TrimSpace(scrubAddresses(e.Message)) + "; remove its workload on that broker by hand"
 		}
-	case plan.Left != "":
-		log.Warn("project delete with force removed an agent record without reaching its runtime broker: " + plan.Left)
+	case dp.Left != "":
+		log.Warn("project delete with force removed an agent record without reaching its runtime broker: " + dp.Left)
 	}
 	if err := s.store.DeleteAgent(context.WithoutCancel(ctx), a.ID); err != nil && !isNotFound(err) {
 		return nil, err
 	}
 	s.observed.forget(a.ID)
-	if plan.Left == "" {
+	if dp.Left == "" {
 		return nil, nil
 	}
-	l := projectAgentLeft(a, reach.Broker, plan.Left)
+	l := plan.ProjectAgentLeft(a, reach.Broker, dp.Left)
 	return &l, nil
 }

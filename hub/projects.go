@@ -11,6 +11,8 @@ import (
 
 	"github.com/scion-go/scion/api"
 	"github.com/scion-go/scion/hub/authz"
+	"github.com/scion-go/scion/hub/plan"
+	"github.com/scion-go/scion/hub/storeerr"
 	"github.com/scion-go/scion/store"
 )
 
@@ -35,15 +37,15 @@ func (s *Server) loadProject(ctx context.Context, c *Caller, ref string, a authz
 		if isNotFound(err) {
 			markChecked(ctx) // an unknown project is no answer about anything
 		}
-		return nil, storeErr(err, api.CodeProjectNotFound, "project "+api.Quote(ref))
+		return nil, storeerr.Map(err, api.CodeProjectNotFound, "project "+api.Quote(ref))
 	}
 	// Seeing the project comes first: a caller that cannot read it learns
 	// nothing more about it.
-	if err := s.authorize(ctx, c, authz.ProjectRead, authz.Resource{Project: projectRes(p)}, projectNotFound(ref)); err != nil {
+	if err := s.authorize(ctx, c, authz.ProjectRead, authz.Resource{Project: plan.ProjectRes(p)}, projectNotFound(ref)); err != nil {
 		return nil, err
 	}
 	if a != authz.ProjectRead {
-		if err := s.authorize(ctx, c, a, authz.Resource{Project: projectRes(p)}, projectNotFound(ref)); err != nil {
+		if err := s.authorize(ctx, c, a, authz.Resource{Project: plan.ProjectRes(p)}, projectNotFound(ref)); err != nil {
 			return nil, err
 		}
 	}
@@ -58,7 +60,7 @@ func (s *Server) resolveBrokerRef(ctx context.Context, c *Caller, ref, projectID
 	}
 	b, err := s.store.GetBroker(ctx, ref)
 	if err != nil {
-		return "", storeErr(err, api.CodeBrokerNotFound, "runtime broker "+api.Quote(ref))
+		return "", storeerr.Map(err, api.CodeBrokerNotFound, "runtime broker "+api.Quote(ref))
 	}
 	if ok, err := s.brokerVisible(ctx, c, b, projectID); err != nil || !ok {
 		if err == nil {
@@ -89,7 +91,7 @@ func (s *Server) handleCreateProject(r *http.Request, c *Caller) (int, any, erro
 	p := &store.Project{ID: mustV7(), Name: req.Name, GitRemote: req.GitRemote, SharingMode: req.SharingMode,
 		DefaultBrokerID: def, ActiveProfile: req.ActiveProfile, CreatedBy: c.UserID, CreatedAt: now, UpdatedAt: now}
 	if err := s.store.CreateProject(r.Context(), p); err != nil {
-		return 0, nil, storeErr(err, api.CodeProjectNotFound, fmt.Sprintf("project %q", req.Name))
+		return 0, nil, storeerr.Map(err, api.CodeProjectNotFound, fmt.Sprintf("project %q", req.Name))
 	}
 	v, err := s.projectView(r.Context(), p)
 	return http.StatusCreated, v, err

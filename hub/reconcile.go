@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 
 	"github.com/scion-go/scion/hub/lifecycle"
+	"github.com/scion-go/scion/hub/plan"
 	"github.com/scion-go/scion/store"
 	"github.com/scion-go/scion/wire"
 )
@@ -57,9 +58,6 @@ func (s *Server) applyStatus(ctx context.Context, brokerID string, st wire.Agent
 	}
 	return a2, nil
 }
-
-// holdsSlot: lifecycle.HoldsSlot.
-func holdsSlot(phase string) bool { return lifecycle.HoldsSlot(phase) }
 
 // keepsSlot: lifecycle.KeepsSlot of a's record.
 func keepsSlot(a *store.Agent) bool { return lifecycle.KeepsSlot(a.Phase, a.ContainerStatus) }
@@ -131,20 +129,20 @@ func (f *inflight) skip(id string) bool {
 // and is the repair point for capacity after any crash: every agent on the
 // broker ends up holding a slot exactly when its phase says it runs.
 // Containers the Hub has no record of are flagged in the log, never
-// deleted. It loads, plans (planReconcile), then applies each agent's
-// status and sets its slot by what was recorded (slotChange).
+// deleted. It loads, plans (plan.Reconcile), then applies each agent's
+// status and sets its slot by what was recorded (plan.SlotChange).
 func (s *Server) reconcileInventory(ctx context.Context, brokerID string, inv []wire.AgentStatus) error {
 	in, err := s.loadReconcile(ctx, brokerID, inv)
 	if err != nil {
 		return err
 	}
-	plan := planReconcile(in)
-	for _, step := range plan.Apply {
+	rp := plan.Reconcile(in)
+	for _, step := range rp.Apply {
 		got, err := s.applyStatus(ctx, brokerID, step.Status)
 		if err != nil {
 			return err
 		}
-		switch reserve, release := slotChange(got, step.Held); {
+		switch reserve, release := plan.SlotChange(got, step.Held); {
 		case reserve:
 			err = s.store.Reserve(ctx, brokerID, got.ID, 0)
 		case release:
@@ -162,27 +160,27 @@ func (s *Server) reconcileInventory(ctx context.Context, brokerID string, inv []
 			return err
 		}
 	}
-	for _, id := range plan.Release {
+	for _, id := range rp.Release {
 		if err := s.store.Release(ctx, id); err != nil && !isNotFound(err) {
 			return err
 		}
 	}
-	for _, id := range plan.Misplaced {
+	for _, id := range rp.Misplaced {
 		s.log.Warn("reconciliation leaves a pinned agent whose placement is inconsistent as it is, with its capacity slot", "broker_id", brokerID, "agent_id", id)
 	}
-	for _, id := range plan.Unknown {
+	for _, id := range rp.Unknown {
 		s.log.Warn("runtime broker reports a container the hub has no agent for; leaving it alone", "broker_id", brokerID, "agent_id", id)
 	}
 	return nil
 }
 
-// loadReconcile reads what planReconcile decides on. Reservations are
+// loadReconcile reads what plan.Reconcile decides on. Reservations are
 // read before agents: an agent is committed together with its
 // reservation, so every reservation seen here has its agent in the
 // listing below. The agents in flight are noted as skipped by this
 // reconciliation (see inflight).
-func (s *Server) loadReconcile(ctx context.Context, brokerID string, inv []wire.AgentStatus) (reconcileInput, error) {
-	in := reconcileInput{BrokerID: brokerID, Inventory: inv, InFlight: map[string]bool{}}
+func (s *Server) loadReconcile(ctx context.Context, brokerID string, inv []wire.AgentStatus) (plan.ReconcileInput, error) {
+	in := plan.ReconcileInput{BrokerID: brokerID, Inventory: inv, InFlight: map[string]bool{}}
 	var err error
 	if in.Reserved, err = s.store.ReservedAgents(ctx, brokerID); err != nil {
 		return in, err
@@ -208,7 +206,7 @@ func (s *Server) loadReconcile(ctx context.Context, brokerID string, inv []wire.
 	}
 	// The broker's runtime target, and the agents holding a slot here
 	// that are assigned elsewhere (rare: read one by one), for pinned
-	// agents whose placement is inconsistent (planReconcile).
+	// agents whose placement is inconsistent (plan.Reconcile).
 	b, err := s.store.GetBroker(ctx, brokerID)
 	if err != nil && !isNotFound(err) {
 		return in, err

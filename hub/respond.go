@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/hub/storeerr"
 )
 
 // writeJSON writes v with status.
@@ -25,7 +26,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	// resource asked for, not an internal error; the log names the route
 	// that should have mapped it.
 	var ae *api.Error
-	if m := storeErr(err, api.CodeNotFound, "resource"); !errors.As(err, &ae) && errors.As(m, &ae) {
+	if m := storeerr.Map(err, api.CodeNotFound, "resource"); !errors.As(err, &ae) && errors.As(m, &ae) {
 		s.log.Warn("store error answered without a handler's mapping", "method", r.Method, "path", r.URL.Path, "err", err)
 		err = m
 	}

@@ -12,6 +12,8 @@ import (
 
 	"github.com/scion-go/scion/api"
 	"github.com/scion-go/scion/hub/authz"
+	"github.com/scion-go/scion/hub/plan"
+	"github.com/scion-go/scion/hub/storeerr"
 	"github.com/scion-go/scion/store"
 )
 
@@ -90,7 +92,7 @@ func (s *Server) handleDeleteSecret(r *http.Request, c *Caller) (int, any, error
 	}
 	name := r.PathValue("name")
 	if err := s.store.DeleteSecret(r.Context(), projectID, name); err != nil {
-		return 0, nil, storeErr(err, api.CodeSecretNotFound, fmt.Sprintf("secret %q", name))
+		return 0, nil, storeerr.Map(err, api.CodeSecretNotFound, fmt.Sprintf("secret %q", name))
 	}
 	s.log.Info("secret deleted", "secret", name, "project", projectID, "by", c.Principal())
 	return http.StatusNoContent, nil, nil
@@ -124,7 +126,7 @@ func (s *Server) agentSecrets(ctx context.Context, c *Caller, p *store.Project, 
 			// Asked first as a project secret: an agent learns nothing
 			// about the names of secrets it was not given.
 			sec := &authz.SecretRes{Name: name, Held: holder != nil && slices.Contains(holder.SecretNames, name)}
-			if err := s.authorize(ctx, c, authz.SecretUse, authz.Resource{Project: projectRes(p), Secret: sec}, nil); err != nil {
+			if err := s.authorize(ctx, c, authz.SecretUse, authz.Resource{Project: plan.ProjectRes(p), Secret: sec}, nil); err != nil {
 				return nil, err
 			}
 			return nil, api.NotFound(api.CodeSecretNotFound, "secret %q not found in the project or hub-wide; set it with `scion hub secret set %s`", name, name)
@@ -134,7 +136,7 @@ func (s *Server) agentSecrets(ctx context.Context, c *Caller, p *store.Project, 
 		}
 		res := authz.Resource{Secret: &authz.SecretRes{Name: name, Held: heldBy(holder, x)}}
 		if x.ProjectID != "" {
-			res.Project = projectRes(p)
+			res.Project = plan.ProjectRes(p)
 		}
 		if err := s.authorize(ctx, c, authz.SecretUse, res, nil); err != nil {
 			return nil, err

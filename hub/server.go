@@ -8,7 +8,7 @@
 // reconciliation of a broker's inventory) keep the decision in a pure plan
 // function of their own, table-tested without a server: plan.go describes
 // the shape (load, plan, commit, dispatch, answer) and where the flat
-// brokers' placement checks (reachCheck) and the move saga (one more plan)
+// brokers' placement checks (plan.Reach) and the move saga (one more plan)
 // go.
 package hub
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/scion-go/scion/api"
 	"github.com/scion-go/scion/hub/authz"
+	"github.com/scion-go/scion/hub/storeerr"
 	"github.com/scion-go/scion/store"
 )
 
@@ -245,7 +246,7 @@ func (s *Server) handlePutSettings(r *http.Request, c *Caller) (int, any, error)
 	if ref := d.DefaultRuntimeBroker; ref != nil && *ref != "" {
 		b, err := s.store.GetBroker(r.Context(), *ref)
 		if err != nil {
-			return 0, nil, storeErr(err, api.CodeBrokerNotFound, "default_runtime_broker: runtime broker "+api.Quote(*ref))
+			return 0, nil, storeerr.Map(err, api.CodeBrokerNotFound, "default_runtime_broker: runtime broker "+api.Quote(*ref))
 		}
 		d = &api.AgentDefaultsUpdate{DefaultRuntimeBroker: &b.ID, DefaultHarness: d.DefaultHarness, DefaultImage: d.DefaultImage}
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/scion-go/scion/api"
 	"github.com/scion-go/scion/hub/authz"
+	"github.com/scion-go/scion/hub/storeerr"
 	"github.com/scion-go/scion/store"
 )
 
@@ -98,7 +99,7 @@ func (s *Server) handleRevokeAccessToken(r *http.Request, c *Caller) (int, any, 
 		err = store.ErrNotFound
 	}
 	if err != nil {
-		return 0, nil, storeErr(err, api.CodeAccessTokenNotFound, fmt.Sprintf("access token %q", id))
+		return 0, nil, storeerr.Map(err, api.CodeAccessTokenNotFound, fmt.Sprintf("access token %q", id))
 	}
 	if t.RevokedAt == nil {
 		if err := s.store.RevokeToken(ctx, t.ID, time.Now().UTC()); err != nil {

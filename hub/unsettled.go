@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/hub/plan"
 	"github.com/scion-go/scion/store"
 	"github.com/scion-go/scion/wire"
 )
@@ -64,7 +65,7 @@ func (s *Server) settleLater(agentID, brokerID string) {
 }
 
 // misplacedErr is settleAgent's refusal of a pinned agent whose placement
-// is inconsistent (reachCheck's error).
+// is inconsistent (plan.Reach's error).
 type misplacedErr struct{ error }
 
 func (e misplacedErr) Unwrap() error { return e.error }
@@ -93,12 +94,12 @@ func (s *Server) settleAgent(ctx context.Context, agentID, brokerID string) erro
 		// back serving another target, or the record was edited) would
 		// settle the agent, and its slot, from a runtime that cannot
 		// speak for it: refused as any reach is, as the reconnect's
-		// inventory leaves it (planReconcile).
+		// inventory leaves it (plan.Reconcile).
 		in, err := s.loadReach(ctx, a)
 		if err != nil {
 			return err
 		}
-		if err := reachCheck(in); err != nil {
+		if err := plan.Reach(in); err != nil {
 			return misplacedErr{err}
 		}
 	}
@@ -114,7 +115,7 @@ func (s *Server) settleAgent(ctx context.Context, agentID, brokerID string) erro
 	if err != nil || got == nil || got.ContainerStatus == api.ContainerStopQueued {
 		return err
 	}
-	if holdsSlot(got.Phase) {
+	if plan.HoldsSlot(got.Phase) {
 		err = s.store.Reserve(ctx, brokerID, got.ID, 0) // as reconciliation re-adopts
 	} else {
 		err = s.store.Release(ctx, got.ID)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/scion-go/scion/api"
 	"github.com/scion-go/scion/hub/authz"
+	"github.com/scion-go/scion/hub/storeerr"
 	"github.com/scion-go/scion/store"
 )
 
@@ -43,7 +44,7 @@ func (s *Server) handleUpdateUser(r *http.Request, c *Caller) (int, any, error) 
 	id := r.PathValue("user")
 	u, err := s.store.GetUser(ctx, id)
 	if err != nil {
-		return 0, nil, storeErr(err, api.CodeUserNotFound, fmt.Sprintf("user %q", id))
+		return 0, nil, storeerr.Map(err, api.CodeUserNotFound, fmt.Sprintf("user %q", id))
 	}
 	if req.Role != nil {
 		switch *req.Role {

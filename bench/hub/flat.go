@@ -20,7 +20,7 @@ var flatOps = []string{"create", "stop", "start"}
 
 // runFlat compares a flat Runtime Broker instance with a regular broker,
 // in process: on a flat one a create also writes the agent's pin, and
-// every action on a pinned agent runs the placement check (reachCheck)
+// every action on a pinned agent runs the placement check (plan.Reach)
 // over the agent's and the broker's records. The runtime is the same fake
 // in both (a flat instance's real runtime is Docker or Kubernetes, which
 // the product has no fake for), so the difference is the Hub's, and the

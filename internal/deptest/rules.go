@@ -137,12 +137,28 @@ var Rules = []Rule{
 		Modules: []string{"github.com/coreos/go-oidc/v3", "github.com/go-jose/go-jose/v4", "golang.org/x/oauth2"},
 	},
 	{
+		// The Hub's decisions (load, plan, commit, dispatch, answer; see
+		// its package doc): pure functions over records, settings, the
+		// request and the caller, so of ours the pure rules they apply,
+		// the record types (store: its interface is named by nothing
+		// here, TestPlansArePure), the broker methods (wire) and the
+		// store errors' mapping (hub/storeerr).
+		Name: "hub/plan is pure and imports only the rules, records and wire",
+		Pkgs: []string{"hub/plan"}, Only: []string{"api", "hub/authz", "hub/lifecycle", "hub/placement", "hub/storeerr", "store", "wire"}, Pure: true,
+	},
+	{
+		// The one mapping of store errors to API errors, which the
+		// handlers and the plans both answer with.
+		Name: "hub/storeerr imports only api and store",
+		Pkgs: []string{"hub/storeerr"}, Only: []string{"api", "store"}, Pure: true,
+	},
+	{
 		// The Hub: its HTTP surface, sessions, dispatch and records. It
 		// reaches brokers only over wire and data only through the store
 		// interface; the engine (store/sqlite, store/postgres), the
 		// broker and the runtimes are chosen and wired by launch.
 		Name: "hub imports only api, its own parts, store and wire",
-		Pkgs: []string{"hub"}, Only: []string{"api", "hub/authz", "hub/lifecycle", "hub/placement", "hub/signin", "hub/transport", "store", "wire"},
+		Pkgs: []string{"hub"}, Only: []string{"api", "hub/authz", "hub/lifecycle", "hub/placement", "hub/plan", "hub/signin", "hub/storeerr", "hub/transport", "store", "wire"},
 	},
 	{
 		// The broker daemon: the runtime interface (a concrete runtime is

@@ -1,47 +1,47 @@
 // The plan of POST /jobs/{job}/cancel: what a cancel does, as pure
 // functions of the Job's row and its broker (see plan.go).
 
-package hub
+package plan
 
 import (
 	"github.com/scion-go/scion/api"
 	"github.com/scion-go/scion/store"
 )
 
-// jobCancelStep is what a cancel of a Job does first.
-type jobCancelStep int
+// JobCancelStep is what a cancel of a Job does first.
+type JobCancelStep int
 
 const (
-	// cancelAnswerAsIs: the Job is cancelled already (a retried cancel).
-	cancelAnswerAsIs jobCancelStep = iota
-	// cancelEndPending: the broker has not answered the run (it may still
+	// CancelAnswerAsIs: the Job is cancelled already (a retried cancel).
+	CancelAnswerAsIs JobCancelStep = iota
+	// CancelEndPending: the broker has not answered the run (it may still
 	// be fetching the cluster's secrets): a job.cancel now would find
 	// nothing to cancel and the run would go on, so the ledger ends it
 	// (handleRunJob cancels it on its spoke if the broker then accepts
 	// it, applyJobUpdate if it reports it alive later).
-	cancelEndPending
-	// cancelEndInLedger: its broker is deregistered: nobody can reach the
+	CancelEndPending
+	// CancelEndInLedger: its broker is deregistered: nobody can reach the
 	// Job any more, and the ledger must not keep it live for ever.
-	cancelEndInLedger
-	// cancelSend: the broker is asked (queued if it is offline).
-	cancelSend
+	CancelEndInLedger
+	// CancelSend: the broker is asked (queued if it is offline).
+	CancelSend
 )
 
-// planJobCancel decides the first step of a cancel of j, whose broker
-// is no longer registered when brokerMissing. A Job that finished
+// JobCancel decides the first step of a cancel of j, whose broker
+// is no longer registered when BrokerMissing. A Job that finished
 // otherwise than cancelled is 409 invalid_phase.
-func planJobCancel(j *store.Job, brokerMissing bool) (jobCancelStep, error) {
+func JobCancel(j *store.Job, BrokerMissing bool) (JobCancelStep, error) {
 	switch {
 	case j.State == api.JobStateCancelled:
-		return cancelAnswerAsIs, nil
+		return CancelAnswerAsIs, nil
 	case j.State == api.JobStatePending && j.Name == "":
-		return cancelEndPending, nil
+		return CancelEndPending, nil
 	case j.State.Terminal():
 		return 0, api.Conflict(api.CodeInvalidPhase, "job %s already finished (%s); there is nothing to cancel", j.ID, j.State)
-	case brokerMissing:
-		return cancelEndInLedger, nil
+	case BrokerMissing:
+		return CancelEndInLedger, nil
 	}
-	return cancelSend, nil
+	return CancelSend, nil
 }
 
 // jobCancelOutcome is what a sent cancel's answer leaves.
@@ -50,26 +50,26 @@ type jobCancelOutcome int
 const (
 	// cancelConfirmed: the broker cancelled it and reported so.
 	cancelConfirmed jobCancelOutcome = iota
-	// cancelUnfollowed: the broker follows no such Job (it lost it, killed
+	// CancelUnfollowed: the broker follows no such Job (it lost it, killed
 	// before the submit): nothing is left to stop; the ledger ends it.
-	cancelUnfollowed
-	// cancelQueue: no answer; the broker may have cancelled it or not. It
+	CancelUnfollowed
+	// CancelQueue: no answer; the broker may have cancelled it or not. It
 	// is queued, sent again (with the same effect) when the broker says
 	// hello again, and redelivered on this session meanwhile.
-	cancelQueue
-	// cancelFailed: the broker refused it; the error is the answer.
-	cancelFailed
+	CancelQueue
+	// CancelFailed: the broker refused it; the error is the answer.
+	CancelFailed
 )
 
-// planJobCancelOutcome reads the answer to a sent job.cancel.
-func planJobCancelOutcome(err error) jobCancelOutcome {
+// JobCancelOutcome reads the answer to a sent job.cancel.
+func JobCancelOutcome(err error) jobCancelOutcome {
 	switch {
 	case err == nil:
 		return cancelConfirmed
 	case api.AsError(err).Code == api.CodeJobNotFound:
-		return cancelUnfollowed
-	case answerLost(err):
-		return cancelQueue
+		return CancelUnfollowed
+	case AnswerLost(err):
+		return CancelQueue
 	}
-	return cancelFailed
+	return CancelFailed
 }

@@ -2,7 +2,7 @@
 // that depend only on the records. Moves come in a later change and run
 // these first.
 
-package hub
+package plan
 
 import (
 	"github.com/scion-go/scion/api"

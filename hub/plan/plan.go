@@ -1,4 +1,10 @@
-// The shape of the large handlers: load, plan, commit, dispatch, answer.
+// Package plan holds the decisions of the Hub's large handlers, as pure
+// functions: the handlers (package hub) load, call a plan, commit its
+// writes, dispatch its command and answer as it says. Being its own
+// package is what keeps a plan pure: it cannot reach the Hub's *Server,
+// and the import rules (internal/deptest) allow it only the pure rules
+// (hub/authz, hub/lifecycle, hub/placement), the record types (store),
+// the broker methods (wire) and hub/storeerr.
 //
 // A create (POST /agents), a lifecycle action (POST
 // /agents/{agent}/{action}), a delete and the reconciliation of a broker's
@@ -9,16 +15,16 @@
 //     session, the authz decisions that need the store (secrets). The load
 //     decides nothing, except how far to read (the placement input reads
 //     one broker when --broker or the project's default decides).
-//  2. plan: a pure function (planCreate, planAction, planActionRun,
-//     planDelete, planReconcile, planProjectAgentDelete) over plain values: records, settings, the
+//  2. plan: a pure function (Create, Action, ActionRun,
+//     Delete, Reconcile, ProjectAgentDelete) over plain values: records, settings, the
 //     request, the caller (authz.Caller is a plain value; the plans call
 //     the pure hub/authz and hub/placement functions). No *Server, no
 //     store, no context, no clock, no I/O: IDs and the time are inputs.
 //     It decides the refusal (code and status, or an authz refusal the
-//     executor logs and answers, see refusalErr), the placement, the
+//     executor logs and answers, see Refusal), the placement, the
 //     records, slots and keys to write, the dispatch to send, and the
 //     answer. Its table tests need neither a server nor a database
-//     (plan_*_test.go).
+//     (*_test.go here).
 //  3. commit: the plan's writes. A create is one transaction
 //     (store.CreateAgentWith: the agent, the auto-link, the slot, the
 //     Idempotency-Key's record). An action is one transaction too, after
@@ -27,14 +33,14 @@
 //     (store.Reserve) when the record stays as it is.
 //  4. dispatch: the command the plan names, to the broker it names.
 //  5. answer: what the plan (or, for what only the broker can tell, the
-//     outcome functions classifyCreate and actionOutcome) says.
+//     outcome functions, the Hub's classifyCreate and Outcome here) says.
 //
 // Where the coming work slots in:
 //
 //   - Flat brokers' placement consistency (multi-broker spec, "Inconsistent
 //     agent placement"): every operation that reaches a broker for an
-//     existing agent runs reachCheck (plan_reach.go) first, in planAction
-//     and planDelete, and in the streams (logs, exec, attach), the
+//     existing agent runs Reach (plan_reach.go) first, in Action
+//     and Delete, and in the streams (logs, exec, attach), the
 //     delivery of queued dispatches, the settling of a command cut off by
 //     a broker going offline (settleAgent), and before a command is sent
 //     again on a broker's new session (checkResend: dispatch's resend of a
@@ -42,7 +48,7 @@
 //     today's (no broker: 409 conflict; a broker no longer registered: 409
 //     runtime_broker_missing); for a pinned one the spec's
 //     (runtime_target_pin_stale, runtime_target_mismatch, a pin naming a
-//     deregistered broker), over reachInput (the agent's pin, its broker's
+//     deregistered broker), over ReachInput (the agent's pin, its broker's
 //     runtime target, which brokers are registered), which the loads fill
 //     from the records they read already (loadReach: one more read when
 //     the pin names another broker than the assigned one).
@@ -52,25 +58,24 @@
 //     steps reuse the commit and dispatch executors here (reserve on the
 //     target, release on the source, the agent's new broker ID written with
 //     its generation), each persisted before it runs.
-
-package hub
+package plan
 
 import "github.com/scion-go/scion/hub/authz"
 
-// refusalErr is a plan's authz refusal: the executor turns it into the
+// Refusal is a plan's authz refusal: the executor turns it into the
 // API's answer (403, or notFound's answer for a hidden resource) and logs
 // it, through Server.refusal. Plans cannot log.
-type refusalErr struct {
-	act authz.Action
-	ref *authz.Refusal
+type Refusal struct {
+	Act authz.Action
+	Ref *authz.Refusal
 }
 
-func (e *refusalErr) Error() string { return string(e.act) + ": " + e.ref.Reason }
+func (e *Refusal) Error() string { return string(e.Act) + ": " + e.Ref.Reason }
 
-// refused is ref as a plan's error (nil when there is no refusal).
-func refused(act authz.Action, ref *authz.Refusal) error {
+// Refused is ref as a plan's error (nil when there is no refusal).
+func Refused(act authz.Action, ref *authz.Refusal) error {
 	if ref == nil {
 		return nil
 	}
-	return &refusalErr{act: act, ref: ref}
+	return &Refusal{Act: act, Ref: ref}
 }

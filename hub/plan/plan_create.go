@@ -1,7 +1,7 @@
 // The plan of POST /agents: what a create decides, as a pure function of
 // what its load read (see plan.go).
 
-package hub
+package plan
 
 import (
 	"cmp"
@@ -12,14 +12,15 @@ import (
 	"github.com/scion-go/scion/api"
 	"github.com/scion-go/scion/hub/authz"
 	"github.com/scion-go/scion/hub/placement"
+	"github.com/scion-go/scion/hub/storeerr"
 	"github.com/scion-go/scion/store"
 )
 
-// createInput is everything a create decides on.
-type createInput struct {
+// CreateInput is everything a create decides on.
+type CreateInput struct {
 	Caller  authz.Caller
 	Project *store.Project
-	// Req is the request as planRequest left it (defaults filled in,
+	// Req is the request as CreateRequest left it (defaults filled in,
 	// validated).
 	Req      api.CreateAgentRequest
 	Settings api.HubSettings
@@ -32,26 +33,28 @@ type createInput struct {
 	// authz decision needs the store: agentSecrets decides it in the load).
 	SecretsErr error
 	// Brokers are the placement candidates the load read.
-	Brokers brokerCandidates
-	// Key is the create's Idempotency-Key, if any.
-	Key *createKey
+	Brokers BrokerCandidates
+	// Key is the record of the create's Idempotency-Key, if any, made at
+	// Now (the caller's idempotency rules: who, which key, which request,
+	// for how long).
+	Key *store.IdempotencyRecord
 	// AgentID and RunID are the new agent's IDs; Now is the time of the
 	// create.
 	AgentID, RunID string
 	Now            time.Time
 }
 
-// brokerCandidates are the brokers a create's load read, in the store's
+// BrokerCandidates are the brokers a create's load read, in the store's
 // order, with which provide for the project and which have a session.
 // The plan weighs those the caller can see.
-type brokerCandidates struct {
+type BrokerCandidates struct {
 	List     []*store.Broker
 	Provider map[string]bool
 	Online   map[string]bool
 }
 
-// createPlan is a create decided.
-type createPlan struct {
+// CreatePlan is a create decided.
+type CreatePlan struct {
 	// Agent is the record to insert, with the options written in the same
 	// transaction (the slot when it starts, the auto-link, the key).
 	Agent *store.Agent
@@ -69,10 +72,10 @@ type createPlan struct {
 	CheckRoom bool
 }
 
-// planRequest fills in what Agent Defaults supply and validates the
+// CreateRequest fills in what Agent Defaults supply and validates the
 // request. It runs before anything is read: a request refused on its face
 // costs no query.
-func planRequest(req api.CreateAgentRequest, settings api.HubSettings) (api.CreateAgentRequest, error) {
+func CreateRequest(req api.CreateAgentRequest, settings api.HubSettings) (api.CreateAgentRequest, error) {
 	req.Harness = cmp.Or(req.Harness, settings.AgentDefaults.DefaultHarness)
 	req.Image = cmp.Or(req.Image, settings.AgentDefaults.DefaultImage)
 	if err := validateCreate(&req); err != nil {
@@ -81,23 +84,23 @@ func planRequest(req api.CreateAgentRequest, settings api.HubSettings) (api.Crea
 	return req, nil
 }
 
-// planCreate decides a create, refusing in this order: the new agent's
+// Create decides a create, refusing in this order: the new agent's
 // identity (role, scopes, passthrough), its secrets, the placement cascade,
 // dispatch to the chosen broker and its passthrough, the profile (or, on
 // a flat broker, the pin).
-func planCreate(in createInput) (createPlan, error) {
+func Create(in CreateInput) (CreatePlan, error) {
 	req, p := in.Req, in.Project
 	id, err := planIdentity(in.Caller, req, in.Parent, in.ParentErr)
 	if err != nil {
-		return createPlan{}, err
+		return CreatePlan{}, err
 	}
 	if in.SecretsErr != nil {
-		return createPlan{}, in.SecretsErr
+		return CreatePlan{}, in.SecretsErr
 	}
 	pin := placementInputOf(in.Caller, p, in.Settings, req.Broker, in.Brokers)
 	d, perr := placement.Select(pin)
 	if perr != nil {
-		return createPlan{}, perr
+		return CreatePlan{}, perr
 	}
 	var b *store.Broker
 	for _, x := range in.Brokers.List {
@@ -107,11 +110,11 @@ func planCreate(in createInput) (createPlan, error) {
 		}
 	}
 	if err := placementRefusal(in.Caller, pin, d, b, req.Passthrough); err != nil {
-		return createPlan{}, err
+		return CreatePlan{}, err
 	}
 	profile, pinned, err := planProfileOrPin(req.Profile, p, b)
 	if err != nil {
-		return createPlan{}, err
+		return CreatePlan{}, err
 	}
 	limit := placement.EffectiveLimit(b.Settings.MaxAgents, in.Limits.MaxAgentsPerBroker)
 	now := in.Now
@@ -126,16 +129,14 @@ func planCreate(in createInput) (createPlan, error) {
 	// check: the agent, the cascade's auto-link, the capacity slot (only
 	// running agents hold one) and the Idempotency-Key's record. A create
 	// refused at any step, the quota's included, writes nothing.
-	plan := createPlan{Agent: a, Project: p, Broker: b, Limit: limit, Placement: d, Key: "create:" + a.RunID,
+	plan := CreatePlan{Agent: a, Project: p, Broker: b, Limit: limit, Placement: d, Key: "create:" + a.RunID,
 		Opts: store.CreateAgentOptions{LinkProvider: d.AutoLink}}
 	if req.Start {
 		plan.Opts.ReserveLimit = &limit
 	} else {
 		plan.CheckRoom = limit > 0
 	}
-	if in.Key != nil {
-		plan.Opts.Key = in.Key.record(now)
-	}
+	plan.Opts.Key = in.Key
 	return plan, nil
 }
 
@@ -165,28 +166,28 @@ func planProfileOrPin(requested string, p *store.Project, b *store.Broker) (stri
 	return "", &api.PinnedRuntimeTarget{BrokerID: b.ID, RuntimeTarget: t}, nil
 }
 
-// room refuses a create that takes no slot on a broker already holding
+// Room refuses a create that takes no slot on a broker already holding
 // n slots of its limit.
-func (p createPlan) room(n int) error {
+func (p CreatePlan) Room(n int) error {
 	if n >= p.Limit {
-		return quotaError(p.Broker, p.Limit)
+		return QuotaError(p.Broker, p.Limit)
 	}
 	return nil
 }
 
-// insertErr is the answer to a create whose transaction failed with err.
+// InsertErr is the answer to a create whose transaction failed with err.
 // store.ErrKeyInUse stays as it is: handleCreateAgent answers it by
 // replaying the create that won the key's claim (another Hub's).
-func (p createPlan) insertErr(err error) error {
+func (p CreatePlan) InsertErr(err error) error {
 	switch {
 	case errors.Is(err, store.ErrQuota):
-		return quotaError(p.Broker, p.Limit)
+		return QuotaError(p.Broker, p.Limit)
 	case errors.Is(err, store.ErrKeyInUse):
 		return err
 	case errors.Is(err, store.ErrNotFound): // its slot's broker: deregistered since placement
 		return api.NotFound(api.CodeBrokerNotFound, "runtime broker %q not found: it was deregistered while the agent was being created", p.Broker.Name)
 	}
-	return storeErr(err, api.CodeAgentNotFound, fmt.Sprintf("an agent named %q in project %q", p.Agent.Slug, p.Project.Name))
+	return storeerr.Map(err, api.CodeAgentNotFound, fmt.Sprintf("an agent named %q in project %q", p.Agent.Slug, p.Project.Name))
 }
 
 // planIdentity decides the identity of the agent c asks to create: the
@@ -198,7 +199,7 @@ func planIdentity(c authz.Caller, req api.CreateAgentRequest, parent *store.Agen
 		return agentIdentity{}, api.BadRequest("invalid role %q: use worker or coordinator", req.Role)
 	}
 	id := agentIdentity{role: cmp.Or(req.Role, authz.AgentRoleWorker)}
-	if err := refused(authz.AgentCreate, authz.CanDelegate(c, id.role)); err != nil {
+	if err := Refused(authz.AgentCreate, authz.CanDelegate(c, id.role)); err != nil {
 		return id, err
 	}
 	var requested []string
@@ -206,7 +207,7 @@ func planIdentity(c authz.Caller, req api.CreateAgentRequest, parent *store.Agen
 		requested = append([]string{}, *req.Scopes...)
 	}
 	scopes, ref := authz.AgentScopes(c, requested)
-	if err := refused(authz.AgentCreate, ref); err != nil {
+	if err := Refused(authz.AgentCreate, ref); err != nil {
 		return id, err
 	}
 	id.scopes = scopes
@@ -214,13 +215,13 @@ func planIdentity(c authz.Caller, req api.CreateAgentRequest, parent *store.Agen
 		if req.Passthrough != "gcp" {
 			return id, api.BadRequest("invalid passthrough %q: the passthrough identity kinds are: gcp", req.Passthrough)
 		}
-		if err := refused(authz.AgentCreate, authz.CanUsePassthrough(c)); err != nil {
+		if err := Refused(authz.AgentCreate, authz.CanUsePassthrough(c)); err != nil {
 			return id, err
 		}
 	}
 	var parentDelegator string
 	var parentChain []string
-	if c.Kind == CallerAgent {
+	if c.Kind == authz.Agent {
 		if parentErr != nil {
 			return id, parentErr
 		}
@@ -231,20 +232,20 @@ func planIdentity(c authz.Caller, req api.CreateAgentRequest, parent *store.Agen
 	return id, nil
 }
 
-// candidateRes is broker b as the caller's authz sees it from the project.
-func candidateRes(b *store.Broker, provider bool) authz.BrokerRes {
+// CandidateRes is broker b as the caller's authz sees it from the project.
+func CandidateRes(b *store.Broker, provider bool) authz.BrokerRes {
 	return authz.BrokerRes{ID: b.ID, Owner: b.CreatedBy, AutoProvide: b.AutoProvide, ServesProject: provider}
 }
 
 // placementInputOf is the cascade's question: the brokers among bs the
 // caller can see (the others are answered like unknown ones), each with
 // whether the caller may dispatch to it.
-func placementInputOf(c authz.Caller, p *store.Project, settings api.HubSettings, explicit string, bs brokerCandidates) placement.Input {
+func placementInputOf(c authz.Caller, p *store.Project, settings api.HubSettings, explicit string, bs BrokerCandidates) placement.Input {
 	in := placement.Input{Project: p.Name, Explicit: explicit, ProjectDefault: p.DefaultBrokerID,
 		HubDefault:       settings.AgentDefaults.DefaultRuntimeBroker,
-		CanUpdateProject: authz.CanLink(c, *projectRes(p)) == nil}
+		CanUpdateProject: authz.CanLink(c, *ProjectRes(p)) == nil}
 	for _, b := range bs.List {
-		res := candidateRes(b, bs.Provider[b.ID])
+		res := CandidateRes(b, bs.Provider[b.ID])
 		if !authz.Visible(c, res) {
 			continue
 		}
@@ -259,19 +260,19 @@ func placementInputOf(c authz.Caller, p *store.Project, settings api.HubSettings
 func placementRefusal(c authz.Caller, in placement.Input, d placement.Decision, b *store.Broker, passthrough string) error {
 	for _, pb := range in.Brokers {
 		if pb.ID == d.BrokerID && !pb.Dispatchable {
-			return refused(authz.BrokerDispatch, authz.Dispatchable(c, candidateRes(b, pb.Provider)))
+			return Refused(authz.BrokerDispatch, authz.Dispatchable(c, CandidateRes(b, pb.Provider)))
 		}
 	}
-	return refused(authz.BrokerDispatch, authz.PassthroughAllowed(passthrough, b.Capabilities))
+	return Refused(authz.BrokerDispatch, authz.PassthroughAllowed(passthrough, b.Capabilities))
 }
 
-// replaceable reports whether c's create may take over the name of old,
+// Replaceable reports whether c's create may take over the name of old,
 // the agent that holds it: only one the broker holds nothing of
-// (noContainer), with no command in flight, and only for a caller who may
+// (NoContainer), with no command in flight, and only for a caller who may
 // delete it (replacing is deleting its record).
-func replaceable(c authz.Caller, p *store.Project, old *store.Agent, inFlight bool) bool {
-	if !noContainer(old) || inFlight {
+func Replaceable(c authz.Caller, p *store.Project, old *store.Agent, inFlight bool) bool {
+	if !NoContainer(old) || inFlight {
 		return false
 	}
-	return authz.Can(c, authz.AgentLifecycle, authz.Resource{Project: projectRes(p), Agent: agentRes(old)}) == nil
+	return authz.Can(c, authz.AgentLifecycle, authz.Resource{Project: ProjectRes(p), Agent: AgentRes(old)}) == nil
 }

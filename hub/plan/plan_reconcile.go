@@ -1,7 +1,7 @@
 // The plan of a broker's inventory reconciliation (see reconcileInventory
 // and plan.go).
 
-package hub
+package plan
 
 import (
 	"slices"
@@ -11,9 +11,9 @@ import (
 	"github.com/scion-go/scion/wire"
 )
 
-// reconcileInput is what a reconciliation decides on: the containers a
+// ReconcileInput is what a reconciliation decides on: the containers a
 // broker reports, and the Hub's records of the broker's agents and slots.
-type reconcileInput struct {
+type ReconcileInput struct {
 	BrokerID  string
 	Inventory []wire.AgentStatus
 	// Agents are the agents assigned to the broker; Reserved the agents
@@ -43,12 +43,12 @@ type reconcileStep struct {
 // reconcilePlan is a reconciliation decided.
 type reconcilePlan struct {
 	// Apply: the reported state of each agent, or missing for one the
-	// broker no longer has; its slot is then set by slotChange.
+	// broker no longer has; its slot is then set by SlotChange.
 	Apply []reconcileStep
 	// Skipped: agents in flight.
 	Skipped []string
 	// Misplaced: pinned agents whose placement is inconsistent
-	// (reachCheck), left as they are with their slot: this broker's
+	// (Reach), left as they are with their slot: this broker's
 	// inventory cannot speak for a runtime target it does not serve, nor
 	// for an agent assigned elsewhere. An agent pinned here but assigned
 	// elsewhere loses its slot here only when this broker, serving the
@@ -61,9 +61,9 @@ type reconcilePlan struct {
 	Unknown []string
 }
 
-// planReconcile aligns the records with the inventory: every agent on the
+// Reconcile aligns the records with the inventory: every agent on the
 // broker ends up holding a slot exactly when its phase says it runs.
-func planReconcile(in reconcileInput) reconcilePlan {
+func Reconcile(in ReconcileInput) reconcilePlan {
 	reported := make(map[string]wire.AgentStatus, len(in.Inventory))
 	for _, st := range in.Inventory {
 		reported[st.AgentID] = st
@@ -116,7 +116,7 @@ func planReconcile(in reconcileInput) reconcilePlan {
 // misplaced reports whether a is a pinned agent whose placement on
 // broker b (nil: not registered) is inconsistent.
 func misplaced(a *store.Agent, b *store.Broker) bool {
-	return a.Pin != nil && reachCheck(reachInput{Agent: a, Broker: b, BrokerMissing: b == nil}) != nil
+	return a.Pin != nil && Reach(ReachInput{Agent: a, Broker: b, BrokerMissing: b == nil}) != nil
 }
 
 // servesPin reports whether broker b serves pin's runtime target.
@@ -124,16 +124,16 @@ func servesPin(b *store.Broker, pin *api.PinnedRuntimeTarget) bool {
 	return b != nil && b.RuntimeTarget != nil && pin.Complete() && *b.RuntimeTarget == pin.RuntimeTarget
 }
 
-// slotChange is what an agent's slot needs once its status is applied
+// SlotChange is what an agent's slot needs once its status is applied
 // (got: the agent as recorded, nil if it is gone) for the slot to follow
 // its phase. A stop_queued agent keeps the slot it had (none, if it was
 // suspended) until its container is seen stopped. A running container
 // holds a slot even if the Hub lost track of it: it is taken again with
 // no limit (re-adopting never fails on quota).
-func slotChange(got *store.Agent, held bool) (reserve, release bool) {
+func SlotChange(got *store.Agent, held bool) (reserve, release bool) {
 	if got == nil || got.ContainerStatus == api.ContainerStopQueued {
 		return false, false
 	}
-	holding := holdsSlot(got.Phase)
+	holding := HoldsSlot(got.Phase)
 	return holding && !held, !holding && held
 }

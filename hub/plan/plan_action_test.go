@@ -1,4 +1,4 @@
-package hub
+package plan
 
 import (
 	"errors"
@@ -25,8 +25,8 @@ func tAgentOn(phase string) *store.Agent {
 }
 
 // tAction is verb on a running agent by its owner, with broker b1.
-func tAction(verb string, mod ...func(*actionInput)) actionInput {
-	in := actionInput{Verb: verb, Caller: tOwner, Agent: tAgentOn(api.PhaseRunning), Broker: tBroker("b1"), FreshKey: "fresh"}
+func tAction(verb string, mod ...func(*ActionInput)) ActionInput {
+	in := ActionInput{Verb: verb, Caller: tOwner, Agent: tAgentOn(api.PhaseRunning), Broker: tBroker("b1"), FreshKey: "fresh"}
 	for _, m := range mod {
 		m(&in)
 	}
@@ -34,38 +34,38 @@ func tAction(verb string, mod ...func(*actionInput)) actionInput {
 }
 
 func TestPlanActionRefusals(t *testing.T) {
-	missing := func(in *actionInput) { in.Broker, in.BrokerMissing = nil, true }
-	coordinator := func(in *actionInput) { in.Agent.Role = authz.AgentRoleCoordinator }
-	gcp := func(in *actionInput) { in.Agent.Passthrough = "gcp" }
+	missing := func(in *ActionInput) { in.Broker, in.BrokerMissing = nil, true }
+	coordinator := func(in *ActionInput) { in.Agent.Role = authz.AgentRoleCoordinator }
+	gcp := func(in *ActionInput) { in.Agent.Passthrough = "gcp" }
 	type row struct {
 		name   string
-		in     actionInput
+		in     ActionInput
 		code   string
 		status int
 	}
 	cases := []row{
 		{"unknown verb", tAction("explode"), api.CodeNotFound, 404},
-		{"Idempotency-Key too long", tAction("stop", func(in *actionInput) { in.KeyHeader = strings.Repeat("k", api.MaxIdempotencyKeyLen+1) }), api.CodeInvalidRequest, 400},
-		{"no broker", tAction("start", func(in *actionInput) { in.Agent.BrokerID, in.Broker = "", nil }), api.CodeConflict, 409},
+		{"Idempotency-Key too long", tAction("stop", func(in *ActionInput) { in.KeyHeader = strings.Repeat("k", api.MaxIdempotencyKeyLen+1) }), api.CodeInvalidRequest, 400},
+		{"no broker", tAction("start", func(in *ActionInput) { in.Agent.BrokerID, in.Broker = "", nil }), api.CodeConflict, 409},
 		// Running a coordinator again needs its role's delegation.
 		{"member restarts a coordinator", tAction("restart", coordinator), "refused", 0},
-		{"admin restarts a coordinator", tAction("restart", coordinator, func(in *actionInput) { in.Caller = tAdmin }), "", 0},
-		{"a coordinator restarts itself", tAction("restart", coordinator, func(in *actionInput) {
+		{"admin restarts a coordinator", tAction("restart", coordinator, func(in *ActionInput) { in.Caller = tAdmin }), "", 0},
+		{"a coordinator restarts itself", tAction("restart", coordinator, func(in *ActionInput) {
 			in.Caller = authz.Caller{Kind: authz.Agent, ID: "a1", ProjectID: "p1", Role: authz.AgentRoleCoordinator}
 		}), "", 0},
 		{"stopping a coordinator needs no delegation", tAction("stop", coordinator), "", 0},
-		// The authority check comes before reachCheck.
+		// The authority check comes before Reach.
 		{"member restarts a coordinator on a missing broker", tAction("restart", coordinator, missing), "refused", 0},
 		{"passthrough the broker no longer allows", tAction("start", gcp), "refused", 0},
 		{"stopping it needs no passthrough", tAction("stop", gcp), "", 0},
 	}
-	// reachCheck: a broker no longer registered is reached by no action.
+	// Reach: a broker no longer registered is reached by no action.
 	for _, v := range tVerbs {
 		cases = append(cases, row{v + " on a missing broker", tAction(v, missing), api.CodeBrokerMissing, 409})
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := planAction(tc.in)
+			_, err := Action(tc.in)
 			wantErr(t, err, tc.code, tc.status)
 		})
 	}
@@ -73,7 +73,7 @@ func TestPlanActionRefusals(t *testing.T) {
 
 func TestPlanActionRoute(t *testing.T) {
 	for _, v := range tVerbs {
-		p, err := planAction(tAction(v))
+		p, err := Action(tAction(v))
 		if err != nil {
 			t.Fatal(v, err)
 		}
@@ -92,22 +92,22 @@ func TestPlanActionRoute(t *testing.T) {
 	}
 	// The caller's key, scoped to the action, the agent and the caller:
 	// both the dispatch's and a queued stop's.
-	p, _ := planAction(tAction("stop", func(in *actionInput) { in.KeyHeader = "k1" }))
+	p, _ := Action(tAction("stop", func(in *ActionInput) { in.KeyHeader = "k1" }))
 	if want := "stop:a1:user:u-owner:k1"; p.Key != want || p.ClientKey != want {
 		t.Fatalf("keys %q %q, want %q", p.Key, p.ClientKey, want)
 	}
 	// A user running again an agent with no recorded provenance becomes
 	// its delegator; an agent doing it does not.
-	noProvenance := func(in *actionInput) { in.Agent.Delegator = "" }
-	p, _ = planAction(tAction("start", noProvenance))
+	noProvenance := func(in *ActionInput) { in.Agent.Delegator = "" }
+	p, _ = Action(tAction("start", noProvenance))
 	if !p.Redelegate || p.Delegator != "user:u-owner" {
 		t.Fatalf("user: %+v", p)
 	}
-	p, _ = planAction(tAction("stop", noProvenance))
+	p, _ = Action(tAction("stop", noProvenance))
 	if p.Redelegate {
 		t.Fatal("a stop records no delegator")
 	}
-	p, _ = planAction(tAction("start", noProvenance, func(in *actionInput) {
+	p, _ = Action(tAction("start", noProvenance, func(in *ActionInput) {
 		in.Caller = authz.Caller{Kind: authz.Agent, ID: "a1", ProjectID: "p1", Role: authz.AgentRoleWorker}
 	}))
 	if p.Redelegate {
@@ -141,11 +141,11 @@ func TestPlanActionRun(t *testing.T) {
 				recreate: running && name == "error (no container)",
 			}
 			t.Run(v+" "+name, func(t *testing.T) {
-				plan, err := planAction(tAction(v))
+				plan, err := Action(tAction(v))
 				if err != nil {
 					t.Fatal(err)
 				}
-				run, err := planActionRun(runInput{Plan: plan, Agent: a, Broker: tBroker("b1"), Limit: 7})
+				run, err := ActionRun(RunInput{Plan: plan, Agent: a, Broker: tBroker("b1"), Limit: 7})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -172,24 +172,24 @@ func TestPlanActionRun(t *testing.T) {
 		{"start", crashed(), false},
 		{"stop", failed(), false},
 	} {
-		plan, _ := planAction(tAction(tc.verb))
-		_, err := planActionRun(runInput{Plan: plan, Agent: tc.agent, Broker: tBroker("b1"), RecreateErr: refusal})
+		plan, _ := Action(tAction(tc.verb))
+		_, err := ActionRun(RunInput{Plan: plan, Agent: tc.agent, Broker: tBroker("b1"), RecreateErr: refusal})
 		if (err != nil) != tc.err {
 			t.Errorf("%s on %s/%q: %v", tc.verb, tc.agent.Phase, tc.agent.ContainerStatus, err)
 		}
 	}
-	plan, _ := planAction(tAction("start"))
-	run, _ := planActionRun(runInput{Plan: plan, Agent: tAgentOn(api.PhaseStopped), Broker: tBroker("b1"), Limit: 2})
+	plan, _ := Action(tAction("start"))
+	run, _ := ActionRun(RunInput{Plan: plan, Agent: tAgentOn(api.PhaseStopped), Broker: tBroker("b1"), Limit: 2})
 	a := tAgentOn(api.PhaseStopped)
-	wantErr(t, run.reserveErr(a, fmt.Errorf("reserve: %w", store.ErrQuota)), api.CodeQuotaExceeded, http.StatusTooManyRequests)
-	wantErr(t, run.reserveErr(a, fmt.Errorf("reserve: %w", store.ErrReservationScope)), api.CodeReservationScopeConflict, http.StatusConflict)
-	if err := errors.New("db"); run.reserveErr(a, err) != err {
+	wantErr(t, run.ReserveErr(a, fmt.Errorf("reserve: %w", store.ErrQuota)), api.CodeQuotaExceeded, http.StatusTooManyRequests)
+	wantErr(t, run.ReserveErr(a, fmt.Errorf("reserve: %w", store.ErrReservationScope)), api.CodeReservationScopeConflict, http.StatusConflict)
+	if err := errors.New("db"); run.ReserveErr(a, err) != err {
 		t.Fatal("other errors pass through")
 	}
 }
 
 func TestPlanOutcome(t *testing.T) {
-	lost := &offlineLost{api.Errorf(api.CodeBrokerOffline, "went offline")}
+	lost := &OfflineLost{api.Errorf(api.CodeBrokerOffline, "went offline")}
 	unavailable := api.Errorf(api.CodeBrokerUnavailable, "channel lost")
 	offline := api.Errorf(api.CodeBrokerOffline, "offline")
 	refused := api.Errorf(api.CodeRuntimeError, "runtime says no")
@@ -210,7 +210,7 @@ func TestPlanOutcome(t *testing.T) {
 		{"suspend", lost, actionOutcome{Failed: true, Unknown: true}},
 		{"suspend", refused, actionOutcome{Failed: true}},
 	} {
-		if got := planOutcome(actions[tc.verb], tc.derr); got != tc.want {
+		if got := Outcome(actions[tc.verb], tc.derr); got != tc.want {
 			t.Errorf("%s after %v: %+v, want %+v", tc.verb, tc.derr, got, tc.want)
 		}
 	}
@@ -220,20 +220,20 @@ func TestPlanDelete(t *testing.T) {
 	a := tAgentOn(api.PhaseRunning)
 	for _, tc := range []struct {
 		name   string
-		in     deleteInput
+		in     DeleteInput
 		want   deletePlan
 		code   string
 		status int
 	}{
-		{"no broker: the record only", deleteInput{Agent: &store.Agent{ID: "a1"}}, deletePlan{}, "", 0},
-		{"online: the broker's delete first", deleteInput{Agent: a, Online: true}, deletePlan{Dispatch: true, Key: "delete:a1"}, "", 0},
-		{"offline: refused", deleteInput{Agent: a}, deletePlan{}, api.CodeBrokerOffline, 503},
-		{"offline, forced: still refused", deleteInput{Agent: a, Force: true}, deletePlan{}, api.CodeBrokerOffline, 503},
-		{"missing broker", deleteInput{Agent: a, BrokerMissing: true}, deletePlan{}, api.CodeBrokerMissing, 409},
-		{"missing broker, forced: the record goes", deleteInput{Agent: a, BrokerMissing: true, Force: true}, deletePlan{Forced: true}, "", 0},
+		{"no broker: the record only", DeleteInput{Agent: &store.Agent{ID: "a1"}}, deletePlan{}, "", 0},
+		{"online: the broker's delete first", DeleteInput{Agent: a, Online: true}, deletePlan{Dispatch: true, Key: "delete:a1"}, "", 0},
+		{"offline: refused", DeleteInput{Agent: a}, deletePlan{}, api.CodeBrokerOffline, 503},
+		{"offline, forced: still refused", DeleteInput{Agent: a, Force: true}, deletePlan{}, api.CodeBrokerOffline, 503},
+		{"missing broker", DeleteInput{Agent: a, BrokerMissing: true}, deletePlan{}, api.CodeBrokerMissing, 409},
+		{"missing broker, forced: the record goes", DeleteInput{Agent: a, BrokerMissing: true, Force: true}, deletePlan{Forced: true}, "", 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := planDelete(tc.in)
+			got, err := Delete(tc.in)
 			wantErr(t, err, tc.code, tc.status)
 			if got != tc.want {
 				t.Fatalf("%+v, want %+v", got, tc.want)
@@ -274,11 +274,11 @@ func TestPlanActionMatrix(t *testing.T) {
 		for i, ph := range phases {
 			for _, state := range []string{"online", "offline", "missing"} {
 				t.Run(v+"/"+ph+"/"+state, func(t *testing.T) {
-					in := tAction(v, func(in *actionInput) { in.Agent = agentIn(ph) })
+					in := tAction(v, func(in *ActionInput) { in.Agent = agentIn(ph) })
 					if state == "missing" {
 						in.Broker, in.BrokerMissing = nil, true
 					}
-					plan, err := planAction(in)
+					plan, err := Action(in)
 					switch state {
 					case "missing":
 						wantErr(t, err, api.CodeBrokerMissing, http.StatusConflict)
@@ -299,7 +299,7 @@ func TestPlanActionMatrix(t *testing.T) {
 						wantErr(t, plan.Offline, api.CodeBrokerOffline, http.StatusServiceUnavailable)
 						return
 					}
-					run, err := planActionRun(runInput{Plan: plan, Agent: agentIn(ph), Broker: in.Broker, Limit: 5})
+					run, err := ActionRun(RunInput{Plan: plan, Agent: agentIn(ph), Broker: in.Broker, Limit: 5})
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -338,8 +338,8 @@ func TestPlanDeleteMatrix(t *testing.T) {
 			{"offline", false, api.CodeBrokerOffline}, {"offline", true, api.CodeBrokerOffline},
 			{"missing", false, api.CodeBrokerMissing}, {"missing", true, "forced"},
 		} {
-			in := deleteInput{Agent: tAgentOn(ph), Force: tc.force, Online: tc.state == "online", BrokerMissing: tc.state == "missing"}
-			p, err := planDelete(in)
+			in := DeleteInput{Agent: tAgentOn(ph), Force: tc.force, Online: tc.state == "online", BrokerMissing: tc.state == "missing"}
+			p, err := Delete(in)
 			got := map[bool]string{true: "dispatch", false: "forced"}[p.Dispatch]
 			if err != nil {
 				got = api.AsError(err).Code
@@ -354,26 +354,26 @@ func TestPlanDeleteMatrix(t *testing.T) {
 // TestActionRecord: the record an action writes with its slot, decided on
 // the agent as stored (a retry after a conflict decides again).
 func TestActionRecord(t *testing.T) {
-	redelegate := actionPlan{Redelegate: true, Delegator: "user:u1"}
-	stopping := runPlan{MarkStopping: true}
+	redelegate := ActionPlan{Redelegate: true, Delegator: "user:u1"}
+	stopping := RunPlan{MarkStopping: true}
 	with := func(a *store.Agent, f func(*store.Agent)) *store.Agent { f(a); return a }
 	for _, tc := range []struct {
 		name      string
-		plan      actionPlan
-		run       runPlan
+		plan      ActionPlan
+		run       RunPlan
 		agent     *store.Agent
 		changed   bool
 		delegator string
 		phase     string
 	}{
-		{"nothing to write", actionPlan{}, runPlan{Reserve: true}, tAgentOn(api.PhaseStopped), false, "", ""},
-		{"delegator", redelegate, runPlan{Reserve: true}, with(tAgentOn(api.PhaseStopped), func(a *store.Agent) { a.Delegator = "" }), true, "user:u1", api.PhaseStopped},
-		{"delegator recorded meanwhile", redelegate, runPlan{Reserve: true}, with(tAgentOn(api.PhaseStopped), func(a *store.Agent) { a.Delegator = "user:u1" }), false, "", ""},
-		{"stopping", actionPlan{}, stopping, tAgentOn(api.PhaseRunning), true, tAgentOn(api.PhaseRunning).Delegator, api.PhaseStopping},
-		{"no longer running", actionPlan{}, stopping, tAgentOn(api.PhaseStopped), false, "", ""},
+		{"nothing to write", ActionPlan{}, RunPlan{Reserve: true}, tAgentOn(api.PhaseStopped), false, "", ""},
+		{"delegator", redelegate, RunPlan{Reserve: true}, with(tAgentOn(api.PhaseStopped), func(a *store.Agent) { a.Delegator = "" }), true, "user:u1", api.PhaseStopped},
+		{"delegator recorded meanwhile", redelegate, RunPlan{Reserve: true}, with(tAgentOn(api.PhaseStopped), func(a *store.Agent) { a.Delegator = "user:u1" }), false, "", ""},
+		{"stopping", ActionPlan{}, stopping, tAgentOn(api.PhaseRunning), true, tAgentOn(api.PhaseRunning).Delegator, api.PhaseStopping},
+		{"no longer running", ActionPlan{}, stopping, tAgentOn(api.PhaseStopped), false, "", ""},
 	} {
 		before := *tc.agent
-		next, changed := actionRecord(tc.plan, tc.run, tc.agent)
+		next, changed := ActionRecord(tc.plan, tc.run, tc.agent)
 		if changed != tc.changed || (next != nil) != changed {
 			t.Fatalf("%s: changed %v, record %v; want changed %v", tc.name, changed, next, tc.changed)
 		}

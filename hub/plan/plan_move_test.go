@@ -1,4 +1,4 @@
-package hub
+package plan
 
 import (
 	"net/http"

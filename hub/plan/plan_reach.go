@@ -12,7 +12,7 @@
 // (ptone/scion#4844), so the messages say what is wrong and what an
 // operator can do.
 
-package hub
+package plan
 
 import (
 	"fmt"
@@ -21,9 +21,9 @@ import (
 	"github.com/scion-go/scion/store"
 )
 
-// reachInput is what reachCheck knows about the placement of an agent an
+// ReachInput is what Reach knows about the placement of an agent an
 // operation is about to reach its broker for.
-type reachInput struct {
+type ReachInput struct {
 	Agent *store.Agent
 	// Broker is the record of the broker the agent is assigned to
 	// (Agent.BrokerID); nil when it has none or when BrokerMissing.
@@ -36,7 +36,7 @@ type reachInput struct {
 	PinnedMissing bool
 }
 
-// reachCheck is the check every operation that reaches a broker for an
+// Reach is the check every operation that reaches a broker for an
 // existing agent runs before anything is sent: nothing is sent, and no
 // other broker is looked for, when the agent's saved placement cannot be
 // reached. For an agent without a pin its rules are, in order:
@@ -58,7 +58,7 @@ type reachInput struct {
 //     runtime_target_mismatch;
 //  6. it serves another target than the pinned one: 409
 //     runtime_target_mismatch.
-func reachCheck(in reachInput) error {
+func Reach(in ReachInput) error {
 	a := in.Agent
 	pin := a.Pin
 	if pin == nil {
@@ -66,7 +66,7 @@ func reachCheck(in reachInput) error {
 			return api.Conflict(api.CodeConflict, "agent %q has no runtime broker", a.Slug)
 		}
 		if in.BrokerMissing {
-			return brokerMissing(a)
+			return BrokerMissing(a)
 		}
 		return nil
 	}
@@ -103,7 +103,7 @@ func reachCheck(in reachInput) error {
 	return nil
 }
 
-// placementErr is reachCheck's refusal of a pinned agent: what is wrong,
+// placementErr is Reach's refusal of a pinned agent: what is wrong,
 // that nothing was sent, and what can be done while no per-agent repair
 // exists. details name the agent's assignment and pin, for tools.
 func placementErr(code string, a *store.Agent, what string) error {

@@ -3,7 +3,7 @@
 // placement"): the project's agent records go with only best-effort
 // runtime deletes, an operator's explicit, project-wide choice.
 
-package hub
+package plan
 
 import (
 	"fmt"
@@ -12,10 +12,10 @@ import (
 	"github.com/scion-go/scion/store"
 )
 
-// projectAgentInput is what a forced project delete knows of one of the
+// ProjectAgentInput is what a forced project delete knows of one of the
 // project's agents.
-type projectAgentInput struct {
-	Reach reachInput
+type ProjectAgentInput struct {
+	Reach ReachInput
 	// Online: the agent's broker has a session.
 	Online bool
 }
@@ -26,7 +26,7 @@ type projectAgentInput struct {
 type projectAgentPlan struct {
 	Dispatch bool
 	Key      string
-	// Misplaced is reachCheck's refusal of a pinned agent whose placement
+	// Misplaced is Reach's refusal of a pinned agent whose placement
 	// is inconsistent: nothing is sent to any broker, and the Hub logs an
 	// error naming the agent and its pinned broker.
 	Misplaced error
@@ -35,12 +35,12 @@ type projectAgentPlan struct {
 	Left string
 }
 
-// planProjectAgentDelete decides one agent's removal in a forced project
+// ProjectAgentDelete decides one agent's removal in a forced project
 // delete. Nothing is ever refused: the record goes in every case.
-func planProjectAgentDelete(in projectAgentInput) projectAgentPlan {
+func ProjectAgentDelete(in ProjectAgentInput) projectAgentPlan {
 	a := in.Reach.Agent
 	if a.Pin != nil {
-		if err := reachCheck(in.Reach); err != nil {
+		if err := Reach(in.Reach); err != nil {
 			return projectAgentPlan{Misplaced: err, Left: fmt.Sprintf(
 				"its placement is inconsistent (%s): nothing was sent to any runtime broker; remove its workload on runtime broker %s by hand",
 				api.AsError(err).Code, a.Pin.BrokerID)}
@@ -57,9 +57,9 @@ func planProjectAgentDelete(in projectAgentInput) projectAgentPlan {
 	return projectAgentPlan{Dispatch: true, Key: "delete:" + a.ID}
 }
 
-// projectAgentLeft is the answer's entry for an agent whose workload may
+// ProjectAgentLeft is the answer's entry for an agent whose workload may
 // be left on broker b (nil: not registered) for reason.
-func projectAgentLeft(a *store.Agent, b *store.Broker, reason string) api.ProjectResource {
+func ProjectAgentLeft(a *store.Agent, b *store.Broker, reason string) api.ProjectResource {
 	r := api.ProjectResource{BrokerID: a.BrokerID, Resource: "agent " + a.Slug, Reason: reason}
 	if a.Pin != nil && a.Pin.BrokerID != "" {
 		r.BrokerID = a.Pin.BrokerID // where its workload is, as far as the Hub can tell

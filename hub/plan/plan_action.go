@@ -7,11 +7,11 @@
 // the action must decide its writes (the slot, phase stopping) on the
 // agent as that left it:
 //
-//   - planAction, on the agent as loaded: the refusals (the caller's
+//   - Action, on the agent as loaded: the refusals (the caller's
 //     Idempotency-Key, no broker, the authority to run it again,
-//     reachCheck, the broker's passthrough), the dispatch key, and what an
+//     Reach, the broker's passthrough), the dispatch key, and what an
 //     offline broker gets (a stop is queued, the rest refused).
-//   - planActionRun, on the agent read again once the broker's session is
+//   - ActionRun, on the agent read again once the broker's session is
 //     ready: the writes (the delegator, the slot, phase stopping), whether
 //     the agent is created again (its broker holds nothing of it), and the
 //     command.
@@ -19,7 +19,7 @@
 // What happens after the command is what the broker answered:
 // actionOutcome decides what is recorded and answered.
 
-package hub
+package plan
 
 import (
 	"cmp"
@@ -55,17 +55,17 @@ var actions = func() map[string]action {
 	return m
 }()
 
-// actionFor is the action a verb names.
-func actionFor(verb string) (action, error) {
+// ActionFor is the action a verb names.
+func ActionFor(verb string) (action, error) {
 	if err := api.CheckAgentAction(verb); err != nil {
 		return action{}, err
 	}
 	return actions[verb], nil
 }
 
-// actionInput is what a lifecycle action decides on, as its first load
+// ActionInput is what a lifecycle action decides on, as its first load
 // read it.
-type actionInput struct {
+type ActionInput struct {
 	Verb   string
 	Caller authz.Caller
 	// Agent is the agent as loaded (the caller may act on it).
@@ -75,15 +75,15 @@ type actionInput struct {
 	Broker        *store.Broker
 	BrokerMissing bool
 	// PinnedMissing: the broker a pinned agent's pin names is no longer
-	// registered (reachInput).
+	// registered (ReachInput).
 	PinnedMissing bool
 	// KeyHeader is the caller's Idempotency-Key; FreshKey a new unique
 	// key suffix for a command without one.
 	KeyHeader, FreshKey string
 }
 
-// actionPlan is an action decided on the agent as first loaded.
-type actionPlan struct {
+// ActionPlan is an action decided on the agent as first loaded.
+type ActionPlan struct {
 	Verb   string
 	Action action
 	// Key is the dispatch key: the caller's Idempotency-Key (ClientKey:
@@ -103,50 +103,50 @@ type actionPlan struct {
 	Offline error
 }
 
-// reach is what reachCheck decides on, from in.
-func (in actionInput) reach() reachInput {
-	return reachInput{Agent: in.Agent, Broker: in.Broker, BrokerMissing: in.BrokerMissing, PinnedMissing: in.PinnedMissing}
+// reach is what Reach decides on, from in.
+func (in ActionInput) reach() ReachInput {
+	return ReachInput{Agent: in.Agent, Broker: in.Broker, BrokerMissing: in.BrokerMissing, PinnedMissing: in.PinnedMissing}
 }
 
-// planAction decides an action on the agent as first loaded, refusing in
+// Action decides an action on the agent as first loaded, refusing in
 // this order: an unknown verb, an Idempotency-Key too long, an agent with
-// no broker (a pinned one: reachCheck's runtime_target_pin_stale), the
-// authority to run it again (start, restart, resume), reachCheck, the
+// no broker (a pinned one: Reach's runtime_target_pin_stale), the
+// authority to run it again (start, restart, resume), Reach, the
 // broker's passthrough.
-func planAction(in actionInput) (actionPlan, error) {
-	act, err := actionFor(in.Verb)
+func Action(in ActionInput) (ActionPlan, error) {
+	act, err := ActionFor(in.Verb)
 	if err != nil {
-		return actionPlan{}, err
+		return ActionPlan{}, err
 	}
 	a, c := in.Agent, in.Caller
 	if err := api.CheckIdempotencyKey(in.KeyHeader); err != nil {
-		return actionPlan{}, err
+		return ActionPlan{}, err
 	}
 	if a.BrokerID == "" && a.Pin == nil {
-		return actionPlan{}, reachCheck(in.reach())
+		return ActionPlan{}, Reach(in.reach())
 	}
-	p := actionPlan{Verb: in.Verb, Action: act}
+	p := ActionPlan{Verb: in.Verb, Action: act}
 	if act.Running {
 		// Acting on another agent runs it again under its role, so the
 		// caller must be able to delegate that role.
-		if !(c.Kind == CallerAgent && c.ID == a.ID) {
-			if err := refused(authz.AgentLifecycle, authz.CanDelegate(c, a.Role)); err != nil {
-				return actionPlan{}, err
+		if !(c.Kind == authz.Agent && c.ID == a.ID) {
+			if err := Refused(authz.AgentLifecycle, authz.CanDelegate(c, a.Role)); err != nil {
+				return ActionPlan{}, err
 			}
 		}
 		if d := authz.Redelegate(c, a.Delegator, false); d != a.Delegator {
 			p.Redelegate, p.Delegator = true, d
 		}
 	}
-	if err := reachCheck(in.reach()); err != nil {
-		return actionPlan{}, err
+	if err := Reach(in.reach()); err != nil {
+		return ActionPlan{}, err
 	}
 	b := in.Broker
 	if act.Running {
 		// Placing it again: the broker must still allow its passthrough
 		// identity (the broker may have stopped offering it).
-		if err := refused(authz.BrokerDispatch, authz.PassthroughAllowed(a.Passthrough, b.Capabilities)); err != nil {
-			return actionPlan{}, err
+		if err := Refused(authz.BrokerDispatch, authz.PassthroughAllowed(a.Passthrough, b.Capabilities)); err != nil {
+			return ActionPlan{}, err
 		}
 	}
 	// The broker answers a key it has seen from its record: without the
@@ -162,23 +162,23 @@ func planAction(in actionInput) (actionPlan, error) {
 	return p, nil
 }
 
-// runInput is what the second step of an action decides on: the agent as
+// RunInput is what the second step of an action decides on: the agent as
 // the broker's queue left it.
-type runInput struct {
-	Plan   actionPlan
+type RunInput struct {
+	Plan   ActionPlan
 	Agent  *store.Agent
 	Broker *store.Broker
 	// Limit is the broker's running-agent cap (read for running actions).
 	Limit int
 	// RecreateErr is the refusal of creating again an agent its broker
-	// holds nothing of (needsRecreate): the caller may not hand over its
+	// holds nothing of (NeedsRecreate): the caller may not hand over its
 	// secrets (prepareRecreate decides it in the load).
 	RecreateErr error
 }
 
-// runPlan is the second step of an action decided: its writes, then its
+// RunPlan is the second step of an action decided: its writes, then its
 // command.
-type runPlan struct {
+type RunPlan struct {
 	// Reserve: take the agent's slot on the broker, under Limit.
 	Reserve bool
 	Limit   int
@@ -197,24 +197,24 @@ type runPlan struct {
 	broker    *store.Broker
 }
 
-// needsRecreate reports whether running action act on agent a is creating
+// NeedsRecreate reports whether running action act on agent a is creating
 // it again: its create was refused or never reached the broker, so there
 // is no container to start, restart or resume, and what the caller asks
 // for is the agent running (the broker would answer agent_not_found).
-func needsRecreate(act action, a *store.Agent) bool {
+func NeedsRecreate(act action, a *store.Agent) bool {
 	return lifecycle.PlanAction(act.Action, a.Phase, a.ContainerStatus).Send == lifecycle.CmdCreate
 }
 
-// planActionRun decides the writes and the command of an action planned
-// by planAction, on the agent as read again.
-func planActionRun(in runInput) (runPlan, error) {
+// ActionRun decides the writes and the command of an action planned
+// by Action, on the agent as read again.
+func ActionRun(in RunInput) (RunPlan, error) {
 	act, a := in.Plan.Action, in.Agent
-	if needsRecreate(act, a) && in.RecreateErr != nil {
+	if NeedsRecreate(act, a) && in.RecreateErr != nil {
 		// Decided before a slot is taken: a refused one takes none.
-		return runPlan{}, in.RecreateErr
+		return RunPlan{}, in.RecreateErr
 	}
 	step := lifecycle.PlanAction(act.Action, a.Phase, a.ContainerStatus)
-	return runPlan{
+	return RunPlan{
 		// Checked again at start, resume and restart. A refused restart
 		// leaves the running container alone: nothing is dispatched.
 		Reserve:      step.Reserve,
@@ -229,11 +229,11 @@ func planActionRun(in runInput) (runPlan, error) {
 	}, nil
 }
 
-// actionRecord is the agent record an action writes, from a as stored:
+// ActionRecord is the agent record an action writes, from a as stored:
 // the caller as its delegator when the plan re-delegates, phase stopping
 // for a running agent it stops; changed is false (and next nil) when that
 // is a as it is.
-func actionRecord(plan actionPlan, run runPlan, a *store.Agent) (next *store.Agent, changed bool) {
+func ActionRecord(plan ActionPlan, run RunPlan, a *store.Agent) (next *store.Agent, changed bool) {
 	n := *a
 	if plan.Redelegate && n.Delegator != plan.Delegator {
 		n.Delegator, changed = plan.Delegator, true
@@ -247,13 +247,13 @@ func actionRecord(plan actionPlan, run runPlan, a *store.Agent) (next *store.Age
 	return &n, true
 }
 
-// reserveErr is the answer to agent a's slot the store refused with err.
-func (p runPlan) reserveErr(a *store.Agent, err error) error {
+// ReserveErr is the answer to agent a's slot the store refused with err.
+func (p RunPlan) ReserveErr(a *store.Agent, err error) error {
 	if errors.Is(err, store.ErrQuota) {
-		return quotaError(p.broker, p.Limit)
+		return QuotaError(p.broker, p.Limit)
 	}
 	if errors.Is(err, store.ErrReservationScope) {
-		return reservationScopeError(a, p.broker)
+		return ReservationScopeError(a, p.broker)
 	}
 	return err
 }
@@ -280,21 +280,21 @@ type actionOutcome struct {
 	Record bool
 }
 
-// planOutcome decides what action act's command answered with derr leaves.
-func planOutcome(act action, derr error) actionOutcome {
-	o := actionOutcome{Unknown: wentOffline(derr)}
+// Outcome decides what action act's command answered with derr leaves.
+func Outcome(act action, derr error) actionOutcome {
+	o := actionOutcome{Unknown: WentOffline(derr)}
 	switch {
 	case derr != nil && !act.Running:
 		o.Failed = true
-		o.Requeue = act.method == wire.MethodAgentStop && (lostReply(derr) || api.IsCode(derr, api.CodeBrokerOffline))
+		o.Requeue = act.method == wire.MethodAgentStop && (LostReply(derr) || api.IsCode(derr, api.CodeBrokerOffline))
 	case !o.Unknown:
 		o.Record = true
 	}
 	return o
 }
 
-// deleteInput is what a delete decides on.
-type deleteInput struct {
+// DeleteInput is what a delete decides on.
+type DeleteInput struct {
 	Caller authz.Caller
 	Agent  *store.Agent
 	Force  bool
@@ -303,7 +303,7 @@ type deleteInput struct {
 	// registered.
 	Online        bool
 	BrokerMissing bool
-	// Broker and PinnedMissing are read for a pinned agent (reachInput).
+	// Broker and PinnedMissing are read for a pinned agent (ReachInput).
 	Broker        *store.Broker
 	PinnedMissing bool
 }
@@ -318,17 +318,17 @@ type deletePlan struct {
 	Forced bool
 }
 
-// planDelete decides a delete. Removing the record without reaching the
+// Delete decides a delete. Removing the record without reaching the
 // broker could leave a workload running with its capacity released: only
-// for a broker that is gone for good (reachCheck), and only when forced.
+// for a broker that is gone for good (Reach), and only when forced.
 // A pinned agent whose placement is inconsistent is refused with or
-// without force (reachCheck), its record and slot left as they are: its
+// without force (Reach), its record and slot left as they are: its
 // workload may run on a broker the Hub can no longer tell.
-func planDelete(in deleteInput) (deletePlan, error) {
+func Delete(in DeleteInput) (deletePlan, error) {
 	a := in.Agent
-	reach := reachInput{Agent: a, Broker: in.Broker, BrokerMissing: in.BrokerMissing, PinnedMissing: in.PinnedMissing}
+	reach := ReachInput{Agent: a, Broker: in.Broker, BrokerMissing: in.BrokerMissing, PinnedMissing: in.PinnedMissing}
 	if a.Pin != nil {
-		if err := reachCheck(reach); err != nil {
+		if err := Reach(reach); err != nil {
 			return deletePlan{}, err
 		}
 	}
@@ -338,7 +338,7 @@ func planDelete(in deleteInput) (deletePlan, error) {
 	if in.Online {
 		return deletePlan{Dispatch: true, Key: "delete:" + a.ID}, nil
 	}
-	err := reachCheck(reach)
+	err := Reach(reach)
 	if err == nil {
 		err = api.Errorf(api.CodeBrokerOffline,
 			"the agent's runtime broker is offline; delete it when the broker reconnects")

@@ -1,4 +1,4 @@
-package hub
+package storeerr
 
 import (
 	"errors"
@@ -34,22 +34,22 @@ func TestStoreErr(t *testing.T) {
 		{fmt.Errorf("%w: %w", api.Unauthorized("no"), store.ErrNotFound), http.StatusUnauthorized, api.CodeUnauthorized, "no"},
 	}
 	for _, tc := range tests {
-		e := api.AsError(storeErr(tc.err, api.CodeSecretNotFound, `secret "k"`))
+		e := api.AsError(Map(tc.err, api.CodeSecretNotFound, `secret "k"`))
 		if e.Status != tc.status || e.Code != tc.code || (tc.msg != "" && e.Message != tc.msg) {
 			t.Errorf("%v: got %d %s %q, want %d %s %q", tc.err, e.Status, e.Code, e.Message, tc.status, tc.code, tc.msg)
 		}
 	}
 	// The scope conflict tells the operator why and what to do.
-	e := api.AsError(storeErr(wrapped(store.ErrReservationScope), api.CodeAgentNotFound, `agent "web-1"`))
+	e := api.AsError(Map(wrapped(store.ErrReservationScope), api.CodeAgentNotFound, `agent "web-1"`))
 	if want := `agent "web-1" holds its capacity slot on another runtime broker; reservations are never moved ` +
 		`between brokers: stop the agent there (which frees the slot) and try again`; e.Message != want {
 		t.Errorf("scope conflict message %q, want %q", e.Message, want)
 	}
-	if storeErr(nil, api.CodeNotFound, "x") != nil {
+	if Map(nil, api.CodeNotFound, "x") != nil {
 		t.Error("nil is not nil")
 	}
 	other := errors.New("disk full")
-	if storeErr(other, api.CodeNotFound, "x") != other {
+	if Map(other, api.CodeNotFound, "x") != other {
 		t.Error("a non-store error was changed")
 	}
 }

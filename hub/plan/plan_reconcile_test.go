@@ -1,4 +1,4 @@
-package hub
+package plan
 
 import (
 	"slices"
@@ -9,82 +9,13 @@ import (
 	"github.com/scion-go/scion/wire"
 )
 
-// TestPlanReconcile runs a reconciliation without a store: the plan, then
-// each status applied as applyStatus applies it (applyContainerState), then
-// the slot change that follows.
-func TestPlanReconcile(t *testing.T) {
-	exit0 := 0
-	agent := func(id, phase, cs string) *store.Agent {
-		return &store.Agent{ID: id, BrokerID: "b1", RunID: "run-" + id, Phase: phase, ContainerStatus: cs}
-	}
-	report := func(id, state string) wire.AgentStatus {
-		return wire.AgentStatus{AgentID: id, RunID: "run-" + id, State: state, ExitCode: &exit0}
-	}
-	type want struct {
-		phase string
-		slot  string // "reserve", "release" or ""
-	}
-	for _, tc := range []struct {
-		name     string
-		agent    *store.Agent
-		held     bool
-		reported *wire.AgentStatus
-		want     want
-	}{
-		{"container gone frees the slot", agent("a", api.PhaseRunning, api.ContainerRunning), true, nil,
-			want{api.PhaseStopped, "release"}},
-		{"container exited frees the slot", agent("a", api.PhaseRunning, api.ContainerRunning), true, &[]wire.AgentStatus{report("a", api.ContainerExited)}[0],
-			want{api.PhaseStopped, "release"}},
-		{"running without a slot is re-adopted", agent("a", api.PhaseStopped, api.ContainerExited), false, &[]wire.AgentStatus{report("a", api.ContainerRunning)}[0],
-			want{api.PhaseRunning, "reserve"}},
-		{"running with its slot: nothing to do", agent("a", api.PhaseRunning, api.ContainerRunning), true, &[]wire.AgentStatus{report("a", api.ContainerRunning)}[0],
-			want{api.PhaseRunning, ""}},
-		{"an interrupted create is an error, its slot freed", agent("a", api.PhaseProvisioning, ""), true, nil,
-			want{api.PhaseError, "release"}},
-		{"stop_queued, still running: keeps its slot", agent("a", api.PhaseStopped, api.ContainerStopQueued), true, &[]wire.AgentStatus{report("a", api.ContainerRunning)}[0],
-			want{api.PhaseStopped, ""}},
-		{"stop_queued, gone: the stop is moot, the slot freed", agent("a", api.PhaseStopped, api.ContainerStopQueued), true, nil,
-			want{api.PhaseStopped, "release"}},
-		{"suspended, gone: stopped, it held no slot", agent("a", api.PhaseSuspended, api.ContainerPaused), false, nil,
-			want{api.PhaseStopped, ""}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			in := reconcileInput{BrokerID: "b1", Agents: []*store.Agent{tc.agent}, InFlight: map[string]bool{}}
-			if tc.held {
-				in.Reserved = []string{tc.agent.ID}
-			}
-			if tc.reported != nil {
-				in.Inventory = []wire.AgentStatus{*tc.reported}
-			}
-			p := planReconcile(in)
-			if len(p.Apply) != 1 || len(p.Release)+len(p.Unknown)+len(p.Skipped) != 0 {
-				t.Fatalf("plan %+v", p)
-			}
-			step := p.Apply[0]
-			if tc.reported == nil && step.Status.State != api.ContainerMissing {
-				t.Fatalf("an agent not reported is applied as missing, got %+v", step.Status)
-			}
-			if step.Held != tc.held {
-				t.Fatalf("held %v", step.Held)
-			}
-			got := *step.Agent
-			applyContainerState(&got, step.Status)
-			reserve, release := slotChange(&got, step.Held)
-			slot := map[[2]bool]string{{true, false}: "reserve", {false, true}: "release"}[[2]bool{reserve, release}]
-			if got.Phase != tc.want.phase || slot != tc.want.slot {
-				t.Fatalf("phase %s slot %q, want %+v", got.Phase, slot, tc.want)
-			}
-		})
-	}
-}
-
 func TestPlanReconcileFleet(t *testing.T) {
 	agents := []*store.Agent{
 		{ID: "run", BrokerID: "b1", Phase: api.PhaseRunning},
 		{ID: "flying", BrokerID: "b1", Phase: api.PhaseProvisioning},
 		{ID: "gone", BrokerID: "b1", Phase: api.PhaseRunning},
 	}
-	p := planReconcile(reconcileInput{BrokerID: "b1", Agents: agents,
+	p := Reconcile(ReconcileInput{BrokerID: "b1", Agents: agents,
 		Inventory: []wire.AgentStatus{{AgentID: "run", State: api.ContainerRunning}, {AgentID: "stranger", State: api.ContainerRunning},
 			{AgentID: "flying", State: api.ContainerRunning}},
 		// moved: its slot is on b1 but it is no longer; moving: the same,
@@ -107,7 +38,7 @@ func TestPlanReconcileFleet(t *testing.T) {
 	if !slices.Equal(p.Unknown, []string{"stranger"}) {
 		t.Errorf("a container with no agent is flagged, never deleted: %v", p.Unknown)
 	}
-	if r, rel := slotChange(nil, true); r || rel {
+	if r, rel := SlotChange(nil, true); r || rel {
 		t.Error("an agent deleted meanwhile: no slot change")
 	}
 }
@@ -142,7 +73,7 @@ func TestPlanReconcileMisplaced(t *testing.T) {
 		{"pinned elsewhere, assigned elsewhere: its slot here is freed", tFlat("b1", &kube), func() *store.Agent { a := pinned("a", "b2"); a.Pin.BrokerID = "b2"; return a }(), false, false, true, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			in := reconcileInput{BrokerID: "b1", Broker: tc.broker, Reserved: []string{"a"}, InFlight: map[string]bool{}, Elsewhere: map[string]*store.Agent{}}
+			in := ReconcileInput{BrokerID: "b1", Broker: tc.broker, Reserved: []string{"a"}, InFlight: map[string]bool{}, Elsewhere: map[string]*store.Agent{}}
 			if tc.agent.BrokerID == "b1" {
 				in.Agents = []*store.Agent{tc.agent}
 			} else {
@@ -151,7 +82,7 @@ func TestPlanReconcileMisplaced(t *testing.T) {
 			if tc.reported {
 				in.Inventory = []wire.AgentStatus{{AgentID: "a", State: api.ContainerRunning}}
 			}
-			p := planReconcile(in)
+			p := Reconcile(in)
 			if got := slices.Equal(p.Misplaced, []string{"a"}); got != tc.misplaced {
 				t.Errorf("misplaced %v", p.Misplaced)
 			}

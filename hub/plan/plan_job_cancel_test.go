@@ -1,4 +1,4 @@
-package hub
+package plan
 
 import (
 	"errors"
@@ -16,18 +16,18 @@ func TestPlanJobCancel(t *testing.T) {
 		state   api.JobState
 		named   bool // the broker answered the run (the row has the Job's name)
 		missing bool
-		want    jobCancelStep
+		want    JobCancelStep
 		status  int
 	}{
-		{api.JobStateCancelled, true, false, cancelAnswerAsIs, 0},
-		{api.JobStateCancelled, true, true, cancelAnswerAsIs, 0},
-		{api.JobStatePending, false, false, cancelEndPending, 0},
-		{api.JobStatePending, false, true, cancelEndPending, 0},
-		{api.JobStatePending, true, false, cancelSend, 0},
-		{api.JobStatePending, true, true, cancelEndInLedger, 0},
-		{api.JobStateRunning, true, false, cancelSend, 0},
-		{api.JobStateRunning, true, true, cancelEndInLedger, 0},
-		{api.JobStateCancelling, true, false, cancelSend, 0},
+		{api.JobStateCancelled, true, false, CancelAnswerAsIs, 0},
+		{api.JobStateCancelled, true, true, CancelAnswerAsIs, 0},
+		{api.JobStatePending, false, false, CancelEndPending, 0},
+		{api.JobStatePending, false, true, CancelEndPending, 0},
+		{api.JobStatePending, true, false, CancelSend, 0},
+		{api.JobStatePending, true, true, CancelEndInLedger, 0},
+		{api.JobStateRunning, true, false, CancelSend, 0},
+		{api.JobStateRunning, true, true, CancelEndInLedger, 0},
+		{api.JobStateCancelling, true, false, CancelSend, 0},
 		{api.JobStateSucceeded, true, false, 0, http.StatusConflict},
 		{api.JobStateFailed, true, true, 0, http.StatusConflict},
 		{api.JobStateError, false, false, 0, http.StatusConflict},
@@ -36,7 +36,7 @@ func TestPlanJobCancel(t *testing.T) {
 		if c.named {
 			j.Name = "scion-j1"
 		}
-		got, err := planJobCancel(j, c.missing)
+		got, err := JobCancel(j, c.missing)
 		switch {
 		case c.status != 0:
 			if e := api.AsError(err); err == nil || e.Status != c.status || e.Code != api.CodeInvalidPhase {
@@ -55,13 +55,13 @@ func TestPlanJobCancelOutcome(t *testing.T) {
 		want jobCancelOutcome
 	}{
 		{nil, cancelConfirmed},
-		{api.Errorf(api.CodeJobNotFound, "no such job"), cancelUnfollowed},
-		{api.Errorf(api.CodeBrokerTimeout, "late"), cancelQueue},
-		{api.Errorf(api.CodeBrokerOffline, "gone"), cancelQueue},
-		{errors.New("context deadline exceeded"), cancelQueue},
-		{api.Errorf(api.CodeForbidden, "no"), cancelFailed},
+		{api.Errorf(api.CodeJobNotFound, "no such job"), CancelUnfollowed},
+		{api.Errorf(api.CodeBrokerTimeout, "late"), CancelQueue},
+		{api.Errorf(api.CodeBrokerOffline, "gone"), CancelQueue},
+		{errors.New("context deadline exceeded"), CancelQueue},
+		{api.Errorf(api.CodeForbidden, "no"), CancelFailed},
 	} {
-		if got := planJobCancelOutcome(c.err); got != c.want {
+		if got := JobCancelOutcome(c.err); got != c.want {
 			t.Errorf("%v: %d, want %d", c.err, got, c.want)
 		}
 	}
