@@ -3,8 +3,6 @@ package cli
 import (
 	"bytes"
 	"context"
-	"encoding/base64"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,62 +10,11 @@ import (
 	"time"
 
 	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/cli/hubconn"
 	"github.com/scion-go/scion/client"
 	"github.com/scion-go/scion/internal/fakeclock"
 	"github.com/scion-go/scion/internal/testenv"
 )
-
-// fakeAgentToken is a token with claims c and no valid signature: the CLI
-// only reads claims, the Hub alone verifies.
-func fakeAgentToken(c api.AgentTokenClaims) string {
-	b, _ := json.Marshal(c)
-	return api.AgentTokenPrefix + base64.RawURLEncoding.EncodeToString(b) + ".sig"
-}
-
-func TestPickAgentToken(t *testing.T) {
-	env := fakeAgentToken(api.AgentTokenClaims{AgentID: "a1", IssuedAt: 100, ExpiresAt: 200})
-	later := fakeAgentToken(api.AgentTokenClaims{AgentID: "a1", IssuedAt: 150, ExpiresAt: 250})
-	earlier := fakeAgentToken(api.AgentTokenClaims{AgentID: "a1", IssuedAt: 50, ExpiresAt: 150})
-	other := fakeAgentToken(api.AgentTokenClaims{AgentID: "a2", IssuedAt: 150, ExpiresAt: 999})
-	for _, tc := range []struct {
-		name, env, file, agentID, want string
-	}{
-		{"no file", env, "", "a1", env},
-		{"the file lasts longer", env, later, "a1", later},
-		{"the file is older", env, earlier, "a1", env},
-		{"the file is another agent's", env, other, "a1", env},
-		{"another agent's file, no agent ID", env, other, "", env},
-		{"garbage in the file", env, "sca_%%%", "a1", env},
-		{"no env token, the file is ours", "", later, "a1", later},
-		{"no env token, no agent ID", "", later, "", ""},
-		{"no env token, another agent's file", "", other, "a1", ""},
-	} {
-		if got := pickAgentToken(tc.env, tc.file, tc.agentID); got != tc.want {
-			t.Errorf("%s: got %.30q, want %.30q", tc.name, got, tc.want)
-		}
-	}
-}
-
-func TestNeedsRenewal(t *testing.T) {
-	iat := time.Unix(1_800_000_000, 0)
-	c := api.AgentTokenClaims{AgentID: "a", IssuedAt: iat.Unix(), ExpiresAt: iat.Add(24 * time.Hour).Unix()}
-	for _, tc := range []struct {
-		name string
-		c    api.AgentTokenClaims
-		now  time.Time
-		want bool
-	}{
-		{"fresh", c, iat.Add(time.Hour), false},
-		{"just before half-life", c, iat.Add(12*time.Hour - time.Second), false},
-		{"past half-life", c, iat.Add(12*time.Hour + time.Second), true},
-		{"expired", c, iat.Add(25 * time.Hour), true},
-		{"an older Hub's token without expiry", api.AgentTokenClaims{AgentID: "a", IssuedAt: iat.Unix()}, iat, true},
-	} {
-		if got := needsRenewal(tc.c, tc.now); got != tc.want {
-			t.Errorf("%s: got %v, want %v", tc.name, got, tc.want)
-		}
-	}
-}
 
 // TestAgentCLIRenewsItsToken: the scion CLI inside an agent renews the
 // agent's token once half its lifetime has passed, keeps the new one in
@@ -79,8 +26,8 @@ func TestAgentCLIRenewsItsToken(t *testing.T) {
 	// The Hub's and the CLI's clock: the test moves both past half the
 	// token's lifetime, then past its end.
 	clock := fakeclock.New(time.Now().Truncate(time.Second))
-	t.Cleanup(func() { cliNow = time.Now })
-	cliNow = clock.Now
+	t.Cleanup(func() { hubconn.Now = time.Now })
+	hubconn.Now = clock.Now
 	e := testenv.New(t, testenv.Options{Brokers: 1, AgentTokenTTL: ttl, Now: clock.Now})
 	ctx := context.Background()
 	a, err := e.Admin.CreateAgent(ctx, api.CreateAgentRequest{Name: "a", Project: "default", Start: true, Command: []string{"x"}})
@@ -107,7 +54,7 @@ func TestAgentCLIRenewsItsToken(t *testing.T) {
 	}
 	c0, _ := api.ReadAgentTokenClaims(envTok)
 	clock.Advance(2 * time.Second) // past half of it
-	if !needsRenewal(c0, clock.Now()) {
+	if !hubconn.NeedsRenewal(c0, clock.Now()) {
 		t.Fatal("the token is not due for renewal past half its lifetime")
 	}
 	mustRun(t, "list")

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/cli/hubconn"
 	"github.com/scion-go/scion/config"
 )
 
@@ -175,7 +176,7 @@ func brokerName(flag string, s *config.Settings) (string, error) {
 // checkNotRegistered refuses a second registration with the same Hub:
 // replacing the stored credentials would orphan the first broker record
 // (and its agents) on the Hub.
-func checkNotRegistered(creds *config.BrokerCredentials, t *hubTarget, force bool) error {
+func checkNotRegistered(creds *config.BrokerCredentials, t *hubconn.Target, force bool) error {
 	if c := creds.ForHub(t.URL); c != nil && !force {
 		return fmt.Errorf("this machine is already registered with %s as %s (%s); deregister it first, or pass --force to replace the stored credentials",
 			t.URL, c.BrokerName, c.BrokerID)
@@ -200,7 +201,7 @@ type registration struct {
 // saveRegistration stores the issued credentials for the CLI's Hub and sets
 // server.broker.hub_endpoint when it is unset and no workstation Hub runs
 // on this host (that Hub's co-located broker must keep pointing at it).
-func (a *app) saveRegistration(cmd *cobra.Command, t *hubTarget, creds *config.BrokerCredentials, s *config.Settings, bc *api.BrokerCredentials) error {
+func (a *app) saveRegistration(cmd *cobra.Command, t *hubconn.Target, creds *config.BrokerCredentials, s *config.Settings, bc *api.BrokerCredentials) error {
 	r, ws, err := storeRegistration(t, creds, s, bc, "", nil)
 	if err != nil {
 		return err
@@ -216,7 +217,7 @@ func (a *app) saveRegistration(cmd *cobra.Command, t *hubTarget, creds *config.B
 // storeRegistration saves the credentials the Hub issued, as the
 // connection of the flat instance with key instance ("" the regular
 // broker), and server.broker.hub_endpoint as saveRegistration says.
-func storeRegistration(t *hubTarget, creds *config.BrokerCredentials, s *config.Settings, bc *api.BrokerCredentials, instance string, target *config.RuntimeTarget) (registration, *config.Workstation, error) {
+func storeRegistration(t *hubconn.Target, creds *config.BrokerCredentials, s *config.Settings, bc *api.BrokerCredentials, instance string, target *config.RuntimeTarget) (registration, *config.Workstation, error) {
 	conn := &config.BrokerConnection{
 		Name:          connectionName(creds, bc.Name, t.URL),
 		Instance:      instance,
@@ -248,7 +249,7 @@ func storeRegistration(t *hubTarget, creds *config.BrokerCredentials, s *config.
 }
 
 // printRegistration tells what storeRegistration did.
-func printRegistration(w io.Writer, t *hubTarget, s *config.Settings, ws *config.Workstation, r registration) {
+func printRegistration(w io.Writer, t *hubconn.Target, s *config.Settings, ws *config.Workstation, r registration) {
 	fmt.Fprintf(w, "Registered Runtime Broker %s (%s) with %s.\n", r.Name, r.BrokerID, t.URL)
 	fmt.Fprintf(w, "Credentials saved to %s (connection %s).\n", r.CredentialsFile, r.Connection)
 	switch {
@@ -256,7 +257,7 @@ func printRegistration(w io.Writer, t *hubTarget, s *config.Settings, ws *config
 		fmt.Fprintf(w, "Set server.broker.hub_endpoint to %s in %s.\n", t.URL, config.SettingsPath())
 	case ws != nil:
 		fmt.Fprintf(w, "Left server.broker.hub_endpoint unchanged: this host runs a workstation Hub.\n")
-	case !sameURL(s.Server.Broker.HubEndpoint, t.URL):
+	case !hubconn.SameURL(s.Server.Broker.HubEndpoint, t.URL):
 		fmt.Fprintf(w, "Note: the Runtime Broker process connects to %s (server.broker.hub_endpoint), not to %s.\n",
 			s.Server.Broker.HubEndpoint, t.URL)
 	}
@@ -266,7 +267,7 @@ func printRegistration(w io.Writer, t *hubTarget, s *config.Settings, ws *config
 // connection already uses that name, so that --name stays unambiguous.
 func connectionName(creds *config.BrokerCredentials, brokerName, hubURL string) string {
 	for _, c := range creds.Connections {
-		if c.Name == brokerName && !sameURL(c.HubEndpoint, hubURL) {
+		if c.Name == brokerName && !hubconn.SameURL(c.HubEndpoint, hubURL) {
 			host := hubURL
 			if u, err := url.Parse(hubURL); err == nil {
 				host = u.Host

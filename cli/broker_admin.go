@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/cli/hubconn"
 	"github.com/scion-go/scion/config"
 )
 
@@ -41,7 +42,7 @@ func settingsMatch(s *config.Settings, name string) bool {
 // the stored connection named by --name, else the stored connection for the
 // CLI's Hub, else the registration in the global settings, else the
 // workstation Hub's own broker when the CLI talks to that Hub.
-func brokerForHub(t *hubTarget, name string) (*localReg, error) {
+func brokerForHub(t *hubconn.Target, name string) (*localReg, error) {
 	creds, settings, err := loadBrokerFiles()
 	if err != nil {
 		return nil, err
@@ -59,14 +60,14 @@ func brokerForHub(t *hubTarget, name string) (*localReg, error) {
 	if c := creds.ForHub(t.URL); c != nil {
 		return fromConn(c), nil
 	}
-	if b := settings.Server.Broker; b.BrokerID != "" && (b.HubEndpoint == "" || sameURL(b.HubEndpoint, t.URL)) {
+	if b := settings.Server.Broker; b.BrokerID != "" && (b.HubEndpoint == "" || hubconn.SameURL(b.HubEndpoint, t.URL)) {
 		return fromSettings(settings), nil
 	}
 	ws, err := config.LoadWorkstation()
 	if err != nil {
 		return nil, err
 	}
-	if ws != nil && ws.BrokerID != "" && sameURL(ws.URL, t.URL) {
+	if ws != nil && ws.BrokerID != "" && hubconn.SameURL(ws.URL, t.URL) {
 		return &localReg{BrokerID: ws.BrokerID, HubEndpoint: ws.URL}, nil
 	}
 	return nil, fmt.Errorf("this machine has no Runtime Broker registered with %s: run 'scion runtime-broker register' (or pass --name)", t.URL)
@@ -74,8 +75,8 @@ func brokerForHub(t *hubTarget, name string) (*localReg, error) {
 
 // warnOtherHub prints a warning when a registration belongs to another Hub
 // than the one the request goes to.
-func warnOtherHub(cmd *cobra.Command, r *localReg, t *hubTarget) {
-	if r.HubEndpoint != "" && !sameURL(r.HubEndpoint, t.URL) {
+func warnOtherHub(cmd *cobra.Command, r *localReg, t *hubconn.Target) {
+	if r.HubEndpoint != "" && !hubconn.SameURL(r.HubEndpoint, t.URL) {
 		fmt.Fprintf(cmd.ErrOrStderr(), "warning: broker %s (%s) is registered with %s, but this request goes to %s, the Hub the CLI selects; select that Hub with --hub or 'scion hub use'\n",
 			orDash(r.BrokerName), r.BrokerID, r.HubEndpoint, t.URL)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/scion-go/scion/cli/hubconn"
 	"github.com/scion-go/scion/config"
 )
 
@@ -43,7 +44,7 @@ with --hub or 'scion hub use'. Sign in with 'scion hub auth login', or pass
 			if err := validateName("hub", name); err != nil {
 				return err
 			}
-			u, err := normalizeHubURL(args[1])
+			u, err := hubconn.NormalizeURL(args[1])
 			if err != nil {
 				return usageErr(err)
 			}
@@ -53,7 +54,7 @@ with --hub or 'scion hub use'. Sign in with 'scion hub auth login', or pass
 			}
 			e := &config.HubEntry{URL: u, Token: token}
 			// Re-adding the same URL keeps the stored sign-in.
-			if old, ok := l.Hubs[name]; ok && token == "" && sameURL(old.URL, u) {
+			if old, ok := l.Hubs[name]; ok && token == "" && hubconn.SameURL(old.URL, u) {
 				e.Token = old.Token
 			}
 			l.Hubs[name] = e
@@ -187,12 +188,12 @@ with the Hub and stored.`,
 			if nick == "" {
 				return fmt.Errorf("%s is not in the hub list: add it with 'scion hub add <name> %s' first", name, name)
 			}
-			u, err := normalizeHubURL(e.URL)
+			u, err := hubconn.NormalizeURL(e.URL)
 			if err != nil {
 				return err
 			}
 			if token == "" && (device || isTerminal(cmd.InOrStdin())) {
-				token, err = deviceSignIn(cmd.Context(), cmd.ErrOrStderr(), newClient(&hubTarget{URL: u}))
+				token, err = deviceSignIn(cmd.Context(), cmd.ErrOrStderr(), hubconn.NewClient(&hubconn.Target{URL: u}))
 				switch {
 				case errors.Is(err, errNoOIDC) && !device:
 					fmt.Fprintf(cmd.ErrOrStderr(), "Hub %s has no OIDC sign-in; sign in with a token.\n", nick)
@@ -211,7 +212,7 @@ with the Hub and stored.`,
 			if token == "" {
 				return usageErrorf("no token given")
 			}
-			who, err := newClient(&hubTarget{URL: u, Token: token}).Whoami(cmd.Context())
+			who, err := hubconn.NewClient(&hubconn.Target{URL: u, Token: token}).Whoami(cmd.Context())
 			if err != nil {
 				return err
 			}

@@ -19,6 +19,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/cli/hubconn"
 	"github.com/scion-go/scion/client"
 )
 
@@ -28,7 +29,7 @@ type app struct {
 	output string
 	// target is the Hub the command resolved (set by connect), so that a
 	// 401 can say how to sign in to it.
-	target *hubTarget
+	target *hubconn.Target
 	// ownCredential: the command authenticates with a credential of its
 	// own (join's join token), so a 401 is about that credential and
 	// signing in would not help.
@@ -101,7 +102,7 @@ func explainErrors(c *cobra.Command, f func(error) error) {
 
 // explain adds the fix to a 401 from a Hub the CLI called with no token
 // (a hub list entry that is not signed in): sign in to that entry. The
-// CLI never borrows another entry's token for it (see resolveHub).
+// CLI never borrows another entry's token for it (see hubconn.Resolve).
 func (a *app) explain(err error) error {
 	var ae *api.Error
 	t := a.target
@@ -117,7 +118,7 @@ func (a *app) explain(err error) error {
 	return &hint
 }
 
-func hubLabel(t *hubTarget) string {
+func hubLabel(t *hubconn.Target) string {
 	if t.Name != "" {
 		return fmt.Sprintf("hub %q (%s)", t.Name, t.URL)
 	}
@@ -161,18 +162,14 @@ func groupCmd(c *cobra.Command) *cobra.Command {
 }
 
 // connect resolves the CLI's Hub and returns a client for it.
-func (a *app) connect() (*hubTarget, *client.Client, error) {
-	t, err := loadHub(a.hub)
+func (a *app) connect() (*hubconn.Target, *client.Client, error) {
+	t, err := hubconn.Load(a.hub)
 	if err != nil {
 		return nil, nil, err
 	}
 	a.target = t
-	if t.agentTokenFile != "" {
-		renewAgentToken(t, cliNow())
+	if t.AgentTokenFile != "" {
+		hubconn.RenewAgentToken(t, hubconn.Now())
 	}
-	return t, newClient(t), nil
-}
-
-func newClient(t *hubTarget) *client.Client {
-	return client.New(t.URL, t.Token, client.WithUserAgent("scion-cli"))
+	return t, hubconn.NewClient(t), nil
 }

@@ -27,7 +27,7 @@ type agentIdentity struct {
 	delegation authz.Delegation
 	parent     string // the creating agent's ID
 	// holder is the creating agent's record: the secrets it was given
-	// are the only ones it may hand on (see heldBy).
+	// are the only ones it may hand on (the Hub's heldBy).
 	holder *store.Agent
 }
 

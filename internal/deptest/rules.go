@@ -28,9 +28,10 @@ var Rules = []Rule{
 		// Commands parse flags, call the Hub through client and render;
 		// the daemons come in through cli.Daemons (cmd/scion fills them
 		// from launch), never as imports. internal/splitplan is the
-		// pure decision behind 'runtime-broker plan-split'.
-		Name: "cli imports only api, client, config and internal/splitplan",
-		Pkgs: []string{"cli/..."}, Only: []string{"api", "client", "config", "internal/splitplan"},
+		// pure decision behind 'runtime-broker plan-split'; cli/hubconn
+		// (which Hub, which token) is the CLI's own part.
+		Name: "cli imports only api, client, config, internal/splitplan and its parts",
+		Pkgs: []string{"cli/..."}, Only: []string{"api", "client", "cli/hubconn", "config", "internal/splitplan"},
 	},
 	{
 		// launch wires everything together; only the binary's main may
@@ -176,7 +177,7 @@ var Rules = []Rule{
 	{
 		// The binary: the CLI and the daemons it launches.
 		Name: "cmd/scion is the CLI and launch",
-		Pkgs: []string{"cmd/scion"}, Only: append([]string{"cli", "client", "internal/splitplan", "launch"}, productParts...),
+		Pkgs: []string{"cmd/scion"}, Only: append([]string{"cli/...", "client", "internal/splitplan", "launch"}, productParts...),
 	},
 	{
 		Name: "wire imports only api",

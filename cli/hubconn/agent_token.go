@@ -9,7 +9,7 @@
 // whose CLI is not run for a whole lifetime is locked out until it is
 // restarted: expiry is the point.
 
-package cli
+package hubconn
 
 import (
 	"context"
@@ -75,10 +75,10 @@ func pickAgentToken(envTok, fileTok, agentID string) string {
 	return fileTok
 }
 
-// needsRenewal: renew once less than half of the token's lifetime is
+// NeedsRenewal: renew once less than half of the token's lifetime is
 // left, so a CLI run at least that often never holds an expired token. A
 // token without an expiry (an older Hub's) is renewed to get one.
-func needsRenewal(c api.AgentTokenClaims, now time.Time) bool {
+func NeedsRenewal(c api.AgentTokenClaims, now time.Time) bool {
 	if c.ExpiresAt == 0 {
 		return true
 	}
@@ -87,26 +87,26 @@ func needsRenewal(c api.AgentTokenClaims, now time.Time) bool {
 	return exp.Sub(now) < life/2
 }
 
-// cliNow is the CLI's clock for its agent token's lifetime (time.Now;
+// Now is the CLI's clock for its agent token's lifetime (time.Now;
 // a test moves it with the Hub's).
-var cliNow = time.Now
+var Now = time.Now
 
-// renewAgentToken renews t's agent token when it is due and stores the new
+// RenewAgentToken renews t's agent token when it is due and stores the new
 // one. Any failure keeps the current token: the call it was made for then
 // gets the Hub's own answer (401 once the token has expired).
-func renewAgentToken(t *hubTarget, now time.Time) {
+func RenewAgentToken(t *Target, now time.Time) {
 	c, ok := api.ReadAgentTokenClaims(t.Token)
-	if !ok || !needsRenewal(c, now) {
+	if !ok || !NeedsRenewal(c, now) {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	nt, err := newClient(t).RefreshAgentToken(ctx)
+	nt, err := NewClient(t).RefreshAgentToken(ctx)
 	if err != nil || nt.Token == "" {
 		return
 	}
 	t.Token = nt.Token
-	if t.agentTokenFile != "" {
-		_ = config.WriteFileAtomic(t.agentTokenFile, []byte(nt.Token+"\n"), 0o600)
+	if t.AgentTokenFile != "" {
+		_ = config.WriteFileAtomic(t.AgentTokenFile, []byte(nt.Token+"\n"), 0o600)
 	}
 }
