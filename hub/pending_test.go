@@ -5,7 +5,6 @@ import (
 
 	"github.com/scion-go/scion/api"
 	"github.com/scion-go/scion/hub/lifecycle"
-	"github.com/scion-go/scion/hub/plan"
 	"github.com/scion-go/scion/store"
 	"github.com/scion-go/scion/wire"
 )
@@ -24,7 +23,7 @@ func TestPendingContainer(t *testing.T) {
 	if a.Phase != api.PhaseProvisioning || a.ContainerStatus != api.ContainerPending || a.StatusMessage != why {
 		t.Fatalf("after a pending report: %s/%s %q, want provisioning/pending with the reason", a.Phase, a.ContainerStatus, a.StatusMessage)
 	}
-	if !plan.HoldsSlot(a.Phase) {
+	if !lifecycle.HoldsSlot(a.Phase) {
 		t.Error("a pending agent gave up its slot: the next start would overbook the broker")
 	}
 	const later = "pending: ImagePullBackOff: Back-off pulling image \"x\""

@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/hub/lifecycle"
 	"github.com/scion-go/scion/hub/plan"
 	"github.com/scion-go/scion/store"
 	"github.com/scion-go/scion/wire"
@@ -115,7 +116,7 @@ func (s *Server) settleAgent(ctx context.Context, agentID, brokerID string) erro
 	if err != nil || got == nil || got.ContainerStatus == api.ContainerStopQueued {
 		return err
 	}
-	if plan.HoldsSlot(got.Phase) {
+	if lifecycle.HoldsSlot(got.Phase) {
 		err = s.store.Reserve(ctx, brokerID, got.ID, 0) // as reconciliation re-adopts
 	} else {
 		err = s.store.Release(ctx, got.ID)

@@ -141,6 +141,3 @@ func AnswerLost(err error) bool {
 	}
 	return LostReply(err) || ae.Code == api.CodeBrokerTimeout || ae.Code == api.CodeBrokerOffline
 }
-
-// HoldsSlot: lifecycle.HoldsSlot.
-func HoldsSlot(phase string) bool { return lifecycle.HoldsSlot(phase) }

@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/hub/lifecycle"
 	"github.com/scion-go/scion/store"
 	"github.com/scion-go/scion/wire"
 )
@@ -134,6 +135,6 @@ func SlotChange(got *store.Agent, held bool) (reserve, release bool) {
 	if got == nil || got.ContainerStatus == api.ContainerStopQueued {
 		return false, false
 	}
-	holding := HoldsSlot(got.Phase)
+	holding := lifecycle.HoldsSlot(got.Phase)
 	return holding && !held, !holding && held
 }
