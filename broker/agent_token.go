@@ -42,7 +42,7 @@ func (b *Broker) writeAgentToken(ctx context.Context, ref wire.AgentRef) {
 		}
 		return
 	}
-	dirs, err := b.layout.findAgentDirs(ref.AgentID)
+	dirs, err := b.layout.FindAgentDirs(ref.AgentID)
 	if err != nil || len(dirs) != 1 {
 		return
 	}
@@ -50,7 +50,7 @@ func (b *Broker) writeAgentToken(ctx context.Context, ref wire.AgentRef) {
 	if st, err := os.Stat(home); err != nil || !st.IsDir() {
 		return
 	}
-	if err := b.layout.safeDir(home); err != nil {
+	if err := b.layout.SafeDir(home); err != nil {
 		b.log.Warn("agent token not written", "agent", ref.AgentID, "err", err)
 		return
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/broker/workspace"
 	"github.com/scion-go/scion/internal/keylock"
 	"github.com/scion-go/scion/runtime"
 	"github.com/scion-go/scion/wire"
@@ -87,7 +88,7 @@ func (b *Broker) settingLabels(spec wire.AgentSpec) map[string]string {
 }
 
 func (b *Broker) createAgentOnce(ctx context.Context, spec wire.AgentSpec, refused map[int]bool) (_ runtime.Status, err error) {
-	if err := validID("project ID", spec.ProjectID); err != nil {
+	if err := workspace.ValidID("project ID", spec.ProjectID); err != nil {
 		return runtime.Status{}, err
 	}
 	// The runtime refuses settings it will not honour (an agent's own
@@ -144,8 +145,8 @@ func (b *Broker) createAgentOnce(ctx context.Context, spec wire.AgentSpec, refus
 	}
 	undo = append(undo, func(context.Context) { b.ports.Release(spec.AgentID) })
 
-	dir := b.layout.agentDir(spec.ProjectID, spec.AgentID)
-	if err := b.layout.safeDir(dir); err != nil {
+	dir := b.layout.AgentDir(spec.ProjectID, spec.AgentID)
+	if err := b.layout.SafeDir(dir); err != nil {
 		return runtime.Status{}, err
 	}
 	// A directory without a container is a leftover (a crash mid-create,
@@ -192,7 +193,7 @@ func (b *Broker) createAgentOnce(ctx context.Context, spec wire.AgentSpec, refus
 			// A worktree's .git file names the base clone's git directory
 			// by its host path: a container must see it at that same path.
 			rs.Mounts = append(rs.Mounts, runtime.Mount{Source: rec.GitCommonDir, Target: rec.GitCommonDir})
-			rs.GitDir = worktreeGitDir(work)
+			rs.GitDir = workspace.WorktreeGitDir(work)
 		}
 	}
 	rs.Labels = b.settingLabels(spec)
@@ -355,7 +356,7 @@ func (b *Broker) deleteAgent(ctx context.Context, ref wire.AgentRef) (runtime.St
 	if err != nil && !gone {
 		return runtime.Status{}, err
 	}
-	dirs, err := b.layout.findAgentDirs(ref.AgentID)
+	dirs, err := b.layout.FindAgentDirs(ref.AgentID)
 	if err != nil {
 		return runtime.Status{}, err
 	}
@@ -374,7 +375,7 @@ func (b *Broker) deleteAgent(ctx context.Context, ref wire.AgentRef) (runtime.St
 // removeDir removes an agent directory, refusing anything outside the data
 // directory whatever the path says.
 func (b *Broker) removeDir(dir string) {
-	if err := b.layout.safeDir(dir); err != nil {
+	if err := b.layout.SafeDir(dir); err != nil {
 		b.log.Error("refusing to remove a directory outside the data directory", "dir", dir, "err", err)
 		return
 	}
@@ -391,7 +392,7 @@ type agentLocks struct{ l keylock.Locks }
 func (a *agentLocks) lock(ctx context.Context, key string) (unlock func(), err error) {
 	unlock, err = a.l.Lock(ctx, key)
 	if err != nil {
-		return nil, ctxError(err)
+		return nil, workspace.ContextError(err)
 	}
 	return unlock, nil
 }

@@ -27,6 +27,7 @@ import (
 	"github.com/scion-go/scion/api"
 	"github.com/scion-go/scion/broker/idempotency"
 	"github.com/scion-go/scion/broker/portpool"
+	"github.com/scion-go/scion/broker/workspace"
 	"github.com/scion-go/scion/config"
 	"github.com/scion-go/scion/runtime"
 	"github.com/scion-go/scion/wire"
@@ -80,7 +81,7 @@ type Config struct {
 	Workspaces Workspaces
 	// GitWorkspaces configures the default Workspaces (clone depth, git
 	// binary); it is ignored when Workspaces is set.
-	GitWorkspaces GitWorkspacesConfig
+	GitWorkspaces workspace.GitConfig
 	// Idempotency remembers completed keyed commands (default: a
 	// FileStore under DataDir/idempotency, so that a replay after a broker
 	// restart is still answered from the record).
@@ -127,7 +128,7 @@ type Broker struct {
 	log     *slog.Logger
 	rt      runtime.Runtime
 	url     string // the control channel's WebSocket URL
-	layout  layout
+	layout  workspace.Layout
 	ws      Workspaces
 	dedup   *idempotency.Dedup
 	ownIdem io.Closer // the default idempotency store, closed when Run ends
@@ -219,11 +220,11 @@ func New(cfg Config) (*Broker, error) {
 	if js != nil && !slices.Contains(cfg.Capabilities, wire.CapJobs) {
 		cfg.Capabilities = append(cfg.Capabilities, wire.CapJobs)
 	}
-	l := layout{root: cfg.DataDir}
+	l := workspace.Layout{Root: cfg.DataDir}
 	if cfg.Workspaces == nil {
 		cfg.GitWorkspaces.CloneDepth = cmp.Or(cfg.GitWorkspaces.CloneDepth, cfg.AgentDefaults.CloneDepth)
 		cfg.GitWorkspaces.Logger = cmp.Or(cfg.GitWorkspaces.Logger, cfg.Logger)
-		if cfg.Workspaces, err = NewGitWorkspaces(cfg.DataDir, cfg.GitWorkspaces); err != nil {
+		if cfg.Workspaces, err = workspace.NewGit(cfg.DataDir, cfg.GitWorkspaces); err != nil {
 			return nil, fmt.Errorf("broker: %w", err)
 		}
 	}

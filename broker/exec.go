@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/broker/workspace"
 	"github.com/scion-go/scion/runtime"
 	"github.com/scion-go/scion/wire"
 )
@@ -49,7 +50,7 @@ func (b *Broker) handleExec(ctx context.Context, req *wire.Request, send func(an
 	if err := req.Decode(&er); err != nil {
 		return api.BadRequest("%s: %v", req.Method, err)
 	}
-	if err := validID("agent ID", er.AgentID); err != nil {
+	if err := workspace.ValidID("agent ID", er.AgentID); err != nil {
 		return err
 	}
 	if len(er.Command) == 0 {
@@ -126,7 +127,7 @@ func (b *Broker) handleAttach(ctx context.Context, req *wire.Request, send func(
 	if err := req.Decode(&ar); err != nil {
 		return api.BadRequest("%s: %v", req.Method, err)
 	}
-	if err := validID("agent ID", ar.AgentID); err != nil {
+	if err := workspace.ValidID("agent ID", ar.AgentID); err != nil {
 		return err
 	}
 	if ar.SessionID == "" || len(ar.SessionID) > 128 {

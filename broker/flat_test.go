@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"fmt"
 	"log/slog"
+	"os"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/broker/workspace"
+	"github.com/scion-go/scion/internal/testenv/gitrepo"
 	"github.com/scion-go/scion/internal/wait"
 	"github.com/scion-go/scion/runtime"
 	"github.com/scion-go/scion/runtime/fake"
@@ -232,13 +235,27 @@ func TestFlatCreateChecksAndAgentDefaults(t *testing.T) {
 
 // A flat instance's clone depth is that of its clone-per-agent clones.
 func TestFlatCloneDepth(t *testing.T) {
-	b, err := New(Config{HubEndpoint: "https://hub.example", BrokerID: "b", Secret: []byte("s"), Runtime: fake.New(), DataDir: t.TempDir(),
-		RuntimeTarget: &dockerTarget, AgentDefaults: AgentDefaults{CloneDepth: 3}})
+	repo := gitrepo.New(t) // two commits
+	for i := range 3 {
+		repo.Commit(t, fmt.Sprintf("f%d", i), "x\n")
+	}
+	dataDir := t.TempDir()
+	b, err := New(Config{HubEndpoint: "https://hub.example", BrokerID: "b", Secret: []byte("s"), Runtime: fake.New(), DataDir: dataDir,
+		RuntimeTarget: &dockerTarget, AgentDefaults: AgentDefaults{CloneDepth: 3},
+		GitWorkspaces: workspace.GitConfig{Env: gitrepo.IsolatedEnv, LocalRemoteRoots: gitrepo.LocalRoots}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if w, ok := b.ws.(*GitWorkspaces); !ok || w.cfg.CloneDepth != 3 {
-		t.Fatalf("workspaces %#v", b.ws)
+	spec := wire.AgentSpec{AgentID: "a1", Slug: "s-a1", ProjectID: "p1", ProjectName: "web", SharingMode: api.SharingClonePerAgent, GitRemote: repo.URL}
+	if err := os.MkdirAll(workspace.Layout{Root: dataDir}.AgentDir("p1", "a1"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	dir, err := b.ws.Prepare(t.Context(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := gitrepo.Git(t, dir, "rev-list", "--count", "HEAD"); got != "3" {
+		t.Errorf("the clone has %s commits of the remote's 5, want the flat depth 3", got)
 	}
 }
 

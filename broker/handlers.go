@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/broker/workspace"
 	"github.com/scion-go/scion/runtime"
 	"github.com/scion-go/scion/wire"
 )
@@ -61,7 +62,7 @@ func (b *Broker) keyed(c *wire.Conn, h wire.Handler) wire.Handler {
 			return h(dctx, req)
 		})
 		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-			err = ctxError(err) // a duplicate gave up waiting on the first
+			err = workspace.ContextError(err) // a duplicate gave up waiting on the first
 		}
 		if b.cfg.DropReply != nil && b.cfg.DropReply(req.Method, req.Key) {
 			// Fault injection: the effect happened and is recorded, the
@@ -125,7 +126,7 @@ func onAgent[T agentBody](b *Broker, op func(context.Context, T) (runtime.Status
 		case wire.AgentRef:
 			agentID = v.AgentID
 		}
-		if err := validID("agent ID", agentID); err != nil {
+		if err := workspace.ValidID("agent ID", agentID); err != nil {
 			return nil, err
 		}
 		unlock, err := b.locks.lock(ctx, agentID)
@@ -153,7 +154,7 @@ func (b *Broker) handleLogs(ctx context.Context, req *wire.Request, send func(an
 	if err := req.Decode(&lr); err != nil {
 		return api.BadRequest("%s: %v", req.Method, err)
 	}
-	if err := validID("agent ID", lr.AgentID); err != nil {
+	if err := workspace.ValidID("agent ID", lr.AgentID); err != nil {
 		return err
 	}
 	rc, err := b.openLogs(ctx, lr.AgentID, lr.Follow, lr.Tail)
@@ -191,7 +192,7 @@ func (b *Broker) handleLogs(ctx context.Context, req *wire.Request, send func(an
 		}
 		if rerr != nil {
 			if ctx.Err() != nil {
-				return ctxError(ctx.Err())
+				return workspace.ContextError(ctx.Err())
 			}
 			return b.opError(req.Method, lr.AgentID, rerr)
 		}
@@ -278,16 +279,8 @@ func (b *Broker) opError(op, agentID string, err error) error {
 	case errors.Is(err, errors.ErrUnsupported): // suspend on Kubernetes, say
 		return api.Errorf(api.CodeUnsupportedOperation, "%s runtime: %s: %v", b.rt.Name(), strings.TrimSpace(op+" "+agentID), err).WithDetail("runtime", b.rt.Name())
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
-		return ctxError(err)
+		return workspace.ContextError(err)
 	}
 	e := api.Errorf(api.CodeRuntimeError, "%s runtime: %s: %v", b.rt.Name(), strings.TrimSpace(op+" "+agentID), err)
 	return e.WithDetail("runtime", b.rt.Name())
-}
-
-// ctxError maps the error of an ended context to an API error.
-func ctxError(err error) *api.Error {
-	if errors.Is(err, context.DeadlineExceeded) {
-		return api.Errorf(api.CodeBrokerTimeout, "request deadline expired on the runtime broker")
-	}
-	return api.Errorf(api.CodeBrokerUnavailable, "request cancelled")
 }

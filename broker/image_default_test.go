@@ -55,7 +55,7 @@ func TestAgentWithoutImage(t *testing.T) {
 			if _, ierr := rt.Inspect(t.Context(), "a1"); ierr == nil {
 				t.Error("the refused agent exists")
 			}
-			if entries, _ := os.ReadDir(b.layout.agentDir("p1", "a1")); len(entries) > 0 {
+			if entries, _ := os.ReadDir(b.layout.AgentDir("p1", "a1")); len(entries) > 0 {
 				t.Errorf("the refused create left files: %v", entries)
 			}
 			continue

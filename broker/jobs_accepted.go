@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/scion-go/scion/broker/workspace"
 	"github.com/scion-go/scion/config"
 )
 
@@ -30,7 +31,7 @@ type acceptedMark struct {
 }
 
 func (m acceptedMarks) file(id string) string {
-	if m.dir == "" || validID("job ID", id) != nil {
+	if m.dir == "" || workspace.ValidID("job ID", id) != nil {
 		return ""
 	}
 	return filepath.Join(m.dir, id+".json")

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/broker/workspace"
 	"github.com/scion-go/scion/wire"
 )
 
@@ -22,7 +23,7 @@ func (b *Broker) handleJobCancel(ctx context.Context, req *wire.Request) (any, e
 	if err := req.Decode(&ref); err != nil {
 		return nil, api.BadRequest("%s: %v", req.Method, err)
 	}
-	if err := validID("job ID", ref.JobID); err != nil {
+	if err := workspace.ValidID("job ID", ref.JobID); err != nil {
 		return nil, err
 	}
 	rj := js.get(ref.JobID)
@@ -50,7 +51,7 @@ func (b *Broker) handleJobCancel(ctx context.Context, req *wire.Request) (any, e
 	select {
 	case <-rj.done:
 	case <-dctx.Done():
-		return nil, ctxError(dctx.Err())
+		return nil, workspace.ContextError(dctx.Err())
 	}
 	if err := js.cfg.Runner.Cancel(dctx, rj.spoke.Clients, s.Namespace, s.JobID, s.BrokerID); err != nil {
 		log.Warn("job not cancelled; following it again", "tier", s.Tier, "err", err)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/broker/workspace"
 	"github.com/scion-go/scion/config"
 	"github.com/scion-go/scion/wire"
 )
@@ -70,7 +71,7 @@ func newJobOutbox(dir string, log *slog.Logger) *jobOutbox {
 // file is where a Job's terminal update is kept, or "" for none (an ID
 // that is not a safe file name is kept in memory only).
 func (o *jobOutbox) file(id string) string {
-	if o.dir == "" || validID("job ID", id) != nil {
+	if o.dir == "" || workspace.ValidID("job ID", id) != nil {
 		return ""
 	}
 	return filepath.Join(o.dir, id+".json")

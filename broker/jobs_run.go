@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/broker/workspace"
 	"github.com/scion-go/scion/runtime"
 	"github.com/scion-go/scion/spoke/connect"
 	"github.com/scion-go/scion/spoke/fleet"
@@ -83,10 +84,10 @@ func (b *Broker) handleJobRun(ctx context.Context, req *wire.Request) (any, erro
 		return nil, api.BadRequest("%s: %v", req.Method, err)
 	}
 	j := run.Job
-	if err := validID("job ID", j.ID); err != nil {
+	if err := workspace.ValidID("job ID", j.ID); err != nil {
 		return nil, err
 	}
-	if err := validID("agent ID", j.AgentID); err != nil {
+	if err := workspace.ValidID("agent ID", j.AgentID); err != nil {
 		return nil, err
 	}
 	if err := runRequest(run).Validate(); err != nil { // the rule the Hub applied: a forged or older Hub's run
@@ -168,7 +169,7 @@ func (b *Broker) openSpoke(ctx context.Context, c *fleet.Cluster) (*connect.Spok
 			return nil, api.Errorf(ae.Code, "%s", msg)
 		}
 		if ctx.Err() != nil {
-			return nil, ctxError(ctx.Err())
+			return nil, workspace.ContextError(ctx.Err())
 		}
 		return nil, api.BadRequest("%s", msg)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/broker/workspace"
 	"github.com/scion-go/scion/runtime"
 	"github.com/scion-go/scion/wire"
 )
@@ -18,7 +19,7 @@ func (b *Broker) cleanupProject(ctx context.Context, req *wire.Request) (any, er
 	if err := req.Decode(&ref); err != nil {
 		return nil, api.BadRequest("%s: %v", req.Method, err)
 	}
-	if err := validID("project ID", ref.ProjectID); err != nil {
+	if err := workspace.ValidID("project ID", ref.ProjectID); err != nil {
 		return nil, err
 	}
 	out := wire.ProjectCleanup{Removed: []string{}}
@@ -31,7 +32,7 @@ func (b *Broker) cleanupProject(ctx context.Context, req *wire.Request) (any, er
 	if err != nil {
 		b.log.Warn("project cleanup", "project_id", ref.ProjectID, "removed", removed, "err", err)
 		if ctx.Err() != nil {
-			return nil, ctxError(ctx.Err())
+			return nil, workspace.ContextError(ctx.Err())
 		}
 		e := api.Errorf(api.CodeRuntimeError, "%s runtime: project cleanup: %v", b.rt.Name(), err)
 		return nil, e.WithDetail("runtime", b.rt.Name()).WithDetail("removed", removed)

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/broker/workspace"
+	"github.com/scion-go/scion/internal/testenv/gitrepo"
 	"github.com/scion-go/scion/runtime"
 	"github.com/scion-go/scion/runtime/fake"
 	"github.com/scion-go/scion/wire"
@@ -16,15 +18,15 @@ import (
 // TestBrokerWorkspacesLifecycle drives the default Workspaces through the
 // broker's create and delete commands.
 func TestBrokerWorkspacesLifecycle(t *testing.T) {
-	repo := newTestRepo(t)
+	repo := gitrepo.New(t)
 	hub := newTestHub(t)
 	rt := fake.New()
 	outside := t.TempDir()
 	b := startBroker(t, hub, rt, func(c *Config) {
-		c.GitWorkspaces.Env, c.GitWorkspaces.LocalRemoteRoots = isolatedGitEnv, testLocalRoots
+		c.GitWorkspaces.Env, c.GitWorkspaces.LocalRemoteRoots = gitrepo.IsolatedEnv, gitrepo.LocalRoots
 	})
 	waitConnected(t, b)
-	if got := b.WorkspaceStorage(); got != (WorkspaceStorage{Type: StorageLocal}) {
+	if got := b.WorkspaceStorage(); got != (workspace.Storage{Type: workspace.StorageLocal}) {
 		t.Errorf("storage = %+v", got)
 	}
 	create := func(id, mode, remote string) error {
@@ -33,7 +35,7 @@ func TestBrokerWorkspacesLifecycle(t *testing.T) {
 		return hub.call(wire.MethodAgentCreate, s, nil)
 	}
 	for _, id := range []string{"w1", "w2"} {
-		if err := create(id, api.SharingWorktreePerAgent, repo.url); err != nil {
+		if err := create(id, api.SharingWorktreePerAgent, repo.URL); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -44,7 +46,7 @@ func TestBrokerWorkspacesLifecycle(t *testing.T) {
 	wantFiles(t, rec.Path, "README.md")
 
 	hub.status(wire.MethodAgentDelete, wire.AgentRef{AgentID: "w1"})
-	if exists(b.layout.agentDir("p1", "w1")) {
+	if exists(b.layout.AgentDir("p1", "w1")) {
 		t.Error("w1's agent directory still there")
 	}
 	if rec2, err := b.AgentWorkspace("w2"); err != nil {
@@ -52,7 +54,7 @@ func TestBrokerWorkspacesLifecycle(t *testing.T) {
 	} else {
 		wantFiles(t, rec2.Path, "README.md")
 	}
-	wantFiles(t, b.layout.baseDir("p1"), ".git")
+	wantFiles(t, b.layout.BaseDir("p1"), ".git")
 
 	// Bad input: a clear error, and no container or directory left.
 	err = create("n1", api.SharingClonePerAgent, "")
@@ -60,10 +62,10 @@ func TestBrokerWorkspacesLifecycle(t *testing.T) {
 	if !strings.Contains(err.Error(), "scion project set proj --git-remote") {
 		t.Errorf("no-remote error: %v", err)
 	}
-	err = create("n2", api.SharingClonePerAgent, repo.url+".missing")
+	err = create("n2", api.SharingClonePerAgent, repo.URL+".missing")
 	wantCode(t, err, api.CodeRuntimeError)
 	for _, id := range []string{"n1", "n2"} {
-		if exists(b.layout.agentDir("p1", id)) {
+		if exists(b.layout.AgentDir("p1", id)) {
 			t.Errorf("%s's agent directory left behind", id)
 		}
 		if _, err := rt.Inspect(t.Context(), id); !errors.Is(err, runtime.ErrNotFound) {
@@ -72,7 +74,7 @@ func TestBrokerWorkspacesLifecycle(t *testing.T) {
 	}
 
 	// A project directory that leads out of the data directory.
-	if err := os.Symlink(outside, b.layout.projectDir("evil")); err != nil {
+	if err := os.Symlink(outside, b.layout.ProjectDir("evil")); err != nil {
 		t.Fatal(err)
 	}
 	s := spec("e1")

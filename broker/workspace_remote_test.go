@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/internal/testenv/gitrepo"
 	"github.com/scion-go/scion/runtime/fake"
 	"github.com/scion-go/scion/wire"
 )
@@ -17,12 +18,12 @@ import (
 // allowed, since it is inside the broker's data directory. It used to be
 // cloned.
 func TestLocalRemoteIntoAnotherProjectRefused(t *testing.T) {
-	repo := newTestRepo(t)
+	repo := gitrepo.New(t)
 	for _, allowLocal := range []bool{false, true} {
 		hub := newTestHub(t)
 		rt := fake.New()
 		b := startBroker(t, hub, rt, func(c *Config) {
-			c.GitWorkspaces.Env, c.GitWorkspaces.LocalRemoteRoots = isolatedGitEnv, localRoots(allowLocal)
+			c.GitWorkspaces.Env, c.GitWorkspaces.LocalRemoteRoots = gitrepo.IsolatedEnv, localRoots(allowLocal)
 		})
 		waitConnected(t, b)
 		create := func(id, project, mode, remote string) error {
@@ -34,20 +35,20 @@ func TestLocalRemoteIntoAnotherProjectRefused(t *testing.T) {
 		// read the remote (https in real life; a local path here).
 		victimRemote := "https://git.example.invalid/victim.git"
 		if allowLocal {
-			victimRemote = repo.url
+			victimRemote = repo.URL
 			if err := create("v1", "victim", api.SharingWorktreePerAgent, victimRemote); err != nil {
 				t.Fatal(err)
 			}
 		} else {
 			// Without network, make the base clone by hand where the
 			// broker keeps it.
-			base := b.layout.baseDir("victim")
+			base := b.layout.BaseDir("victim")
 			if err := os.MkdirAll(filepath.Dir(base), 0o755); err != nil {
 				t.Fatal(err)
 			}
-			testGit(t, filepath.Dir(base), "clone", "-q", repo.bare, base)
+			gitrepo.Git(t, filepath.Dir(base), "clone", "-q", repo.Bare, base)
 		}
-		base := b.layout.baseDir("victim")
+		base := b.layout.BaseDir("victim")
 		for _, remote := range []string{base, "file://" + base, filepath.Join(base, ".git"), filepath.Join(b.cfg.DataDir, "projects")} {
 			for _, mode := range []string{api.SharingClonePerAgent, api.SharingWorktreePerAgent, api.SharingSharedWorkspace} {
 				err := create("thief", "thief", mode, remote)
@@ -67,7 +68,7 @@ func TestLocalRemoteIntoAnotherProjectRefused(t *testing.T) {
 		if _, err := rt.Inspect(t.Context(), "thief"); err == nil {
 			t.Errorf("allowLocal %v: the refused agent exists", allowLocal)
 		}
-		if entries, _ := os.ReadDir(b.layout.agentDir("thief", "thief")); len(entries) != 0 {
+		if entries, _ := os.ReadDir(b.layout.AgentDir("thief", "thief")); len(entries) != 0 {
 			t.Errorf("allowLocal %v: the refused agent left files: %v", allowLocal, entries)
 		}
 		// A symlink from outside into the data directory is inside too.
@@ -78,11 +79,11 @@ func TestLocalRemoteIntoAnotherProjectRefused(t *testing.T) {
 			}
 			wantCode(t, create("thief", "thief", api.SharingClonePerAgent, link), api.CodeInvalidRequest)
 			// A local repository outside it is fine where allowed.
-			if err := create("ok1", "other", api.SharingClonePerAgent, repo.url); err != nil {
+			if err := create("ok1", "other", api.SharingClonePerAgent, repo.URL); err != nil {
 				t.Fatal(err)
 			}
 		} else {
-			err := create("ok1", "other", api.SharingClonePerAgent, repo.url)
+			err := create("ok1", "other", api.SharingClonePerAgent, repo.URL)
 			wantCode(t, err, api.CodeInvalidRequest)
 			if !strings.Contains(err.Error(), "server.broker.allow_local_git_remotes") {
 				t.Errorf("refusal does not name the setting: %v", err)
@@ -91,41 +92,4 @@ func TestLocalRemoteIntoAnotherProjectRefused(t *testing.T) {
 		// Helper transports never reach git.
 		wantCode(t, create("x1", "other", api.SharingClonePerAgent, "ext::sh -c touch% /tmp/x"), api.CodeInvalidRequest)
 	}
-}
-
-// git itself is told which transports it may use, so a remote that gets
-// past the checks (from a config file, a redirect) still cannot run ext::
-// or fd::, nor read a local repository where local remotes are off.
-func TestGitTransportsRestricted(t *testing.T) {
-	repo := newTestRepo(t)
-	marker := filepath.Join(t.TempDir(), "pwned")
-	for _, allowLocal := range []bool{false, true} {
-		w := newTestWorkspaces(t, GitWorkspacesConfig{})
-		w = mustNewWorkspaces(t, w, allowLocal)
-		if _, err := w.git.run(t.Context(), "", "-c", "protocol.ext.allow=always", "ls-remote", "ext::sh -c touch% "+marker); err == nil {
-			t.Errorf("allowLocal %v: git ran an ext:: remote", allowLocal)
-		}
-		if _, err := os.Stat(marker); err == nil {
-			t.Fatalf("allowLocal %v: the ext:: command ran", allowLocal)
-		}
-		_, err := w.git.run(t.Context(), "", "ls-remote", "--", repo.url)
-		if allowLocal && err != nil {
-			t.Errorf("local remote with local allowed: %v", err)
-		}
-		if !allowLocal && (err == nil || !strings.Contains(err.Error(), "not allowed")) {
-			t.Errorf("local remote with local not allowed: err %v, want transport 'file' not allowed", err)
-		}
-	}
-}
-
-// mustNewWorkspaces is w's configuration with local remotes allowed or not.
-func mustNewWorkspaces(t *testing.T, w *GitWorkspaces, allowLocal bool) *GitWorkspaces {
-	t.Helper()
-	cfg := w.cfg
-	cfg.LocalRemoteRoots = localRoots(allowLocal)
-	nw, err := NewGitWorkspaces(t.TempDir(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return nw
 }

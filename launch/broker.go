@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/scion-go/scion/broker"
+	"github.com/scion-go/scion/broker/workspace"
 	"github.com/scion-go/scion/config"
 )
 
@@ -132,8 +133,8 @@ func brokerInstances(ctx context.Context, s *config.Settings, creds *config.Brok
 // remotes may be under (server.broker.allow_local_git_remotes; absent
 // means the user's home on a workstation, none on a team broker), never
 // inside the Scion home (the data directory is refused by the broker).
-func gitWorkspaces(s *config.Settings, workstation bool) broker.GitWorkspacesConfig {
-	return broker.GitWorkspacesConfig{
+func gitWorkspaces(s *config.Settings, workstation bool) workspace.GitConfig {
+	return workspace.GitConfig{
 		LocalRemoteRoots: config.LocalGitRemoteRoots(s.Server.Broker.AllowLocalGitRemotes, workstation),
 		LocalRemoteDeny:  []string{config.Home()},
 	}

@@ -27,6 +27,7 @@ import (
 
 	"github.com/scion-go/scion/api"
 	"github.com/scion-go/scion/broker"
+	"github.com/scion-go/scion/broker/workspace"
 	"github.com/scion-go/scion/config"
 	"github.com/scion-go/scion/runtime"
 	"github.com/scion-go/scion/runtime/docker"
@@ -47,7 +48,7 @@ type instanceHost struct {
 	heartbeat, grace time.Duration
 	portRange        [2]int // the process's range, split among the instances
 	dataDir          string // server.broker.data_dir (or the default)
-	gitWorkspaces    broker.GitWorkspacesConfig
+	gitWorkspaces    workspace.GitConfig
 	log              *slog.Logger
 	// runtime builds an instance's runtime (newInstanceRuntime; tests
 	// replace it).

@@ -121,6 +121,12 @@ var Rules = []Rule{
 		Pkgs: []string{"internal/testenv/proxy"}, Only: []string{},
 	},
 	{
+		// The git repositories the workspace tests clone from: a leaf
+		// the broker's and broker/workspace's tests share.
+		Name: "internal/testenv/gitrepo imports nothing of ours",
+		Pkgs: []string{"internal/testenv/gitrepo"}, Only: []string{},
+	},
+	{
 		// The Hub's listener and HTTP server guards (connection caps,
 		// body rates, per-caller slots, per-address token buckets): plain
 		// net/http over a net.Listener, knowing nothing of routes,
@@ -160,6 +166,13 @@ var Rules = []Rule{
 		// broker and the runtimes are chosen and wired by launch.
 		Name: "hub imports only api, its own parts, store and wire",
 		Pkgs: []string{"hub"}, Only: []string{"api", "hub/authz", "hub/lifecycle", "hub/placement", "hub/plan", "hub/signin", "hub/storeerr", "hub/transport", "store", "wire"},
+	},
+	{
+		// Agents' workspaces on the broker's host: directories and git.
+		// The agent spec comes over wire; nothing of the Hub, the
+		// runtimes or the channel.
+		Name: "broker/workspace imports only api, wire and internal/keylock",
+		Pkgs: []string{"broker/workspace"}, Only: []string{"api", "internal/keylock", "wire"},
 	},
 	{
 		// The broker daemon: the runtime interface (a concrete runtime is
@@ -210,7 +223,7 @@ var Rules = []Rule{
 		// they may import any part but the CLI and launch (they start
 		// the binary instead), and no product package imports them.
 		Name: "harnesses and benchmarks import product parts, not the CLI or launch",
-		Pkgs: harnesses, Except: []string{"internal/testenv/proxy"}, Only: append([]string{"client", "internal/..."}, productParts...),
+		Pkgs: harnesses, Except: []string{"internal/testenv/proxy", "internal/testenv/gitrepo"}, Only: append([]string{"client", "internal/..."}, productParts...),
 	},
 	{
 		Name: "no product package imports a harness or a benchmark",

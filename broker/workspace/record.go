@@ -1,4 +1,4 @@
-package broker
+package workspace
 
 import (
 	"encoding/json"
@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/scion-go/scion/api"
 	"github.com/scion-go/scion/wire"
 )
 
@@ -24,12 +23,12 @@ const (
 // the Hub (in its hello, once the wire carries it). Only local exists now;
 // the nfs fields, named as in the spec (nfs.shares[0]), are what the Hub
 // compares to decide whether two brokers see the same export for a move.
-type WorkspaceStorage = wire.WorkspaceStorage
+type Storage = wire.WorkspaceStorage
 
 // WorkspaceRecord says where an agent's workspace is. It is kept as
 // workspace.json in the agent directory, written before the workspace is
 // made, so that a crash mid-create still leaves enough to clean up.
-type WorkspaceRecord struct {
+type Record struct {
 	AgentID   string `json:"agentId"`
 	ProjectID string `json:"projectId"`
 	Mode      string `json:"mode"` // the project's sharing mode
@@ -48,36 +47,6 @@ type WorkspaceRecord struct {
 	CreatedAt    time.Time `json:"createdAt"`
 }
 
-// WorkspaceReporter is implemented by Workspaces that know where each
-// agent's workspace is and what storage holds them. It is separate from
-// Workspaces so that simple implementations (and test doubles) need not
-// provide it.
-type WorkspaceReporter interface {
-	// Workspace returns the agent's record; an unknown agent is
-	// agent_not_found.
-	Workspace(agentID string) (WorkspaceRecord, error)
-	Storage() WorkspaceStorage
-}
-
-// AgentWorkspace returns where the agent's workspace is, if the broker's
-// Workspaces keep records.
-func (b *Broker) AgentWorkspace(agentID string) (WorkspaceRecord, error) {
-	r, ok := b.ws.(WorkspaceReporter)
-	if !ok {
-		return WorkspaceRecord{}, api.NotFound(api.CodeNotFound, "runtime broker %s does not record workspaces", b.cfg.BrokerID)
-	}
-	return r.Workspace(agentID)
-}
-
-// WorkspaceStorage reports the broker's workspace storage for its hello:
-// local unless its Workspaces say otherwise.
-func (b *Broker) WorkspaceStorage() WorkspaceStorage {
-	if r, ok := b.ws.(WorkspaceReporter); ok {
-		return r.Storage()
-	}
-	return WorkspaceStorage{Type: StorageLocal}
-}
-
 const recordFile = "workspace.json"
 
 // writeRecord writes the record of a workspace being made. Both callers
@@ -88,7 +57,7 @@ const recordFile = "workspace.json"
 // whose create never completed; the next create or delete of the agent
 // finds it unreadable, logs that, and removes the workspace by its layout.
 // Should a record be there after all, it is replaced atomically.
-func writeRecord(agentDir string, rec WorkspaceRecord) error {
+func writeRecord(agentDir string, rec Record) error {
 	b, err := json.MarshalIndent(rec, "", "  ")
 	if err == nil {
 		b = append(b, '\n')
@@ -120,16 +89,16 @@ func writeNewFile(path string, data []byte) error {
 }
 
 // readRecord reads the agent's record; ok is false when there is none.
-func readRecord(agentDir string) (rec WorkspaceRecord, ok bool, err error) {
+func readRecord(agentDir string) (rec Record, ok bool, err error) {
 	b, err := os.ReadFile(filepath.Join(agentDir, recordFile))
 	if errors.Is(err, fs.ErrNotExist) {
-		return WorkspaceRecord{}, false, nil
+		return Record{}, false, nil
 	}
 	if err == nil {
 		err = json.Unmarshal(b, &rec)
 	}
 	if err != nil {
-		return WorkspaceRecord{}, false, fmt.Errorf("workspace record of %s: %w", agentDir, err)
+		return Record{}, false, fmt.Errorf("workspace record of %s: %w", agentDir, err)
 	}
 	return rec, true, nil
 }

@@ -1,4 +1,4 @@
-package broker
+package workspace
 
 import (
 	"os"
@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/internal/testenv/gitrepo"
 )
 
 // A project's local remote that reaches another project's base clone by a
@@ -16,25 +17,25 @@ import (
 // as file:// URLs, used to clone the victim's files, the branch an agent
 // had not pushed included.
 func TestLocalRemoteAttacksRefused(t *testing.T) {
-	repo := newTestRepo(t)
+	repo := gitrepo.New(t)
 	// The broker's working directory is /, as a service's often is; a
 	// chdir is process-wide, so this test is not parallel.
 	t.Chdir("/")
-	w := newTestWorkspaces(t, GitWorkspacesConfig{})
-	victim := agentSpec(api.SharingWorktreePerAgent, repo.url, "v1")
+	w := newTestWorkspaces(t, GitConfig{})
+	victim := agentSpec(api.SharingWorktreePerAgent, repo.URL, "v1")
 	victim.ProjectID = "victim"
 	ws := mustPrepare(t, w, victim)
-	writeFile(t, filepath.Join(ws, "secret.txt"), "unpushed\n")
-	testGit(t, ws, "add", "secret.txt")
-	testGit(t, ws, "commit", "-q", "-m", "not pushed")
+	gitrepo.WriteFile(t, filepath.Join(ws, "secret.txt"), "unpushed\n")
+	gitrepo.Git(t, ws, "add", "secret.txt")
+	gitrepo.Git(t, ws, "commit", "-q", "-m", "not pushed")
 
 	// /tmp/.../L links into the data directory's projects/.
 	link := filepath.Join(t.TempDir(), "L")
-	if err := os.Symlink(filepath.Join(w.layout.root, "projects"), link); err != nil {
+	if err := os.Symlink(filepath.Join(w.layout.Root, "projects"), link); err != nil {
 		t.Fatal(err)
 	}
 	viaLink := link + "/../projects/victim/base"
-	viaCwd := "/proc/self/cwd/.." + w.layout.root + "/projects/victim/base"
+	viaCwd := "/proc/self/cwd/.." + w.layout.Root + "/projects/victim/base"
 	for i, remote := range []string{viaLink, "file://" + viaLink, viaCwd, "file://" + viaCwd} {
 		// The text is refused first (api.GitRemoteTransport: no "..",
 		// no /proc); the path as resolved is refused on its own too, for
@@ -52,13 +53,13 @@ func TestLocalRemoteAttacksRefused(t *testing.T) {
 				continue
 			}
 			wantCode(t, err, api.CodeInvalidRequest)
-			if !strings.Contains(remote, w.layout.root) && strings.Contains(err.Error(), w.layout.root) {
+			if !strings.Contains(remote, w.layout.Root) && strings.Contains(err.Error(), w.layout.Root) {
 				t.Errorf("%s %s: the error names the data directory: %v", mode, remote, err)
 			}
 		}
 	}
 	// Nothing of the victim's reached a thief's project.
-	thieves, _ := filepath.Glob(filepath.Join(w.layout.root, "projects", "thief-*"))
+	thieves, _ := filepath.Glob(filepath.Join(w.layout.Root, "projects", "thief-*"))
 	for _, p := range thieves {
 		_ = filepath.WalkDir(p, func(path string, d os.DirEntry, err error) error {
 			if err == nil && (d.Name() == "README.md" || d.Name() == "secret.txt") {

@@ -1,4 +1,4 @@
-package broker
+package workspace
 
 import (
 	"os"
@@ -10,19 +10,19 @@ import (
 
 func TestValidID(t *testing.T) {
 	for _, id := range []string{"", ".", "..", "../x", "a/b", `a\b`, "a\x00b", "/abs", string(make([]byte, 201))} {
-		if err := validID("agent ID", id); !api.IsCode(err, api.CodeInvalidRequest) {
+		if err := ValidID("agent ID", id); !api.IsCode(err, api.CodeInvalidRequest) {
 			t.Errorf("validID(%q) = %v, want invalid_request", id, err)
 		}
 	}
 	for _, id := range []string{"a", "0b5e6c1e-8a5d-4c0e-9f8e-1d2c3b4a5f60", "a..b", "x*"} {
-		if err := validID("agent ID", id); err != nil {
+		if err := ValidID("agent ID", id); err != nil {
 			t.Errorf("validID(%q) = %v", id, err)
 		}
 	}
 }
 
 func TestLayoutWithin(t *testing.T) {
-	l := layout{root: "/data"}
+	l := Layout{Root: "/data"}
 	for path, want := range map[string]bool{
 		"/data":                         false, // the root itself is never removed
 		"/data/projects/p/agents/a":     true,
@@ -30,7 +30,7 @@ func TestLayoutWithin(t *testing.T) {
 		"/etc":                          false,
 		"/database":                     false,
 		filepath.Join("/data", "..x"):   true,
-		l.agentDir("p", "a") + "/../..": true,
+		l.AgentDir("p", "a") + "/../..": true,
 	} {
 		if got := l.within(filepath.Clean(path)); got != want {
 			t.Errorf("within(%q) = %v, want %v", path, got, want)
@@ -40,7 +40,7 @@ func TestLayoutWithin(t *testing.T) {
 
 func TestSafeDirRefusesSymlinkEscapes(t *testing.T) {
 	root, outside := t.TempDir(), t.TempDir()
-	l := layout{root: root}
+	l := Layout{Root: root}
 	if err := os.MkdirAll(filepath.Join(root, "projects", "ok"), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -54,15 +54,15 @@ func TestSafeDirRefusesSymlinkEscapes(t *testing.T) {
 		t.Fatal(err)
 	}
 	for path, ok := range map[string]bool{
-		l.agentDir("ok", "a"):       true, // does not exist yet: fine
-		l.agentDir("alias", "a"):    true, // a symlink that stays inside
-		l.agentDir("evil", "a"):     false,
-		l.agentDir("dangling", "a"): false,
-		l.projectDir("evil"):        false,
+		l.AgentDir("ok", "a"):       true, // does not exist yet: fine
+		l.AgentDir("alias", "a"):    true, // a symlink that stays inside
+		l.AgentDir("evil", "a"):     false,
+		l.AgentDir("dangling", "a"): false,
+		l.ProjectDir("evil"):        false,
 		filepath.Join(root, ".."):   false,
 		root:                        false,
 	} {
-		err := l.safeDir(path)
+		err := l.SafeDir(path)
 		if ok && err != nil {
 			t.Errorf("safeDir(%s) = %v", path, err)
 		}
@@ -82,7 +82,7 @@ func TestSafeDirsFastPathKeepsTheChecks(t *testing.T) {
 	if err := os.Symlink(real, root); err != nil { // the data directory itself a symlink
 		t.Fatal(err)
 	}
-	l := layout{root: root}
+	l := Layout{Root: root}
 	if err := os.MkdirAll(filepath.Join(root, "projects", "p", "agents"), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -92,18 +92,18 @@ func TestSafeDirsFastPathKeepsTheChecks(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(root, "projects", "p", "shared"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := l.safeDirs(l.agentDir("p", "a"), l.agentDir("p", "b"), l.projectDir("q")); err != nil {
+	if err := l.safeDirs(l.AgentDir("p", "a"), l.AgentDir("p", "b"), l.ProjectDir("q")); err != nil {
 		t.Errorf("plain paths under a symlinked root: %v", err)
 	}
-	if err := l.safeDirs(l.agentDir("p", "a"), l.baseDir("p")); !api.IsCode(err, api.CodeInvalidRequest) {
+	if err := l.safeDirs(l.AgentDir("p", "a"), l.BaseDir("p")); !api.IsCode(err, api.CodeInvalidRequest) {
 		t.Errorf("a later path through a symlink out of the root: %v, want invalid_request", err)
 	}
 	// A file where a directory belongs resolves inside the root: allowed
 	// by the check (making a directory there then fails), as before.
-	if err := l.safeDirs(l.sharedDir("p")); err != nil {
+	if err := l.safeDirs(l.SharedDir("p")); err != nil {
 		t.Errorf("a file inside the root: %v", err)
 	}
-	if err := l.safeDirs(filepath.Join(l.sharedDir("p"), "x")); err == nil || api.IsCode(err, api.CodeInvalidRequest) {
+	if err := l.safeDirs(filepath.Join(l.SharedDir("p"), "x")); err == nil || api.IsCode(err, api.CodeInvalidRequest) {
 		t.Errorf("a path below a file: %v, want the resolution's error", err)
 	}
 }

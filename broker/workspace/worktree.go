@@ -1,4 +1,4 @@
-package broker
+package workspace
 
 import (
 	"context"
@@ -20,7 +20,7 @@ const branchPrefix = "scion/"
 // on a new branch from the remote's default branch as just fetched. The
 // whole of it holds the project lock: worktree registrations (and the
 // names git derives for them) race otherwise.
-func (w *GitWorkspaces) prepareWorktree(ctx context.Context, spec wire.AgentSpec, src gitSource, agentDir string, began time.Time, rec *WorkspaceRecord) error {
+func (w *Git) prepareWorktree(ctx context.Context, spec wire.AgentSpec, src gitSource, agentDir string, began time.Time, rec *Record) error {
 	unlock, err := w.projects.lock(ctx, spec.ProjectID)
 	if err != nil {
 		return err
@@ -55,8 +55,8 @@ func (w *GitWorkspaces) prepareWorktree(ctx context.Context, spec wire.AgentSpec
 // returns its git directory. A fetch that began after this create began
 // (while it waited for the lock) already brought what this one would, so
 // concurrent creates share it instead of fetching one after another.
-func (w *GitWorkspaces) ensureBase(ctx context.Context, spec wire.AgentSpec, src gitSource, tmpParent string, began time.Time) (string, error) {
-	base := w.layout.baseDir(spec.ProjectID)
+func (w *Git) ensureBase(ctx context.Context, spec wire.AgentSpec, src gitSource, tmpParent string, began time.Time) (string, error) {
+	base := w.layout.BaseDir(spec.ProjectID)
 	gitDir := filepath.Join(base, ".git")
 	if _, err := os.Stat(gitDir); errors.Is(err, fs.ErrNotExist) {
 		start := time.Now()
@@ -101,13 +101,13 @@ func (w *GitWorkspaces) ensureBase(ctx context.Context, spec wire.AgentSpec, src
 	return gitDir, nil
 }
 
-func (w *GitWorkspaces) fetchedSince(projectID string, t time.Time) bool {
+func (w *Git) fetchedSince(projectID string, t time.Time) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.fetched[projectID].After(t)
 }
 
-func (w *GitWorkspaces) setFetched(projectID string, t time.Time) {
+func (w *Git) setFetched(projectID string, t time.Time) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if t.After(w.fetched[projectID]) {
@@ -118,7 +118,7 @@ func (w *GitWorkspaces) setFetched(projectID string, t time.Time) {
 // remoteHead is the commit of the remote's default branch in the base
 // clone. origin/HEAD is set when cloning; if the default branch has since
 // been renamed it dangles, and is asked of the remote again.
-func (w *GitWorkspaces) remoteHead(ctx context.Context, gitDir string) (string, error) {
+func (w *Git) remoteHead(ctx context.Context, gitDir string) (string, error) {
 	head := func() (string, error) {
 		out, err := w.git.run(ctx, "", "--git-dir="+gitDir, "rev-parse", "--verify", "--quiet", "refs/remotes/origin/HEAD^{commit}")
 		return strings.TrimSpace(out), err
@@ -139,7 +139,7 @@ func (w *GitWorkspaces) remoteHead(ctx context.Context, gitDir string) (string, 
 // that name is still there (kept from a deleted agent with the same slug
 // because it had unpushed commits), one qualified by the agent ID. An
 // existing branch is never reused or reset: it may hold someone's work.
-func (w *GitWorkspaces) freeBranch(ctx context.Context, gitDir string, spec wire.AgentSpec) (string, error) {
+func (w *Git) freeBranch(ctx context.Context, gitDir string, spec wire.AgentSpec) (string, error) {
 	name := refSafe(spec.Slug)
 	id := refSafe(spec.AgentID)
 	if name == "" {
@@ -197,13 +197,13 @@ func refSafe(s string) string {
 // removeWorktree deregisters and deletes the agent's worktree and deletes
 // its branch when that loses nothing. Uncommitted changes in the worktree
 // go with it, as everything else of a deleted agent does.
-func (w *GitWorkspaces) removeWorktree(ctx context.Context, projectID, agentDir string, rec WorkspaceRecord) error {
+func (w *Git) removeWorktree(ctx context.Context, projectID, agentDir string, rec Record) error {
 	unlock, err := w.projects.lock(ctx, projectID)
 	if err != nil {
 		return err
 	}
 	defer unlock()
-	gitDir := filepath.Join(w.layout.baseDir(projectID), ".git")
+	gitDir := filepath.Join(w.layout.BaseDir(projectID), ".git")
 	if _, err := os.Stat(gitDir); err != nil {
 		return nil // no base clone: the caller removes the directory
 	}
@@ -235,7 +235,7 @@ func (w *GitWorkspaces) removeWorktree(ctx context.Context, projectID, agentDir 
 // A branch with commits found nowhere else is kept, so deleting an agent
 // never loses committed work; it stays in the base clone as scion/<slug>
 // until someone deletes it.
-func (w *GitWorkspaces) dropBranch(ctx context.Context, gitDir string, rec WorkspaceRecord) {
+func (w *Git) dropBranch(ctx context.Context, gitDir string, rec Record) {
 	name, ok := strings.CutPrefix(rec.Branch, branchPrefix)
 	if !ok || name == "" || refSafe(name) != name {
 		return // not a branch this broker made

@@ -1,4 +1,4 @@
-package broker
+package workspace
 
 import (
 	"cmp"
@@ -19,8 +19,8 @@ import (
 	"github.com/scion-go/scion/wire"
 )
 
-// GitWorkspacesConfig configures GitWorkspaces; the zero value is usable.
-type GitWorkspacesConfig struct {
+// GitConfig configures Git; the zero value is usable.
+type GitConfig struct {
 	// CloneDepth is the history depth of clone-per-agent clones: 0 clones
 	// everything, N > 0 runs git clone --depth N. It is one setting for the
 	// whole broker for now; the spec's per-project clone depth (an
@@ -36,7 +36,7 @@ type GitWorkspacesConfig struct {
 	// (server.broker.allow_local_git_remotes); none by default: whoever may
 	// set a project's remote could otherwise read any repository the
 	// broker's user can, another project's base clone included. See
-	// workspace_localremote.go for how a path is judged.
+	// localremote.go for how a path is judged.
 	LocalRemoteRoots []string
 	// LocalRemoteDeny are directories that are never a remote even inside
 	// a root: the Scion home. The data directory always is one.
@@ -44,7 +44,7 @@ type GitWorkspacesConfig struct {
 	Logger          *slog.Logger
 }
 
-// GitWorkspaces makes each agent's workspace the way its project's sharing
+// Git makes each agent's workspace the way its project's sharing
 // mode asks (spec.SharingMode; empty means empty-per-agent):
 //
 //   - empty-per-agent: an empty directory, agents/<agentID>/workspace.
@@ -62,24 +62,24 @@ type GitWorkspacesConfig struct {
 // project's last agent: the shared checkout holds the agents' common work,
 // and the base clone keeps the branches of deleted agents that had
 // commits nobody pushed.
-type GitWorkspaces struct {
-	layout layout
-	cfg    GitWorkspacesConfig
+type Git struct {
+	layout Layout
+	cfg    GitConfig
 	git    gitRunner
 	log    *slog.Logger
 	local  localPolicy
 	// projects serializes the work on a project's base clone and shared
 	// checkout: cloning, fetching, and adding and removing worktrees, whose
 	// registrations in the common git directory are not safe to race.
-	projects agentLocks
+	projects projectLocks
 
 	mu      sync.Mutex
 	fetched map[string]time.Time // when the last good fetch of a base clone began
 }
 
-// NewGitWorkspaces makes workspaces under dataDir, the broker's data
+// NewGit makes workspaces under dataDir, the broker's data
 // directory.
-func NewGitWorkspaces(dataDir string, cfg GitWorkspacesConfig) (*GitWorkspaces, error) {
+func NewGit(dataDir string, cfg GitConfig) (*Git, error) {
 	if dataDir == "" {
 		return nil, errors.New("workspaces: data directory is required")
 	}
@@ -104,8 +104,8 @@ func NewGitWorkspaces(dataDir string, cfg GitWorkspacesConfig) (*GitWorkspaces, 
 	if git.dir, err = emptyGitDir(root); err != nil {
 		return nil, fmt.Errorf("workspaces: %w", err)
 	}
-	return &GitWorkspaces{
-		layout:  layout{root: root},
+	return &Git{
+		layout:  Layout{Root: root},
 		cfg:     cfg,
 		git:     git,
 		log:     cfg.Logger,
@@ -139,38 +139,38 @@ func emptyGitDir(root string) (string, error) {
 }
 
 // Storage reports where workspaces are: on the broker's local disk.
-func (w *GitWorkspaces) Storage() WorkspaceStorage {
-	return WorkspaceStorage{Type: StorageLocal}
+func (w *Git) Storage() Storage {
+	return Storage{Type: StorageLocal}
 }
 
 // Workspace returns the record of the agent's workspace.
-func (w *GitWorkspaces) Workspace(agentID string) (WorkspaceRecord, error) {
-	dirs, err := w.layout.findAgentDirs(agentID)
+func (w *Git) Workspace(agentID string) (Record, error) {
+	dirs, err := w.layout.FindAgentDirs(agentID)
 	if err != nil {
-		return WorkspaceRecord{}, err
+		return Record{}, err
 	}
 	for _, d := range dirs {
 		if rec, ok, err := readRecord(d); err != nil || ok {
 			return rec, err
 		}
 	}
-	return WorkspaceRecord{}, api.NotFound(api.CodeAgentNotFound, "no workspace recorded for agent %s", agentID)
+	return Record{}, api.NotFound(api.CodeAgentNotFound, "no workspace recorded for agent %s", agentID)
 }
 
 // Prepare makes the agent's workspace and records it. On failure it leaves
 // nothing of the agent's behind (a base clone or shared checkout that was
 // already there stays as it was).
-func (w *GitWorkspaces) Prepare(ctx context.Context, spec wire.AgentSpec) (string, error) {
+func (w *Git) Prepare(ctx context.Context, spec wire.AgentSpec) (string, error) {
 	began := time.Now()
 	mode := cmp.Or(spec.SharingMode, api.SharingEmptyPerAgent)
 	if !api.ValidSharingMode(mode) {
 		return "", api.BadRequest("unknown sharing mode %q: use %s, %s, %s or %s", mode,
 			api.SharingWorktreePerAgent, api.SharingSharedWorkspace, api.SharingClonePerAgent, api.SharingEmptyPerAgent)
 	}
-	if err := validID("project ID", spec.ProjectID); err != nil {
+	if err := ValidID("project ID", spec.ProjectID); err != nil {
 		return "", err
 	}
-	if err := validID("agent ID", spec.AgentID); err != nil {
+	if err := ValidID("agent ID", spec.AgentID); err != nil {
 		return "", err
 	}
 	var src gitSource
@@ -180,8 +180,8 @@ func (w *GitWorkspaces) Prepare(ctx context.Context, spec wire.AgentSpec) (strin
 			return "", w.describe(spec, mode, err)
 		}
 	}
-	agentDir := w.layout.agentDir(spec.ProjectID, spec.AgentID)
-	if err := w.layout.safeDirs(agentDir, w.layout.baseDir(spec.ProjectID), w.layout.sharedDir(spec.ProjectID)); err != nil {
+	agentDir := w.layout.AgentDir(spec.ProjectID, spec.AgentID)
+	if err := w.layout.safeDirs(agentDir, w.layout.BaseDir(spec.ProjectID), w.layout.SharedDir(spec.ProjectID)); err != nil {
 		return "", err
 	}
 	// The agent's directory is private to the broker's user: the home
@@ -213,7 +213,7 @@ func (w *GitWorkspaces) Prepare(ctx context.Context, spec wire.AgentSpec) (strin
 		}
 	}
 
-	rec := WorkspaceRecord{AgentID: spec.AgentID, ProjectID: spec.ProjectID, Mode: mode,
+	rec := Record{AgentID: spec.AgentID, ProjectID: spec.ProjectID, Mode: mode,
 		Storage: StorageLocal, CreatedAt: time.Now().UTC()}
 	var err error
 	switch mode {
@@ -239,7 +239,7 @@ func (w *GitWorkspaces) Prepare(ctx context.Context, spec wire.AgentSpec) (strin
 			w.log.Warn("undo workspace", "agent", spec.AgentID, "err", redactURLs(rerr.Error()))
 		}
 		if madeDir {
-			if rerr := w.removeInside(w.layout.root, agentDir); rerr != nil {
+			if rerr := w.removeInside(w.layout.Root, agentDir); rerr != nil {
 				w.log.Warn("undo workspace", "agent", spec.AgentID, "err", rerr)
 			}
 		}
@@ -262,7 +262,7 @@ func (w *GitWorkspaces) Prepare(ctx context.Context, spec wire.AgentSpec) (strin
 // allowed is its own setting, and a Hub of an older version may not check.
 // It returns what git is to be given: the remote, or for a local one the
 // path it resolved to, with what to check again once git is done.
-func (w *GitWorkspaces) checkRemote(spec wire.AgentSpec, mode string) (gitSource, error) {
+func (w *Git) checkRemote(spec wire.AgentSpec, mode string) (gitSource, error) {
 	name := cmp.Or(spec.ProjectName, spec.ProjectID)
 	r := spec.GitRemote
 	if strings.TrimSpace(r) == "" {
@@ -300,13 +300,13 @@ func (w *GitWorkspaces) checkRemote(spec wire.AgentSpec, mode string) (gitSource
 // localRefused is the error for a local remote the policy refused. It
 // names the remote as the project has it, never the path it resolved to
 // (which may be the data directory's).
-func (w *GitWorkspaces) localRefused(name, r string, err error) error {
+func (w *Git) localRefused(name, r string, err error) error {
 	var ref *localRefusal
 	errors.As(err, &ref)
 	switch {
 	case errors.Is(err, errThroughProc):
 		return api.BadRequest("project %s: git remote %s goes through /proc, which is never a remote; name the repository's own path", name, api.Quote(r))
-	case errors.Is(err, errDeniedDir) && ref.denied == w.layout.root:
+	case errors.Is(err, errDeniedDir) && ref.denied == w.layout.Root:
 		return api.BadRequest("project %s: git remote %s is inside the runtime broker's data directory (another project's files); use the repository's own remote", name, api.Quote(r))
 	case errors.Is(err, errDeniedDir):
 		return api.BadRequest("project %s: git remote %s is inside the Scion home, which is never a remote; use the repository's own remote", name, api.Quote(r))
@@ -325,7 +325,7 @@ type gitSource struct {
 // verify checks a local source again once git is done with it: the same
 // directories, still where the policy allows. A source renamed or
 // relinked while git read it fails the clone or fetch.
-func (w *GitWorkspaces) verify(src gitSource) error {
+func (w *Git) verify(src gitSource) error {
 	if src.local == nil {
 		return nil
 	}
@@ -360,7 +360,7 @@ func allowedProtocols(local bool) string {
 // input stays invalid_request, an ended context stays recognisable, and
 // the rest (mostly git failing) is a runtime error naming the mode and
 // git's own words, never the remote's credentials.
-func (w *GitWorkspaces) describe(spec wire.AgentSpec, mode string, err error) error {
+func (w *Git) describe(spec wire.AgentSpec, mode string, err error) error {
 	var ae *api.Error
 	if errors.As(err, &ae) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return err
@@ -370,8 +370,8 @@ func (w *GitWorkspaces) describe(spec wire.AgentSpec, mode string, err error) er
 }
 
 // Remove removes the agent's own workspace in whatever project it is.
-func (w *GitWorkspaces) Remove(ctx context.Context, agentID string) error {
-	dirs, err := w.layout.findAgentDirs(agentID)
+func (w *Git) Remove(ctx context.Context, agentID string) error {
+	dirs, err := w.layout.FindAgentDirs(agentID)
 	if err != nil {
 		return err
 	}
@@ -387,8 +387,8 @@ func (w *GitWorkspaces) Remove(ctx context.Context, agentID string) error {
 // the agent directory are ever deleted, whatever the record says, so the
 // shared checkout and the base clone cannot be; a worktree is also
 // deregistered from the base clone.
-func (w *GitWorkspaces) removeIn(ctx context.Context, projectID, agentDir string) error {
-	if err := w.layout.safeDir(agentDir); err != nil {
+func (w *Git) removeIn(ctx context.Context, projectID, agentDir string) error {
+	if err := w.layout.SafeDir(agentDir); err != nil {
 		return err
 	}
 	rec, _, err := readRecord(agentDir)
@@ -413,12 +413,12 @@ func (w *GitWorkspaces) removeIn(ctx context.Context, projectID, agentDir string
 // removeInside removes path, which must lie strictly inside area as
 // written, with its parent resolving to inside the data directory. The
 // last element is not followed: a symlink there is removed, not its target.
-func (w *GitWorkspaces) removeInside(area, path string) error {
-	if !(layout{root: area}).within(path) || !w.layout.within(path) {
+func (w *Git) removeInside(area, path string) error {
+	if !(Layout{Root: area}).within(path) || !w.layout.within(path) {
 		return fmt.Errorf("refusing to remove %s: it is not inside %s", path, area)
 	}
-	if parent := filepath.Dir(path); parent != w.layout.root {
-		if err := w.layout.safeDir(parent); err != nil {
+	if parent := filepath.Dir(path); parent != w.layout.Root {
+		if err := w.layout.SafeDir(parent); err != nil {
 			return err
 		}
 	}
@@ -431,7 +431,7 @@ func (w *GitWorkspaces) removeInside(area, path string) error {
 // hasWorkspace reports whether agentDir holds anything of a workspace: a
 // record, a workspace directory, or a temporary file of a create that
 // stopped half-way.
-func (w *GitWorkspaces) hasWorkspace(agentDir string) bool {
+func (w *Git) hasWorkspace(agentDir string) bool {
 	for _, p := range []string{recordFile, "workspace"} {
 		if _, err := os.Lstat(filepath.Join(agentDir, p)); !errors.Is(err, fs.ErrNotExist) {
 			return true

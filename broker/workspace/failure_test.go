@@ -1,4 +1,4 @@
-package broker
+package workspace
 
 import (
 	"bytes"
@@ -13,36 +13,37 @@ import (
 	"testing"
 
 	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/internal/testenv/gitrepo"
 )
 
 var gitModes = []string{api.SharingWorktreePerAgent, api.SharingSharedWorkspace, api.SharingClonePerAgent}
 
 func TestConcurrentWorktreeCreates(t *testing.T) {
-	repo := newTestRepo(t)
-	w := newTestWorkspaces(t, GitWorkspacesConfig{})
+	repo := gitrepo.New(t)
+	w := newTestWorkspaces(t, GitConfig{})
 	const n = 10
 	dirs := make([]string, n)
 	errs := make([]error, n)
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Go(func() {
-			dirs[i], errs[i] = w.Prepare(t.Context(), agentSpec(api.SharingWorktreePerAgent, repo.url, fmt.Sprint("a", i)))
+			dirs[i], errs[i] = w.Prepare(t.Context(), agentSpec(api.SharingWorktreePerAgent, repo.URL, fmt.Sprint("a", i)))
 		})
 	}
 	wg.Wait()
-	base := w.layout.baseDir("p1")
+	base := w.layout.BaseDir("p1")
 	branches := map[string]bool{}
 	for i := range n {
 		if errs[i] != nil {
 			t.Fatalf("create %d: %v", i, errs[i])
 		}
 		wantFiles(t, dirs[i], "README.md")
-		branches[testGit(t, dirs[i], "rev-parse", "--abbrev-ref", "HEAD")] = true
+		branches[gitrepo.Git(t, dirs[i], "rev-parse", "--abbrev-ref", "HEAD")] = true
 	}
 	if len(branches) != n {
 		t.Fatalf("%d distinct branches for %d agents: %v", len(branches), n, branches)
 	}
-	if got := countLines(testGit(t, base, "worktree", "list", "--porcelain"), "worktree "); got != n+1 {
+	if got := countLines(gitrepo.Git(t, base, "worktree", "list", "--porcelain"), "worktree "); got != n+1 {
 		t.Fatalf("%d worktrees registered, want %d", got, n+1)
 	}
 	for i := range n {
@@ -54,10 +55,10 @@ func TestConcurrentWorktreeCreates(t *testing.T) {
 			t.Fatalf("remove %d: %v (dir there: %v)", i, errs[i], exists(dirs[i]))
 		}
 	}
-	if got := countLines(testGit(t, base, "worktree", "list", "--porcelain"), "worktree "); got != 1 {
+	if got := countLines(gitrepo.Git(t, base, "worktree", "list", "--porcelain"), "worktree "); got != 1 {
 		t.Fatalf("%d worktrees registered after removing all, want the base only", got)
 	}
-	if testGit(t, base, "branch", "--list", "scion/*") != "" {
+	if gitrepo.Git(t, base, "branch", "--list", "scion/*") != "" {
 		t.Error("branches without commits kept")
 	}
 }
@@ -65,14 +66,14 @@ func TestConcurrentWorktreeCreates(t *testing.T) {
 // TestConcurrentCreatesAcrossModes runs creates of every mode, in two
 // projects, at once.
 func TestConcurrentCreatesAcrossModes(t *testing.T) {
-	repo := newTestRepo(t)
-	w := newTestWorkspaces(t, GitWorkspacesConfig{CloneDepth: 1})
+	repo := gitrepo.New(t)
+	w := newTestWorkspaces(t, GitConfig{CloneDepth: 1})
 	modes := append([]string{api.SharingEmptyPerAgent}, gitModes...)
 	var wg sync.WaitGroup
 	errs := make(chan error, 16)
 	for i := range 16 {
 		wg.Go(func() {
-			s := agentSpec(modes[i%4], repo.url, fmt.Sprint("m", i))
+			s := agentSpec(modes[i%4], repo.URL, fmt.Sprint("m", i))
 			s.ProjectID = fmt.Sprint("p-", modes[i%4], "-", i%2)
 			dir, err := w.Prepare(t.Context(), s)
 			if err == nil && s.SharingMode != api.SharingEmptyPerAgent && !exists(filepath.Join(dir, "README.md")) {
@@ -91,7 +92,7 @@ func TestConcurrentCreatesAcrossModes(t *testing.T) {
 }
 
 func TestGitModeWithoutRemote(t *testing.T) {
-	w := newTestWorkspaces(t, GitWorkspacesConfig{})
+	w := newTestWorkspaces(t, GitConfig{})
 	for _, mode := range gitModes {
 		_, err := w.Prepare(t.Context(), agentSpec(mode, "  ", "a"))
 		if !api.IsCode(err, api.CodeInvalidRequest) || !strings.Contains(err.Error(), "project web has no git remote") ||
@@ -107,14 +108,14 @@ func TestGitModeWithoutRemote(t *testing.T) {
 	if _, err := w.Prepare(t.Context(), agentSpec("copy-on-write", "", "a")); !api.IsCode(err, api.CodeInvalidRequest) {
 		t.Errorf("unknown mode: %v", err)
 	}
-	if entries, _ := os.ReadDir(w.layout.root); len(entries) != 0 {
+	if entries, _ := os.ReadDir(w.layout.Root); len(entries) != 0 {
 		t.Errorf("refused creates made %v", entries)
 	}
 }
 
 func TestBadRemoteLeavesNothing(t *testing.T) {
 	bad := "file://" + filepath.ToSlash(filepath.Join(t.TempDir(), "missing.git"))
-	w := newTestWorkspaces(t, GitWorkspacesConfig{})
+	w := newTestWorkspaces(t, GitConfig{})
 	for _, mode := range gitModes {
 		s := agentSpec(mode, bad, "a")
 		s.ProjectID = "p-" + mode
@@ -128,28 +129,28 @@ func TestBadRemoteLeavesNothing(t *testing.T) {
 
 	// A remote that goes bad after the base clone exists: the new agent
 	// fails, the existing one and the base clone stay.
-	repo := newTestRepo(t)
-	a := mustPrepare(t, w, agentSpec(api.SharingWorktreePerAgent, repo.url, "a"))
+	repo := gitrepo.New(t)
+	a := mustPrepare(t, w, agentSpec(api.SharingWorktreePerAgent, repo.URL, "a"))
 	_, err := w.Prepare(t.Context(), agentSpec(api.SharingWorktreePerAgent, bad, "b"))
 	if !api.IsCode(err, api.CodeRuntimeError) || !strings.Contains(err.Error(), "fetching") {
 		t.Errorf("fetch from a bad remote: %v", err)
 	}
-	if exists(w.layout.agentDir("p1", "b")) {
+	if exists(w.layout.AgentDir("p1", "b")) {
 		t.Error("b's directory left behind")
 	}
 	wantFiles(t, a, "README.md")
-	wantFiles(t, w.layout.baseDir("p1"), ".git")
+	wantFiles(t, w.layout.BaseDir("p1"), ".git")
 	// The base clone follows the project's remote back.
-	mustPrepare(t, w, agentSpec(api.SharingWorktreePerAgent, repo.url, "c"))
+	mustPrepare(t, w, agentSpec(api.SharingWorktreePerAgent, repo.URL, "c"))
 }
 
 func TestCancelledCreateLeavesNothing(t *testing.T) {
-	repo := newTestRepo(t)
-	w := newTestWorkspaces(t, GitWorkspacesConfig{})
+	repo := gitrepo.New(t)
+	w := newTestWorkspaces(t, GitConfig{})
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
 	for _, mode := range gitModes {
-		_, err := w.Prepare(ctx, agentSpec(mode, repo.url, "a"))
+		_, err := w.Prepare(ctx, agentSpec(mode, repo.URL, "a"))
 		// Cancelled in git, or while waiting for the project lock.
 		if !errors.Is(err, context.Canceled) && !api.IsCode(err, api.CodeBrokerUnavailable) {
 			t.Errorf("%s: %v", mode, err)
@@ -160,7 +161,7 @@ func TestCancelledCreateLeavesNothing(t *testing.T) {
 
 func TestCredentialsRedacted(t *testing.T) {
 	var logs bytes.Buffer
-	w := newTestWorkspaces(t, GitWorkspacesConfig{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	w := newTestWorkspaces(t, GitConfig{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	// Port 1 on loopback refuses at once.
 	remote := "https://user:secret@127.0.0.1:1/x.git"
 	for _, mode := range gitModes {
@@ -193,17 +194,17 @@ func TestRedactURLs(t *testing.T) {
 }
 
 func TestWorkspacePathEscapeRefused(t *testing.T) {
-	repo := newTestRepo(t)
-	w := newTestWorkspaces(t, GitWorkspacesConfig{})
+	repo := gitrepo.New(t)
+	w := newTestWorkspaces(t, GitConfig{})
 	outside := t.TempDir()
-	if err := os.MkdirAll(filepath.Join(w.layout.root, "projects"), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Join(w.layout.Root, "projects"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Symlink(outside, w.layout.projectDir("evil")); err != nil {
+	if err := os.Symlink(outside, w.layout.ProjectDir("evil")); err != nil {
 		t.Fatal(err)
 	}
 	for _, mode := range append([]string{api.SharingEmptyPerAgent}, gitModes...) {
-		s := agentSpec(mode, repo.url, "a")
+		s := agentSpec(mode, repo.URL, "a")
 		s.ProjectID = "evil"
 		_, err := w.Prepare(t.Context(), s)
 		if !api.IsCode(err, api.CodeInvalidRequest) || !strings.Contains(err.Error(), "outside the runtime broker's data directory") {
@@ -211,7 +212,7 @@ func TestWorkspacePathEscapeRefused(t *testing.T) {
 		}
 	}
 	for _, ids := range [][2]string{{"../x", "p1"}, {"a", ".."}, {"a/b", "p1"}, {"a", "/etc"}} {
-		s := agentSpec(api.SharingClonePerAgent, repo.url, ids[0])
+		s := agentSpec(api.SharingClonePerAgent, repo.URL, ids[0])
 		s.ProjectID = ids[1]
 		if _, err := w.Prepare(t.Context(), s); !api.IsCode(err, api.CodeInvalidRequest) {
 			t.Errorf("ids %v: %v", ids, err)
@@ -250,27 +251,27 @@ func TestRefSafe(t *testing.T) {
 // directory of its worktree (config and hooks) to make the broker run a
 // command: the next create must not run it.
 func TestBaseConfigSanitized(t *testing.T) {
-	repo := newTestRepo(t)
-	w := newTestWorkspaces(t, GitWorkspacesConfig{})
-	mustPrepare(t, w, agentSpec(api.SharingWorktreePerAgent, repo.url, "a"))
-	gitDir := filepath.Join(w.layout.baseDir("p1"), ".git")
+	repo := gitrepo.New(t)
+	w := newTestWorkspaces(t, GitConfig{})
+	mustPrepare(t, w, agentSpec(api.SharingWorktreePerAgent, repo.URL, "a"))
+	gitDir := filepath.Join(w.layout.BaseDir("p1"), ".git")
 	marker := filepath.Join(t.TempDir(), "pwned")
 	evil := filepath.Join(t.TempDir(), "evil.gitconfig")
-	writeFile(t, evil, "[core]\n\tsshCommand = touch "+marker+"\n")
+	gitrepo.WriteFile(t, evil, "[core]\n\tsshCommand = touch "+marker+"\n")
 	cfg, err := os.ReadFile(filepath.Join(gitDir, "config"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	writeFile(t, filepath.Join(gitDir, "config"), string(cfg)+
+	gitrepo.WriteFile(t, filepath.Join(gitDir, "config"), string(cfg)+
 		"[core]\n\tfsmonitor = touch "+marker+"\n\thooksPath = "+filepath.Join(gitDir, "hooks")+"\n"+
 		"[include]\n\tpath = "+evil+"\n[user]\n\temail = agent@example.com\n"+
 		"[remote \"origin\"]\n\tuploadpack = touch "+marker+"\n")
-	writeFile(t, filepath.Join(gitDir, "hooks", "post-checkout"), "#!/bin/sh\ntouch "+marker+"\n")
+	gitrepo.WriteFile(t, filepath.Join(gitDir, "hooks", "post-checkout"), "#!/bin/sh\ntouch "+marker+"\n")
 	if err := os.Chmod(filepath.Join(gitDir, "hooks", "post-checkout"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 
-	b := mustPrepare(t, w, agentSpec(api.SharingWorktreePerAgent, repo.url, "b"))
+	b := mustPrepare(t, w, agentSpec(api.SharingWorktreePerAgent, repo.URL, "b"))
 	wantFiles(t, b, "README.md")
 	mustRemove(t, w, "b")
 	if exists(marker) {
@@ -285,7 +286,7 @@ func TestBaseConfigSanitized(t *testing.T) {
 	// origin is the remote as the broker resolved it (for a local one its
 	// physical path, which the broker checked, not a text git would
 	// resolve again by itself).
-	origin, err := filepath.EvalSymlinks(repo.bare)
+	origin, err := filepath.EvalSymlinks(repo.Bare)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package broker
+package workspace
 
 import (
 	"bytes"
@@ -72,7 +72,7 @@ var gitSafety = []string{
 const gitWaitDelay = 2 * time.Second
 
 // run runs git with args in dir ("" for the runner's own, which
-// GitWorkspaces makes an empty directory; never the broker's) and
+// NewGit makes an empty directory; never the broker's) and
 // returns its standard output. A failure is a *gitError, or wraps ctx's
 // error when ctx ended, so callers can tell a timeout from a bad remote.
 func (g gitRunner) run(ctx context.Context, dir string, args ...string) (string, error) {

@@ -1,4 +1,4 @@
-package broker
+package workspace
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 )
 
 // prepareClone clones the remote into the agent's directory.
-func (w *GitWorkspaces) prepareClone(ctx context.Context, src gitSource, agentDir string, rec *WorkspaceRecord) error {
+func (w *Git) prepareClone(ctx context.Context, src gitSource, agentDir string, rec *Record) error {
 	args := []string{"clone", "--quiet"}
 	if d := w.cfg.CloneDepth; d > 0 {
 		args = append(args, "--depth", strconv.Itoa(d))
@@ -27,13 +27,13 @@ func (w *GitWorkspaces) prepareClone(ctx context.Context, src gitSource, agentDi
 // prepareShared hands the agent the project's one checkout, cloning it if
 // this is the project's first agent here. An existing checkout is never
 // fetched or reset: it is the agents' working copy, not the broker's.
-func (w *GitWorkspaces) prepareShared(ctx context.Context, spec wire.AgentSpec, src gitSource, agentDir string, rec *WorkspaceRecord) error {
+func (w *Git) prepareShared(ctx context.Context, spec wire.AgentSpec, src gitSource, agentDir string, rec *Record) error {
 	unlock, err := w.projects.lock(ctx, spec.ProjectID)
 	if err != nil {
 		return err
 	}
 	defer unlock()
-	dir := w.layout.sharedDir(spec.ProjectID)
+	dir := w.layout.SharedDir(spec.ProjectID)
 	if err := w.ensureClone(ctx, src, agentDir, dir, "clone", "--quiet"); err != nil {
 		return err
 	}
@@ -44,7 +44,7 @@ func (w *GitWorkspaces) prepareShared(ctx context.Context, spec wire.AgentSpec, 
 // ensureClone clones remote to dest unless a clone is there already. A
 // directory there that is not a clone is refused rather than replaced:
 // it may hold someone's work.
-func (w *GitWorkspaces) ensureClone(ctx context.Context, src gitSource, tmpParent, dest string, args ...string) error {
+func (w *Git) ensureClone(ctx context.Context, src gitSource, tmpParent, dest string, args ...string) error {
 	_, err := os.Stat(filepath.Join(dest, ".git"))
 	switch {
 	case err == nil:
@@ -65,7 +65,7 @@ func (w *GitWorkspaces) ensureClone(ctx context.Context, src gitSource, tmpParen
 // protocol: only the objects its refs reach, copied, where a local clone
 // would hard-link or copy its object files whatever they are; and it is
 // checked again once the clone is done.
-func (w *GitWorkspaces) cloneInto(ctx context.Context, src gitSource, tmpParent, dest string, args ...string) error {
+func (w *Git) cloneInto(ctx context.Context, src gitSource, tmpParent, dest string, args ...string) error {
 	if src.err != nil {
 		return fmt.Errorf("cloning %s: %w", redactURLs(src.url), src.err)
 	}

@@ -1,7 +1,6 @@
-package broker
+package workspace
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -11,21 +10,9 @@ import (
 	"sync"
 
 	"github.com/scion-go/scion/api"
-	"github.com/scion-go/scion/wire"
 )
 
-// Workspaces provides agents' workspaces. The default, GitWorkspaces, makes
-// them according to the project's sharing mode.
-type Workspaces interface {
-	// Prepare makes the workspace of a new agent and returns its directory.
-	// It is called after the agent directory exists.
-	Prepare(ctx context.Context, spec wire.AgentSpec) (dir string, err error)
-	// Remove releases the agent's workspace. Removing one that does not
-	// exist is not an error.
-	Remove(ctx context.Context, agentID string) error
-}
-
-// layout names the broker-local directories:
+// Layout names the broker-local directories:
 //
 //	<DataDir>/projects/<projectID>/agents/<agentID>/{home,workspace,workspace.json}
 //	<DataDir>/projects/<projectID>/base    worktree-per-agent: the shared base clone
@@ -33,34 +20,34 @@ type Workspaces interface {
 //
 // Every path it returns is built from IDs that passed validID, so it stays
 // under the root as written; safeDir also checks where it really leads.
-type layout struct{ root string }
+type Layout struct{ Root string }
 
-func (l layout) projectDir(projectID string) string {
-	return filepath.Join(l.root, "projects", projectID)
+func (l Layout) ProjectDir(projectID string) string {
+	return filepath.Join(l.Root, "projects", projectID)
 }
 
-func (l layout) agentDir(projectID, agentID string) string {
-	return filepath.Join(l.projectDir(projectID), "agents", agentID)
+func (l Layout) AgentDir(projectID, agentID string) string {
+	return filepath.Join(l.ProjectDir(projectID), "agents", agentID)
 }
 
-func (l layout) baseDir(projectID string) string {
-	return filepath.Join(l.projectDir(projectID), "base")
+func (l Layout) BaseDir(projectID string) string {
+	return filepath.Join(l.ProjectDir(projectID), "base")
 }
 
-func (l layout) sharedDir(projectID string) string {
-	return filepath.Join(l.projectDir(projectID), "shared")
+func (l Layout) SharedDir(projectID string) string {
+	return filepath.Join(l.ProjectDir(projectID), "shared")
 }
 
 // findAgentDirs returns the agent's directories in any project. Lifecycle
 // commands after create carry only the agent ID, and the broker keeps no
 // index of its own that could drift from the disk.
-func (l layout) findAgentDirs(agentID string) ([]string, error) {
-	if err := validID("agent ID", agentID); err != nil {
+func (l Layout) FindAgentDirs(agentID string) ([]string, error) {
+	if err := ValidID("agent ID", agentID); err != nil {
 		return nil, err
 	}
 	// One stat per project, not a glob: a glob would read every agent
 	// directory of every project on each lookup, O(agents) per command.
-	projects, err := os.ReadDir(filepath.Join(l.root, "projects"))
+	projects, err := os.ReadDir(filepath.Join(l.Root, "projects"))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
@@ -74,7 +61,7 @@ func (l layout) findAgentDirs(agentID string) ([]string, error) {
 		if !p.IsDir() && p.Type()&os.ModeSymlink == 0 {
 			continue
 		}
-		dir := filepath.Join(l.root, "projects", p.Name(), "agents", agentID)
+		dir := filepath.Join(l.Root, "projects", p.Name(), "agents", agentID)
 		if _, err := os.Lstat(dir); err == nil {
 			out = append(out, dir)
 		} else if !errors.Is(err, os.ErrNotExist) {
@@ -86,8 +73,8 @@ func (l layout) findAgentDirs(agentID string) ([]string, error) {
 
 // within reports whether path lies strictly inside the root. It is the last
 // guard before anything is removed.
-func (l layout) within(path string) bool {
-	rel, err := filepath.Rel(l.root, path)
+func (l Layout) within(path string) bool {
+	rel, err := filepath.Rel(l.Root, path)
 	return err == nil && rel != "." && !filepath.IsAbs(rel) &&
 		rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
 }
@@ -96,7 +83,7 @@ func (l layout) within(path string) bool {
 // symlinks in the part of it that exists are resolved. Valid IDs alone do
 // not catch a projects/<id> that is a symlink to somewhere else, and
 // creating or removing through it would act outside the data directory.
-func (l layout) safeDir(path string) error {
+func (l Layout) SafeDir(path string) error {
 	return l.safeDirs(path)
 }
 
@@ -109,14 +96,14 @@ func (l layout) safeDir(path string) error {
 // checks three paths of one project this way in about 6 system calls
 // instead of about 60 (EvalSymlinks walks every element from /, again for
 // each ancestor of a path that does not exist yet).
-func (l layout) safeDirs(paths ...string) error {
+func (l Layout) safeDirs(paths ...string) error {
 	var plain map[string]bool // elements seen to be plain directories
 	for _, path := range paths {
 		path = filepath.Clean(path)
 		if !l.within(path) {
-			return api.BadRequest("workspace path %s is outside the runtime broker's data directory %s", path, l.root)
+			return api.BadRequest("workspace path %s is outside the runtime broker's data directory %s", path, l.Root)
 		}
-		realRoot, err := resolvedRoot(l.root)
+		realRoot, err := resolvedRoot(l.Root)
 		if err != nil {
 			return fmt.Errorf("data directory: %w", err)
 		}
@@ -136,12 +123,12 @@ func (l layout) safeDirs(paths ...string) error {
 // plainBelowRoot reports whether every existing element of path below the
 // root is a directory that is not a symlink (what does not exist yet will
 // be made by us as plain directories). path is inside the root.
-func (l layout) plainBelowRoot(path string, plain map[string]bool) bool {
-	rel, err := filepath.Rel(l.root, path)
+func (l Layout) plainBelowRoot(path string, plain map[string]bool) bool {
+	rel, err := filepath.Rel(l.Root, path)
 	if err != nil {
 		return false
 	}
-	cur := l.root
+	cur := l.Root
 	for _, elem := range strings.Split(rel, string(filepath.Separator)) {
 		cur = filepath.Join(cur, elem)
 		if plain[cur] {
@@ -161,14 +148,14 @@ func (l layout) plainBelowRoot(path string, plain map[string]bool) bool {
 
 // resolveDir is safeDir's full check of a path inside the root: resolve
 // the deepest existing ancestor and refuse what leads outside realRoot.
-func (l layout) resolveDir(path, realRoot string) error {
+func (l Layout) resolveDir(path, realRoot string) error {
 	// Resolve the deepest existing ancestor; what is below it does not exist
 	// yet and will be made by us as plain directories.
 	existing, rest, retries := path, "", 0
 	for {
 		real, err := filepath.EvalSymlinks(existing)
 		if err == nil {
-			if real = filepath.Join(real, rest); !(layout{root: realRoot}).within(real) {
+			if real = filepath.Join(real, rest); !(Layout{Root: realRoot}).within(real) {
 				return api.BadRequest("workspace path %s resolves to %s, outside the runtime broker's data directory %s", path, real, realRoot)
 			}
 			return nil
@@ -197,7 +184,7 @@ func (l layout) resolveDir(path, realRoot string) error {
 
 // validID accepts an ID that can be one path element: not empty, not "."
 // or "..", no separators or NUL, and of sane length.
-func validID(what, id string) error {
+func ValidID(what, id string) error {
 	if id == "" {
 		return api.BadRequest("%s is required", what)
 	}

@@ -1,4 +1,4 @@
-package broker
+package workspace
 
 import (
 	"errors"
@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/internal/testenv/gitrepo"
 )
 
 // mapFS is a file system for resolvePhysical's table test: "d" a
@@ -133,18 +134,18 @@ func TestLocalRemoteVerdict(t *testing.T) {
 // .git a gitdir file, its objects a symlink, an alternate) into the data
 // directory is refused like a path into it; a plain one is accepted.
 func TestLocalRemoteRepositoryFilesJudged(t *testing.T) {
-	repo := newTestRepo(t)
-	w := newTestWorkspaces(t, GitWorkspacesConfig{})
-	victim := agentSpec(api.SharingWorktreePerAgent, repo.url, "v1")
+	repo := gitrepo.New(t)
+	w := newTestWorkspaces(t, GitConfig{})
+	victim := agentSpec(api.SharingWorktreePerAgent, repo.URL, "v1")
 	victim.ProjectID = "victim"
 	mustPrepare(t, w, victim)
-	victimGit := filepath.Join(w.layout.baseDir("victim"), ".git")
+	victimGit := filepath.Join(w.layout.BaseDir("victim"), ".git")
 
 	root := t.TempDir()
 	gitfile := filepath.Join(root, "gitfile")
-	writeFile(t, filepath.Join(gitfile, ".git"), "gitdir: "+victimGit+"\n")
+	gitrepo.WriteFile(t, filepath.Join(gitfile, ".git"), "gitdir: "+victimGit+"\n")
 	objlink := filepath.Join(root, "objlink.git")
-	testGit(t, root, "init", "-q", "--bare", objlink)
+	gitrepo.Git(t, root, "init", "-q", "--bare", objlink)
 	if err := os.RemoveAll(filepath.Join(objlink, "objects")); err != nil {
 		t.Fatal(err)
 	}
@@ -152,8 +153,8 @@ func TestLocalRemoteRepositoryFilesJudged(t *testing.T) {
 		t.Fatal(err)
 	}
 	alt := filepath.Join(root, "alt.git")
-	testGit(t, root, "clone", "-q", "--bare", repo.bare, alt)
-	writeFile(t, filepath.Join(alt, "objects", "info", "alternates"), filepath.Join(victimGit, "objects")+"\n")
+	gitrepo.Git(t, root, "clone", "-q", "--bare", repo.Bare, alt)
+	gitrepo.WriteFile(t, filepath.Join(alt, "objects", "info", "alternates"), filepath.Join(victimGit, "objects")+"\n")
 
 	for _, remote := range []string{gitfile, objlink, alt, "file://" + alt} {
 		s := agentSpec(api.SharingClonePerAgent, remote, "thief")
@@ -164,7 +165,7 @@ func TestLocalRemoteRepositoryFilesJudged(t *testing.T) {
 			t.Errorf("%s: %v", remote, err)
 		}
 	}
-	ok := agentSpec(api.SharingClonePerAgent, repo.bare, "ok")
+	ok := agentSpec(api.SharingClonePerAgent, repo.Bare, "ok")
 	ok.ProjectID = "thief"
 	wantFiles(t, mustPrepare(t, w, ok), "README.md")
 }
@@ -173,29 +174,29 @@ func TestLocalRemoteRepositoryFilesJudged(t *testing.T) {
 // refused with its reason; a root given through a symlink still allows
 // what is under it.
 func TestLocalRemoteRoots(t *testing.T) {
-	repo := newTestRepo(t)
+	repo := gitrepo.New(t)
 	scionHome := t.TempDir()
 	inHome := filepath.Join(scionHome, "repo.git")
-	testGit(t, scionHome, "clone", "-q", "--bare", repo.bare, inHome)
+	gitrepo.Git(t, scionHome, "clone", "-q", "--bare", repo.Bare, inHome)
 	linkRoot := filepath.Join(t.TempDir(), "roots")
-	if err := os.Symlink(filepath.Dir(repo.bare), linkRoot); err != nil {
+	if err := os.Symlink(filepath.Dir(repo.Bare), linkRoot); err != nil {
 		t.Fatal(err)
 	}
-	w := newTestWorkspaces(t, GitWorkspacesConfig{})
+	w := newTestWorkspaces(t, GitConfig{})
 	cfg := w.cfg
 	cfg.LocalRemoteRoots = []string{linkRoot, scionHome}
 	cfg.LocalRemoteDeny = []string{scionHome}
-	w, err := NewGitWorkspaces(t.TempDir(), cfg)
+	w, err := NewGit(t.TempDir(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	elsewhere := filepath.Join(t.TempDir(), "other.git")
-	testGit(t, "/", "clone", "-q", "--bare", repo.bare, elsewhere)
+	gitrepo.Git(t, "/", "clone", "-q", "--bare", repo.Bare, elsewhere)
 	for _, tc := range []struct{ remote, code, says string }{
 		{elsewhere, api.CodeInvalidRequest, "not under a directory this broker allows"},
 		{"file://" + elsewhere, api.CodeInvalidRequest, "not under a directory this broker allows"},
 		{inHome, api.CodeInvalidRequest, "inside the Scion home"},
-		{"/proc/self/root" + repo.bare, api.CodeInvalidRequest, "/proc"},
+		{"/proc/self/root" + repo.Bare, api.CodeInvalidRequest, "/proc"},
 		{filepath.Join(linkRoot, "missing.git"), api.CodeRuntimeError, "does not appear to be a git repository the runtime broker can read"},
 	} {
 		s := agentSpec(api.SharingClonePerAgent, tc.remote, "a1")
@@ -215,8 +216,8 @@ func TestLocalRemoteRoots(t *testing.T) {
 // git runs in an empty directory of the broker's, not in the broker's
 // working directory.
 func TestGitRunsInEmptyDirectory(t *testing.T) {
-	newTestRepo(t) // skips without git
-	w := newTestWorkspaces(t, GitWorkspacesConfig{})
+	gitrepo.New(t) // skips without git
+	w := newTestWorkspaces(t, GitConfig{})
 	out, err := w.git.run(t.Context(), "", "rev-parse", "--show-prefix")
 	if err == nil {
 		t.Errorf("git found a repository around its working directory: %q", out)
@@ -234,20 +235,20 @@ func TestGitRunsInEmptyDirectory(t *testing.T) {
 // checked directory renamed away and another put in its place) fails the
 // clone, and nothing of it is kept.
 func TestLocalSourceCheckedAfterClone(t *testing.T) {
-	repo := newTestRepo(t)
-	w := newTestWorkspaces(t, GitWorkspacesConfig{})
-	src, err := w.local.check(osFS{}, repo.bare)
+	repo := gitrepo.New(t)
+	w := newTestWorkspaces(t, GitConfig{})
+	src, err := w.local.check(osFS{}, repo.Bare)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := w.verify(gitSource{url: src.path, local: src}); err != nil {
 		t.Fatalf("an unchanged source: %v", err)
 	}
-	moved := repo.bare + ".moved"
-	if err := os.Rename(repo.bare, moved); err != nil {
+	moved := repo.Bare + ".moved"
+	if err := os.Rename(repo.Bare, moved); err != nil {
 		t.Fatal(err)
 	}
-	testGit(t, "/", "clone", "-q", "--bare", moved, repo.bare)
+	gitrepo.Git(t, "/", "clone", "-q", "--bare", moved, repo.Bare)
 	dest := filepath.Join(t.TempDir(), "clone")
 	err = w.cloneInto(t.Context(), gitSource{url: src.path, local: src}, filepath.Dir(dest), dest, "clone", "--quiet")
 	wantCode(t, err, api.CodeInvalidRequest)

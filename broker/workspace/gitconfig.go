@@ -1,4 +1,4 @@
-package broker
+package workspace
 
 import (
 	"context"
@@ -41,7 +41,7 @@ type gitConfigEntry struct{ section, subsection, name, value string }
 
 // sanitizeBaseConfig rewrites gitDir/config to the allowlist, with origin
 // at remote (or at the URL it already has when remote is "").
-func (w *GitWorkspaces) sanitizeBaseConfig(ctx context.Context, gitDir, remote string) error {
+func (w *Git) sanitizeBaseConfig(ctx context.Context, gitDir, remote string) error {
 	path := filepath.Join(gitDir, "config")
 	// With --file, include directives are not followed; listing runs
 	// nothing from the file.

@@ -1,4 +1,4 @@
-package broker
+package workspace
 
 import (
 	"os"
@@ -12,7 +12,7 @@ import (
 // clone's git directory at another path than the broker's (Kubernetes)
 // needs it to point the agent's .git there. The file is bounded: a .git
 // file is one line.
-func worktreeGitDir(work string) string {
+func WorktreeGitDir(work string) string {
 	f, err := os.Open(filepath.Join(work, ".git"))
 	if err != nil {
 		return ""

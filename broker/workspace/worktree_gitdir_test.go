@@ -1,4 +1,4 @@
-package broker
+package workspace
 
 import (
 	"os"
@@ -21,18 +21,18 @@ func TestWorktreeGitDir(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(work, ".git"), []byte(tc.file), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		if got := worktreeGitDir(work); got != tc.want {
+		if got := WorktreeGitDir(work); got != tc.want {
 			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
 		}
 	}
-	if got := worktreeGitDir(filepath.Join(dir, "none")); got != "" {
+	if got := WorktreeGitDir(filepath.Join(dir, "none")); got != "" {
 		t.Errorf("no .git: %q", got)
 	}
 	// A directory (a clone, not a worktree) is no link.
 	if err := os.MkdirAll(filepath.Join(dir, "clone", ".git"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if got := worktreeGitDir(filepath.Join(dir, "clone")); got != "" {
+	if got := WorktreeGitDir(filepath.Join(dir, "clone")); got != "" {
 		t.Errorf("clone: %q", got)
 	}
 }
