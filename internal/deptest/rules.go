@@ -160,12 +160,23 @@ var Rules = []Rule{
 		Pkgs: []string{"hub/storeerr"}, Only: []string{"api", "store"}, Pure: true,
 	},
 	{
+		// The store with authorization in its path: a store.Store that
+		// decides every call with the rules of hub/authz for the caller
+		// its context carries. Of ours only the error type, the rules
+		// and the interface it wraps: it must not reach the Server or a
+		// plan, so the floor it holds does not depend on what a handler
+		// did; no I/O of its own (the store it wraps does that).
+		Name: "hub/authstore imports only api, hub/authz and store",
+		Pkgs: []string{"hub/authstore"}, Only: []string{"api", "hub/authz", "store"}, Pure: true,
+	},
+	{
 		// The Hub: its HTTP surface, sessions, dispatch and records. It
 		// reaches brokers only over wire and data only through the store
-		// interface; the engine (store/sqlite, store/postgres), the
-		// broker and the runtimes are chosen and wired by launch.
+		// interface, wrapped by hub/authstore; the engine (store/sqlite,
+		// store/postgres), the broker and the runtimes are chosen and
+		// wired by launch.
 		Name: "hub imports only api, its own parts, store and wire",
-		Pkgs: []string{"hub"}, Only: []string{"api", "hub/authz", "hub/lifecycle", "hub/placement", "hub/plan", "hub/signin", "hub/storeerr", "hub/transport", "store", "wire"},
+		Pkgs: []string{"hub"}, Only: []string{"api", "hub/authstore", "hub/authz", "hub/lifecycle", "hub/placement", "hub/plan", "hub/signin", "hub/storeerr", "hub/transport", "store", "wire"},
 	},
 	{
 		// Agents' workspaces on the broker's host: directories and git.
