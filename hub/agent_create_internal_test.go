@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/hub/authstore"
 	"github.com/scion-go/scion/hub/plan"
 	"github.com/scion-go/scion/store"
 	"github.com/scion-go/scion/wire"
@@ -105,7 +106,9 @@ func realDialError(t *testing.T) (string, error) {
 // that reaches an error answer, or an agent's status message, names no
 // host:port.
 func TestTransportErrorReachesTheAPIWithoutAddress(t *testing.T) {
-	ctx := context.Background()
+	// The Hub records a broker's answer here outside any request: as the
+	// system, as its own work does (hub/authstore).
+	ctx := authstore.AsSystem(context.Background())
 	s, st := newInternalServer(t)
 	addr, dialErr := realDialError(t)
 	for _, code := range []string{api.CodeBrokerUnavailable, api.CodeBrokerOffline, api.CodeRuntimeError} {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/hub/authstore"
 	"github.com/scion-go/scion/store"
 	"github.com/scion-go/scion/wire"
 )
@@ -16,7 +17,9 @@ import (
 // the update goes on from the stored record: it is written on top of the
 // report's version (3), not over it, and the create's phase lands.
 func TestAfterDispatchFromAStaleCopy(t *testing.T) {
-	ctx := context.Background()
+	// The Hub records a broker's answer here outside any request: as the
+	// system, as its own work does (hub/authstore).
+	ctx := authstore.AsSystem(context.Background())
 	s, st := newInternalServer(t)
 	projectID, err := s.EnsureProject(ctx, "default", "")
 	if err != nil {

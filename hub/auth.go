@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/hub/authstore"
 	"github.com/scion-go/scion/hub/transport"
 	"github.com/scion-go/scion/store"
 )
@@ -147,10 +148,14 @@ func (s *Server) checkAgentToken(ctx context.Context, tok string) (api.AgentToke
 var errBadToken = errors.New("invalid or expired token")
 
 // authenticate identifies the caller of r: a bearer token (user or agent)
-// or a broker's signed headers. It never logs the credential.
+// or a broker's signed headers. It never logs the credential. Its reads
+// are the system's: until it answers there is no caller to decide them
+// for. The context it reads with stays its own; the request's gets the
+// caller it returns (requireAuth).
 func (s *Server) authenticate(r *http.Request) (*Caller, error) {
+	ctx := authstore.AsSystem(r.Context())
 	if id := r.Header.Get(api.HeaderBrokerID); id != "" {
-		b, err := s.store.GetBroker(r.Context(), id)
+		b, err := s.store.GetBroker(ctx, id)
 		if err != nil || b.ID != id {
 			s.log.Warn("broker authentication failed", "broker", id, "reason", "unknown broker")
 			return nil, api.Unauthorized("invalid broker credentials")
@@ -160,7 +165,7 @@ func (s *Server) authenticate(r *http.Request) (*Caller, error) {
 			s.log.Error("broker authentication failed", "broker", id, "reason", "broker secret: "+err.Error())
 			return nil, api.Unauthorized("invalid broker credentials")
 		}
-		if err := s.verifyBroker(r, b.ID, secret); err != nil {
+		if err := s.verifyBroker(ctx, r, b.ID, secret); err != nil {
 			return nil, err
 		}
 		return &Caller{Kind: CallerBroker, ID: b.ID, Name: b.Name}, nil
@@ -171,7 +176,7 @@ func (s *Server) authenticate(r *http.Request) (*Caller, error) {
 		return nil, api.Unauthorized("authentication required: send Authorization: Bearer <token>")
 	}
 	if strings.HasPrefix(tok, agentTokenPrefix) {
-		c, err := s.verifyAgentToken(r.Context(), tok)
+		c, err := s.verifyAgentToken(ctx, tok)
 		if err != nil {
 			s.log.Warn("agent token rejected")
 			return nil, api.Unauthorized("invalid or expired token")
@@ -179,7 +184,7 @@ func (s *Server) authenticate(r *http.Request) (*Caller, error) {
 		return c, nil
 	}
 	// The token and its user in one read: this runs for every request.
-	t, u, err := s.store.GetTokenAndUser(r.Context(), hashToken(tok))
+	t, u, err := s.store.GetTokenAndUser(ctx, hashToken(tok))
 	now := s.opts.Now()
 	if err != nil || t.RevokedAt != nil || (t.ExpiresAt != nil && now.After(*t.ExpiresAt)) || t.Kind != store.TokenUser {
 		s.log.Warn("user token rejected")
@@ -215,7 +220,10 @@ func (s *Server) authenticateLimited(w http.ResponseWriter, r *http.Request) (*C
 	return c, true
 }
 
-// requireAuth wraps h so it runs only for an authenticated caller.
+// requireAuth wraps h so it runs only for an authenticated caller, with
+// the caller in the request's context: every store call the handler
+// makes is decided for it (hub/authstore), whether the handler asked
+// hub/authz or not.
 func (s *Server) requireAuth(h func(http.ResponseWriter, *http.Request, *Caller)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		c, ok := s.authenticateLimited(w, r)
@@ -228,7 +236,7 @@ func (s *Server) requireAuth(h func(http.ResponseWriter, *http.Request, *Caller)
 		}
 		defer release()
 		mark := &checkMark{}
-		ctx := context.WithValue(r.Context(), checkKey{}, mark)
+		ctx := authstore.WithCaller(context.WithValue(r.Context(), checkKey{}, mark), *c)
 		r = r.WithContext(ctx)
 		h(&guardWriter{ResponseWriter: w, s: s, r: r, mark: mark}, r, c)
 	}

@@ -29,7 +29,11 @@ const (
 // checkMark records that a request's handler asked for an authorization
 // decision. The guard in requireAuth refuses to send a success answer for
 // a request that never did: a route without an authorization check fails
-// loudly (500) instead of serving everyone.
+// loudly (500) instead of serving everyone. Under both is the floor of
+// hub/authstore: every store call of the request is decided for its
+// caller, so what a handler forgot to ask about it still cannot read or
+// change; authorize stays for the answers only a handler can give (the
+// 403's reason, delegation, dispatch).
 type checkMark struct{ checked atomic.Bool }
 
 type checkKey struct{}

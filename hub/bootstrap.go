@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/hub/authstore"
 	"github.com/scion-go/scion/store"
 )
 
@@ -16,6 +17,7 @@ const BootstrapAdminID = "admin"
 // bearer token for it. The token is shown to the local operator only (the
 // workstation file, or a 0600 token file); it is never logged.
 func (s *Server) BootstrapAdmin(ctx context.Context) (string, error) {
+	ctx = authstore.AsSystem(ctx)
 	if _, err := s.store.GetUser(ctx, BootstrapAdminID); err != nil {
 		if !isNotFound(err) {
 			return "", err
@@ -31,6 +33,7 @@ func (s *Server) BootstrapAdmin(ctx context.Context) (string, error) {
 // CreateUserToken creates a user with a role (if missing) and returns a
 // token for it. Used by tests and by `scion server` admin tooling.
 func (s *Server) CreateUserToken(ctx context.Context, id, role string) (string, error) {
+	ctx = authstore.AsSystem(ctx)
 	if _, err := s.store.GetUser(ctx, id); err != nil {
 		if !isNotFound(err) {
 			return "", err

@@ -2,6 +2,7 @@ package hub
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"io"
 	"net/http"
@@ -21,7 +22,8 @@ const signatureWindow = 5 * time.Minute
 // that fails on a duplicate, so a request captured before a Hub restart
 // (or sent to another replica) cannot be replayed. The signature is
 // checked first: a forged request writes nothing.
-func (s *Server) verifyBroker(r *http.Request, brokerID string, secret []byte) error {
+// ctx is authentication's (the system's): there is no caller yet.
+func (s *Server) verifyBroker(ctx context.Context, r *http.Request, brokerID string, secret []byte) error {
 	refuse := func(reason string, msg string) error {
 		s.log.Warn("broker authentication failed", "broker", brokerID, "reason", reason)
 		return api.Unauthorized(msg)
@@ -39,7 +41,7 @@ func (s *Server) verifyBroker(r *http.Request, brokerID string, secret []byte) e
 	case err != nil:
 		return refuse(err.Error(), "invalid broker credentials")
 	}
-	switch err := s.store.UseNonce(r.Context(), brokerID, n.Value, now, n.ForgetAt); {
+	switch err := s.store.UseNonce(ctx, brokerID, n.Value, now, n.ForgetAt); {
 	case isExists(err):
 		return refuse(wire.ErrReplay.Error(), "invalid broker credentials")
 	case isNotFound(err): // deregistered meanwhile

@@ -50,8 +50,11 @@ func (s *Server) handleDeregisterBroker(r *http.Request, c *Caller) (int, any, e
 	if sess := s.sessions.get(b.ID); sess != nil {
 		_ = sess.conn.Close("deregistered")
 	}
-	s.forgetHubDefault(context.WithoutCancel(ctx), b)
-	s.endCancellingJobs(context.WithoutCancel(ctx), b)
+	// What the deregistration leaves to tidy (the Hub's default, the
+	// Jobs waiting for this broker's cancel) is the Hub's own work, not
+	// cancelled with the request.
+	s.forgetHubDefault(s.systemCtx(), b)
+	s.endCancellingJobs(s.systemCtx(), b)
 	if total > 0 {
 		ids := make([]string, 0, len(stranded))
 		for _, a := range stranded {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/hub/authstore"
 	"github.com/scion-go/scion/hub/authz"
 	"github.com/scion-go/scion/hub/transport"
 	"github.com/scion-go/scion/store"
@@ -126,7 +127,9 @@ func (s *Server) handleJoinBroker(w http.ResponseWriter, r *http.Request) {
 		var name string // the name build chose: the token's, else the request's
 		var tokenNamed bool
 		var secret string
-		b, err := s.store.JoinBroker(r.Context(), hashToken(req.JoinToken), s.opts.Now().UTC(), func(jt *store.JoinToken) (*store.Broker, error) {
+		// The join token is the credential, checked by the store in the
+		// transaction: authentication, so the system's.
+		b, err := s.store.JoinBroker(authstore.AsSystem(r.Context()), hashToken(req.JoinToken), s.opts.Now().UTC(), func(jt *store.JoinToken) (*store.Broker, error) {
 			name, tokenNamed = cmp.Or(jt.Name, req.Name), jt.Name != ""
 			if name == "" {
 				return nil, api.BadRequest("this join token names no runtime broker: give the broker a name (--name)")

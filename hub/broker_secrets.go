@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/hub/authstore"
 	"github.com/scion-go/scion/hub/authz"
 	"github.com/scion-go/scion/hub/storeerr"
 	"github.com/scion-go/scion/store"
@@ -140,7 +141,8 @@ func (s *Server) handleBrokerSecretValue(w http.ResponseWriter, r *http.Request)
 		s.writeError(w, r, errNoSecretsKey())
 		return
 	}
-	x, err := s.store.GetBrokerSecret(r.Context(), c.ID, name)
+	// Read as the broker it authenticated as: the value is its own.
+	x, err := s.store.GetBrokerSecret(authstore.WithCaller(r.Context(), *c), c.ID, name)
 	if err != nil {
 		if isNotFound(err) {
 			s.log.Info("broker secret not found", "secret", api.Quote(name), "broker_id", c.ID)

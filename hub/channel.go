@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/hub/authstore"
 	"github.com/scion-go/scion/hub/plan"
 	"github.com/scion-go/scion/hub/storeerr"
 	"github.com/scion-go/scion/hub/transport"
@@ -37,8 +38,11 @@ func (s *Server) handleConnect(w http.ResponseWriter, r *http.Request) {
 	}
 	s.metrics.channels.Inc()
 	sess := newSession(uuid.NewString(), c.ID, conn)
+	// What a broker sends on its channel is recorded by the Hub itself:
+	// the broker authenticated as itself, and what its reports change
+	// (any agent it runs, its Jobs) is reconciliation, not a request.
 	conn.Handle(wire.MethodHello, func(ctx context.Context, req *wire.Request) (any, error) {
-		return s.onHello(ctx, sess, req)
+		return s.onHello(authstore.AsSystem(ctx), sess, req)
 	})
 	conn.Handle(wire.MethodAgentStatus, func(ctx context.Context, req *wire.Request) (any, error) {
 		var st wire.AgentStatus
@@ -47,7 +51,7 @@ func (s *Server) handleConnect(w http.ResponseWriter, r *http.Request) {
 		}
 		// A report that arrived is recorded even if the channel drops
 		// meanwhile: the broker will not send it again.
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		ctx, cancel := context.WithTimeout(authstore.AsSystem(context.WithoutCancel(ctx)), 10*time.Second)
 		defer cancel()
 		return struct{}{}, s.applyAgentStatus(ctx, sess.brokerID, st)
 	})
@@ -57,7 +61,7 @@ func (s *Server) handleConnect(w http.ResponseWriter, r *http.Request) {
 			return nil, api.BadRequest("bad job.update body: %v", err)
 		}
 		// Recorded even if the channel drops meanwhile, as agent.status.
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		ctx, cancel := context.WithTimeout(authstore.AsSystem(context.WithoutCancel(ctx)), 10*time.Second)
 		defer cancel()
 		return struct{}{}, s.applyJobUpdate(ctx, sess.brokerID, u)
 	})
@@ -66,7 +70,7 @@ func (s *Server) handleConnect(w http.ResponseWriter, r *http.Request) {
 		if err := req.Decode(&inv); err != nil {
 			return nil, api.BadRequest("bad inventory body: %v", err)
 		}
-		return struct{}{}, s.reconcileInventory(ctx, sess.brokerID, inv.Agents)
+		return struct{}{}, s.reconcileInventory(authstore.AsSystem(ctx), sess.brokerID, inv.Agents)
 	})
 	s.log.Info("broker channel opened", "broker", c.Name, "broker_id", c.ID, "session", sess.id)
 	// Start the channel and return: net/http then frees the request's
@@ -88,8 +92,9 @@ func (s *Server) endSession(sess *session, name string, reason error) {
 	defer close(sess.ended)
 	if s.sessions.remove(sess) {
 		sess.wentOffline = true
-		// Use a fresh context: the request's may be done.
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		// Use a fresh context: the request's may be done, and the Hub's is
+		// when it closes (the broker is marked offline then too).
+		ctx, cancel := context.WithTimeout(authstore.AsSystem(context.Background()), 5*time.Second)
 		defer cancel()
 		if err := s.store.SetBrokerStatus(ctx, sess.brokerID, api.BrokerOffline, sess.conn.LastSeen().UTC()); err != nil {
 			s.log.Error("marking broker offline", "broker_id", sess.brokerID, "err", err)

@@ -128,7 +128,7 @@ func (s *Server) drainQueue(sess *session) {
 	dl := s.drainLock.get(sess.brokerID)
 	dl.Lock()
 	defer dl.Unlock()
-	ctx := s.ctx
+	ctx := s.systemCtx() // delivering what was queued is the Hub's own work
 	failed := false
 	backoff := 100 * time.Millisecond
 	pause := func() {

@@ -3,13 +3,15 @@ package hub
 import (
 	"context"
 	"time"
+
+	"github.com/scion-go/scion/hub/authstore"
 )
 
 // SettleAgent exposes settleAgent to the external tests: what the Hub
 // does for a cut-off command whose reconnect's inventory passed the agent
 // by.
 func (s *Server) SettleAgent(ctx context.Context, agentID, brokerID string) error {
-	return s.settleAgent(ctx, agentID, brokerID)
+	return s.settleAgent(authstore.AsSystem(ctx), agentID, brokerID)
 }
 
 // UnsettledMessage is the status a cut-off create leaves.

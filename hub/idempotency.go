@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/hub/authstore"
 	"github.com/scion-go/scion/hub/plan"
 	"github.com/scion-go/scion/store"
 )
@@ -64,7 +65,7 @@ func createKeyOf(r *http.Request, c *Caller, req *api.CreateAgentRequest) (*crea
 		return nil, err
 	}
 	sum := sha256.Sum256(b)
-	return &createKey{caller: string(c.Kind) + ":" + c.ID, key: k, hash: hex.EncodeToString(sum[:])}, nil
+	return &createKey{caller: authstore.KeyOwner(*c), key: k, hash: hex.EncodeToString(sum[:])}, nil
 }
 
 // record is k's record made at now; nil for no key.
@@ -261,7 +262,7 @@ func (s *Server) janitor() {
 	t := time.NewTicker(janitorEvery)
 	defer t.Stop()
 	for {
-		ctx, cancel := context.WithTimeout(s.ctx, time.Minute)
+		ctx, cancel := context.WithTimeout(s.systemCtx(), time.Minute)
 		if _, err := s.store.PruneIdempotencyRecords(ctx, time.Now()); err != nil && s.ctx.Err() == nil {
 			s.log.Warn("pruning idempotency keys", "err", err)
 		}

@@ -23,7 +23,7 @@ func (s *Server) cancelJobsOf(agentID string) {
 	s.bg.Add(1)
 	go func() {
 		defer s.bg.Done()
-		ctx, cancel := context.WithTimeout(s.ctx, time.Minute)
+		ctx, cancel := context.WithTimeout(s.systemCtx(), time.Minute)
 		defer cancel()
 		log := s.log.With("agent_id", agentID)
 		var cursor string

@@ -283,7 +283,8 @@ func (s *Server) redeliverJobCancel(brokerID, jobID string) {
 		default:
 			return // a drain is running: it delivers the cancel
 		}
-		ds, err := s.store.PendingDispatches(s.ctx, brokerID, drainBatch)
+		ctx := s.systemCtx()
+		ds, err := s.store.PendingDispatches(ctx, brokerID, drainBatch)
 		if err != nil {
 			s.log.Warn("resending a queued job cancel", "job", jobID, "broker_id", brokerID, "err", err)
 			return
@@ -291,7 +292,7 @@ func (s *Server) redeliverJobCancel(brokerID, jobID string) {
 		for _, d := range ds {
 			if d.Method == wire.MethodJobCancel && d.AgentID == jobID {
 				s.log.Info("resending a job cancel its broker did not answer", "job", jobID, "broker_id", brokerID)
-				s.deliverQueuedJobCancel(s.ctx, sess, d)
+				s.deliverQueuedJobCancel(ctx, sess, d)
 				return
 			}
 		}

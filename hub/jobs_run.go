@@ -264,7 +264,7 @@ func (s *Server) pendingJobSweep() {
 			t.Stop()
 		case <-t.C:
 		}
-		ctx, cancel := context.WithTimeout(s.ctx, time.Minute)
+		ctx, cancel := context.WithTimeout(s.systemCtx(), time.Minute)
 		// The accepted ones want a scan of the pending rows: less often.
 		s.expirePendingJobs(ctx, n%unreportedSweepRatio == 0 || s.pendingSweepWait.Load() > 0)
 		cancel()

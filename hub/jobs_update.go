@@ -197,7 +197,7 @@ func (s *Server) cancelOrphanJob(id, brokerID string, was api.JobState) {
 	s.bg.Add(1)
 	go func() {
 		defer s.bg.Done()
-		ctx, cancel := context.WithTimeout(s.ctx, s.opts.DispatchTimeout)
+		ctx, cancel := context.WithTimeout(s.systemCtx(), s.opts.DispatchTimeout)
 		defer cancel()
 		log := s.log.With("job", id, "broker_id", brokerID, "state", was)
 		if err := s.dispatch(ctx, brokerID, wire.MethodJobCancel, wire.JobRef{JobID: id}, nil, jobCancelKey(id)); err != nil {

@@ -5,13 +5,18 @@ import (
 	"time"
 
 	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/hub/authstore"
 	"github.com/scion-go/scion/store"
 )
+
+// The methods of this file and bootstrap.go are the process's that runs
+// the Hub (launch, test harnesses), not a request's: they run as the
+// system (hub/authstore).
 
 // RegisterBroker registers a broker directly (the workstation's own broker
 // and test harnesses; remote brokers use the register/join routes).
 func (s *Server) RegisterBroker(ctx context.Context, name, createdBy string, autoProvide bool) (api.BrokerCredentials, error) {
-	return s.issueBroker(ctx, name, createdBy, autoProvide, nil, nil)
+	return s.issueBroker(authstore.AsSystem(ctx), name, createdBy, autoProvide, nil, nil)
 }
 
 // RegisterFlatBroker registers a flat Runtime Broker instance serving
@@ -22,12 +27,12 @@ func (s *Server) RegisterBroker(ctx context.Context, name, createdBy string, aut
 // experiment_disabled. maxAgents, when set, is the instance's own limit
 // (nil inherits the hub-wide default, 0 is unlimited).
 func (s *Server) RegisterFlatBroker(ctx context.Context, name, createdBy string, autoProvide bool, target api.RuntimeTarget, maxAgents *int) (api.BrokerCredentials, error) {
-	return s.issueBroker(ctx, name, createdBy, autoProvide, &target, maxAgents)
+	return s.issueBroker(authstore.AsSystem(ctx), name, createdBy, autoProvide, &target, maxAgents)
 }
 
 // BrokerExists reports whether a broker ID is registered.
 func (s *Server) BrokerExists(ctx context.Context, id string) (bool, error) {
-	_, err := s.store.GetBroker(ctx, id)
+	_, err := s.store.GetBroker(authstore.AsSystem(ctx), id)
 	if isNotFound(err) {
 		return false, nil
 	}
@@ -37,6 +42,7 @@ func (s *Server) BrokerExists(ctx context.Context, id string) (bool, error) {
 // EnsureProject creates a project if it does not exist and links brokerID
 // as a provider (when given). It returns the project ID.
 func (s *Server) EnsureProject(ctx context.Context, name, brokerID string) (string, error) {
+	ctx = authstore.AsSystem(ctx)
 	p, err := s.store.GetProject(ctx, name)
 	if isNotFound(err) {
 		now := time.Now().UTC()
@@ -60,6 +66,7 @@ func (s *Server) EnsureProject(ctx context.Context, name, brokerID string) (stri
 // EnsureDefaultImage sets Agent Defaults' default_image when it is unset,
 // with the image build returns (called only then).
 func (s *Server) EnsureDefaultImage(ctx context.Context, build func() (string, error)) error {
+	ctx = authstore.AsSystem(ctx)
 	cur, err := s.hubSettings(ctx)
 	if err != nil || cur.AgentDefaults.DefaultImage != "" {
 		return err

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/hub/authstore"
 	"github.com/scion-go/scion/hub/authz"
 	"github.com/scion-go/scion/hub/storeerr"
 	"github.com/scion-go/scion/hub/transport"
@@ -53,7 +54,7 @@ func (s *Server) metricsAccess(r *http.Request) error {
 		return api.Unauthorized("authentication required: /metrics takes a scrape token (scion hub metrics-tokens create) or a Hub admin's token")
 	}
 	if strings.HasPrefix(tok, metricsTokenPrefix) {
-		t, u, err := s.store.GetTokenAndUser(r.Context(), hashToken(tok))
+		t, u, err := s.store.GetTokenAndUser(authstore.AsSystem(r.Context()), hashToken(tok)) // authentication
 		if err != nil || t.Kind != store.TokenMetrics || t.RevokedAt != nil || (t.ExpiresAt != nil && !s.opts.Now().Before(*t.ExpiresAt)) {
 			s.log.Warn("scrape token rejected")
 			return api.Unauthorized("invalid or expired token")

@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/hub/authstore"
 	"github.com/scion-go/scion/hub/signin"
 	"github.com/scion-go/scion/hub/transport"
 )
@@ -108,11 +109,14 @@ func (o *oidcSignIn) handleDeviceToken(r *http.Request) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	u, created, err := o.signInUser(r.Context(), id)
+	// Sign-in is authentication: its user and token are written before
+	// there is a caller, as the system.
+	ctx := authstore.AsSystem(r.Context())
+	u, created, err := o.signInUser(ctx, id)
 	if err != nil {
 		return 0, nil, err
 	}
-	tok, err := o.s.newUserToken(r.Context(), u.ID, "oidc sign-in", SignInTTL)
+	tok, err := o.s.newUserToken(ctx, u.ID, "oidc sign-in", SignInTTL)
 	if err != nil {
 		return 0, nil, err
 	}

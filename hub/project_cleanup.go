@@ -96,7 +96,9 @@ func (s *Server) queueProjectCleanup(ctx context.Context, c *Caller, b *store.Br
 		return true, nil, err
 	}
 	d = &store.Dispatch{BrokerID: b.ID, AgentID: projectID, Method: wire.MethodProjectCleanup, Body: body, CreatedBy: c.Principal()}
-	if _, err := s.store.EnqueueDispatch(ctx, d, nil); err != nil {
+	// The project is deleted: its cleanup is the Hub's, whoever asked
+	// for the delete (no request may queue one: hub/authstore).
+	if _, err := s.store.EnqueueDispatch(s.systemCtx(), d, nil); err != nil {
 		return true, nil, err
 	}
 	s.metrics.queued.Inc()

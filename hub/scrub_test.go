@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/hub/authstore"
 	"github.com/scion-go/scion/store"
 	"github.com/scion-go/scion/wire"
 )
@@ -62,7 +63,9 @@ func TestBrokerStatusMessagesNameNoAddress(t *testing.T) {
 		t.Errorf("an exit report's message became %q (phase %s), want the runtime's words with no address", a.StatusMessage, a.Phase)
 	}
 
-	ctx := context.Background()
+	// The Hub records a broker's answer here outside any request: as the
+	// system, as its own work does (hub/authstore).
+	ctx := authstore.AsSystem(context.Background())
 	s, st := newInternalServer(t)
 	projectID, err := s.EnsureProject(ctx, "default", "")
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/hub/authstore"
 	"github.com/scion-go/scion/hub/authz"
 	"github.com/scion-go/scion/hub/plan"
 	"github.com/scion-go/scion/hub/storeerr"
@@ -148,17 +149,9 @@ func (s *Server) agentSecrets(ctx context.Context, c *Caller, p *store.Project, 
 	return out, nil
 }
 
-// heldBy reports whether agent holder was given secret x. Its record
-// names secrets, and a name means the project's secret when there is
-// one, else the hub-wide one: a project secret set after holder was
-// created is not the one it got under that name (that was the hub-wide
-// one, or none), so it is not held.
-func heldBy(holder *store.Agent, x *store.Secret) bool {
-	if holder == nil || !slices.Contains(holder.SecretNames, x.Name) {
-		return false
-	}
-	return x.ProjectID == "" || !x.CreatedAt.After(holder.CreatedAt)
-}
+// heldBy reports whether agent holder was given secret x: the one rule,
+// which the store's floor applies too (authstore.HeldBy).
+func heldBy(holder *store.Agent, x *store.Secret) bool { return authstore.HeldBy(holder, x) }
 
 // lookupSecret finds the secret a name in project projectID means: the
 // project's, else the hub-wide one.

@@ -2,7 +2,10 @@
 // channel endpoint that Runtime Brokers dial, and the dispatch of agent
 // lifecycle commands to them. Handlers load state from the store, decide
 // with pure functions (hub/placement, hub/authz), persist in one
-// transaction, then dispatch. One file per resource.
+// transaction, then dispatch. One file per resource. The store is
+// hub/authstore's wrapper: every call is decided again for the caller
+// the request's context carries, or runs as the system for the Hub's own
+// work (systemCtx).
 //
 // The large handlers (create, the lifecycle actions, delete, the
 // reconciliation of a broker's inventory) keep the decision in a pure plan
@@ -22,6 +25,7 @@ import (
 	"time"
 
 	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/hub/authstore"
 	"github.com/scion-go/scion/hub/signin"
 	"github.com/scion-go/scion/store"
 )
@@ -59,7 +63,10 @@ type Options struct {
 
 // Server is a Hub.
 type Server struct {
-	opts     Options
+	opts Options
+	// store is the only store the Server holds: opts.Store wrapped by
+	// hub/authstore, which decides every call for the caller its context
+	// carries (see systemCtx for the Hub's own work).
 	store    store.Store
 	log      *slog.Logger
 	tokenKey []byte
@@ -94,9 +101,9 @@ type Server struct {
 }
 
 const (
-	settingHub      = "hub_settings"
-	settingLimits   = "limits"
-	settingTokenKey = "agent_token_key"
+	settingHub      = authstore.SettingHub
+	settingLimits   = authstore.SettingLimits
+	settingTokenKey = "agent_token_key" // system only: not a setting authstore opens to requests
 )
 
 // New builds a Hub over an open store. It marks every broker offline (no
@@ -126,10 +133,14 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	}
 	s := &Server{
 		opts:  opts,
-		store: opts.Store,
+		store: authstore.New(opts.Store),
 		log:   opts.Logger,
 	}
+	s.opts.Store = nil // every call goes through the wrapper
 	s.ctx, s.cancel = context.WithCancel(context.Background())
+	// Starting the Hub is its own work: the signing key, the brokers'
+	// status, the sweeps of what a killed Hub left.
+	ctx = authstore.AsSystem(ctx)
 	s.pendingSweepWake = make(chan struct{}, 1)
 	s.sessions = newSessions()
 	rl := DefaultRateLimits()
@@ -170,6 +181,13 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	}()
 	return s, nil
 }
+
+// systemCtx is the context of the Hub's own work (reconciliation, the
+// delivery of queued dispatches, sweeps, what a request's action leaves
+// to the Hub): the system caller of hub/authstore, from the Hub's own
+// context. A request's context never carries it: AsSystem on one is
+// refused.
+func (s *Server) systemCtx() context.Context { return authstore.AsSystem(s.ctx) }
 
 // Handler is the Hub's HTTP handler.
 func (s *Server) Handler() http.Handler { return s.metrics.wrap(s.mux) }

@@ -17,7 +17,12 @@ import (
 )
 
 // Hub settings and limits are read on every create, so they are cached in
-// memory and refreshed on every write through this Hub.
+// memory and refreshed on every write through this Hub. The cache is the
+// Hub's: it is filled as the system (hub/authstore), whoever's request
+// needs it first, since a caller that may not read the settings (a
+// token) still has its create decided by them. The routes that answer
+// the settings check hub.read themselves, and GET /settings reads them
+// again as its caller.
 //
 // TODO(multi-replica): with several Hub replicas on one PostgreSQL, a
 // write on one replica is seen by the others only after their restart;
@@ -38,7 +43,7 @@ func (s *Server) hubSettingsLocked(ctx context.Context) (api.HubSettings, error)
 		return *s.settings, nil
 	}
 	var v api.HubSettings
-	if err := s.loadSetting(ctx, settingHub, &v); err != nil {
+	if err := s.loadSetting(s.systemCtx(), settingHub, &v); err != nil {
 		return v, err
 	}
 	s.settings = &v
@@ -168,7 +173,7 @@ func (s *Server) hubLimits(ctx context.Context) (api.Limits, error) {
 		return *s.limits, nil
 	}
 	v := api.Limits{MaxAgentsPerBroker: api.DefaultMaxAgentsPerBroker}
-	if err := s.loadSetting(ctx, settingLimits, &v); err != nil {
+	if err := s.loadSetting(s.systemCtx(), settingLimits, &v); err != nil {
 		return v, err
 	}
 	s.limits = &v

@@ -48,7 +48,7 @@ func (s *Server) settleLater(agentID, brokerID string) {
 	s.bg.Add(1)
 	go func() {
 		defer s.bg.Done()
-		ctx, cancel := context.WithTimeout(s.ctx, s.opts.DispatchTimeout)
+		ctx, cancel := context.WithTimeout(s.systemCtx(), s.opts.DispatchTimeout)
 		defer cancel()
 		err := s.settleAgent(ctx, agentID, brokerID)
 		var mis misplacedErr
