@@ -7,6 +7,7 @@ import (
 
 	"github.com/scion-go/scion/api"
 	"github.com/scion-go/scion/hub/authz"
+	"github.com/scion-go/scion/hub/httpapi"
 	"github.com/scion-go/scion/hub/plan"
 	"github.com/scion-go/scion/hub/storeerr"
 	"github.com/scion-go/scion/store"
@@ -78,7 +79,7 @@ func (s *Server) loadAction(ctx context.Context, c *Caller, r *http.Request, ver
 	if err != nil {
 		return plan.ActionInput{}, err
 	}
-	in := plan.ActionInput{Verb: verb, Caller: *c, Agent: a, KeyHeader: r.Header.Get(api.HeaderIdempotencyKey), FreshKey: mustV7()}
+	in := plan.ActionInput{Verb: verb, Caller: *c, Agent: a, KeyHeader: r.Header.Get(api.HeaderIdempotencyKey), FreshKey: httpapi.NewID()}
 	if (a.BrokerID == "" && a.Pin == nil) || api.CheckIdempotencyKey(in.KeyHeader) != nil {
 		return in, nil // refused before a broker is needed
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/scion-go/scion/api"
 	"github.com/scion-go/scion/hub/authstore"
+	"github.com/scion-go/scion/hub/httpapi"
 	"github.com/scion-go/scion/hub/plan"
 	"github.com/scion-go/scion/store"
 	"github.com/scion-go/scion/wire"
@@ -114,7 +115,7 @@ func TestTransportErrorReachesTheAPIWithoutAddress(t *testing.T) {
 	for _, code := range []string{api.CodeBrokerUnavailable, api.CodeBrokerOffline, api.CodeRuntimeError} {
 		e := api.Errorf(code, "control channel closed: %v", dialErr)
 		rec := httptest.NewRecorder()
-		s.writeError(rec, httptest.NewRequest(http.MethodPost, "/api/v1/agents", nil), e)
+		httpapi.WriteError(s.log, rec, httptest.NewRequest(http.MethodPost, "/api/v1/agents", nil), e)
 		var eb api.ErrorBody
 		if err := json.Unmarshal(rec.Body.Bytes(), &eb); err != nil || eb.Error.Code != code {
 			t.Fatalf("%s: answer %d %s", code, rec.Code, rec.Body)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/scion-go/scion/api"
 	"github.com/scion-go/scion/hub/authz"
+	"github.com/scion-go/scion/hub/httpapi"
 	"github.com/scion-go/scion/wire"
 )
 
@@ -21,22 +22,22 @@ func (s *Server) handleAgentExec(w http.ResponseWriter, r *http.Request, c *Call
 	ctx := r.Context()
 	r.Body = http.MaxBytesReader(w, r.Body, api.MaxRequestBody)
 	var req api.ExecRequest
-	err := decodeJSON(r, &req)
+	err := httpapi.DecodeJSON(r, &req)
 	if err == nil && (len(req.Command) == 0 || len(req.Command) > 256) {
 		err = api.BadRequest("exec needs a command of 1 to 256 arguments")
 	}
 	if err != nil {
-		s.writeError(w, r, err)
+		httpapi.WriteError(s.log, w, r, err)
 		return
 	}
 	a, sess, err := s.agentSession(ctx, c, r)
 	if err != nil {
-		s.writeError(w, r, err)
+		httpapi.WriteError(s.log, w, r, err)
 		return
 	}
 	st, err := sess.conn.Stream(ctx, wire.MethodAgentExec, wire.ExecRequest{AgentID: a, Command: req.Command, Env: req.Env, TTY: req.TTY, Stdin: req.Stdin})
 	if err != nil {
-		s.writeError(w, r, s.channelErr(ctx, sess, err))
+		httpapi.WriteError(s.log, w, r, s.channelErr(ctx, sess, err))
 		return
 	}
 	defer st.Close()
@@ -47,7 +48,7 @@ func (s *Server) handleAgentExec(w http.ResponseWriter, r *http.Request, c *Call
 		if errors.Is(err, io.EOF) {
 			err = api.Internal("exec ended without an exit code")
 		}
-		s.writeError(w, r, s.channelErr(ctx, sess, err))
+		httpapi.WriteError(s.log, w, r, s.channelErr(ctx, sess, err))
 		return
 	}
 	w.Header().Set("Content-Type", "application/x-ndjson")
@@ -71,7 +72,7 @@ func (s *Server) handleAgentExec(w http.ResponseWriter, r *http.Request, c *Call
 				err = api.Internal("exec ended without an exit code")
 			}
 			e := api.AsError(s.channelErr(ctx, sess, err))
-			if pub := publicError(e); pub != e {
+			if pub := httpapi.PublicError(e); pub != e {
 				s.log.Warn("exec stream error answered without its details", "err", e)
 				e = pub
 			}
@@ -106,17 +107,17 @@ func (s *Server) agentSession(ctx context.Context, c *Caller, r *http.Request) (
 func (s *Server) handleAgentAttach(w http.ResponseWriter, r *http.Request, c *Caller) {
 	agentID, sess, err := s.agentSession(r.Context(), c, r)
 	if err != nil {
-		s.writeError(w, r, err)
+		httpapi.WriteError(s.log, w, r, err)
 		return
 	}
 	// Open the broker side first so a refusal (agent not running, runtime
 	// without attach) still gets a proper HTTP error.
 	ctx, cancel := context.WithCancel(s.ctx)
 	defer cancel()
-	sessionID := mustV7()
+	sessionID := httpapi.NewID()
 	st, err := sess.conn.Stream(ctx, wire.MethodAgentAttach, wire.AttachRequest{AgentID: agentID, SessionID: sessionID})
 	if err != nil {
-		s.writeError(w, r, s.channelErr(ctx, sess, err))
+		httpapi.WriteError(s.log, w, r, s.channelErr(ctx, sess, err))
 		return
 	}
 	defer st.Close()
@@ -125,7 +126,7 @@ func (s *Server) handleAgentAttach(w http.ResponseWriter, r *http.Request, c *Ca
 		if errors.Is(err, io.EOF) {
 			err = api.Conflict(api.CodeConflict, "the agent exited before it could be attached")
 		}
-		s.writeError(w, r, s.channelErr(ctx, sess, err))
+		httpapi.WriteError(s.log, w, r, s.channelErr(ctx, sess, err))
 		return
 	}
 	ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{CompressionMode: websocket.CompressionDisabled})
@@ -161,7 +162,7 @@ func (s *Server) handleAgentAttach(w http.ResponseWriter, r *http.Request, c *Ca
 		if err := st.Recv(&out); err != nil {
 			reason := "agent exited"
 			if !errors.Is(err, io.EOF) {
-				reason = scrubAddresses(api.AsError(err).Message)
+				reason = httpapi.ScrubAddresses(api.AsError(err).Message)
 			}
 			_ = ws.Close(websocket.StatusNormalClosure, truncate(reason, 120))
 			return

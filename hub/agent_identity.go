@@ -8,6 +8,7 @@ import (
 
 	"github.com/scion-go/scion/api"
 	"github.com/scion-go/scion/hub/authz"
+	"github.com/scion-go/scion/hub/httpapi"
 	"github.com/scion-go/scion/store"
 )
 
@@ -21,7 +22,7 @@ func (s *Server) handleUpdateAgent(r *http.Request, c *Caller) (int, any, error)
 		return 0, nil, err
 	}
 	var req api.UpdateAgentRequest
-	if err := decodeJSON(r, &req); err != nil {
+	if err := httpapi.DecodeJSON(r, &req); err != nil {
 		return 0, nil, err
 	}
 	if req.Role == nil {
@@ -30,10 +31,10 @@ func (s *Server) handleUpdateAgent(r *http.Request, c *Caller) (int, any, error)
 	if *req.Role == "" || !authz.ValidAgentRole(*req.Role) {
 		return 0, nil, api.BadRequest("invalid role %q: use worker or coordinator", *req.Role)
 	}
-	if err := s.refusal(c, authz.AgentLifecycle, authz.CanDelegate(*c, a.Role), nil); err != nil {
+	if err := httpapi.Refusal(s.log, c, authz.AgentLifecycle, authz.CanDelegate(*c, a.Role), nil); err != nil {
 		return 0, nil, err
 	}
-	if err := s.refusal(c, authz.AgentLifecycle, authz.CanDelegate(*c, *req.Role), nil); err != nil {
+	if err := httpapi.Refusal(s.log, c, authz.AgentLifecycle, authz.CanDelegate(*c, *req.Role), nil); err != nil {
 		return 0, nil, err
 	}
 	a, err = s.mutateAgent(ctx, a.ID, func(x *store.Agent) error {

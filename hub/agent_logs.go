@@ -8,6 +8,7 @@ import (
 
 	"github.com/scion-go/scion/api"
 	"github.com/scion-go/scion/hub/authz"
+	"github.com/scion-go/scion/hub/httpapi"
 	"github.com/scion-go/scion/wire"
 )
 
@@ -17,28 +18,28 @@ func (s *Server) handleAgentLogs(w http.ResponseWriter, r *http.Request, c *Call
 	ctx := r.Context()
 	a, err := s.loadAgent(ctx, c, r, authz.AgentRead)
 	if err != nil {
-		s.writeError(w, r, err)
+		httpapi.WriteError(s.log, w, r, err)
 		return
 	}
 	if err := s.checkReach(ctx, a); err != nil {
-		s.writeError(w, r, err)
+		httpapi.WriteError(s.log, w, r, err)
 		return
 	}
 	req := wire.LogsRequest{AgentID: a.ID, Follow: r.URL.Query().Get("follow") == "true"}
 	if t := r.URL.Query().Get("tail"); t != "" {
 		if req.Tail, err = strconv.Atoi(t); err != nil || req.Tail < 0 {
-			s.writeError(w, r, api.BadRequest("tail must be a non-negative integer"))
+			httpapi.WriteError(s.log, w, r, api.BadRequest("tail must be a non-negative integer"))
 			return
 		}
 	}
 	sess, err := s.liveSession(ctx, a.BrokerID)
 	if err != nil {
-		s.writeError(w, r, s.orBrokerMissing(ctx, a, err))
+		httpapi.WriteError(s.log, w, r, s.orBrokerMissing(ctx, a, err))
 		return
 	}
 	st, err := sess.conn.Stream(ctx, wire.MethodAgentLogs, req)
 	if err != nil {
-		s.writeError(w, r, s.channelErr(ctx, sess, err))
+		httpapi.WriteError(s.log, w, r, s.channelErr(ctx, sess, err))
 		return
 	}
 	defer st.Close()
@@ -47,7 +48,7 @@ func (s *Server) handleAgentLogs(w http.ResponseWriter, r *http.Request, c *Call
 	var chunk wire.LogChunk
 	err = st.Recv(&chunk)
 	if err != nil && !errors.Is(err, io.EOF) {
-		s.writeError(w, r, s.channelErr(ctx, sess, err))
+		httpapi.WriteError(s.log, w, r, s.channelErr(ctx, sess, err))
 		return
 	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/hub/httpapi"
 	"github.com/scion-go/scion/hub/lifecycle"
 	"github.com/scion-go/scion/hub/storeerr"
 	"github.com/scion-go/scion/store"
@@ -29,14 +30,14 @@ func (s *Server) afterDispatchFrom(ctx context.Context, agentID string, cur *sto
 	a, err := s.mutateAgentFrom(ctx, agentID, cur, func(a *store.Agent) error {
 		if derr != nil {
 			a.Phase = api.PhaseError
-			a.StatusMessage = scrubAddresses(api.AsError(derr).Message)
+			a.StatusMessage = httpapi.ScrubAddresses(api.AsError(derr).Message)
 			a.PortMappings = nil // until the broker reports a state that holds ports again
 			return nil
 		}
 		if !s.observed.fresh(a.ID, st.ObservedAt) {
 			return errStale // a newer report already told the state
 		}
-		a.StatusMessage = scrubAddresses(st.Message) // the runtime's words: a registry or daemon address
+		a.StatusMessage = httpapi.ScrubAddresses(st.Message) // the runtime's words: a registry or daemon address
 		a.ContainerStatus = st.State
 		a.PortMappings = st.Ports
 		a.Phase = lifecycle.PhaseFor(st.State, wantRunning)

@@ -22,13 +22,14 @@ import (
 
 	"github.com/scion-go/scion/api"
 	"github.com/scion-go/scion/hub/authz"
+	"github.com/scion-go/scion/hub/httpapi"
 	"github.com/scion-go/scion/store"
 )
 
 func (s *Server) handleRefreshAgentToken(r *http.Request, c *Caller) (int, any, error) {
 	ctx := r.Context()
-	markChecked(ctx)
-	if err := s.refusal(c, authz.AgentTokenRefresh, authz.CanRefreshAgentToken(*c), nil); err != nil {
+	httpapi.MarkChecked(ctx)
+	if err := httpapi.Refusal(s.log, c, authz.AgentTokenRefresh, authz.CanRefreshAgentToken(*c), nil); err != nil {
 		return 0, nil, err
 	}
 	tok, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")

@@ -10,6 +10,7 @@ import (
 
 	"github.com/scion-go/scion/api"
 	"github.com/scion-go/scion/hub/authz"
+	"github.com/scion-go/scion/hub/httpapi"
 	"github.com/scion-go/scion/hub/plan"
 	"github.com/scion-go/scion/hub/storeerr"
 	"github.com/scion-go/scion/store"
@@ -43,7 +44,7 @@ func (s *Server) agentView(ctx context.Context, a *store.Agent, names map[string
 func (s *Server) handleCreateAgent(r *http.Request, c *Caller) (int, any, error) {
 	ctx := r.Context()
 	var req api.CreateAgentRequest
-	if err := decodeJSON(r, &req); err != nil {
+	if err := httpapi.DecodeJSON(r, &req); err != nil {
 		return 0, nil, err
 	}
 	// Authorized before anything else, a replay included: a caller that
@@ -135,7 +136,7 @@ func (s *Server) createAgent(r *http.Request, c *Caller, p *store.Project, req a
 // secrets the request names (their values for the broker, and their authz
 // decision), and the placement candidates.
 func (s *Server) loadCreate(ctx context.Context, c *Caller, p *store.Project, req api.CreateAgentRequest, key *createKey) (plan.CreateInput, map[string]string, error) {
-	markChecked(ctx)
+	httpapi.MarkChecked(ctx)
 	settings, err := s.hubSettings(ctx)
 	if err != nil {
 		return plan.CreateInput{}, nil, err
@@ -149,7 +150,7 @@ func (s *Server) loadCreate(ctx context.Context, c *Caller, p *store.Project, re
 	}
 	now := time.Now().UTC()
 	in := plan.CreateInput{Caller: *c, Project: p, Req: req, Settings: settings, Limits: lim, Key: key.record(now),
-		AgentID: mustV7(), RunID: mustV7(), Now: now}
+		AgentID: httpapi.NewID(), RunID: httpapi.NewID(), Now: now}
 	if c.Kind == CallerAgent {
 		in.Parent, in.ParentErr = s.store.GetAgent(ctx, c.ID)
 	}
@@ -207,7 +208,7 @@ func (s *Server) loadAgent(ctx context.Context, c *Caller, r *http.Request, act 
 		projRef := cmp.Or(r.URL.Query().Get("project"), c.ProjectID, defaultProject)
 		if p, err = s.loadProject(ctx, c, projRef, authz.ProjectRead); err != nil {
 			if api.IsCode(err, api.CodeProjectNotFound) { // unknown or hidden
-				err = agentNotFound(ref)()
+				err = httpapi.AgentNotFound(ref)()
 			}
 			return nil, err
 		}
@@ -215,16 +216,16 @@ func (s *Server) loadAgent(ctx context.Context, c *Caller, r *http.Request, act 
 	}
 	if err != nil {
 		if isNotFound(err) {
-			markChecked(ctx)
+			httpapi.MarkChecked(ctx)
 		}
 		return nil, storeerr.Map(err, api.CodeAgentNotFound, "agent "+api.Quote(ref))
 	}
 	res := authz.Resource{Project: plan.ProjectRes(p), Agent: plan.AgentRes(a)}
-	if err := s.authorize(ctx, c, authz.AgentRead, res, agentNotFound(ref)); err != nil {
+	if err := httpapi.Authorize(ctx, s.log, c, authz.AgentRead, res, httpapi.AgentNotFound(ref)); err != nil {
 		return nil, err
 	}
 	if act != authz.AgentRead {
-		if err := s.authorize(ctx, c, act, res, agentNotFound(ref)); err != nil {
+		if err := httpapi.Authorize(ctx, s.log, c, act, res, httpapi.AgentNotFound(ref)); err != nil {
 			return nil, err
 		}
 	}
@@ -241,7 +242,7 @@ func (s *Server) handleGetAgent(r *http.Request, c *Caller) (int, any, error) {
 
 func (s *Server) handleListAgents(r *http.Request, c *Caller) (int, any, error) {
 	ctx := r.Context()
-	page, err := pageFrom(r)
+	page, err := httpapi.PageFrom(r)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -253,12 +254,12 @@ func (s *Server) handleListAgents(r *http.Request, c *Caller) (int, any, error) 
 		if err != nil {
 			return 0, nil, err
 		}
-		if err := s.authorize(ctx, c, authz.AgentRead, authz.Resource{Project: plan.ProjectRes(p)}, projectNotFound(ref)); err != nil {
+		if err := httpapi.Authorize(ctx, s.log, c, authz.AgentRead, authz.Resource{Project: plan.ProjectRes(p)}, httpapi.ProjectNotFound(ref)); err != nil {
 			return 0, nil, err
 		}
 		f.ProjectID = p.ID
 	default: // every project: only callers that read them all
-		if err := s.authorize(ctx, c, authz.AgentRead, authz.Resource{}, nil); err != nil {
+		if err := httpapi.Authorize(ctx, s.log, c, authz.AgentRead, authz.Resource{}, nil); err != nil {
 			return 0, nil, err
 		}
 	}

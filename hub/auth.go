@@ -14,6 +14,7 @@ import (
 
 	"github.com/scion-go/scion/api"
 	"github.com/scion-go/scion/hub/authstore"
+	"github.com/scion-go/scion/hub/httpapi"
 	"github.com/scion-go/scion/hub/transport"
 	"github.com/scion-go/scion/store"
 )
@@ -42,7 +43,7 @@ func hashToken(tok string) []byte {
 func (s *Server) newUserToken(ctx context.Context, userID, name string, ttl time.Duration) (string, error) {
 	tok := userTokenPrefix + base64.RawURLEncoding.EncodeToString(newSecret(32))
 	now := s.opts.Now().UTC()
-	t := &store.Token{ID: mustV7(), Hash: hashToken(tok), Kind: store.TokenUser, UserID: userID, Name: name, CreatedAt: now}
+	t := &store.Token{ID: httpapi.NewID(), Hash: hashToken(tok), Kind: store.TokenUser, UserID: userID, Name: name, CreatedAt: now}
 	if ttl > 0 {
 		exp := now.Add(ttl)
 		t.ExpiresAt = &exp
@@ -214,7 +215,7 @@ func (s *Server) authenticateLimited(w http.ResponseWriter, r *http.Request) (*C
 		if r.Header.Get("Authorization") != "" || r.Header.Get(api.HeaderBrokerID) != "" {
 			s.rl.authFail.Fail(ip, s.opts.Now())
 		}
-		s.writeError(w, r, err)
+		httpapi.WriteError(s.log, w, r, err)
 		return nil, false
 	}
 	return c, true
@@ -235,9 +236,7 @@ func (s *Server) requireAuth(h func(http.ResponseWriter, *http.Request, *Caller)
 			return
 		}
 		defer release()
-		mark := &checkMark{}
-		ctx := authstore.WithCaller(context.WithValue(r.Context(), checkKey{}, mark), *c)
-		r = r.WithContext(ctx)
-		h(&guardWriter{ResponseWriter: w, s: s, r: r, mark: mark}, r, c)
+		w, r = httpapi.Guard(s.log, w, r.WithContext(authstore.WithCaller(r.Context(), *c)))
+		h(w, r, c)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/scion-go/scion/hub/authz"
+	"github.com/scion-go/scion/hub/httpapi"
 )
 
 // TestGuardRefusesARouteWithoutACheck: a handler that answers 200 without
@@ -20,11 +21,11 @@ func TestGuardRefusesARouteWithoutACheck(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	send := func(h apiHandler) (int, string) {
+	send := func(h httpapi.Handler) (int, string) {
 		req := httptest.NewRequest(http.MethodGet, "/x", nil)
 		req.Header.Set("Authorization", "Bearer "+tok)
 		w := httptest.NewRecorder()
-		s.requireAuth(s.serveAPI(h))(w, req)
+		s.requireAuth(httpapi.Serve(s.log, h))(w, req)
 		return w.Code, w.Body.String()
 	}
 	code, body := send(func(r *http.Request, c *Caller) (int, any, error) {
@@ -34,7 +35,7 @@ func TestGuardRefusesARouteWithoutACheck(t *testing.T) {
 		t.Fatalf("unchecked route: %d %s", code, body)
 	}
 	code, _ = send(func(r *http.Request, c *Caller) (int, any, error) {
-		if err := s.authorize(r.Context(), c, authz.HubRead, authz.Resource{}, nil); err != nil {
+		if err := httpapi.Authorize(r.Context(), s.log, c, authz.HubRead, authz.Resource{}, nil); err != nil {
 			return 0, nil, err
 		}
 		return http.StatusOK, map[string]string{"ok": "yes"}, nil

@@ -14,6 +14,7 @@ import (
 	"github.com/scion-go/scion/api"
 	"github.com/scion-go/scion/hub/authstore"
 	"github.com/scion-go/scion/hub/authz"
+	"github.com/scion-go/scion/hub/httpapi"
 	"github.com/scion-go/scion/hub/transport"
 	"github.com/scion-go/scion/store"
 )
@@ -24,7 +25,7 @@ import (
 // A flat instance's record carries its target (nil for a regular broker).
 func (s *Server) newBrokerRecord(name, createdBy string, autoProvide bool, target *api.RuntimeTarget) (*store.Broker, string) {
 	now := time.Now().UTC()
-	id, secret := mustV7(), hex.EncodeToString(newSecret(32))
+	id, secret := httpapi.NewID(), hex.EncodeToString(newSecret(32))
 	if target != nil {
 		t := *target
 		target = &t
@@ -76,11 +77,11 @@ func (s *Server) brokerIssued(b *store.Broker, secret string) api.BrokerCredenti
 }
 
 func (s *Server) handleRegisterBroker(r *http.Request, c *Caller) (int, any, error) {
-	if err := s.authorize(r.Context(), c, authz.BrokerRegister, authz.Resource{}, nil); err != nil {
+	if err := httpapi.Authorize(r.Context(), s.log, c, authz.BrokerRegister, authz.Resource{}, nil); err != nil {
 		return 0, nil, err
 	}
 	var req api.RegisterBrokerRequest
-	if err := decodeJSON(r, &req); err != nil {
+	if err := httpapi.DecodeJSON(r, &req); err != nil {
 		return 0, nil, err
 	}
 	if req.JoinToken != "" {
@@ -112,9 +113,9 @@ func (s *Server) handleJoinBroker(w http.ResponseWriter, r *http.Request) {
 	// A join body is a name and a token: bound it well below the API's
 	// limit, since anyone may send one.
 	r.Body = http.MaxBytesReader(w, r.Body, maxJoinBody)
-	s.serveAPI(func(r *http.Request, _ *Caller) (int, any, error) {
+	httpapi.Serve(s.log, func(r *http.Request, _ *Caller) (int, any, error) {
 		var req api.RegisterBrokerRequest
-		if err := decodeJSON(r, &req); err != nil {
+		if err := httpapi.DecodeJSON(r, &req); err != nil {
 			return 0, nil, err
 		}
 		if req.JoinToken == "" {
@@ -164,11 +165,11 @@ func (s *Server) handleJoinBroker(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleCreateJoinToken(r *http.Request, c *Caller) (int, any, error) {
-	if err := s.authorize(r.Context(), c, authz.JoinTokenCreate, authz.Resource{}, nil); err != nil {
+	if err := httpapi.Authorize(r.Context(), s.log, c, authz.JoinTokenCreate, authz.Resource{}, nil); err != nil {
 		return 0, nil, err
 	}
 	var req api.CreateJoinTokenRequest
-	if err := decodeJSON(r, &req); err != nil {
+	if err := httpapi.DecodeJSON(r, &req); err != nil {
 		return 0, nil, err
 	}
 	// The name is the one the join will register: refuse a bad one now,

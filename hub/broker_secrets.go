@@ -22,6 +22,7 @@ import (
 	"github.com/scion-go/scion/api"
 	"github.com/scion-go/scion/hub/authstore"
 	"github.com/scion-go/scion/hub/authz"
+	"github.com/scion-go/scion/hub/httpapi"
 	"github.com/scion-go/scion/hub/storeerr"
 	"github.com/scion-go/scion/store"
 )
@@ -40,10 +41,10 @@ func brokerSecretView(x *store.BrokerSecret) api.BrokerSecret {
 func (s *Server) brokerSecretTarget(r *http.Request, c *Caller) (*store.Broker, error) {
 	ctx := r.Context()
 	if s.secrets == nil {
-		markChecked(ctx)
+		httpapi.MarkChecked(ctx)
 		return nil, errNoSecretsKey()
 	}
-	if err := s.authorize(ctx, c, authz.SecretWrite, authz.Resource{}, nil); err != nil {
+	if err := httpapi.Authorize(ctx, s.log, c, authz.SecretWrite, authz.Resource{}, nil); err != nil {
 		return nil, api.Forbidden("broker-scoped secrets need the hub admin role")
 	}
 	ref := r.PathValue("broker")
@@ -64,7 +65,7 @@ func (s *Server) handlePutBrokerSecret(r *http.Request, c *Caller) (int, any, er
 		return 0, nil, err
 	}
 	var req api.PutSecretRequest
-	if err := decodeJSON(r, &req); err != nil {
+	if err := httpapi.DecodeJSON(r, &req); err != nil {
 		return 0, nil, err
 	}
 	if req.Value == "" || len(req.Value) > api.MaxSecretValue {
@@ -118,7 +119,7 @@ func (s *Server) handleDeleteBrokerSecret(r *http.Request, c *Caller) (int, any,
 // the nonce; a bearer token is refused before it is looked at).
 func (s *Server) handleBrokerSecretValue(w http.ResponseWriter, r *http.Request) {
 	if r.Header.Get("Authorization") != "" || r.Header.Get(api.HeaderBrokerID) == "" {
-		s.writeError(w, r, api.Unauthorized("this route takes only the signed headers of the runtime broker the secret is scoped to"))
+		httpapi.WriteError(s.log, w, r, api.Unauthorized("this route takes only the signed headers of the runtime broker the secret is scoped to"))
 		return
 	}
 	c, ok := s.authenticateLimited(w, r)
@@ -128,17 +129,17 @@ func (s *Server) handleBrokerSecretValue(w http.ResponseWriter, r *http.Request)
 	name := r.PathValue("name")
 	notFound := api.NotFound(api.CodeSecretNotFound, "secret %s not found for this runtime broker", api.Quote(name))
 	if c.Kind != CallerBroker {
-		s.writeError(w, r, api.Unauthorized("this route takes only runtime broker credentials"))
+		httpapi.WriteError(s.log, w, r, api.Unauthorized("this route takes only runtime broker credentials"))
 		return
 	}
 	if ref := r.PathValue("broker"); ref != c.ID {
 		// Another broker's secrets do not exist for this one.
 		s.log.Warn("broker secret refused", "secret", api.Quote(name), "broker_id", c.ID, "asked_for", api.Quote(ref), "reason", "another broker's secret")
-		s.writeError(w, r, notFound)
+		httpapi.WriteError(s.log, w, r, notFound)
 		return
 	}
 	if s.secrets == nil {
-		s.writeError(w, r, errNoSecretsKey())
+		httpapi.WriteError(s.log, w, r, errNoSecretsKey())
 		return
 	}
 	// Read as the broker it authenticated as: the value is its own.
@@ -148,16 +149,16 @@ func (s *Server) handleBrokerSecretValue(w http.ResponseWriter, r *http.Request)
 			s.log.Info("broker secret not found", "secret", api.Quote(name), "broker_id", c.ID)
 			err = notFound
 		}
-		s.writeError(w, r, err)
+		httpapi.WriteError(s.log, w, r, err)
 		return
 	}
 	v, err := s.secrets.open(brokerSecretScope(x.BrokerID), x.Name, x.Ciphertext)
 	if err != nil {
 		s.log.Error("broker secret does not open with this Hub's secrets key", "secret", x.Name, "broker_id", x.BrokerID)
-		s.writeError(w, r, api.Errorf(api.CodeInternal, "secret %q cannot be decrypted with this Hub's key", x.Name))
+		httpapi.WriteError(s.log, w, r, api.Errorf(api.CodeInternal, "secret %q cannot be decrypted with this Hub's key", x.Name))
 		return
 	}
 	s.log.Info("broker secret delivered", "secret", x.Name, "broker", c.Name, "broker_id", c.ID)
 	w.Header().Set("Cache-Control", "no-store")
-	writeJSON(w, http.StatusOK, api.BrokerSecretValue{Name: x.Name, Value: string(v)})
+	httpapi.WriteJSON(w, http.StatusOK, api.BrokerSecretValue{Name: x.Name, Value: string(v)})
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/scion-go/scion/api"
 	"github.com/scion-go/scion/hub/authz"
+	"github.com/scion-go/scion/hub/httpapi"
 	"github.com/scion-go/scion/hub/placement"
 	"github.com/scion-go/scion/hub/storeerr"
 	"github.com/scion-go/scion/store"
@@ -56,19 +57,19 @@ func (s *Server) loadBroker(ctx context.Context, c *Caller, ref string, a authz.
 	b, err := s.store.GetBroker(ctx, ref)
 	if err != nil {
 		if isNotFound(err) {
-			markChecked(ctx)
+			httpapi.MarkChecked(ctx)
 		}
 		return nil, storeerr.Map(err, api.CodeBrokerNotFound, "runtime broker "+api.Quote(ref))
 	}
 	if ok, err := s.brokerVisible(ctx, c, b, ""); err != nil || !ok {
 		if err == nil {
 			s.log.Info("request refused", "caller", c.Principal(), "action", a, "reason", "broker not visible")
-			err = brokerNotFound(ref)()
+			err = httpapi.BrokerNotFound(ref)()
 		}
 		return nil, err
 	}
 	if a != authz.BrokerRead {
-		if err := s.authorize(ctx, c, a, authz.Resource{Broker: &authz.BrokerRes{ID: b.ID, Owner: b.CreatedBy, AutoProvide: b.AutoProvide}}, brokerNotFound(ref)); err != nil {
+		if err := httpapi.Authorize(ctx, s.log, c, a, authz.Resource{Broker: &authz.BrokerRes{ID: b.ID, Owner: b.CreatedBy, AutoProvide: b.AutoProvide}}, httpapi.BrokerNotFound(ref)); err != nil {
 			return nil, err
 		}
 	}
@@ -79,7 +80,7 @@ func (s *Server) loadBroker(ctx context.Context, c *Caller, ref string, a authz.
 // (projectID, else the caller's own project), or the caller has
 // broker.read. It counts as the request's authorization check.
 func (s *Server) brokerVisible(ctx context.Context, c *Caller, b *store.Broker, projectID string) (bool, error) {
-	markChecked(ctx)
+	httpapi.MarkChecked(ctx)
 	res := authz.BrokerRes{ID: b.ID, Owner: b.CreatedBy, AutoProvide: b.AutoProvide}
 	if authz.Visible(*c, res) {
 		return true, nil
@@ -98,7 +99,7 @@ func (s *Server) brokerVisible(ctx context.Context, c *Caller, b *store.Broker, 
 }
 
 func (s *Server) handleListBrokers(r *http.Request, c *Caller) (int, any, error) {
-	page, err := pageFrom(r)
+	page, err := httpapi.PageFrom(r)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -106,7 +107,7 @@ func (s *Server) handleListBrokers(r *http.Request, c *Caller) (int, any, error)
 	var next string
 	var total int
 	if authz.Can(*c, authz.BrokerRead, authz.Resource{}) == nil {
-		markChecked(r.Context())
+		httpapi.MarkChecked(r.Context())
 		items, next, total, err = s.store.ListBrokers(r.Context(), page)
 	} else {
 		items, err = s.visibleBrokers(r.Context(), c)
@@ -154,13 +155,13 @@ func (s *Server) handleUpdateBroker(r *http.Request, c *Caller) (int, any, error
 		return 0, nil, err
 	}
 	var req api.UpdateBrokerRequest
-	if err := decodeJSON(r, &req); err != nil {
+	if err := httpapi.DecodeJSON(r, &req); err != nil {
 		return 0, nil, err
 	}
 	// The per-broker agent limit is the admins' (the spec: admins override
 	// the hub-wide default per broker); AutoProvide is the owner's call.
 	if (req.Settings != nil && req.Settings.MaxAgents != nil) || req.ClearMaxAgents {
-		if err := s.authorize(r.Context(), c, authz.HubAdmin, authz.Resource{}, nil); err != nil {
+		if err := httpapi.Authorize(r.Context(), s.log, c, authz.HubAdmin, authz.Resource{}, nil); err != nil {
 			return 0, nil, err
 		}
 	}
@@ -215,10 +216,10 @@ func (s *Server) providerLink(r *http.Request, c *Caller, link bool) (int, any, 
 	}
 	res := brokerRes(b, projects, p.ID)
 	if !authz.Visible(*c, res) {
-		return 0, nil, brokerNotFound(ref)()
+		return 0, nil, httpapi.BrokerNotFound(ref)()
 	}
 	if link {
-		if err := s.refusal(c, authz.BrokerDispatch, authz.Dispatchable(*c, res), nil); err != nil {
+		if err := httpapi.Refusal(s.log, c, authz.BrokerDispatch, authz.Dispatchable(*c, res), nil); err != nil {
 			return 0, nil, err
 		}
 	}
@@ -236,7 +237,7 @@ func (s *Server) providerLink(r *http.Request, c *Caller, link bool) (int, any, 
 // visibleBrokers lists, in one page, the brokers a caller without
 // broker.read can see: AutoProvide ones and those serving its project.
 func (s *Server) visibleBrokers(ctx context.Context, c *Caller) ([]*store.Broker, error) {
-	markChecked(ctx)
+	httpapi.MarkChecked(ctx)
 	var serving []string
 	if c.ProjectID != "" {
 		var err error

@@ -10,6 +10,7 @@ import (
 
 	"github.com/scion-go/scion/api"
 	"github.com/scion-go/scion/hub/authstore"
+	"github.com/scion-go/scion/hub/httpapi"
 	"github.com/scion-go/scion/hub/plan"
 	"github.com/scion-go/scion/hub/storeerr"
 	"github.com/scion-go/scion/hub/transport"
@@ -28,7 +29,7 @@ func (s *Server) handleConnect(w http.ResponseWriter, r *http.Request) {
 	}
 	if c.Kind != CallerBroker {
 		s.rl.authFail.Fail(transport.ClientIP(r), s.opts.Now())
-		s.writeError(w, r, api.Unauthorized("the control channel needs broker credentials"))
+		httpapi.WriteError(s.log, w, r, api.Unauthorized("the control channel needs broker credentials"))
 		return
 	}
 	conn, err := wire.Accept(w, r, wire.Options{HeartbeatInterval: s.opts.HeartbeatInterval, Grace: s.opts.Grace})

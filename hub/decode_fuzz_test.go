@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/hub/httpapi"
 )
 
 // FuzzDecodeRequests feeds arbitrary bodies to the request decoder and the
@@ -41,7 +42,7 @@ func FuzzDecodeRequests(f *testing.F) {
 			r := httptest.NewRequest(http.MethodPost, "/", bytes.NewReader(body))
 			r.Header.Set("Content-Type", "application/json")
 			r.Body = http.MaxBytesReader(httptest.NewRecorder(), r.Body, api.MaxRequestBody)
-			err := decodeJSON(r, v)
+			err := httpapi.DecodeJSON(r, v)
 			if err == nil {
 				if req, ok := v.(*api.CreateAgentRequest); ok {
 					req.WithDefaults()

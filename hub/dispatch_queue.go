@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/hub/httpapi"
 	"github.com/scion-go/scion/hub/lifecycle"
 	"github.com/scion-go/scion/hub/plan"
 	"github.com/scion-go/scion/hub/storeerr"
@@ -393,7 +394,7 @@ func (s *Server) markQueuedFailed(ctx context.Context, d *store.Dispatch, cause 
 	_, err := s.mutateAgent(ctx, d.AgentID, func(a *store.Agent) error {
 		if a.ContainerStatus == lifecycle.QueuedStop.Container {
 			a.Phase, a.ContainerStatus = lifecycle.QueuedStopFailed.Phase, lifecycle.QueuedStopFailed.Container
-			a.StatusMessage = "queued stop failed: " + strings.TrimSpace(scrubAddresses(api.AsError(cause).Message))
+			a.StatusMessage = "queued stop failed: " + strings.TrimSpace(httpapi.ScrubAddresses(api.AsError(cause).Message))
 		}
 		return nil
 	})

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/hub/httpapi"
 	"github.com/scion-go/scion/hub/storeerr"
 	"github.com/scion-go/scion/store"
 )
@@ -36,16 +37,16 @@ func newForgottenWorld(t *testing.T) *forgottenWorld {
 			t.Fatal(err)
 		}
 	}
-	w.projectA = &store.Project{ID: mustV7(), Name: "a", SharingMode: api.SharingEmptyPerAgent, CreatedBy: "ma", CreatedAt: now, UpdatedAt: now}
-	w.projectB = &store.Project{ID: mustV7(), Name: "b", SharingMode: api.SharingEmptyPerAgent, CreatedBy: "mb", CreatedAt: now, UpdatedAt: now}
+	w.projectA = &store.Project{ID: httpapi.NewID(), Name: "a", SharingMode: api.SharingEmptyPerAgent, CreatedBy: "ma", CreatedAt: now, UpdatedAt: now}
+	w.projectB = &store.Project{ID: httpapi.NewID(), Name: "b", SharingMode: api.SharingEmptyPerAgent, CreatedBy: "mb", CreatedAt: now, UpdatedAt: now}
 	for _, p := range []*store.Project{w.projectA, w.projectB} {
 		if err := st.CreateProject(ctx, p); err != nil {
 			t.Fatal(err)
 		}
 	}
-	w.agentA = &store.Agent{ID: mustV7(), Slug: "in-a", ProjectID: w.projectA.ID, Harness: "generic", Phase: api.PhaseRunning,
+	w.agentA = &store.Agent{ID: httpapi.NewID(), Slug: "in-a", ProjectID: w.projectA.ID, Harness: "generic", Phase: api.PhaseRunning,
 		Generation: 1, CreatedBy: "user:ma", Delegator: "user:ma", Scopes: []string{"project:agent:create"}, CreatedAt: now, UpdatedAt: now}
-	w.agentB = &store.Agent{ID: mustV7(), Slug: "in-b", ProjectID: w.projectB.ID, Harness: "generic", Phase: api.PhaseRunning,
+	w.agentB = &store.Agent{ID: httpapi.NewID(), Slug: "in-b", ProjectID: w.projectB.ID, Harness: "generic", Phase: api.PhaseRunning,
 		Generation: 1, CreatedBy: "user:mb", Delegator: "user:mb", Env: map[string]string{"PLAN": "b's secret plan"}, CreatedAt: now, UpdatedAt: now}
 	for _, a := range []*store.Agent{w.agentA, w.agentB} {
 		if err := st.CreateAgent(ctx, a, nil); err != nil {
@@ -56,7 +57,7 @@ func newForgottenWorld(t *testing.T) *forgottenWorld {
 	tok := accessTokenPrefix + "forgotten-authorization-test-token"
 	sum := sha256.Sum256([]byte(tok))
 	scopes := []string{"project:read", "project:update", "project:agent:read", "project:agent:create", "project:agent:lifecycle"}
-	t0 := &store.Token{ID: mustV7(), Hash: sum[:], Kind: store.TokenUser, UserID: "ma", ProjectID: w.projectA.ID, Scopes: scopes, Name: "ci", CreatedAt: now}
+	t0 := &store.Token{ID: httpapi.NewID(), Hash: sum[:], Kind: store.TokenUser, UserID: "ma", ProjectID: w.projectA.ID, Scopes: scopes, Name: "ci", CreatedAt: now}
 	if err := st.CreateToken(ctx, t0); err != nil {
 		t.Fatal(err)
 	}
@@ -71,11 +72,11 @@ func newForgottenWorld(t *testing.T) *forgottenWorld {
 }
 
 // send calls h as an authenticated route would, for the caller of token.
-func (w *forgottenWorld) send(token string, h apiHandler) int {
+func (w *forgottenWorld) send(token string, h httpapi.Handler) int {
 	req := httptest.NewRequest(http.MethodGet, "/forgotten", nil)
 	req.Header.Set("Authorization", "Bearer "+token)
 	rec := httptest.NewRecorder()
-	w.s.requireAuth(w.s.serveAPI(h))(rec, req)
+	w.s.requireAuth(httpapi.Serve(w.s.log, h))(rec, req)
 	return rec.Code
 }
 
@@ -102,7 +103,7 @@ func TestForgottenAuthorizationStillHidesAnotherProject(t *testing.T) {
 	// forgotten reads the agent and the project of target by ID, lists
 	// agents of target's project and all projects, and changes the agent:
 	// no authorize, no markChecked, no check of its own.
-	forgotten := func(target *store.Agent, got *reads) apiHandler {
+	forgotten := func(target *store.Agent, got *reads) httpapi.Handler {
 		return func(r *http.Request, c *Caller) (int, any, error) {
 			ctx := r.Context()
 			got.agent, got.agentErr = s.store.GetAgent(ctx, target.ID)
@@ -171,7 +172,7 @@ func TestStoreCallWithoutACallerIs500(t *testing.T) {
 	w := newForgottenWorld(t)
 	var err error
 	code := w.send(w.tokens["hub admin"], func(r *http.Request, c *Caller) (int, any, error) {
-		markChecked(r.Context())
+		httpapi.MarkChecked(r.Context())
 		var p *store.Project
 		p, err = w.s.store.GetProject(context.Background(), w.projectB.ID)
 		return http.StatusOK, p, err

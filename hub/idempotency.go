@@ -12,6 +12,7 @@ import (
 
 	"github.com/scion-go/scion/api"
 	"github.com/scion-go/scion/hub/authstore"
+	"github.com/scion-go/scion/hub/httpapi"
 	"github.com/scion-go/scion/hub/plan"
 	"github.com/scion-go/scion/store"
 )
@@ -200,9 +201,9 @@ func (s *Server) recordCreate(ctx context.Context, k *createKey, status int, bod
 		return
 	}
 	if err != nil {
-		// What the caller was answered (publicError): a replay, read back
+		// What the caller was answered (httpapi.PublicError): a replay, read back
 		// from JSON, no longer knows that a broker wrote the message.
-		e := publicError(api.AsError(err))
+		e := httpapi.PublicError(api.AsError(err))
 		status, body = e.Status, api.ErrorBody{Error: e}
 	}
 	b, merr := json.Marshal(body)

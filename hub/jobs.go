@@ -28,6 +28,7 @@ import (
 
 	"github.com/scion-go/scion/api"
 	"github.com/scion-go/scion/hub/authz"
+	"github.com/scion-go/scion/hub/httpapi"
 	"github.com/scion-go/scion/hub/plan"
 	"github.com/scion-go/scion/hub/storeerr"
 	"github.com/scion-go/scion/store"
@@ -73,7 +74,7 @@ func jobAgentRes(j *store.Job, a *store.Agent) *authz.AgentRes {
 // refusal, and an unknown or malformed ID, is 404 job_not_found.
 func (s *Server) loadJob(ctx context.Context, c *Caller, r *http.Request) (*store.Job, error) {
 	ref := r.PathValue("job")
-	markChecked(ctx) // every path below ends in a decision or a not-found
+	httpapi.MarkChecked(ctx) // every path below ends in a decision or a not-found
 	if _, err := uuid.Parse(ref); err != nil {
 		return nil, jobNotFound(ref)
 	}
@@ -116,7 +117,7 @@ func (s *Server) handleGetJob(r *http.Request, c *Caller) (int, any, error) {
 func (s *Server) handleJobLogs(w http.ResponseWriter, r *http.Request, c *Caller) {
 	j, err := s.loadJob(r.Context(), c, r)
 	if err != nil {
-		s.writeError(w, r, err)
+		httpapi.WriteError(s.log, w, r, err)
 		return
 	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
@@ -130,11 +131,11 @@ func (s *Server) handleJobLogs(w http.ResponseWriter, r *http.Request, c *Caller
 func (s *Server) handleJobTrace(w http.ResponseWriter, r *http.Request, c *Caller) {
 	j, err := s.loadJob(r.Context(), c, r)
 	if err != nil {
-		s.writeError(w, r, err)
+		httpapi.WriteError(s.log, w, r, err)
 		return
 	}
 	if len(j.Trace) == 0 {
-		s.writeError(w, r, api.NotFound(api.CodeNotFound, "job %s has no trace", j.ID))
+		httpapi.WriteError(s.log, w, r, api.NotFound(api.CodeNotFound, "job %s has no trace", j.ID))
 		return
 	}
 	w.Header().Set("Content-Type", "application/octet-stream")
@@ -184,12 +185,12 @@ func (s *Server) handleListJobs(r *http.Request, c *Caller) (int, any, error) {
 		if err != nil {
 			return 0, nil, err
 		}
-		if err := s.authorize(ctx, c, authz.AgentLifecycle, allAgentsOf(p), projectNotFound(projRef)); err != nil {
+		if err := httpapi.Authorize(ctx, s.log, c, authz.AgentLifecycle, allAgentsOf(p), httpapi.ProjectNotFound(projRef)); err != nil {
 			return 0, nil, err
 		}
 		f.ProjectID = p.ID
 	default:
-		if err := s.authorize(ctx, c, authz.AgentLifecycle, authz.Resource{Agent: &authz.AgentRes{}}, nil); err != nil {
+		if err := httpapi.Authorize(ctx, s.log, c, authz.AgentLifecycle, authz.Resource{Agent: &authz.AgentRes{}}, nil); err != nil {
 			return 0, nil, api.Forbidden("listing every Job needs the hub admin role; pass ?project= or ?agent= (%s)", cmp.Or(api.AsError(err).Message, "refused"))
 		}
 	}
@@ -204,7 +205,7 @@ func allAgentsOf(p *store.Project) authz.Resource {
 }
 
 func (s *Server) listJobs(r *http.Request, f store.JobFilter) (int, any, error) {
-	page, err := pageFrom(r)
+	page, err := httpapi.PageFrom(r)
 	if err != nil {
 		return 0, nil, err
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/scion-go/scion/api"
 	"github.com/scion-go/scion/hub/authz"
+	"github.com/scion-go/scion/hub/httpapi"
 	"github.com/scion-go/scion/hub/plan"
 	"github.com/scion-go/scion/hub/storeerr"
 	"github.com/scion-go/scion/store"
@@ -84,7 +85,7 @@ func (s *Server) handleRunJob(r *http.Request, c *Caller) (int, any, error) {
 		return 0, nil, err
 	}
 	var req api.JobRunRequest
-	if err := decodeJSON(r, &req); err != nil {
+	if err := httpapi.DecodeJSON(r, &req); err != nil {
 		return 0, nil, err
 	}
 	if err := validateJobRun(&req); err != nil {
@@ -95,7 +96,7 @@ func (s *Server) handleRunJob(r *http.Request, c *Caller) (int, any, error) {
 		return 0, nil, err
 	}
 	now := time.Now().UTC()
-	j := &store.Job{ID: mustV7(), ProjectID: a.ProjectID, AgentID: a.ID, BrokerID: b.ID, Cluster: req.Cluster,
+	j := &store.Job{ID: httpapi.NewID(), ProjectID: a.ProjectID, AgentID: a.ID, BrokerID: b.ID, Cluster: req.Cluster,
 		Image: req.Image, Command: req.Command, GPUs: req.GPUs, Queue: req.Queue, DeadlineSeconds: req.DeadlineSeconds,
 		State: api.JobStatePending, CreatedBy: c.Principal(), CreatedAt: now, UpdatedAt: now}
 	if err := s.store.CreateJob(ctx, j); err != nil {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/scion-go/scion/api"
 	"github.com/scion-go/scion/hub/authstore"
+	"github.com/scion-go/scion/hub/httpapi"
 	"github.com/scion-go/scion/store"
 )
 
@@ -46,7 +47,7 @@ func (s *Server) EnsureProject(ctx context.Context, name, brokerID string) (stri
 	p, err := s.store.GetProject(ctx, name)
 	if isNotFound(err) {
 		now := time.Now().UTC()
-		p = &store.Project{ID: mustV7(), Name: name, SharingMode: api.SharingEmptyPerAgent, CreatedAt: now, UpdatedAt: now}
+		p = &store.Project{ID: httpapi.NewID(), Name: name, SharingMode: api.SharingEmptyPerAgent, CreatedAt: now, UpdatedAt: now}
 		err = s.store.CreateProject(ctx, p)
 		if isExists(err) {
 			p, err = s.store.GetProject(ctx, name)

@@ -19,6 +19,7 @@ import (
 	"github.com/scion-go/scion/api"
 	"github.com/scion-go/scion/hub/authstore"
 	"github.com/scion-go/scion/hub/authz"
+	"github.com/scion-go/scion/hub/httpapi"
 	"github.com/scion-go/scion/hub/storeerr"
 	"github.com/scion-go/scion/hub/transport"
 	"github.com/scion-go/scion/store"
@@ -41,7 +42,7 @@ func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) {
 		if api.IsCode(err, api.CodeUnauthorized) && r.Header.Get("Authorization") != "" {
 			s.rl.authFail.Fail(ip, s.opts.Now())
 		}
-		s.writeError(w, r, err)
+		httpapi.WriteError(s.log, w, r, err)
 		return
 	}
 	s.metrics.handler().ServeHTTP(w, r)
@@ -80,11 +81,11 @@ func metricsTokenView(t *store.Token) api.MetricsToken {
 
 func (s *Server) handleCreateMetricsToken(r *http.Request, c *Caller) (int, any, error) {
 	ctx := r.Context()
-	if err := s.authorize(ctx, c, authz.HubAdmin, authz.Resource{}, nil); err != nil {
+	if err := httpapi.Authorize(ctx, s.log, c, authz.HubAdmin, authz.Resource{}, nil); err != nil {
 		return 0, nil, err
 	}
 	var req api.CreateMetricsTokenRequest
-	if err := decodeJSON(r, &req); err != nil {
+	if err := httpapi.DecodeJSON(r, &req); err != nil {
 		return 0, nil, err
 	}
 	if err := validName("token", req.Name); err != nil {
@@ -101,7 +102,7 @@ func (s *Server) handleCreateMetricsToken(r *http.Request, c *Caller) (int, any,
 	tok := metricsTokenPrefix + base64.RawURLEncoding.EncodeToString(newSecret(32))
 	now := s.opts.Now().UTC()
 	exp := now.Add(ttl)
-	t := &store.Token{ID: mustV7(), Hash: hashToken(tok), Kind: store.TokenMetrics, UserID: c.UserID, Name: req.Name,
+	t := &store.Token{ID: httpapi.NewID(), Hash: hashToken(tok), Kind: store.TokenMetrics, UserID: c.UserID, Name: req.Name,
 		ExpiresAt: &exp, CreatedAt: now}
 	if err := s.store.CreateToken(ctx, t); err != nil {
 		return 0, nil, err
@@ -113,7 +114,7 @@ func (s *Server) handleCreateMetricsToken(r *http.Request, c *Caller) (int, any,
 }
 
 func (s *Server) handleListMetricsTokens(r *http.Request, c *Caller) (int, any, error) {
-	if err := s.authorize(r.Context(), c, authz.HubAdmin, authz.Resource{}, nil); err != nil {
+	if err := httpapi.Authorize(r.Context(), s.log, c, authz.HubAdmin, authz.Resource{}, nil); err != nil {
 		return 0, nil, err
 	}
 	ts, err := s.store.ListTokens(r.Context(), c.UserID)
@@ -132,7 +133,7 @@ func (s *Server) handleListMetricsTokens(r *http.Request, c *Caller) (int, any, 
 
 func (s *Server) handleRevokeMetricsToken(r *http.Request, c *Caller) (int, any, error) {
 	ctx := r.Context()
-	if err := s.authorize(ctx, c, authz.HubAdmin, authz.Resource{}, nil); err != nil {
+	if err := httpapi.Authorize(ctx, s.log, c, authz.HubAdmin, authz.Resource{}, nil); err != nil {
 		return 0, nil, err
 	}
 	id := r.PathValue("id")

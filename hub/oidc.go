@@ -5,6 +5,7 @@ import (
 
 	"github.com/scion-go/scion/api"
 	"github.com/scion-go/scion/hub/authstore"
+	"github.com/scion-go/scion/hub/httpapi"
 	"github.com/scion-go/scion/hub/signin"
 	"github.com/scion-go/scion/hub/transport"
 )
@@ -39,8 +40,8 @@ func (s *Server) oidcRoutes() []Route {
 		o.client = signin.NewClient(o.cfg, s.log)
 	}
 	return []Route{
-		{Pattern: "POST /api/v1/auth/device", Public: true, open: o.route(o.handleDeviceStart)},
-		{Pattern: "POST /api/v1/auth/device/token", Public: true, open: o.route(o.handleDeviceToken)},
+		{Pattern: "POST /api/v1/auth/device", Public: true, Open: o.route(o.handleDeviceStart)},
+		{Pattern: "POST /api/v1/auth/device/token", Public: true, Open: o.route(o.handleDeviceToken)},
 	}
 }
 
@@ -51,7 +52,7 @@ func (o *oidcSignIn) route(h func(r *http.Request) (int, any, error)) http.Handl
 	s := o.s
 	return func(w http.ResponseWriter, r *http.Request) {
 		if o.cfg == nil {
-			s.writeError(w, r, api.Errorf(api.CodeOIDCNotConfigured,
+			httpapi.WriteError(s.log, w, r, api.Errorf(api.CodeOIDCNotConfigured,
 				"this Hub has no OIDC provider configured; sign in with a token (scion hub auth login --token)"))
 			return
 		}
@@ -66,10 +67,10 @@ func (o *oidcSignIn) route(h func(r *http.Request) (int, any, error)) http.Handl
 		w.Header().Set("Cache-Control", "no-store")
 		status, body, err := h(r)
 		if err != nil {
-			s.writeError(w, r, err)
+			httpapi.WriteError(s.log, w, r, err)
 			return
 		}
-		writeJSON(w, status, body)
+		httpapi.WriteJSON(w, status, body)
 	}
 }
 
@@ -91,7 +92,7 @@ func (o *oidcSignIn) handleDeviceStart(r *http.Request) (int, any, error) {
 // a Hub user token.
 func (o *oidcSignIn) handleDeviceToken(r *http.Request) (int, any, error) {
 	var req api.DeviceTokenRequest
-	if err := decodeJSON(r, &req); err != nil {
+	if err := httpapi.DecodeJSON(r, &req); err != nil {
 		return 0, nil, err
 	}
 	if req.DeviceCode == "" || len(req.DeviceCode) > 2048 {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/scion-go/scion/hub/httpapi"
 	"github.com/scion-go/scion/hub/signin"
 	"github.com/scion-go/scion/store"
 )
@@ -24,7 +25,7 @@ func (o *oidcSignIn) signInUser(ctx context.Context, id *signin.Identity) (*stor
 	if id.EmailVerified {
 		email = id.Email // an unverified address is not recorded as the user's
 	}
-	u = &store.User{ID: mustV7(), Name: id.Name, Email: email, Role: o.cfg.RoleFor(id.Email, id.EmailVerified),
+	u = &store.User{ID: httpapi.NewID(), Name: id.Name, Email: email, Role: o.cfg.RoleFor(id.Email, id.EmailVerified),
 		Issuer: issuer, Subject: id.Subject, CreatedAt: time.Now().UTC()}
 	if err := st.CreateUser(ctx, u); err != nil {
 		if !isExists(err) {

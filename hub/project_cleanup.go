@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/hub/httpapi"
 	"github.com/scion-go/scion/store"
 	"github.com/scion-go/scion/wire"
 )
@@ -69,7 +70,7 @@ func (s *Server) cleanupProject(ctx context.Context, c *Caller, projectID string
 			if err != nil {
 				s.log.Warn("project cleanup on a runtime broker failed", "broker", b.Name, "broker_id", b.ID, "project_id", projectID, "err", err)
 				left = append(left, api.ProjectResource{Broker: b.Name, BrokerID: b.ID,
-					Reason: "project cleanup failed: " + strings.TrimSpace(scrubAddresses(api.AsError(err).Message)) + "; " + manualCleanup(projectID)})
+					Reason: "project cleanup failed: " + strings.TrimSpace(httpapi.ScrubAddresses(api.AsError(err).Message)) + "; " + manualCleanup(projectID)})
 			}
 		}(b)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/scion-go/scion/api"
 	"github.com/scion-go/scion/hub/authz"
+	"github.com/scion-go/scion/hub/httpapi"
 	"github.com/scion-go/scion/hub/plan"
 	"github.com/scion-go/scion/hub/storeerr"
 	"github.com/scion-go/scion/store"
@@ -177,7 +178,7 @@ func (s *Server) forceDeleteAgent(ctx context.Context, c *Caller, p *store.Proje
 		if err != nil && !api.IsCode(err, api.CodeAgentNotFound) {
 			e := api.AsError(err)
 			log.Warn("project delete with force: the runtime broker's delete of an agent failed; its record is removed and its workload may be left", "err", e)
-			dp.Left = "the runtime broker's delete failed: " + strings.TrimSpace(scrubAddresses(e.Message)) + "; remove its workload on that broker by hand"
+			dp.Left = "the runtime broker's delete failed: " + strings.TrimSpace(httpapi.ScrubAddresses(e.Message)) + "; remove its workload on that broker by hand"
 		}
 	case dp.Left != "":
 		log.Warn("project delete with force removed an agent record without reaching its runtime broker: " + dp.Left)

@@ -4,13 +4,11 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"strconv"
 	"time"
-
-	"github.com/google/uuid"
 
 	"github.com/scion-go/scion/api"
 	"github.com/scion-go/scion/hub/authz"
+	"github.com/scion-go/scion/hub/httpapi"
 	"github.com/scion-go/scion/hub/plan"
 	"github.com/scion-go/scion/hub/storeerr"
 	"github.com/scion-go/scion/store"
@@ -35,17 +33,17 @@ func (s *Server) loadProject(ctx context.Context, c *Caller, ref string, a authz
 	p, err := s.store.GetProject(ctx, ref)
 	if err != nil {
 		if isNotFound(err) {
-			markChecked(ctx) // an unknown project is no answer about anything
+			httpapi.MarkChecked(ctx) // an unknown project is no answer about anything
 		}
 		return nil, storeerr.Map(err, api.CodeProjectNotFound, "project "+api.Quote(ref))
 	}
 	// Seeing the project comes first: a caller that cannot read it learns
 	// nothing more about it.
-	if err := s.authorize(ctx, c, authz.ProjectRead, authz.Resource{Project: plan.ProjectRes(p)}, projectNotFound(ref)); err != nil {
+	if err := httpapi.Authorize(ctx, s.log, c, authz.ProjectRead, authz.Resource{Project: plan.ProjectRes(p)}, httpapi.ProjectNotFound(ref)); err != nil {
 		return nil, err
 	}
 	if a != authz.ProjectRead {
-		if err := s.authorize(ctx, c, a, authz.Resource{Project: plan.ProjectRes(p)}, projectNotFound(ref)); err != nil {
+		if err := httpapi.Authorize(ctx, s.log, c, a, authz.Resource{Project: plan.ProjectRes(p)}, httpapi.ProjectNotFound(ref)); err != nil {
 			return nil, err
 		}
 	}
@@ -64,7 +62,7 @@ func (s *Server) resolveBrokerRef(ctx context.Context, c *Caller, ref, projectID
 	}
 	if ok, err := s.brokerVisible(ctx, c, b, projectID); err != nil || !ok {
 		if err == nil {
-			err = brokerNotFound(ref)()
+			err = httpapi.BrokerNotFound(ref)()
 		}
 		return "", err
 	}
@@ -72,11 +70,11 @@ func (s *Server) resolveBrokerRef(ctx context.Context, c *Caller, ref, projectID
 }
 
 func (s *Server) handleCreateProject(r *http.Request, c *Caller) (int, any, error) {
-	if err := s.authorize(r.Context(), c, authz.ProjectCreate, authz.Resource{}, nil); err != nil {
+	if err := httpapi.Authorize(r.Context(), s.log, c, authz.ProjectCreate, authz.Resource{}, nil); err != nil {
 		return 0, nil, err
 	}
 	var req api.CreateProjectRequest
-	if err := decodeJSON(r, &req); err != nil {
+	if err := httpapi.DecodeJSON(r, &req); err != nil {
 		return 0, nil, err
 	}
 	if err := req.Validate(); err != nil {
@@ -88,7 +86,7 @@ func (s *Server) handleCreateProject(r *http.Request, c *Caller) (int, any, erro
 		return 0, nil, err
 	}
 	now := time.Now().UTC()
-	p := &store.Project{ID: mustV7(), Name: req.Name, GitRemote: req.GitRemote, SharingMode: req.SharingMode,
+	p := &store.Project{ID: httpapi.NewID(), Name: req.Name, GitRemote: req.GitRemote, SharingMode: req.SharingMode,
 		DefaultBrokerID: def, ActiveProfile: req.ActiveProfile, CreatedBy: c.UserID, CreatedAt: now, UpdatedAt: now}
 	if err := s.store.CreateProject(r.Context(), p); err != nil {
 		return 0, nil, storeerr.Map(err, api.CodeProjectNotFound, fmt.Sprintf("project %q", req.Name))
@@ -98,7 +96,7 @@ func (s *Server) handleCreateProject(r *http.Request, c *Caller) (int, any, erro
 }
 
 func (s *Server) handleListProjects(r *http.Request, c *Caller) (int, any, error) {
-	page, err := pageFrom(r)
+	page, err := httpapi.PageFrom(r)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -111,7 +109,7 @@ func (s *Server) handleListProjects(r *http.Request, c *Caller) (int, any, error
 			return 0, nil, err
 		}
 		items, total = []*store.Project{p}, 1
-	} else if err := s.authorize(r.Context(), c, authz.ProjectRead, authz.Resource{}, nil); err != nil {
+	} else if err := httpapi.Authorize(r.Context(), s.log, c, authz.ProjectRead, authz.Resource{}, nil); err != nil {
 		return 0, nil, err
 	} else if items, next, total, err = s.store.ListProjects(r.Context(), page); err != nil {
 		return 0, nil, err
@@ -142,7 +140,7 @@ func (s *Server) handleUpdateProject(r *http.Request, c *Caller) (int, any, erro
 		return 0, nil, err
 	}
 	var req api.UpdateProjectRequest
-	if err := decodeJSON(r, &req); err != nil {
+	if err := httpapi.DecodeJSON(r, &req); err != nil {
 		return 0, nil, err
 	}
 	if err := req.Validate(); err != nil {
@@ -168,34 +166,4 @@ func (s *Server) handleUpdateProject(r *http.Request, c *Caller) (int, any, erro
 	}
 	v, err := s.projectView(r.Context(), p)
 	return http.StatusOK, v, err
-}
-
-// pageFrom reads ?cursor= (a nextCursor a list returned) and ?limit=
-// (1..1000).
-func pageFrom(r *http.Request) (store.Page, error) {
-	p := store.Page{Cursor: r.URL.Query().Get("cursor")}
-	if l := r.URL.Query().Get("limit"); l != "" {
-		n, err := strconv.Atoi(l)
-		if err != nil || n < 1 || n > 1000 {
-			return p, api.BadRequest("limit must be an integer from 1 to 1000")
-		}
-		p.Limit = n
-	}
-	if len(p.Cursor) > 256 {
-		return p, api.BadRequest("cursor too long")
-	}
-	// Refused here rather than by the store: a cursor the Hub never handed
-	// out is the caller's mistake (400), not an internal error.
-	if _, err := store.DecodeCursor(p.Cursor); err != nil {
-		return p, api.BadRequest("invalid cursor %s: pass the nextCursor of the previous page, or none for the first", api.Quote(p.Cursor))
-	}
-	return p, nil
-}
-
-func mustV7() string {
-	id, err := uuid.NewV7()
-	if err != nil {
-		return uuid.NewString()
-	}
-	return id.String()
 }

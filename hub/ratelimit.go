@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/hub/httpapi"
 	"github.com/scion-go/scion/hub/transport"
 )
 
@@ -68,7 +69,7 @@ func (s *Server) refuse429(w http.ResponseWriter, r *http.Request, wait time.Dur
 		// client; a past read deadline makes it fail at once.
 		_ = http.NewResponseController(w).SetReadDeadline(time.Now())
 	}
-	s.writeError(w, r, e)
+	httpapi.WriteError(s.log, w, r, e)
 }
 
 // rateLimited runs h only while the client's address has tokens in l.

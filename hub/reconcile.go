@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/scion-go/scion/hub/httpapi"
 	"github.com/scion-go/scion/hub/lifecycle"
 	"github.com/scion-go/scion/hub/plan"
 	"github.com/scion-go/scion/store"
@@ -82,11 +83,11 @@ func applyContainerState(a *store.Agent, st wire.AgentStatus) {
 	case lifecycle.NoteClear:
 		a.StatusMessage = ""
 	case lifecycle.NoteWaiting:
-		a.StatusMessage = truncate(scrubAddresses(st.Message), 500)
+		a.StatusMessage = truncate(httpapi.ScrubAddresses(st.Message), 500)
 	case lifecycle.NoteExitCode:
 		a.StatusMessage = fmt.Sprintf("agent exited with code %d", *st.ExitCode)
 		if st.Message != "" { // the runtime's account: last output lines, OOM, ...
-			a.StatusMessage += ": " + truncate(scrubAddresses(st.Message), 500)
+			a.StatusMessage += ": " + truncate(httpapi.ScrubAddresses(st.Message), 500)
 		}
 	case lifecycle.NoteGone:
 		a.StatusMessage = "container not found on the runtime broker"

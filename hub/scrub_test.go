@@ -9,6 +9,7 @@ import (
 
 	"github.com/scion-go/scion/api"
 	"github.com/scion-go/scion/hub/authstore"
+	"github.com/scion-go/scion/hub/httpapi"
 	"github.com/scion-go/scion/store"
 	"github.com/scion-go/scion/wire"
 )
@@ -16,34 +17,12 @@ import (
 // addrLike finds what looks like host:port or a socket path.
 var addrLike = regexp.MustCompile(`\d+\.\d+\.\d+\.\d+:\d+|\[[0-9a-f:]+\]:\d+|localhost:\d+|\.sock`)
 
-func TestScrubAddresses(t *testing.T) {
-	tests := []struct{ in, want string }{
-		{"control channel closed: read tcp 127.0.0.1:8080->127.0.0.1:51234: read: connection reset by peer",
-			"control channel closed: read tcp <address>-><address>: read: connection reset by peer"},
-		{"dial tcp [::1]:9443: connect: connection refused", "dial tcp <address>: connect: connection refused"},
-		{"dial tcp localhost:9443: connect: connection refused", "dial tcp <address>: connect: connection refused"},
-		{"Get \"https://hub.internal.example:8443/api\": EOF", "Get \"https://<address>/api\": EOF"},
-		{"Cannot connect to the Docker daemon at unix:///var/run/docker.sock. Is the docker daemon running?",
-			"Cannot connect to the Docker daemon at <address> Is the docker daemon running?"},
-		{"dial unix /run/scion/broker.sock: connect: no such file", "dial unix <address>: connect: no such file"},
-		// Left alone: no address in them.
-		{"runtime broker \"b1\" is offline; try again", "runtime broker \"b1\" is offline; try again"},
-		{"stopped at 10:40 after 3:1 retries", "stopped at 10:40 after 3:1 retries"},
-		{"agent exited with code 2: unknown flag", "agent exited with code 2: unknown flag"},
-	}
-	for _, tt := range tests {
-		if got := scrubAddresses(tt.in); got != tt.want {
-			t.Errorf("scrubAddresses(%q)\n = %q\nwant %q", tt.in, got, tt.want)
-		}
-	}
-}
-
 // TestTransportErrorsNameNoAddress: the error a real dial gives names
 // host:port; scrubbed, it names none.
 func TestTransportErrorsNameNoAddress(t *testing.T) {
 	_, dialErr := realDialError(t)
 	for _, msg := range []string{dialErr.Error(), "control channel closed: " + dialErr.Error()} {
-		if got := scrubAddresses(msg); addrLike.MatchString(got) {
+		if got := httpapi.ScrubAddresses(msg); addrLike.MatchString(got) {
 			t.Errorf("scrubbed %q still names an address: %q", msg, got)
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/scion-go/scion/api"
 	"github.com/scion-go/scion/hub/authstore"
 	"github.com/scion-go/scion/hub/authz"
+	"github.com/scion-go/scion/hub/httpapi"
 	"github.com/scion-go/scion/hub/plan"
 	"github.com/scion-go/scion/hub/storeerr"
 	"github.com/scion-go/scion/store"
@@ -31,12 +32,12 @@ func errNoSecretsKey() error {
 func (s *Server) secretScope(r *http.Request, c *Caller, a authz.Action) (string, error) {
 	ctx := r.Context()
 	if s.secrets == nil {
-		markChecked(ctx)
+		httpapi.MarkChecked(ctx)
 		return "", errNoSecretsKey()
 	}
 	ref := r.URL.Query().Get("project")
 	if ref == "" {
-		return "", s.authorize(ctx, c, a, authz.Resource{}, nil)
+		return "", httpapi.Authorize(ctx, s.log, c, a, authz.Resource{}, nil)
 	}
 	p, err := s.loadProject(ctx, c, ref, a)
 	if err != nil {
@@ -55,7 +56,7 @@ func (s *Server) handlePutSecret(r *http.Request, c *Caller) (int, any, error) {
 		return 0, nil, err
 	}
 	var req api.PutSecretRequest
-	if err := decodeJSON(r, &req); err != nil {
+	if err := httpapi.DecodeJSON(r, &req); err != nil {
 		return 0, nil, err
 	}
 	if req.Value == "" || len(req.Value) > api.MaxSecretValue {
@@ -127,7 +128,7 @@ func (s *Server) agentSecrets(ctx context.Context, c *Caller, p *store.Project, 
 			// Asked first as a project secret: an agent learns nothing
 			// about the names of secrets it was not given.
 			sec := &authz.SecretRes{Name: name, Held: holder != nil && slices.Contains(holder.SecretNames, name)}
-			if err := s.authorize(ctx, c, authz.SecretUse, authz.Resource{Project: plan.ProjectRes(p), Secret: sec}, nil); err != nil {
+			if err := httpapi.Authorize(ctx, s.log, c, authz.SecretUse, authz.Resource{Project: plan.ProjectRes(p), Secret: sec}, nil); err != nil {
 				return nil, err
 			}
 			return nil, api.NotFound(api.CodeSecretNotFound, "secret %q not found in the project or hub-wide; set it with `scion hub secret set %s`", name, name)
@@ -139,7 +140,7 @@ func (s *Server) agentSecrets(ctx context.Context, c *Caller, p *store.Project, 
 		if x.ProjectID != "" {
 			res.Project = plan.ProjectRes(p)
 		}
-		if err := s.authorize(ctx, c, authz.SecretUse, res, nil); err != nil {
+		if err := httpapi.Authorize(ctx, s.log, c, authz.SecretUse, res, nil); err != nil {
 			return nil, err
 		}
 		if out[name], err = s.openSecret(x); err != nil {

@@ -26,6 +26,7 @@ import (
 
 	"github.com/scion-go/scion/api"
 	"github.com/scion-go/scion/hub/authstore"
+	"github.com/scion-go/scion/hub/httpapi"
 	"github.com/scion-go/scion/hub/signin"
 	"github.com/scion-go/scion/store"
 )
@@ -223,31 +224,13 @@ func (s *Server) markAllOffline(ctx context.Context) error {
 	}
 }
 
-// Route is one entry of the Hub's route table.
-type Route struct {
-	Pattern string // "METHOD /path/{var}"
-	// Public routes need no caller (health, join with a join token, and
-	// the control channel, which checks broker signatures) or check
-	// their own (metrics).
-	Public bool
-	authed apiHandler
-	stream func(http.ResponseWriter, *http.Request, *Caller)
-	open   http.HandlerFunc
-}
-
-// apiHandler is the shape of most handlers: it returns the status and the
-// body to write, or an error that becomes the standard error body. A nil
-// body with a 2xx status writes no body.
-type apiHandler func(r *http.Request, c *Caller) (int, any, error)
+// Route is one entry of the Hub's route table (see httpapi.Route).
+type Route = httpapi.Route
 
 // Routes lists every route the Hub serves; tests walk it so that no route
 // can be added without an authentication check.
 func (s *Server) Routes() []Route {
-	a := func(p string, h apiHandler) Route { return Route{Pattern: p, authed: h} }
-	stream := func(p string, h func(http.ResponseWriter, *http.Request, *Caller)) Route {
-		return Route{Pattern: p, stream: h}
-	}
-	pub := func(p string, h http.HandlerFunc) Route { return Route{Pattern: p, Public: true, open: h} }
+	a, stream, pub := httpapi.Authed, httpapi.Stream, httpapi.Public
 	return append(s.oidcRoutes(), []Route{
 		pub("GET /healthz", s.handleHealthz),
 		pub("GET /readyz", s.handleReadyz),
@@ -322,70 +305,35 @@ func (s *Server) routes() {
 	for _, rt := range s.Routes() {
 		switch {
 		case rt.Public:
-			m.Handle(rt.Pattern, rt.open)
-		case rt.stream != nil:
-			m.Handle(rt.Pattern, s.requireAuth(streaming(rt.stream)))
+			m.Handle(rt.Pattern, rt.Open)
+		case rt.Stream != nil:
+			m.Handle(rt.Pattern, s.requireAuth(httpapi.Streaming(rt.Stream)))
 		default:
-			m.Handle(rt.Pattern, s.requireAuth(s.serveAPI(rt.authed)))
+			m.Handle(rt.Pattern, s.requireAuth(httpapi.Serve(s.log, rt.Authed)))
 		}
 	}
 	// Anything else under the API is a typed 404, not the mux's text page.
 	m.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
-		s.writeError(w, r, api.NotFound(api.CodeNotFound, "no route %s %s", r.Method, r.URL.Path))
+		httpapi.WriteError(s.log, w, r, api.NotFound(api.CodeNotFound, "no route %s %s", r.Method, r.URL.Path))
 	})
 	s.mux = m
 }
 
 func (s *Server) handleHealthz(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, api.Health{Status: "ok", Version: s.opts.Version})
+	httpapi.WriteJSON(w, http.StatusOK, api.Health{Status: "ok", Version: s.opts.Version})
 }
 
 func (s *Server) handleReadyz(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()
 	if err := s.store.Ping(ctx); err != nil {
-		writeJSON(w, http.StatusServiceUnavailable, api.Health{Status: "unavailable", Checks: map[string]string{"database": "unreachable"}})
+		httpapi.WriteJSON(w, http.StatusServiceUnavailable, api.Health{Status: "unavailable", Checks: map[string]string{"database": "unreachable"}})
 		return
 	}
-	writeJSON(w, http.StatusOK, api.Health{Status: "ok", Checks: map[string]string{"database": "ok"}, Version: s.opts.Version})
+	httpapi.WriteJSON(w, http.StatusOK, api.Health{Status: "ok", Checks: map[string]string{"database": "ok"}, Version: s.opts.Version})
 }
 
 func (s *Server) handleWhoami(r *http.Request, c *Caller) (int, any, error) {
-	markChecked(r.Context()) // anyone may ask who they are
+	httpapi.MarkChecked(r.Context()) // anyone may ask who they are
 	return http.StatusOK, api.Whoami{Kind: string(c.Kind), ID: c.ID, Name: c.Name, Role: c.Role, Project: c.ProjectID}, nil
-}
-
-// serveAPI adapts an apiHandler: it bounds the request body, runs the
-// handler and writes its answer or its error.
-// headedBody is a handler's body with response headers of its own (an
-// ETag, say): serveAPI sets them, then writes body.
-type headedBody struct {
-	body   any
-	header http.Header
-}
-
-// withETag answers body with an ETag header.
-func withETag(body any, etag string) headedBody {
-	return headedBody{body: body, header: http.Header{"Etag": {etag}}}
-}
-
-func (s *Server) serveAPI(h apiHandler) func(http.ResponseWriter, *http.Request, *Caller) {
-	return func(w http.ResponseWriter, r *http.Request, c *Caller) {
-		r.Body = http.MaxBytesReader(w, r.Body, api.MaxRequestBody)
-		status, body, err := h(r, c)
-		if hb, ok := body.(headedBody); ok {
-			for k, v := range hb.header {
-				w.Header()[k] = v
-			}
-			body = hb.body
-		}
-		switch {
-		case err != nil:
-			s.writeError(w, r, err)
-		case body == nil:
-			w.WriteHeader(status)
-		default:
-			writeJSON(w, status, body)
-		}
-	}
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/scion-go/scion/api"
 	"github.com/scion-go/scion/hub/authz"
+	"github.com/scion-go/scion/hub/httpapi"
 	"github.com/scion-go/scion/hub/storeerr"
 	"github.com/scion-go/scion/store"
 )
@@ -192,7 +193,7 @@ func (s *Server) loadSetting(ctx context.Context, key string, v any) error {
 }
 
 func (s *Server) handleGetSettings(r *http.Request, c *Caller) (int, any, error) {
-	if err := s.authorize(r.Context(), c, authz.HubRead, authz.Resource{}, nil); err != nil {
+	if err := httpapi.Authorize(r.Context(), s.log, c, authz.HubRead, authz.Resource{}, nil); err != nil {
 		return 0, nil, err
 	}
 	s.cfgMu.Lock()
@@ -204,7 +205,7 @@ func (s *Server) handleGetSettings(r *http.Request, c *Caller) (int, any, error)
 	if v.AgentDefaults.DefaultRuntimeBroker, err = s.liveBrokerRef(r.Context(), v.AgentDefaults.DefaultRuntimeBroker); err != nil {
 		return 0, nil, err
 	}
-	return http.StatusOK, withETag(settingsView(v), settingsETag(ver)), nil
+	return http.StatusOK, httpapi.WithETag(settingsView(v), settingsETag(ver)), nil
 }
 
 // liveBrokerRef is ref when it names a registered broker, else "". The
@@ -231,11 +232,11 @@ func (s *Server) liveBrokerRef(ctx context.Context, ref string) (string, error) 
 // changing different settings at once both keep their change. If-Match
 // makes it conditional on the version the caller read.
 func (s *Server) handlePutSettings(r *http.Request, c *Caller) (int, any, error) {
-	if err := s.authorize(r.Context(), c, authz.HubAdmin, authz.Resource{}, nil); err != nil {
+	if err := httpapi.Authorize(r.Context(), s.log, c, authz.HubAdmin, authz.Resource{}, nil); err != nil {
 		return 0, nil, err
 	}
 	var u api.HubSettingsUpdate
-	if err := decodeJSON(r, &u); err != nil {
+	if err := httpapi.DecodeJSON(r, &u); err != nil {
 		return 0, nil, err
 	}
 	if err := u.Validate(); err != nil {
@@ -266,7 +267,7 @@ func (s *Server) handlePutSettings(r *http.Request, c *Caller) (int, any, error)
 	if err != nil {
 		return 0, nil, err
 	}
-	return http.StatusOK, withETag(settingsView(v), settingsETag(ver)), nil
+	return http.StatusOK, httpapi.WithETag(settingsView(v), settingsETag(ver)), nil
 }
 
 // applySettingsUpdate sets in v what the update names: each default given
@@ -309,7 +310,7 @@ func settingsView(v api.HubSettings) api.HubSettings {
 }
 
 func (s *Server) handleGetLimits(r *http.Request, c *Caller) (int, any, error) {
-	if err := s.authorize(r.Context(), c, authz.HubRead, authz.Resource{}, nil); err != nil {
+	if err := httpapi.Authorize(r.Context(), s.log, c, authz.HubRead, authz.Resource{}, nil); err != nil {
 		return 0, nil, err
 	}
 	v, err := s.hubLimits(r.Context())
@@ -317,11 +318,11 @@ func (s *Server) handleGetLimits(r *http.Request, c *Caller) (int, any, error) {
 }
 
 func (s *Server) handlePutLimits(r *http.Request, c *Caller) (int, any, error) {
-	if err := s.authorize(r.Context(), c, authz.HubAdmin, authz.Resource{}, nil); err != nil {
+	if err := httpapi.Authorize(r.Context(), s.log, c, authz.HubAdmin, authz.Resource{}, nil); err != nil {
 		return 0, nil, err
 	}
 	var req limitsRequest
-	if err := decodeJSON(r, &req); err != nil {
+	if err := httpapi.DecodeJSON(r, &req); err != nil {
 		return 0, nil, err
 	}
 	v, err := req.limits()

@@ -11,6 +11,7 @@ import (
 
 	"github.com/scion-go/scion/api"
 	"github.com/scion-go/scion/hub/authz"
+	"github.com/scion-go/scion/hub/httpapi"
 	"github.com/scion-go/scion/hub/storeerr"
 	"github.com/scion-go/scion/store"
 )
@@ -24,11 +25,11 @@ func accessTokenView(t *store.Token) api.AccessToken {
 
 func (s *Server) handleCreateAccessToken(r *http.Request, c *Caller) (int, any, error) {
 	ctx := r.Context()
-	if err := s.authorize(ctx, c, authz.TokenManage, authz.Resource{}, nil); err != nil {
+	if err := httpapi.Authorize(ctx, s.log, c, authz.TokenManage, authz.Resource{}, nil); err != nil {
 		return 0, nil, err
 	}
 	var req api.CreateAccessTokenRequest
-	if err := decodeJSON(r, &req); err != nil {
+	if err := httpapi.DecodeJSON(r, &req); err != nil {
 		return 0, nil, err
 	}
 	if err := validName("token", req.Name); err != nil {
@@ -57,7 +58,7 @@ func (s *Server) handleCreateAccessToken(r *http.Request, c *Caller) (int, any, 
 	tok := accessTokenPrefix + base64.RawURLEncoding.EncodeToString(newSecret(32))
 	now := s.opts.Now().UTC()
 	exp := now.Add(ttl)
-	t := &store.Token{ID: mustV7(), Hash: hashToken(tok), Kind: store.TokenUser, UserID: c.UserID, ProjectID: p.ID,
+	t := &store.Token{ID: httpapi.NewID(), Hash: hashToken(tok), Kind: store.TokenUser, UserID: c.UserID, ProjectID: p.ID,
 		Scopes: req.Scopes, Name: req.Name, ExpiresAt: &exp, CreatedAt: now}
 	if err := s.store.CreateToken(ctx, t); err != nil {
 		return 0, nil, err
@@ -69,7 +70,7 @@ func (s *Server) handleCreateAccessToken(r *http.Request, c *Caller) (int, any, 
 }
 
 func (s *Server) handleListAccessTokens(r *http.Request, c *Caller) (int, any, error) {
-	if err := s.authorize(r.Context(), c, authz.TokenManage, authz.Resource{}, nil); err != nil {
+	if err := httpapi.Authorize(r.Context(), s.log, c, authz.TokenManage, authz.Resource{}, nil); err != nil {
 		return 0, nil, err
 	}
 	ts, err := s.store.ListTokens(r.Context(), c.UserID)
@@ -88,7 +89,7 @@ func (s *Server) handleListAccessTokens(r *http.Request, c *Caller) (int, any, e
 
 func (s *Server) handleRevokeAccessToken(r *http.Request, c *Caller) (int, any, error) {
 	ctx := r.Context()
-	if err := s.authorize(ctx, c, authz.TokenManage, authz.Resource{}, nil); err != nil {
+	if err := httpapi.Authorize(ctx, s.log, c, authz.TokenManage, authz.Resource{}, nil); err != nil {
 		return 0, nil, err
 	}
 	id := r.PathValue("id")

@@ -9,6 +9,7 @@ import (
 
 	"github.com/scion-go/scion/api"
 	"github.com/scion-go/scion/hub/authz"
+	"github.com/scion-go/scion/hub/httpapi"
 	"github.com/scion-go/scion/hub/storeerr"
 	"github.com/scion-go/scion/store"
 )
@@ -18,7 +19,7 @@ func userView(u *store.User) api.User {
 }
 
 func (s *Server) handleListUsers(r *http.Request, c *Caller) (int, any, error) {
-	if err := s.authorize(r.Context(), c, authz.UserManage, authz.Resource{}, nil); err != nil {
+	if err := httpapi.Authorize(r.Context(), s.log, c, authz.UserManage, authz.Resource{}, nil); err != nil {
 		return 0, nil, err
 	}
 	us, err := s.store.ListUsers(r.Context())
@@ -34,11 +35,11 @@ func (s *Server) handleListUsers(r *http.Request, c *Caller) (int, any, error) {
 
 func (s *Server) handleUpdateUser(r *http.Request, c *Caller) (int, any, error) {
 	ctx := r.Context()
-	if err := s.authorize(ctx, c, authz.UserManage, authz.Resource{}, nil); err != nil {
+	if err := httpapi.Authorize(ctx, s.log, c, authz.UserManage, authz.Resource{}, nil); err != nil {
 		return 0, nil, err
 	}
 	var req api.UpdateUserRequest
-	if err := decodeJSON(r, &req); err != nil {
+	if err := httpapi.DecodeJSON(r, &req); err != nil {
 		return 0, nil, err
 	}
 	id := r.PathValue("user")

@@ -160,6 +160,13 @@ var Rules = []Rule{
 		Pkgs: []string{"hub/storeerr"}, Only: []string{"api", "store"}, Pure: true,
 	},
 	{
+		// What every room of the Hub's HTTP surface shares: routes,
+		// handler shapes, JSON bodies and errors, paging, the check mark.
+		// No room's state: it never reaches a Server or a record.
+		Name: "hub/httpapi imports only api, hub/authz, hub/storeerr, hub/transport and store",
+		Pkgs: []string{"hub/httpapi"}, Only: []string{"api", "hub/authz", "hub/storeerr", "hub/transport", "store"},
+	},
+	{
 		// The store with authorization in its path: a store.Store that
 		// decides every call with the rules of hub/authz for the caller
 		// its context carries. Of ours only the error type, the rules
@@ -176,7 +183,7 @@ var Rules = []Rule{
 		// store/postgres), the broker and the runtimes are chosen and
 		// wired by launch.
 		Name: "hub imports only api, its own parts, store and wire",
-		Pkgs: []string{"hub"}, Only: []string{"api", "hub/authstore", "hub/authz", "hub/lifecycle", "hub/placement", "hub/plan", "hub/signin", "hub/storeerr", "hub/transport", "store", "wire"},
+		Pkgs: []string{"hub"}, Only: []string{"api", "hub/authstore", "hub/authz", "hub/httpapi", "hub/lifecycle", "hub/placement", "hub/plan", "hub/signin", "hub/storeerr", "hub/transport", "store", "wire"},
 	},
 	{
 		// Agents' workspaces on the broker's host: directories and git.

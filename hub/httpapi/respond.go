@@ -1,9 +1,10 @@
-package hub
+package httpapi
 
 import (
 	"encoding/json"
 	"errors"
 	"io"
+	"log/slog"
 	"mime"
 	"net/http"
 	"strings"
@@ -12,37 +13,37 @@ import (
 	"github.com/scion-go/scion/hub/storeerr"
 )
 
-// writeJSON writes v with status.
-func writeJSON(w http.ResponseWriter, status int, v any) {
+// WriteJSON writes v with status.
+func WriteJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(v)
 }
 
-// writeError writes the standard error body (publicError's), logging an
-// internal error in full.
-func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+// WriteError writes the standard error body (PublicError's), logging an
+// internal error in full to log.
+func WriteError(log *slog.Logger, w http.ResponseWriter, r *http.Request, err error) {
 	// A store error no handler mapped is still an answer about the
 	// resource asked for, not an internal error; the log names the route
 	// that should have mapped it.
 	var ae *api.Error
 	if m := storeerr.Map(err, api.CodeNotFound, "resource"); !errors.As(err, &ae) && errors.As(m, &ae) {
-		s.log.Warn("store error answered without a handler's mapping", "method", r.Method, "path", r.URL.Path, "err", err)
+		log.Warn("store error answered without a handler's mapping", "method", r.Method, "path", r.URL.Path, "err", err)
 		err = m
 	}
 	e := api.AsError(err)
-	if pub := publicError(e); pub != e {
+	if pub := PublicError(e); pub != e {
 		if e.Code == api.CodeInternal {
-			s.log.Error("internal error", "method", r.Method, "path", r.URL.Path, "err", err)
+			log.Error("internal error", "method", r.Method, "path", r.URL.Path, "err", err)
 		} else {
-			s.log.Warn("error answered with internal addresses scrubbed", "method", r.Method, "path", r.URL.Path, "err", err)
+			log.Warn("error answered with internal addresses scrubbed", "method", r.Method, "path", r.URL.Path, "err", err)
 		}
 		e = pub
 	}
-	writeJSON(w, e.Status, api.ErrorBody{Error: e})
+	WriteJSON(w, e.Status, api.ErrorBody{Error: e})
 }
 
-// publicError is what a caller may see of e. Internal errors get a
+// PublicError is what a caller may see of e. Internal errors get a
 // generic message: their text may hold details a caller must not see.
 // Other failures (5xx) may carry a transport error's text, and a broker's
 // answer of any status its runtime's (a registry or daemon address in a
@@ -55,7 +56,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 // or 407 (or its code unauthorized or forbidden) would read as the
 // caller's own credentials or rights failing. It is answered as the
 // broker's failure, 502 runtime_error, with the broker's words (peerAuth).
-func publicError(e *api.Error) *api.Error {
+func PublicError(e *api.Error) *api.Error {
 	switch {
 	case e == nil || (e.Status < 500 && !e.FromPeer):
 		return e
@@ -64,10 +65,10 @@ func publicError(e *api.Error) *api.Error {
 	case peerAuth(e):
 		c := *e
 		c.Status, c.Code = api.StatusForCode(api.CodeRuntimeError), api.CodeRuntimeError
-		c.Message = "the runtime broker refused the request: " + scrubAddresses(e.Message)
+		c.Message = "the runtime broker refused the request: " + ScrubAddresses(e.Message)
 		return &c
 	}
-	if m := scrubAddresses(e.Message); m != e.Message {
+	if m := ScrubAddresses(e.Message); m != e.Message {
 		c := *e
 		c.Message = m
 		return &c
@@ -88,16 +89,16 @@ func peerAuth(e *api.Error) bool {
 	return e.Code == api.CodeUnauthorized || e.Code == api.CodeForbidden
 }
 
-// decodeJSON reads a bounded JSON body into v, refusing unknown fields,
+// DecodeJSON reads a bounded JSON body into v, refusing unknown fields,
 // trailing data and wrong content types.
-func decodeJSON(r *http.Request, v any) error {
+func DecodeJSON(r *http.Request, v any) error {
 	if ct := r.Header.Get("Content-Type"); ct != "" {
 		mt, _, err := mime.ParseMediaType(ct)
 		if err != nil || mt != "application/json" {
 			return api.Errorf(api.CodeUnsupportedMediaType, "Content-Type must be application/json")
 		}
 	}
-	// The body is already bounded by serveAPI (or the caller).
+	// The body is already bounded by Serve (or the caller).
 	dec := json.NewDecoder(r.Body)
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {

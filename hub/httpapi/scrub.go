@@ -1,4 +1,4 @@
-package hub
+package httpapi
 
 import (
 	"regexp"
@@ -20,9 +20,9 @@ var (
 
 const hiddenAddr = "<address>"
 
-// scrubAddresses replaces internal addresses in msg. A host name must
+// ScrubAddresses replaces internal addresses in msg. A host name must
 // hold a letter, so that "10:40" or a count like "3:1" stays as it is.
-func scrubAddresses(msg string) string {
+func ScrubAddresses(msg string) string {
 	if !strings.Contains(msg, ":") && !strings.Contains(msg, ".sock") {
 		return msg
 	}
