@@ -67,7 +67,7 @@ func (s *Server) loadCandidates(ctx context.Context, c *Caller, p *store.Project
 }
 
 func (s *Server) brokerLimit(ctx context.Context, b *store.Broker) (int, error) {
-	lim, err := s.hubLimits(ctx)
+	lim, err := s.settings.Limits(ctx)
 	if err != nil {
 		return 0, err
 	}

@@ -137,14 +137,14 @@ func (s *Server) createAgent(r *http.Request, c *Caller, p *store.Project, req a
 // decision), and the placement candidates.
 func (s *Server) loadCreate(ctx context.Context, c *Caller, p *store.Project, req api.CreateAgentRequest, key *createKey) (plan.CreateInput, map[string]string, error) {
 	httpapi.MarkChecked(ctx)
-	settings, err := s.hubSettings(ctx)
+	settings, err := s.settings.Hub(ctx)
 	if err != nil {
 		return plan.CreateInput{}, nil, err
 	}
 	if req, err = plan.CreateRequest(req, settings); err != nil {
 		return plan.CreateInput{}, nil, err
 	}
-	lim, err := s.hubLimits(ctx)
+	lim, err := s.settings.Limits(ctx)
 	if err != nil {
 		return plan.CreateInput{}, nil, err
 	}

@@ -133,7 +133,7 @@ func (s *Server) brokerHasAgents(ctx context.Context, c *Caller, b *store.Broker
 // cascade and GET /admin/settings read as no default (liveBrokerRef).
 func (s *Server) forgetHubDefault(ctx context.Context, b *store.Broker) {
 	cleared := false
-	err := s.updateHubSettings(ctx, func(v *api.HubSettings) (bool, error) {
+	err := s.settings.Update(ctx, func(v *api.HubSettings) (bool, error) {
 		ref := v.AgentDefaults.DefaultRuntimeBroker
 		if ref == "" || (ref != b.ID && ref != b.Name) {
 			return false, nil

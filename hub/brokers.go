@@ -27,7 +27,7 @@ func (s *Server) brokerView(ctx context.Context, c *Caller, b *store.Broker, cou
 	if projects == nil {
 		projects = []string{}
 	}
-	lim, err := s.hubLimits(ctx)
+	lim, err := s.settings.Limits(ctx)
 	if err != nil {
 		return api.RuntimeBroker{}, err
 	}

@@ -21,7 +21,7 @@ import (
 
 // experimentOn reports whether the named Hub experiment is on.
 func (s *Server) experimentOn(ctx context.Context, name string) (bool, error) {
-	v, err := s.hubSettings(ctx)
+	v, err := s.settings.Hub(ctx)
 	if err != nil {
 		return false, err
 	}

@@ -68,7 +68,7 @@ func (s *Server) EnsureProject(ctx context.Context, name, brokerID string) (stri
 // with the image build returns (called only then).
 func (s *Server) EnsureDefaultImage(ctx context.Context, build func() (string, error)) error {
 	ctx = authstore.AsSystem(ctx)
-	cur, err := s.hubSettings(ctx)
+	cur, err := s.settings.Hub(ctx)
 	if err != nil || cur.AgentDefaults.DefaultImage != "" {
 		return err
 	}
@@ -78,7 +78,7 @@ func (s *Server) EnsureDefaultImage(ctx context.Context, build func() (string, e
 	}
 	// build may take long: it runs outside the settings lock, and the
 	// image is set only if no one set one meanwhile.
-	return s.updateHubSettings(ctx, func(v *api.HubSettings) (bool, error) {
+	return s.settings.Update(ctx, func(v *api.HubSettings) (bool, error) {
 		if v.AgentDefaults.DefaultImage != "" {
 			return false, nil
 		}

@@ -27,6 +27,7 @@ import (
 	"github.com/scion-go/scion/api"
 	"github.com/scion-go/scion/hub/authstore"
 	"github.com/scion-go/scion/hub/httpapi"
+	"github.com/scion-go/scion/hub/settings"
 	"github.com/scion-go/scion/hub/signin"
 	"github.com/scion-go/scion/store"
 )
@@ -92,9 +93,7 @@ type Server struct {
 	pendingSweepWait atomic.Int64
 	pendingSweepWake chan struct{}
 
-	cfgMu    sync.Mutex
-	settings *api.HubSettings
-	limits   *api.Limits
+	settings *settings.Settings
 
 	bg     sync.WaitGroup
 	ctx    context.Context
@@ -102,8 +101,6 @@ type Server struct {
 }
 
 const (
-	settingHub      = authstore.SettingHub
-	settingLimits   = authstore.SettingLimits
 	settingTokenKey = "agent_token_key" // system only: not a setting authstore opens to requests
 )
 
@@ -150,6 +147,7 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	}
 	s.rl = newRateLimits(rl)
 	s.metrics = newMetrics(s)
+	s.settings = settings.New(s.store, s.log, s.systemCtx)
 	if opts.SecretsKey != nil {
 		var err error
 		if s.secrets, err = newSecretBox(opts.SecretsKey); err != nil {
@@ -162,7 +160,7 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	if err := s.sealBrokerSecrets(ctx); err != nil {
 		return nil, err
 	}
-	if err := s.pinHubDefault(ctx); err != nil {
+	if err := s.settings.PinDefault(ctx); err != nil {
 		return nil, err
 	}
 	if err := s.markAllOffline(ctx); err != nil {
@@ -231,7 +229,7 @@ type Route = httpapi.Route
 // can be added without an authentication check.
 func (s *Server) Routes() []Route {
 	a, stream, pub := httpapi.Authed, httpapi.Stream, httpapi.Public
-	return append(s.oidcRoutes(), []Route{
+	return append(append(s.oidcRoutes(), []Route{
 		pub("GET /healthz", s.handleHealthz),
 		pub("GET /readyz", s.handleReadyz),
 		// Public in the route table: it checks its own credentials (a
@@ -290,14 +288,10 @@ func (s *Server) Routes() []Route {
 		a("DELETE /api/v1/runtime-brokers/{broker}/secrets/{name}", s.handleDeleteBrokerSecret),
 		pub("GET /api/v1/runtime-brokers/{broker}/secrets/{name}/value", s.handleBrokerSecretValue),
 
-		a("GET /api/v1/settings", s.handleGetSettings),
-		a("PUT /api/v1/settings", s.handlePutSettings),
-		a("GET /api/v1/admin/limits", s.handleGetLimits),
-		a("PUT /api/v1/admin/limits", s.handlePutLimits),
 		a("POST /api/v1/admin/metrics-tokens", s.handleCreateMetricsToken),
 		a("GET /api/v1/admin/metrics-tokens", s.handleListMetricsTokens),
 		a("DELETE /api/v1/admin/metrics-tokens/{id}", s.handleRevokeMetricsToken),
-	}...)
+	}...), s.settings.Routes()...)
 }
 
 func (s *Server) routes() {

@@ -167,6 +167,12 @@ var Rules = []Rule{
 		Pkgs: []string{"hub/httpapi"}, Only: []string{"api", "hub/authz", "hub/storeerr", "hub/transport", "store"},
 	},
 	{
+		// The Hub's settings and limits: their cache, writer and routes,
+		// over the Hub's authorizing store.
+		Name: "hub/settings imports only api, store and the Hub parts below it",
+		Pkgs: []string{"hub/settings"}, Only: []string{"api", "hub/authstore", "hub/authz", "hub/httpapi", "hub/storeerr", "hub/transport", "store"},
+	},
+	{
 		// The store with authorization in its path: a store.Store that
 		// decides every call with the rules of hub/authz for the caller
 		// its context carries. Of ours only the error type, the rules
@@ -183,7 +189,7 @@ var Rules = []Rule{
 		// store/postgres), the broker and the runtimes are chosen and
 		// wired by launch.
 		Name: "hub imports only api, its own parts, store and wire",
-		Pkgs: []string{"hub"}, Only: []string{"api", "hub/authstore", "hub/authz", "hub/httpapi", "hub/lifecycle", "hub/placement", "hub/plan", "hub/signin", "hub/storeerr", "hub/transport", "store", "wire"},
+		Pkgs: []string{"hub"}, Only: []string{"api", "hub/authstore", "hub/authz", "hub/httpapi", "hub/lifecycle", "hub/placement", "hub/plan", "hub/settings", "hub/signin", "hub/storeerr", "hub/transport", "store", "wire"},
 	},
 	{
 		// Agents' workspaces on the broker's host: directories and git.

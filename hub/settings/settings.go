@@ -1,53 +1,82 @@
-package hub
+package settings
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"maps"
 	"net/http"
 	"reflect"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/hub/authstore"
 	"github.com/scion-go/scion/hub/authz"
 	"github.com/scion-go/scion/hub/httpapi"
 	"github.com/scion-go/scion/hub/storeerr"
 	"github.com/scion-go/scion/store"
 )
 
-// Hub settings and limits are read on every create, so they are cached in
-// memory and refreshed on every write through this Hub. The cache is the
-// Hub's: it is filled as the system (hub/authstore), whoever's request
-// needs it first, since a caller that may not read the settings (a
-// token) still has its create decided by them. The routes that answer
-// the settings check hub.read themselves, and GET /settings reads them
-// again as its caller.
-//
-// TODO(multi-replica): with several Hub replicas on one PostgreSQL, a
-// write on one replica is seen by the others only after their restart;
-// a LISTEN/NOTIFY invalidation belongs here then.
+// The keys of the two settings in the store (authstore opens them to
+// requests: hub.read and hub.admin).
+const (
+	keyHub    = authstore.SettingHub
+	keyLimits = authstore.SettingLimits
+)
 
-func (s *Server) hubSettings(ctx context.Context) (api.HubSettings, error) {
-	s.cfgMu.Lock()
-	defer s.cfgMu.Unlock()
-	v, err := s.hubSettingsLocked(ctx)
+// Settings is the Hub's settings and limits: the cache, their one
+// writer, and their routes.
+type Settings struct {
+	store store.Store // the Hub's authorizing store
+	log   *slog.Logger
+	// system is the Hub's own context, for filling the cache (see the
+	// package doc).
+	system func() context.Context
+
+	mu     sync.Mutex // the cache, and the writes that refresh it
+	hub    *api.HubSettings
+	limits *api.Limits
+}
+
+// New serves the settings kept in st (the Hub's authorizing store);
+// system gives the Hub's own context.
+func New(st store.Store, log *slog.Logger, system func() context.Context) *Settings {
+	return &Settings{store: st, log: log, system: system}
+}
+
+// Routes are the settings' and limits' routes.
+func (s *Settings) Routes() []httpapi.Route {
+	return []httpapi.Route{
+		httpapi.Authed("GET /api/v1/settings", s.handleGetSettings),
+		httpapi.Authed("PUT /api/v1/settings", s.handlePutSettings),
+		httpapi.Authed("GET /api/v1/admin/limits", s.handleGetLimits),
+		httpapi.Authed("PUT /api/v1/admin/limits", s.handlePutLimits),
+	}
+}
+
+// Hub is the Hub settings (a copy: the caller may change it).
+func (s *Settings) Hub(ctx context.Context) (api.HubSettings, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	v, err := s.hubLocked(ctx)
 	return cloneHubSettings(v), err
 }
 
-// hubSettingsLocked is the cached settings, loaded on first use; cfgMu
+// hubSettingsLocked is the cached settings, loaded on first use; mu
 // is held. The copy shares the cache's Experiments map: callers clone it
 // (cloneHubSettings) before they hand it out or change it.
-func (s *Server) hubSettingsLocked(ctx context.Context) (api.HubSettings, error) {
-	if s.settings != nil {
-		return *s.settings, nil
+func (s *Settings) hubLocked(ctx context.Context) (api.HubSettings, error) {
+	if s.hub != nil {
+		return *s.hub, nil
 	}
 	var v api.HubSettings
-	if err := s.loadSetting(s.systemCtx(), settingHub, &v); err != nil {
+	if err := s.load(s.system(), keyHub, &v); err != nil {
 		return v, err
 	}
-	s.settings = &v
+	s.hub = &v
 	return v, nil
 }
 
@@ -58,17 +87,17 @@ func cloneHubSettings(v api.HubSettings) api.HubSettings {
 	return v
 }
 
-// updateHubSettings changes the stored settings with change, which sees
+// Update changes the stored settings with change, which sees
 // the current ones and reports whether it changed them: a read-modify-
 // write of one field (the Hub clearing a deregistered default broker,
 // say) never writes back an older copy over a PUT that came in between,
 // such as one turning an experiment on.
-func (s *Server) updateHubSettings(ctx context.Context, change func(*api.HubSettings) (bool, error)) error {
-	_, _, err := s.changeHubSettings(ctx, nil, change)
+func (s *Settings) Update(ctx context.Context, change func(*api.HubSettings) (bool, error)) error {
+	_, _, err := s.change(ctx, nil, change)
 	return err
 }
 
-// changeHubSettings is the one writer of the Hub settings: under cfgMu it
+// change is the one writer of the Hub settings: under mu it
 // reads the stored settings and their version (the database's, not the
 // cache's, so that a write through another Hub replica is seen), lets
 // change edit them, and writes them back with a compare-and-set on that
@@ -77,11 +106,11 @@ func (s *Server) updateHubSettings(ctx context.Context, change func(*api.HubSett
 // replica wins the compare-and-set); without it a lost compare-and-set is
 // retried on the newer settings, which change then sees. It returns the
 // settings as stored and their version.
-func (s *Server) changeHubSettings(ctx context.Context, ifMatch *int64, change func(*api.HubSettings) (bool, error)) (api.HubSettings, int64, error) {
-	s.cfgMu.Lock()
-	defer s.cfgMu.Unlock()
+func (s *Settings) change(ctx context.Context, ifMatch *int64, change func(*api.HubSettings) (bool, error)) (api.HubSettings, int64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	for range 5 {
-		cur, ver, err := s.readHubSettingsLocked(ctx)
+		cur, ver, err := s.readLocked(ctx)
 		if err != nil {
 			return cur, 0, err
 		}
@@ -97,10 +126,10 @@ func (s *Server) changeHubSettings(ctx context.Context, ifMatch *int64, change f
 		if err != nil {
 			return cur, ver, err
 		}
-		nv, err := s.store.PutSettingIf(ctx, settingHub, b, ver)
+		nv, err := s.store.PutSettingIf(ctx, keyHub, b, ver)
 		if errors.Is(err, store.ErrConflict) {
 			if ifMatch != nil {
-				_, now, _ := s.store.GetSettingVersion(ctx, settingHub)
+				_, now, _ := s.store.GetSettingVersion(ctx, keyHub)
 				return cur, now, staleSettings(now)
 			}
 			continue
@@ -108,19 +137,19 @@ func (s *Server) changeHubSettings(ctx context.Context, ifMatch *int64, change f
 		if err != nil {
 			return cur, ver, err
 		}
-		s.settings = &v
+		s.hub = &v
 		return cloneHubSettings(v), nv, nil
 	}
 	return api.HubSettings{}, 0, api.Errorf(api.CodeConflict, "the Hub settings kept changing while this write was made; try again")
 }
 
-// readHubSettingsLocked reads the stored settings and their version (0
-// when never written) and refreshes the cache; cfgMu is held.
-func (s *Server) readHubSettingsLocked(ctx context.Context) (api.HubSettings, int64, error) {
+// readLocked reads the stored settings and their version (0
+// when never written) and refreshes the cache; mu is held.
+func (s *Settings) readLocked(ctx context.Context) (api.HubSettings, int64, error) {
 	var v api.HubSettings
-	b, ver, err := s.store.GetSettingVersion(ctx, settingHub)
-	if isNotFound(err) {
-		s.settings = &v
+	b, ver, err := s.store.GetSettingVersion(ctx, keyHub)
+	if errors.Is(err, store.ErrNotFound) {
+		s.hub = &v
 		return v, 0, nil
 	}
 	if err != nil {
@@ -129,7 +158,7 @@ func (s *Server) readHubSettingsLocked(ctx context.Context) (api.HubSettings, in
 	if err := json.Unmarshal(b, &v); err != nil {
 		return v, 0, err
 	}
-	s.settings = &v
+	s.hub = &v
 	return cloneHubSettings(v), ver, nil
 }
 
@@ -167,23 +196,24 @@ func staleSettings(current int64) error {
 		WithDetail("etag", settingsETag(current))
 }
 
-func (s *Server) hubLimits(ctx context.Context) (api.Limits, error) {
-	s.cfgMu.Lock()
-	defer s.cfgMu.Unlock()
+// Limits is the Hub limits.
+func (s *Settings) Limits(ctx context.Context) (api.Limits, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if s.limits != nil {
 		return *s.limits, nil
 	}
 	v := api.Limits{MaxAgentsPerBroker: api.DefaultMaxAgentsPerBroker}
-	if err := s.loadSetting(s.systemCtx(), settingLimits, &v); err != nil {
+	if err := s.load(s.system(), keyLimits, &v); err != nil {
 		return v, err
 	}
 	s.limits = &v
 	return v, nil
 }
 
-func (s *Server) loadSetting(ctx context.Context, key string, v any) error {
+func (s *Settings) load(ctx context.Context, key string, v any) error {
 	b, err := s.store.GetSetting(ctx, key)
-	if isNotFound(err) {
+	if errors.Is(err, store.ErrNotFound) {
 		return nil
 	}
 	if err != nil {
@@ -192,13 +222,13 @@ func (s *Server) loadSetting(ctx context.Context, key string, v any) error {
 	return json.Unmarshal(b, v)
 }
 
-func (s *Server) handleGetSettings(r *http.Request, c *Caller) (int, any, error) {
+func (s *Settings) handleGetSettings(r *http.Request, c *authz.Caller) (int, any, error) {
 	if err := httpapi.Authorize(r.Context(), s.log, c, authz.HubRead, authz.Resource{}, nil); err != nil {
 		return 0, nil, err
 	}
-	s.cfgMu.Lock()
-	v, ver, err := s.readHubSettingsLocked(r.Context())
-	s.cfgMu.Unlock()
+	s.mu.Lock()
+	v, ver, err := s.readLocked(r.Context())
+	s.mu.Unlock()
 	if err != nil {
 		return 0, nil, err
 	}
@@ -216,12 +246,12 @@ func (s *Server) handleGetSettings(r *http.Request, c *Caller) (int, any, error)
 // back. Such a default is none: it holds an ID (see handlePutSettings),
 // which no broker registered later has, so the cascade never finds it
 // either.
-func (s *Server) liveBrokerRef(ctx context.Context, ref string) (string, error) {
+func (s *Settings) liveBrokerRef(ctx context.Context, ref string) (string, error) {
 	if ref == "" {
 		return "", nil
 	}
 	_, err := s.store.GetBroker(ctx, ref)
-	if isNotFound(err) {
+	if errors.Is(err, store.ErrNotFound) {
 		return "", nil
 	}
 	return ref, err
@@ -231,7 +261,7 @@ func (s *Server) liveBrokerRef(ctx context.Context, ref string) (string, error) 
 // fields and experiments the body names, nothing else, so two admins
 // changing different settings at once both keep their change. If-Match
 // makes it conditional on the version the caller read.
-func (s *Server) handlePutSettings(r *http.Request, c *Caller) (int, any, error) {
+func (s *Settings) handlePutSettings(r *http.Request, c *authz.Caller) (int, any, error) {
 	if err := httpapi.Authorize(r.Context(), s.log, c, authz.HubAdmin, authz.Resource{}, nil); err != nil {
 		return 0, nil, err
 	}
@@ -256,7 +286,7 @@ func (s *Server) handlePutSettings(r *http.Request, c *Caller) (int, any, error)
 		}
 		d = &api.AgentDefaultsUpdate{DefaultRuntimeBroker: &b.ID, DefaultHarness: d.DefaultHarness, DefaultImage: d.DefaultImage}
 	}
-	v, ver, err := s.changeHubSettings(r.Context(), ifMatchVersion(r.Header.Get("If-Match")), func(v *api.HubSettings) (bool, error) {
+	v, ver, err := s.change(r.Context(), ifMatchVersion(r.Header.Get("If-Match")), func(v *api.HubSettings) (bool, error) {
 		before := cloneHubSettings(*v)
 		applySettingsUpdate(v, d, u.Experiments)
 		if err := v.AgentDefaults.Validate(); err != nil {
@@ -309,15 +339,15 @@ func settingsView(v api.HubSettings) api.HubSettings {
 	return v
 }
 
-func (s *Server) handleGetLimits(r *http.Request, c *Caller) (int, any, error) {
+func (s *Settings) handleGetLimits(r *http.Request, c *authz.Caller) (int, any, error) {
 	if err := httpapi.Authorize(r.Context(), s.log, c, authz.HubRead, authz.Resource{}, nil); err != nil {
 		return 0, nil, err
 	}
-	v, err := s.hubLimits(r.Context())
+	v, err := s.Limits(r.Context())
 	return http.StatusOK, v, err
 }
 
-func (s *Server) handlePutLimits(r *http.Request, c *Caller) (int, any, error) {
+func (s *Settings) handlePutLimits(r *http.Request, c *authz.Caller) (int, any, error) {
 	if err := httpapi.Authorize(r.Context(), s.log, c, authz.HubAdmin, authz.Resource{}, nil); err != nil {
 		return 0, nil, err
 	}
@@ -329,7 +359,7 @@ func (s *Server) handlePutLimits(r *http.Request, c *Caller) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	if err := s.saveSetting(r.Context(), settingLimits, v, func() { s.limits = &v }); err != nil {
+	if err := s.save(r.Context(), keyLimits, v, func() { s.limits = &v }); err != nil {
 		return 0, nil, err
 	}
 	return http.StatusOK, v, nil
@@ -352,17 +382,17 @@ func (r limitsRequest) limits() (api.Limits, error) {
 	return api.Limits{MaxAgentsPerBroker: *r.MaxAgentsPerBroker}, nil
 }
 
-// saveSetting writes a setting and, once it is stored, updates the cached
-// copy (cache, run under cfgMu) so readers never see a value the database
+// save writes a setting and, once it is stored, updates the cached
+// copy (cache, run under mu) so readers never see a value the database
 // does not hold.
-func (s *Server) saveSetting(ctx context.Context, key string, v any, cache func()) error {
-	s.cfgMu.Lock()
-	defer s.cfgMu.Unlock()
-	return s.putSettingLocked(ctx, key, v, cache)
+func (s *Settings) save(ctx context.Context, key string, v any, cache func()) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.putLocked(ctx, key, v, cache)
 }
 
-// putSettingLocked is saveSetting with cfgMu held.
-func (s *Server) putSettingLocked(ctx context.Context, key string, v any, cache func()) error {
+// putLocked is save with mu held.
+func (s *Settings) putLocked(ctx context.Context, key string, v any, cache func()) error {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return err
@@ -374,19 +404,19 @@ func (s *Server) putSettingLocked(ctx context.Context, key string, v any, cache 
 	return nil
 }
 
-// pinHubDefault, at start, turns a default_runtime_broker stored by name
+// PinDefault, at start, turns a default_runtime_broker stored by name
 // (by a Hub older than IDs there) into its broker's ID, and clears one
 // that names no broker (a Hub killed between a deregistration and its
 // clearing the setting).
-func (s *Server) pinHubDefault(ctx context.Context) error {
-	return s.updateHubSettings(ctx, func(v *api.HubSettings) (bool, error) {
+func (s *Settings) PinDefault(ctx context.Context) error {
+	return s.Update(ctx, func(v *api.HubSettings) (bool, error) {
 		ref := v.AgentDefaults.DefaultRuntimeBroker
 		if ref == "" {
 			return false, nil
 		}
 		b, err := s.store.GetBroker(ctx, ref)
 		switch {
-		case isNotFound(err):
+		case errors.Is(err, store.ErrNotFound):
 			v.AgentDefaults.DefaultRuntimeBroker = ""
 			s.log.Info("cleared the Hub's default_runtime_broker: its broker is no longer registered", "default_runtime_broker", ref)
 		case err != nil:
