@@ -292,7 +292,7 @@ func (s *Server) handleDeleteAgent(r *http.Request, c *Caller) (int, any, error)
 		return 0, nil, err
 	}
 	s.observed.forget(a.ID)
-	s.cancelJobsOf(a.ID)
+	s.jobs.CancelJobsOf(a.ID)
 	return http.StatusNoContent, nil, nil
 }
 

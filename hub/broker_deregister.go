@@ -54,7 +54,7 @@ func (s *Server) handleDeregisterBroker(r *http.Request, c *Caller) (int, any, e
 	// Jobs waiting for this broker's cancel) is the Hub's own work, not
 	// cancelled with the request.
 	s.forgetHubDefault(s.systemCtx(), b)
-	s.endCancellingJobs(s.systemCtx(), b)
+	s.jobs.EndCancelling(s.systemCtx(), b)
 	if total > 0 {
 		ids := make([]string, 0, len(stranded))
 		for _, a := range stranded {

@@ -64,7 +64,7 @@ func (s *Server) handleConnect(w http.ResponseWriter, r *http.Request) {
 		// Recorded even if the channel drops meanwhile, as agent.status.
 		ctx, cancel := context.WithTimeout(authstore.AsSystem(context.WithoutCancel(ctx)), 10*time.Second)
 		defer cancel()
-		return struct{}{}, s.applyJobUpdate(ctx, sess.brokerID, u)
+		return struct{}{}, s.jobs.ApplyUpdate(ctx, sess.brokerID, u)
 	})
 	conn.Handle(wire.MethodInventorySet, func(ctx context.Context, req *wire.Request) (any, error) {
 		var inv wire.Inventory

@@ -29,7 +29,7 @@ import (
 // project's cleanup (project.cleanup) for an offline broker whose runtime
 // keeps project resources; such a dispatch carries the project ID in
 // AgentID (project_cleanup.go). A Job cancel its broker could not confirm
-// is queued too (job.cancel, the Job's ID in AgentID: jobs_cancel.go).
+// is queued too (job.cancel, the Job's ID in AgentID: hub/jobs/cancel.go).
 //
 // Order: onHello reconciles the broker's inventory, makes the session
 // current but not ready, and starts drainQueue. Until drainQueue has

@@ -19,17 +19,11 @@ const UnsettledMessage = unsettledMessage
 
 // SetJobRunTimeout shortens how long a job.run waits for the broker's
 // answer.
-func (s *Server) SetJobRunTimeout(d time.Duration) { s.jobRunWait.Store(int64(d)) }
+func (s *Server) SetJobRunTimeout(d time.Duration) { s.jobs.SetRunTimeout(d) }
 
 // SetJobCancelTimeout shortens how long a job.cancel waits for the
 // broker's answer before it is queued.
-func (s *Server) SetJobCancelTimeout(d time.Duration) { s.jobCancelWait.Store(int64(d)) }
+func (s *Server) SetJobCancelTimeout(d time.Duration) { s.jobs.SetCancelTimeout(d) }
 
 // SetPendingJobSweep makes the lost-run sweep run every d, starting now.
-func (s *Server) SetPendingJobSweep(d time.Duration) {
-	s.pendingSweepWait.Store(int64(d))
-	select {
-	case s.pendingSweepWake <- struct{}{}:
-	default:
-	}
-}
+func (s *Server) SetPendingJobSweep(d time.Duration) { s.jobs.SetPendingSweep(d) }

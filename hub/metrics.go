@@ -27,9 +27,10 @@ type metrics struct {
 	channels prometheus.Counter
 	// jobs counts delegated Jobs by the cluster they ran on and how they
 	// ended (refused, or a terminal state): the cluster label keeps a
-	// spoke's results apart from the local cluster's ("ambient").
-	jobs     *prometheus.CounterVec
-	clusters clusterLabels
+	// spoke's results apart from the local cluster's ("ambient"). The
+	// Jobs room counts in it and chooses its cluster label
+	// (hub/jobs/metrics.go).
+	jobs *prometheus.CounterVec
 }
 
 func newMetrics(s *Server) *metrics {

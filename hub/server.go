@@ -21,12 +21,12 @@ import (
 	"log/slog"
 	"net/http"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/scion-go/scion/api"
 	"github.com/scion-go/scion/hub/authstore"
 	"github.com/scion-go/scion/hub/httpapi"
+	"github.com/scion-go/scion/hub/jobs"
 	"github.com/scion-go/scion/hub/settings"
 	"github.com/scion-go/scion/hub/signin"
 	"github.com/scion-go/scion/store"
@@ -84,14 +84,9 @@ type Server struct {
 	// its queue drained; drainLock keeps drains of one broker apart.
 	queueLock brokerLocks
 	drainLock brokerLocks
-	// jobRunWait overrides jobRunTimeout (tests: SetJobRunTimeout).
-	jobRunWait atomic.Int64
-	// jobCancelWait overrides jobCancelTimeout (tests: SetJobCancelTimeout).
-	jobCancelWait atomic.Int64
-	// pendingSweepWait overrides pendingJobSweepEvery and
-	// pendingSweepWake starts a sweep now (tests: SetPendingJobSweep).
-	pendingSweepWait atomic.Int64
-	pendingSweepWake chan struct{}
+	// jobs is the room of delegated Jobs, hub/jobs (what it takes of the
+	// Server: jobs_room.go).
+	jobs *jobs.Service
 
 	settings *settings.Settings
 
@@ -139,7 +134,6 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	// Starting the Hub is its own work: the signing key, the brokers'
 	// status, the sweeps of what a killed Hub left.
 	ctx = authstore.AsSystem(ctx)
-	s.pendingSweepWake = make(chan struct{}, 1)
 	s.sessions = newSessions()
 	rl := DefaultRateLimits()
 	if opts.RateLimits != nil {
@@ -154,6 +148,7 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 			return nil, err
 		}
 	}
+	s.jobs = s.newJobs()
 	if err := s.loadTokenKey(ctx); err != nil {
 		return nil, err
 	}
@@ -166,7 +161,7 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	if err := s.markAllOffline(ctx); err != nil {
 		return nil, err
 	}
-	s.expirePendingJobs(ctx, true)
+	s.jobs.ExpirePending(ctx, true)
 	s.routes()
 	s.bg.Add(1)
 	go func() {
@@ -176,7 +171,7 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	s.bg.Add(1)
 	go func() {
 		defer s.bg.Done()
-		s.pendingJobSweep()
+		s.jobs.SweepPending()
 	}()
 	return s, nil
 }
@@ -229,7 +224,7 @@ type Route = httpapi.Route
 // can be added without an authentication check.
 func (s *Server) Routes() []Route {
 	a, stream, pub := httpapi.Authed, httpapi.Stream, httpapi.Public
-	return append(append(s.oidcRoutes(), []Route{
+	routes := append(s.oidcRoutes(), []Route{
 		pub("GET /healthz", s.handleHealthz),
 		pub("GET /readyz", s.handleReadyz),
 		// Public in the route table: it checks its own credentials (a
@@ -264,14 +259,6 @@ func (s *Server) Routes() []Route {
 		stream("GET /api/v1/agents/{agent}/logs", s.handleAgentLogs),
 		stream("POST /api/v1/agents/{agent}/exec", s.handleAgentExec),
 		stream("GET /api/v1/agents/{agent}/attach", s.handleAgentAttach),
-		a("POST /api/v1/agents/{agent}/jobs", s.handleRunJob),
-		a("GET /api/v1/agents/{agent}/jobs", s.handleListAgentJobs),
-
-		a("GET /api/v1/jobs", s.handleListJobs),
-		a("GET /api/v1/jobs/{job}", s.handleGetJob),
-		stream("GET /api/v1/jobs/{job}/logs", s.handleJobLogs),
-		stream("GET /api/v1/jobs/{job}/trace", s.handleJobTrace),
-		a("POST /api/v1/jobs/{job}/cancel", s.handleCancelJob),
 
 		a("GET /api/v1/users", s.handleListUsers),
 		a("PATCH /api/v1/users/{user}", s.handleUpdateUser),
@@ -283,15 +270,13 @@ func (s *Server) Routes() []Route {
 		a("PUT /api/v1/secrets/{name}", s.handlePutSecret),
 		a("GET /api/v1/secrets", s.handleListSecrets),
 		a("DELETE /api/v1/secrets/{name}", s.handleDeleteSecret),
-		a("PUT /api/v1/runtime-brokers/{broker}/secrets/{name}", s.handlePutBrokerSecret),
-		a("GET /api/v1/runtime-brokers/{broker}/secrets", s.handleListBrokerSecrets),
-		a("DELETE /api/v1/runtime-brokers/{broker}/secrets/{name}", s.handleDeleteBrokerSecret),
-		pub("GET /api/v1/runtime-brokers/{broker}/secrets/{name}/value", s.handleBrokerSecretValue),
 
 		a("POST /api/v1/admin/metrics-tokens", s.handleCreateMetricsToken),
 		a("GET /api/v1/admin/metrics-tokens", s.handleListMetricsTokens),
 		a("DELETE /api/v1/admin/metrics-tokens/{id}", s.handleRevokeMetricsToken),
-	}...), s.settings.Routes()...)
+	}...)
+	routes = append(routes, s.settings.Routes()...)
+	return append(routes, s.jobs.Routes()...)
 }
 
 func (s *Server) routes() {

@@ -17,8 +17,8 @@ const (
 	// CancelEndPending: the broker has not answered the run (it may still
 	// be fetching the cluster's secrets): a job.cancel now would find
 	// nothing to cancel and the run would go on, so the ledger ends it
-	// (handleRunJob cancels it on its spoke if the broker then accepts
-	// it, applyJobUpdate if it reports it alive later).
+	// (hub/jobs: the run's handler cancels it on its spoke if the broker
+	// then accepts it, ApplyUpdate if it reports it alive later).
 	CancelEndPending
 	// CancelEndInLedger: its broker is deregistered: nobody can reach the
 	// Job any more, and the ledger must not keep it live for ever.

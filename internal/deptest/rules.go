@@ -183,13 +183,25 @@ var Rules = []Rule{
 		Pkgs: []string{"hub/authstore"}, Only: []string{"api", "hub/authz", "store"}, Pure: true,
 	},
 	{
+		// The room of delegated Jobs (ADR-0046): the Jobs' ledger and
+		// routes, broker-scoped secrets. What it needs of the Hub it
+		// takes as its own interface (jobs.Hub), which the hub package
+		// implements: importing hub would be a cycle, and would let the
+		// room reach the Server's internals. Of ours the rules
+		// (hub/authz, hub/plan and the pure parts they bring), the
+		// authorizing store's caller, the shared HTTP surface (with
+		// hub/transport under it), the records and wire.
+		Name: "hub/jobs imports only api, the Hub's shared parts, store and wire",
+		Pkgs: []string{"hub/jobs"}, Only: []string{"api", "hub/authstore", "hub/authz", "hub/httpapi", "hub/lifecycle", "hub/placement", "hub/plan", "hub/storeerr", "hub/transport", "store", "wire"},
+	},
+	{
 		// The Hub: its HTTP surface, sessions, dispatch and records. It
 		// reaches brokers only over wire and data only through the store
 		// interface, wrapped by hub/authstore; the engine (store/sqlite,
 		// store/postgres), the broker and the runtimes are chosen and
 		// wired by launch.
 		Name: "hub imports only api, its own parts, store and wire",
-		Pkgs: []string{"hub"}, Only: []string{"api", "hub/authstore", "hub/authz", "hub/httpapi", "hub/lifecycle", "hub/placement", "hub/plan", "hub/settings", "hub/signin", "hub/storeerr", "hub/transport", "store", "wire"},
+		Pkgs: []string{"hub"}, Only: []string{"api", "hub/authstore", "hub/authz", "hub/httpapi", "hub/jobs", "hub/lifecycle", "hub/placement", "hub/plan", "hub/settings", "hub/signin", "hub/storeerr", "hub/transport", "store", "wire"},
 	},
 	{
 		// Agents' workspaces on the broker's host: directories and git.

@@ -1,4 +1,4 @@
-package hub
+package jobs
 
 import (
 	"context"
@@ -22,8 +22,8 @@ import (
 // than a plain command and not the request's to cut short.
 const jobRunTimeout = 30 * time.Second
 
-func (s *Server) jobRunTimeout() time.Duration {
-	if d := s.jobRunWait.Load(); d > 0 {
+func (s *Service) jobRunTimeout() time.Duration {
+	if d := s.runWait.Load(); d > 0 {
 		return time.Duration(d)
 	}
 	return jobRunTimeout
@@ -42,7 +42,7 @@ const msgHubRestarted = "the Hub restarted before the runtime broker answered th
 const msgCancelledUnfollowed = "cancelled; its runtime broker was not following it"
 
 // cancelInLedger ends non-final Job j as cancelled in the ledger alone.
-func (s *Server) cancelInLedger(ctx context.Context, c *Caller, j *store.Job, msg string) (int, any, error) {
+func (s *Service) cancelInLedger(ctx context.Context, c *authz.Caller, j *store.Job, msg string) (int, any, error) {
 	out, err := s.store.UpdateJobWith(ctx, j.ID, func(x *store.Job) error {
 		if x.State.Terminal() {
 			return errJobUnchanged
@@ -78,9 +78,9 @@ const msgCancelledPending = "cancelled before the runtime broker answered the ru
 
 // handleRunJob is POST /agents/{agent}/jobs: check, the pending row, the
 // broker's job.run, and what its answer says.
-func (s *Server) handleRunJob(r *http.Request, c *Caller) (int, any, error) {
+func (s *Service) handleRunJob(r *http.Request, c *authz.Caller) (int, any, error) {
 	ctx := r.Context()
-	a, err := s.loadAgent(ctx, c, r, authz.AgentLifecycle)
+	a, err := s.hub.LoadAgent(ctx, c, r, authz.AgentLifecycle)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -109,7 +109,7 @@ func (s *Server) handleRunJob(r *http.Request, c *Caller) (int, any, error) {
 	var acc wire.JobAccepted
 	// Settled, not plain dispatch: a run whose answer was lost would
 	// otherwise end as an error while its Job may run on the spoke.
-	derr := s.dispatchSettled(wctx, b.ID, wire.MethodJobRun, wire.JobRun{Job: jobView(j), Profile: a.Profile, Env: req.Env}, &acc, jobRunKey(j.ID))
+	derr := s.hub.DispatchSettled(wctx, b.ID, wire.MethodJobRun, wire.JobRun{Job: jobView(j), Profile: a.Profile, Env: req.Env}, &acc, jobRunKey(j.ID))
 	run := jobRun{job: j, broker: b, requested: cmpCluster(req.Cluster),
 		log: s.log.With("job", j.ID, "cluster", cmpCluster(req.Cluster), "agent_id", a.ID, "broker_id", b.ID)}
 	switch {
@@ -140,7 +140,7 @@ type jobRun struct {
 // jobRunUnanswered records a run whose answer was lost (derr): the Job
 // is in error, unless its broker reported it meanwhile (it is on its
 // spoke: that is its state) or it was cancelled.
-func (s *Server) jobRunUnanswered(ctx context.Context, run jobRun, derr error) (int, any, error) {
+func (s *Service) jobRunUnanswered(ctx context.Context, run jobRun, derr error) (int, any, error) {
 	msg := cleanText(api.AsError(derr).Message, maxJobMessage)
 	_, uerr := s.store.UpdateJobWith(ctx, run.job.ID, func(x *store.Job) error {
 		if x.State != api.JobStatePending {
@@ -171,7 +171,7 @@ func (s *Server) jobRunUnanswered(ctx context.Context, run jobRun, derr error) (
 // runs and its queue. A Job the ledger ended while the broker answered
 // (cancelled, expired) is cancelled on its spoke now that the broker
 // follows it.
-func (s *Server) jobRunAccepted(ctx context.Context, c *Caller, run jobRun, acc *wire.JobAccepted) (int, any, error) {
+func (s *Service) jobRunAccepted(ctx context.Context, c *authz.Caller, run jobRun, acc *wire.JobAccepted) (int, any, error) {
 	wctx := context.WithoutCancel(ctx)
 	out, err := s.store.UpdateJobWith(wctx, run.job.ID, func(x *store.Job) error {
 		x.Cluster, x.Tier, x.Namespace, x.Name = clip(acc.Cluster, 63), clip(acc.Tier, 32), clip(acc.Namespace, 63), clip(acc.Name, 253)
@@ -183,7 +183,7 @@ func (s *Server) jobRunAccepted(ctx context.Context, c *Caller, run jobRun, acc 
 	}
 	s.metrics.learnCluster(out.Cluster)
 	if out.State.Terminal() {
-		if err := s.dispatch(ctx, run.broker.ID, wire.MethodJobCancel, wire.JobRef{JobID: out.ID}, nil, jobCancelKey(out.ID)); err != nil {
+		if err := s.hub.Dispatch(ctx, run.broker.ID, wire.MethodJobCancel, wire.JobRef{JobID: out.ID}, nil, jobCancelKey(out.ID)); err != nil {
 			run.log.Warn("cancelling a job accepted after the ledger ended it", "state", out.State, "err", err)
 		} else {
 			run.log.Info("job accepted after the ledger ended it; cancel sent", "state", out.State)
@@ -220,8 +220,8 @@ func clip(s string, n int) string { return cleanText(s, n) }
 
 // jobBroker is the broker that runs agent a's Jobs: its own, reachable
 // (plan.Reach), connected and able to (wire.CapJobs).
-func (s *Server) jobBroker(ctx context.Context, a *store.Agent) (*store.Broker, error) {
-	reach, err := s.loadReach(ctx, a)
+func (s *Service) jobBroker(ctx context.Context, a *store.Agent) (*store.Broker, error) {
+	reach, err := s.hub.LoadReach(ctx, a)
 	if err != nil {
 		return nil, err
 	}
@@ -229,7 +229,7 @@ func (s *Server) jobBroker(ctx context.Context, a *store.Agent) (*store.Broker, 
 		return nil, err
 	}
 	b := reach.Broker
-	if !s.brokerOnline(b.ID) {
+	if !s.hub.BrokerOnline(b.ID) {
 		return nil, api.Errorf(api.CodeBrokerOffline, "agent %q's runtime broker %q is offline; try again when it reconnects", a.Slug, b.Name)
 	}
 	if !slices.Contains(b.Capabilities, wire.CapJobs) {
@@ -250,32 +250,36 @@ const pendingJobSweepEvery = time.Minute
 // Jobs never reported (acceptedPendingTTL).
 const unreportedSweepRatio = 10
 
-func (s *Server) pendingJobSweep() {
+// SweepPending expires lost runs every pendingJobSweepEvery until the
+// Hub closes (the Hub runs it in the background).
+func (s *Service) SweepPending() {
+	done := s.systemCtx().Done()
 	for n := 1; ; n++ {
 		every := pendingJobSweepEvery
-		if d := s.pendingSweepWait.Load(); d > 0 {
+		if d := s.sweepWait.Load(); d > 0 {
 			every = time.Duration(d)
 		}
 		t := time.NewTimer(every)
 		select {
-		case <-s.ctx.Done():
+		case <-done:
 			t.Stop()
 			return
-		case <-s.pendingSweepWake:
+		case <-s.sweepWake:
 			t.Stop()
 		case <-t.C:
 		}
 		ctx, cancel := context.WithTimeout(s.systemCtx(), time.Minute)
 		// The accepted ones want a scan of the pending rows: less often.
-		s.expirePendingJobs(ctx, n%unreportedSweepRatio == 0 || s.pendingSweepWait.Load() > 0)
+		s.ExpirePending(ctx, n%unreportedSweepRatio == 0 || s.sweepWait.Load() > 0)
 		cancel()
 	}
 }
 
-// expirePendingJobs runs at Hub start and every pendingJobSweepEvery: a
-// Hub stopped between writing a Job's row and its broker's answer leaves
-// the row pending forever.
-func (s *Server) expirePendingJobs(ctx context.Context, accepted bool) {
+// ExpirePending runs at Hub start and every pendingJobSweepEvery: a Hub
+// stopped between writing a Job's row and its broker's answer leaves the
+// row pending forever. accepted: also the accepted Jobs never reported
+// (expireUnreportedJobs).
+func (s *Service) ExpirePending(ctx context.Context, accepted bool) {
 	n, err := s.store.ExpirePendingJobs(ctx, time.Now().UTC().Add(-pendingJobTTL), msgHubRestarted)
 	switch {
 	case err != nil:
@@ -294,14 +298,14 @@ func (s *Server) expirePendingJobs(ctx context.Context, accepted bool) {
 // spoke's connect timeout; its reports survive its reconnects and
 // restarts. Past this, the broker lost it (killed between its answer and
 // the submit). Should it report the Job alive after all,
-// applyJobUpdate has it cancelled.
+// ApplyUpdate has it cancelled.
 const acceptedPendingTTL = time.Hour
 
 const msgNeverReported = "the runtime broker accepted the run but never reported the Job from its spoke"
 
 // expireUnreportedJobs ends the accepted Jobs pending for longer than
 // acceptedPendingTTL (ExpirePendingJobs takes only the unanswered ones).
-func (s *Server) expireUnreportedJobs(ctx context.Context) {
+func (s *Service) expireUnreportedJobs(ctx context.Context) {
 	before := time.Now().UTC().Add(-acceptedPendingTTL)
 	page := store.Page{Limit: 500}
 	for {

@@ -1,4 +1,4 @@
-package hub
+package jobs
 
 import (
 	"encoding/json"

@@ -1,4 +1,4 @@
-package hub
+package jobs
 
 import (
 	"context"
@@ -12,17 +12,15 @@ import (
 // deleted.
 const msgAgentDeleted = "cancelled: its agent was deleted"
 
-// cancelJobsOf ends the live Jobs of a deleted agent: nobody is left to
+// CancelJobsOf ends the live Jobs of a deleted agent: nobody is left to
 // read their results, and a GPU Job would otherwise hold its spoke until
 // its deadline (up to api.MaxJobDeadline). Each row is ended in the ledger
 // first, then its broker is asked to delete the Job on its spoke
 // (cancelOrphanJob); a broker offline now that reports the Job alive later
-// gets the same cancel from applyJobUpdate. It runs in the background: the
+// gets the same cancel from ApplyUpdate. It runs in the background: the
 // agent's delete has already answered.
-func (s *Server) cancelJobsOf(agentID string) {
-	s.bg.Add(1)
-	go func() {
-		defer s.bg.Done()
+func (s *Service) CancelJobsOf(agentID string) {
+	s.hub.Go(func() {
 		ctx, cancel := context.WithTimeout(s.systemCtx(), time.Minute)
 		defer cancel()
 		log := s.log.With("agent_id", agentID)
@@ -69,5 +67,5 @@ func (s *Server) cancelJobsOf(agentID string) {
 			}
 			cursor = next
 		}
-	}()
+	})
 }

@@ -1,22 +1,4 @@
-// Delegated Jobs (ADR-0046): the Hub keeps the ledger of the Jobs an
-// agent's broker runs on spoke clusters, and is the way in to them. The
-// routes are listed in api/jobs.go; run and cancel are in jobs_run.go, the
-// broker's job.update in jobs_update.go.
-//
-// Who may: every Job route needs agent.lifecycle on the Job's agent (an
-// agent for itself, a user or agent allowed to act on it). A Job the
-// caller cannot reach is answered 404 job_not_found, like an unknown one,
-// so Job IDs tell nothing. A Job whose agent record is gone (the ledger is
-// history) is judged as an agent of its project created by whoever ran
-// the Job: that user, the project's owner and admins keep it.
-//
-// GET /api/v1/jobs needs ?agent= (agent.lifecycle on it) or ?project=
-// (agent.lifecycle on every agent of it: an admin, the project's owner or
-// a token of theirs with the lifecycle scope, a coordinator agent of the
-// project). With neither, an agent lists its own Jobs and anyone else
-// needs to be a hub admin (every Job).
-
-package hub
+package jobs
 
 import (
 	"cmp"
@@ -72,7 +54,7 @@ func jobAgentRes(j *store.Job, a *store.Agent) *authz.AgentRes {
 
 // loadJob resolves {job} and checks that c may act on its agent. Any
 // refusal, and an unknown or malformed ID, is 404 job_not_found.
-func (s *Server) loadJob(ctx context.Context, c *Caller, r *http.Request) (*store.Job, error) {
+func (s *Service) loadJob(ctx context.Context, c *authz.Caller, r *http.Request) (*store.Job, error) {
 	ref := r.PathValue("job")
 	httpapi.MarkChecked(ctx) // every path below ends in a decision or a not-found
 	if _, err := uuid.Parse(ref); err != nil {
@@ -104,7 +86,7 @@ func (s *Server) loadJob(ctx context.Context, c *Caller, r *http.Request) (*stor
 	return j, nil
 }
 
-func (s *Server) handleGetJob(r *http.Request, c *Caller) (int, any, error) {
+func (s *Service) handleGetJob(r *http.Request, c *authz.Caller) (int, any, error) {
 	j, err := s.loadJob(r.Context(), c, r)
 	if err != nil {
 		return 0, nil, err
@@ -114,7 +96,7 @@ func (s *Server) handleGetJob(r *http.Request, c *Caller) (int, any, error) {
 
 // handleJobLogs is GET /jobs/{job}/logs: the latest log snapshot the
 // broker sent, as text.
-func (s *Server) handleJobLogs(w http.ResponseWriter, r *http.Request, c *Caller) {
+func (s *Service) handleJobLogs(w http.ResponseWriter, r *http.Request, c *authz.Caller) {
 	j, err := s.loadJob(r.Context(), c, r)
 	if err != nil {
 		httpapi.WriteError(s.log, w, r, err)
@@ -128,7 +110,7 @@ func (s *Server) handleJobLogs(w http.ResponseWriter, r *http.Request, c *Caller
 
 // handleJobTrace is GET /jobs/{job}/trace: the decoded trace, 404 when
 // the Job sent none.
-func (s *Server) handleJobTrace(w http.ResponseWriter, r *http.Request, c *Caller) {
+func (s *Service) handleJobTrace(w http.ResponseWriter, r *http.Request, c *authz.Caller) {
 	j, err := s.loadJob(r.Context(), c, r)
 	if err != nil {
 		httpapi.WriteError(s.log, w, r, err)
@@ -145,18 +127,18 @@ func (s *Server) handleJobTrace(w http.ResponseWriter, r *http.Request, c *Calle
 }
 
 // handleListAgentJobs is GET /agents/{agent}/jobs.
-func (s *Server) handleListAgentJobs(r *http.Request, c *Caller) (int, any, error) {
+func (s *Service) handleListAgentJobs(r *http.Request, c *authz.Caller) (int, any, error) {
 	ctx := r.Context()
-	a, err := s.loadAgent(ctx, c, r, authz.AgentLifecycle)
+	a, err := s.hub.LoadAgent(ctx, c, r, authz.AgentLifecycle)
 	if err != nil {
 		return 0, nil, err
 	}
 	return s.listJobs(r, store.JobFilter{AgentID: a.ID, ProjectID: a.ProjectID})
 }
 
-// handleListJobs is GET /jobs?project=&agent= (see the file comment for
-// who may list what).
-func (s *Server) handleListJobs(r *http.Request, c *Caller) (int, any, error) {
+// handleListJobs is GET /jobs?project=&agent= (see the package comment
+// for who may list what).
+func (s *Service) handleListJobs(r *http.Request, c *authz.Caller) (int, any, error) {
 	ctx := r.Context()
 	q := r.URL.Query()
 	agentRef, projRef := q.Get("agent"), q.Get("project")
@@ -166,22 +148,22 @@ func (s *Server) handleListJobs(r *http.Request, c *Caller) (int, any, error) {
 	if err := api.CheckText("project", projRef, api.MaxRefLen); err != nil {
 		return 0, nil, err
 	}
-	if agentRef == "" && projRef == "" && c.Kind == CallerAgent {
+	if agentRef == "" && projRef == "" && c.Kind == authz.Agent {
 		agentRef = c.ID
 	}
 	var f store.JobFilter
 	switch {
 	case agentRef != "":
-		// loadAgent reads {agent} from the path: hand it the query's.
+		// LoadAgent reads {agent} from the path: hand it the query's.
 		r2 := r.Clone(ctx)
 		r2.SetPathValue("agent", agentRef)
-		a, err := s.loadAgent(ctx, c, r2, authz.AgentLifecycle)
+		a, err := s.hub.LoadAgent(ctx, c, r2, authz.AgentLifecycle)
 		if err != nil {
 			return 0, nil, err
 		}
 		f.AgentID, f.ProjectID = a.ID, a.ProjectID
 	case projRef != "":
-		p, err := s.loadProject(ctx, c, projRef, authz.ProjectRead)
+		p, err := s.hub.LoadProject(ctx, c, projRef, authz.ProjectRead)
 		if err != nil {
 			return 0, nil, err
 		}
@@ -204,7 +186,7 @@ func allAgentsOf(p *store.Project) authz.Resource {
 	return authz.Resource{Project: plan.ProjectRes(p), Agent: &authz.AgentRes{ProjectID: p.ID}}
 }
 
-func (s *Server) listJobs(r *http.Request, f store.JobFilter) (int, any, error) {
+func (s *Service) listJobs(r *http.Request, f store.JobFilter) (int, any, error) {
 	page, err := httpapi.PageFrom(r)
 	if err != nil {
 		return 0, nil, err

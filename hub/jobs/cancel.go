@@ -1,4 +1,4 @@
-package hub
+package jobs
 
 // Cancelling a Job (POST /jobs/{job}/cancel), and the cancels its broker
 // could not take at once.
@@ -6,14 +6,14 @@ package hub
 // The broker deletes the Job on its spoke and reports it cancelled
 // (job.update) before it answers job.cancel. A broker that is offline, or
 // that does not answer within jobCancelTimeout (frozen, or its channel
-// lost), cannot confirm: the cancel is then queued in the offline
-// dispatch queue (dispatch_queue.go) as a job.cancel, its dispatch's
-// AgentID holding the Job's ID (one pending cancel per Job), and the Job
-// reads cancelling until the broker's report ends it. The queue delivers
-// it, in order with the broker's other queued dispatches, when the broker
-// says hello again. A broker deregistered meanwhile takes its queue with
+// lost), cannot confirm: the cancel is then queued in the Hub's offline
+// dispatch queue (Queue; hub/dispatch_queue.go) as a job.cancel, its
+// dispatch's AgentID holding the Job's ID (one pending cancel per Job),
+// and the Job reads cancelling until the broker's report ends it. The
+// queue delivers it (DeliverQueuedCancel), in order with the broker's
+// other queued dispatches, when the broker says hello again. A broker deregistered meanwhile takes its queue with
 // it; its cancelling Jobs end cancelled with the reason
-// (endCancellingJobs).
+// (EndCancelling).
 
 import (
 	"context"
@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/hub/authz"
 	"github.com/scion-go/scion/hub/plan"
 	"github.com/scion-go/scion/hub/storeerr"
 	"github.com/scion-go/scion/store"
@@ -35,8 +36,8 @@ import (
 // past this it is not answering, and the cancel is queued instead.
 const jobCancelTimeout = 10 * time.Second
 
-func (s *Server) jobCancelTimeout() time.Duration {
-	if d := s.jobCancelWait.Load(); d > 0 {
+func (s *Service) jobCancelTimeout() time.Duration {
+	if d := s.cancelWait.Load(); d > 0 {
 		return time.Duration(d)
 	}
 	return jobCancelTimeout
@@ -65,7 +66,7 @@ func msgCancelledDeregistered(broker string) string {
 // with the Job cancelling. A cancel of a cancelling Job sends it again if
 // the broker is online (the broker runs it once), and otherwise answers
 // the one queued.
-func (s *Server) handleCancelJob(r *http.Request, c *Caller) (int, any, error) {
+func (s *Service) handleCancelJob(r *http.Request, c *authz.Caller) (int, any, error) {
 	ctx := r.Context()
 	j, err := s.loadJob(ctx, c, r)
 	if err != nil {
@@ -94,7 +95,7 @@ func (s *Server) handleCancelJob(r *http.Request, c *Caller) (int, any, error) {
 // one step that needs no broker: a run its broker has not answered ends
 // in the ledger (then answered as it is), or, answered meanwhile, the
 // cancel is planned again on the row as it is.
-func (s *Server) planCancelOf(ctx context.Context, c *Caller, j *store.Job, brokerMissing bool) (plan.JobCancelStep, *store.Job, error) {
+func (s *Service) planCancelOf(ctx context.Context, c *authz.Caller, j *store.Job, brokerMissing bool) (plan.JobCancelStep, *store.Job, error) {
 	step, err := plan.JobCancel(j, brokerMissing)
 	if err != nil || step != plan.CancelEndPending {
 		return step, j, err
@@ -111,16 +112,16 @@ func (s *Server) planCancelOf(ctx context.Context, c *Caller, j *store.Job, brok
 
 // sendJobCancel sends the cancel of j to its broker b, which is online,
 // and answers as its outcome says (plan.JobCancelOutcome).
-func (s *Server) sendJobCancel(ctx context.Context, c *Caller, j *store.Job, b *store.Broker) (int, any, error) {
+func (s *Service) sendJobCancel(ctx context.Context, c *authz.Caller, j *store.Job, b *store.Broker) (int, any, error) {
 	// The client going away must not leave the cancel neither confirmed
 	// nor queued.
 	wait := s.jobCancelTimeout()
 	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), wait)
 	defer cancel()
-	err := s.dispatch(dctx, j.BrokerID, wire.MethodJobCancel, wire.JobRef{JobID: j.ID}, nil, jobCancelKey(j.ID))
+	err := s.hub.Dispatch(dctx, j.BrokerID, wire.MethodJobCancel, wire.JobRef{JobID: j.ID}, nil, jobCancelKey(j.ID))
 	switch plan.JobCancelOutcome(err) {
 	case plan.CancelUnfollowed:
-		// Should the broker report it alive after all, applyJobUpdate
+		// Should the broker report it alive after all, ApplyUpdate
 		// has it cancelled.
 		return s.cancelInLedger(ctx, c, j, msgCancelledUnfollowed)
 	case plan.CancelQueue:
@@ -140,7 +141,7 @@ func (s *Server) sendJobCancel(ctx context.Context, c *Caller, j *store.Job, b *
 // endPendingJob ends in the ledger a Job whose run its broker has not
 // answered (plan.JobCancel's plan.CancelEndPending). ended is false when the
 // broker answered it meanwhile: j is then the row as it is.
-func (s *Server) endPendingJob(ctx context.Context, c *Caller, j *store.Job) (_ *store.Job, ended bool, _ error) {
+func (s *Service) endPendingJob(ctx context.Context, c *authz.Caller, j *store.Job) (_ *store.Job, ended bool, _ error) {
 	out, err := s.store.UpdateJobWith(ctx, j.ID, func(x *store.Job) error {
 		if x.State != api.JobStatePending || x.Name != "" {
 			return errJobUnchanged
@@ -166,7 +167,7 @@ func (s *Server) endPendingJob(ctx context.Context, c *Caller, j *store.Job) (_ 
 
 // queueUnansweredCancel queues a cancel its broker did not answer (derr)
 // within wait: plan.JobCancelOutcome's plan.CancelQueue.
-func (s *Server) queueUnansweredCancel(ctx context.Context, c *Caller, j *store.Job, b *store.Broker, wait time.Duration, derr error) (int, any, error) {
+func (s *Service) queueUnansweredCancel(ctx context.Context, c *authz.Caller, j *store.Job, b *store.Broker, wait time.Duration, derr error) (int, any, error) {
 	s.log.Warn("job cancel not answered; queued", "job", j.ID, "cluster", j.Cluster, "broker_id", b.ID, "err", derr)
 	msg := msgCancelQueuedUnanswered(b.Name, wait)
 	if api.AsError(derr).Code == api.CodeBrokerOffline {
@@ -197,15 +198,14 @@ func queuedCancelAnswer(j *store.Job, err error) (int, any, error) {
 // Job cancelling with msg; ok is false (nothing written) when onlyOffline
 // and the broker is online, for the caller to send it. Deciding
 // "offline" under the broker's queue lock is what keeps a cancel from
-// landing behind a drain that has already finished (as queueStop). A
-// cancel already queued for the Job is the one kept. The dispatch is
-// written before the Job: a Hub that dies in between leaves a cancel that
-// is delivered, never a Job that reads cancelling with no cancel queued.
-func (s *Server) queueJobCancel(ctx context.Context, c *Caller, j *store.Job, b *store.Broker, msg string, onlyOffline bool) (bool, *store.Job, error) {
-	mu := s.queueLock.get(b.ID)
-	mu.Lock()
-	defer mu.Unlock()
-	if onlyOffline && s.brokerOnline(b.ID) {
+// landing behind a drain that has already finished (as the Hub's queued
+// stops). A cancel already queued for the Job is the one kept. The
+// dispatch is written before the Job: a Hub that dies in between leaves a
+// cancel that is delivered, never a Job that reads cancelling with no
+// cancel queued.
+func (s *Service) queueJobCancel(ctx context.Context, c *authz.Caller, j *store.Job, b *store.Broker, msg string, onlyOffline bool) (bool, *store.Job, error) {
+	defer s.hub.LockQueue(b.ID)()
+	if onlyOffline && s.hub.BrokerOnline(b.ID) {
 		return false, nil, nil
 	}
 	created, err := s.enqueueJobCancel(ctx, c.Principal(), j.ID, b.ID)
@@ -234,7 +234,7 @@ func (s *Server) queueJobCancel(ctx context.Context, c *Caller, j *store.Job, b 
 
 // enqueueJobCancel writes the queued job.cancel of Job jobID for broker
 // brokerID (the queue's caller holds the broker's queue lock).
-func (s *Server) enqueueJobCancel(ctx context.Context, createdBy, jobID, brokerID string) (bool, error) {
+func (s *Service) enqueueJobCancel(ctx context.Context, createdBy, jobID, brokerID string) (bool, error) {
 	body, err := json.Marshal(wire.JobRef{JobID: jobID})
 	if err != nil {
 		return false, err
@@ -246,45 +246,22 @@ func (s *Server) enqueueJobCancel(ctx context.Context, createdBy, jobID, brokerI
 // jobCancelRetryAfter is how long after a cancel went unanswered on a
 // broker's current session the queued cancel is sent again on it (a
 // multiple of the bounded wait: the broker was busy or frozen).
-func (s *Server) jobCancelRetryAfter() time.Duration { return 3 * s.jobCancelTimeout() }
+func (s *Service) jobCancelRetryAfter() time.Duration { return 3 * s.jobCancelTimeout() }
+
+// queuedBatch is how many pending dispatches a resend reads, as a drain
+// of the Hub's queue does.
+const queuedBatch = 100
 
 // redeliverJobCancel sends Job jobID's queued cancel again on broker
 // brokerID's session after jobCancelRetryAfter, if that session is still
 // current and ready and the cancel still pending: the queue is drained
 // only at a hello, and a broker that answered its heartbeats but not the
-// cancel may never say another. Under the broker's drain lock, so that
-// it never overlaps a drain; a session that ends first leaves the cancel
-// to the next hello's drain.
-func (s *Server) redeliverJobCancel(brokerID, jobID string) {
-	sess := s.sessions.get(brokerID)
-	if sess == nil {
-		return
-	}
-	s.bg.Add(1)
-	go func() {
-		defer s.bg.Done()
-		t := time.NewTimer(s.jobCancelRetryAfter())
-		defer t.Stop()
-		select {
-		case <-t.C:
-		case <-sess.conn.Done():
-			return
-		case <-s.ctx.Done():
-			return
-		}
-		dl := s.drainLock.get(brokerID)
-		dl.Lock()
-		defer dl.Unlock()
-		if s.sessions.get(brokerID) != sess || sessionDone(sess) {
-			return
-		}
-		select {
-		case <-sess.ready:
-		default:
-			return // a drain is running: it delivers the cancel
-		}
-		ctx := s.systemCtx()
-		ds, err := s.store.PendingDispatches(ctx, brokerID, drainBatch)
+// cancel may never say another. Under the broker's drain lock
+// (Queue.OnReadySession), so that it never overlaps a drain; a session
+// that ends first leaves the cancel to the next hello's drain.
+func (s *Service) redeliverJobCancel(brokerID, jobID string) {
+	s.hub.OnReadySession(brokerID, s.jobCancelRetryAfter(), func(ctx context.Context, sess Session) {
+		ds, err := s.store.PendingDispatches(ctx, brokerID, queuedBatch)
 		if err != nil {
 			s.log.Warn("resending a queued job cancel", "job", jobID, "broker_id", brokerID, "err", err)
 			return
@@ -292,66 +269,65 @@ func (s *Server) redeliverJobCancel(brokerID, jobID string) {
 		for _, d := range ds {
 			if d.Method == wire.MethodJobCancel && d.AgentID == jobID {
 				s.log.Info("resending a job cancel its broker did not answer", "job", jobID, "broker_id", brokerID)
-				s.deliverQueuedJobCancel(ctx, sess, d)
+				s.DeliverQueuedCancel(ctx, sess, d)
 				return
 			}
 		}
-	}()
+	})
 }
 
 // queueOrphanCancel queues job.cancel of Job jobID, which the ledger has
 // ended already, for its offline broker brokerID, so that the broker
 // deletes the Job on its spoke when it reconnects; ok is false when the
 // broker is online (the caller sends it). createdBy says why.
-func (s *Server) queueOrphanCancel(ctx context.Context, createdBy, jobID, brokerID string) (bool, error) {
-	mu := s.queueLock.get(brokerID)
-	mu.Lock()
-	defer mu.Unlock()
-	if s.brokerOnline(brokerID) {
+func (s *Service) queueOrphanCancel(ctx context.Context, createdBy, jobID, brokerID string) (bool, error) {
+	defer s.hub.LockQueue(brokerID)()
+	if s.hub.BrokerOnline(brokerID) {
 		return false, nil
 	}
 	_, err := s.enqueueJobCancel(ctx, createdBy, jobID, brokerID)
 	return err == nil, err
 }
 
-// deliverQueuedJobCancel sends one queued job.cancel (the broker reports
-// the Job cancelled before it answers) and records its outcome. No answer
-// is sent again as a queued stop is; a broker that follows no such Job
+// DeliverQueuedCancel sends one queued job.cancel on sess (the broker
+// reports the Job cancelled before it answers) and records its outcome;
+// the Hub's queue hands it every job.cancel it delivers. No answer is
+// sent again as a queued stop is; a broker that follows no such Job
 // leaves nothing to cancel, and a cancelling Job then ends cancelled in
 // the ledger; a refusal (its spoke unreachable, say) leaves the Job
 // cancelling with the reason, for a cancel again.
-func (s *Server) deliverQueuedJobCancel(ctx context.Context, sess *session, d *store.Dispatch) queuedOutcome {
+func (s *Service) DeliverQueuedCancel(ctx context.Context, sess Session, d *store.Dispatch) Outcome {
 	var ref wire.JobRef
 	_ = json.Unmarshal(d.Body, &ref)
 	log := s.log.With("broker_id", d.BrokerID, "job", ref.JobID, "dispatch", d.ID, "method", d.Method)
 	for {
-		err := s.sendQueued(ctx, sess, d, nil)
+		err := sess.SendQueued(ctx, d)
 		switch {
 		case err == nil:
 			log.Info("queued job cancel delivered")
-			return s.finishQueued(ctx, d, store.DispatchDelivered, string(api.JobStateCancelled), queuedDone)
+			return s.finishQueued(ctx, d, store.DispatchDelivered, string(api.JobStateCancelled))
 		case api.IsCode(err, api.CodeJobNotFound):
 			s.noteQueuedCancel(ctx, ref.JobID, func(x *store.Job) {
 				now := time.Now().UTC()
 				x.State, x.Message, x.FinishedAt = api.JobStateCancelled, msgCancelledUnfollowed, &now
 			})
 			log.Info("queued job cancel delivered: the broker follows no such job")
-			return s.finishQueued(ctx, d, store.DispatchDelivered, api.CodeJobNotFound, queuedDone)
+			return s.finishQueued(ctx, d, store.DispatchDelivered, api.CodeJobNotFound)
 		case api.IsCode(err, api.CodeBrokerUnavailable), api.IsCode(err, api.CodeBrokerTimeout):
 			n, nerr := s.store.NoteDispatchAttempt(ctx, d.ID, api.AsError(err).Error())
 			if nerr != nil {
 				log.Error("queued job cancel: counting an attempt", "err", nerr)
-				return queuedRetry
+				return QueuedRetry
 			}
-			if n >= maxQueuedAttempts {
+			if n >= s.maxQueuedAttempts {
 				log.Error("queued job cancel failed: no answer after repeated attempts", "attempts", n, "err", err)
 				s.noteQueuedCancel(ctx, ref.JobID, func(x *store.Job) {
 					x.Message = cleanText("queued cancel not answered by the runtime broker after repeated attempts; cancel it again", maxJobMessage)
 				})
-				return s.finishQueued(ctx, d, store.DispatchFailed, api.AsError(err).Error(), queuedDone)
+				return s.finishQueued(ctx, d, store.DispatchFailed, api.AsError(err).Error())
 			}
-			if sessionDone(sess) || ctx.Err() != nil {
-				return queuedChannelGone
+			if sess.Ended() || ctx.Err() != nil {
+				return QueuedChannelGone
 			}
 			log.Warn("queued job cancel: no answer; sending it again", "attempts", n, "err", err)
 		default:
@@ -359,14 +335,24 @@ func (s *Server) deliverQueuedJobCancel(ctx context.Context, sess *session, d *s
 			s.noteQueuedCancel(ctx, ref.JobID, func(x *store.Job) {
 				x.Message = cleanText("queued cancel refused by the runtime broker: "+api.AsError(err).Message+"; cancel it again", maxJobMessage)
 			})
-			return s.finishQueued(ctx, d, store.DispatchFailed, api.AsError(err).Error(), queuedDone)
+			return s.finishQueued(ctx, d, store.DispatchFailed, api.AsError(err).Error())
 		}
 	}
 }
 
+// finishQueued records queued dispatch d's final status and result: the
+// cancel is done, unless that failed (it is sent again after a pause,
+// harmlessly: same key).
+func (s *Service) finishQueued(ctx context.Context, d *store.Dispatch, status, result string) Outcome {
+	if !s.hub.FinishQueued(ctx, d, status, result) {
+		return QueuedRetry
+	}
+	return QueuedDone
+}
+
 // noteQueuedCancel applies f to Job id if it is still cancelling (a Job
 // the ledger or the broker's report ended is left as it is).
-func (s *Server) noteQueuedCancel(ctx context.Context, id string, f func(*store.Job)) {
+func (s *Service) noteQueuedCancel(ctx context.Context, id string, f func(*store.Job)) {
 	out, err := s.store.UpdateJobWith(ctx, id, func(x *store.Job) error {
 		if x.State != api.JobStateCancelling {
 			return errJobUnchanged
@@ -385,10 +371,10 @@ func (s *Server) noteQueuedCancel(ctx context.Context, id string, f func(*store.
 	}
 }
 
-// endCancellingJobs ends the cancelling Jobs of broker b, just
+// EndCancelling ends the cancelling Jobs of broker b, just
 // deregistered (its queued cancels went with it): nothing can confirm
 // them any more, so they end cancelled, saying why.
-func (s *Server) endCancellingJobs(ctx context.Context, b *store.Broker) {
+func (s *Service) EndCancelling(ctx context.Context, b *store.Broker) {
 	page := store.Page{Limit: 500}
 	for {
 		items, next, _, err := s.store.ListJobs(ctx, store.JobFilter{BrokerID: b.ID, State: api.JobStateCancelling}, page)

@@ -1,9 +1,9 @@
 // Broker-scoped secrets (ADR-0046 §2): a spoke's kubeconfig or a bastion
 // key, set by a hub admin for one broker and delivered to that broker
 // only, over its signed request. They live in their own table, which
-// agentSecrets never reads, so no agent create can name one, and they
-// are sealed under a scope of their own ("broker:<id>"), so a ciphertext
-// copied into the project secrets table does not open there.
+// the Hub's agentSecrets never reads, so no agent create can name one,
+// and they are sealed under a scope of their own ("broker:<id>"), so a
+// ciphertext copied into the project secrets table does not open there.
 //
 // Who may: PUT, GET (list of names) and DELETE need a hub admin
 // (secret.write hub-wide; the list too, since names of a broker's
@@ -12,7 +12,7 @@
 // scoped to (a user token, another broker's signature, a replayed nonce
 // are 401, another broker's secret 404).
 
-package hub
+package jobs
 
 import (
 	"fmt"
@@ -37,26 +37,27 @@ func brokerSecretView(x *store.BrokerSecret) api.BrokerSecret {
 }
 
 // brokerSecretTarget checks that c may manage broker secrets (a hub
-// admin) and resolves {broker}.
-func (s *Server) brokerSecretTarget(r *http.Request, c *Caller) (*store.Broker, error) {
+// admin) and resolves {broker}, with the Hub's sealing box.
+func (s *Service) brokerSecretTarget(r *http.Request, c *authz.Caller) (*store.Broker, SecretBox, error) {
 	ctx := r.Context()
-	if s.secrets == nil {
+	box, err := s.hub.Secrets()
+	if err != nil {
 		httpapi.MarkChecked(ctx)
-		return nil, errNoSecretsKey()
+		return nil, nil, err
 	}
 	if err := httpapi.Authorize(ctx, s.log, c, authz.SecretWrite, authz.Resource{}, nil); err != nil {
-		return nil, api.Forbidden("broker-scoped secrets need the hub admin role")
+		return nil, nil, api.Forbidden("broker-scoped secrets need the hub admin role")
 	}
 	ref := r.PathValue("broker")
 	b, err := s.store.GetBroker(ctx, ref)
 	if err != nil {
-		return nil, storeerr.Map(err, api.CodeBrokerNotFound, "runtime broker "+api.Quote(ref))
+		return nil, nil, storeerr.Map(err, api.CodeBrokerNotFound, "runtime broker "+api.Quote(ref))
 	}
-	return b, nil
+	return b, box, nil
 }
 
-func (s *Server) handlePutBrokerSecret(r *http.Request, c *Caller) (int, any, error) {
-	b, err := s.brokerSecretTarget(r, c)
+func (s *Service) handlePutBrokerSecret(r *http.Request, c *authz.Caller) (int, any, error) {
+	b, box, err := s.brokerSecretTarget(r, c)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -71,7 +72,7 @@ func (s *Server) handlePutBrokerSecret(r *http.Request, c *Caller) (int, any, er
 	if req.Value == "" || len(req.Value) > api.MaxSecretValue {
 		return 0, nil, api.BadRequest("a secret value must have 1 to %d bytes", api.MaxSecretValue)
 	}
-	x := &store.BrokerSecret{BrokerID: b.ID, Name: name, Ciphertext: s.secrets.seal(brokerSecretScope(b.ID), name, []byte(req.Value)),
+	x := &store.BrokerSecret{BrokerID: b.ID, Name: name, Ciphertext: box.Seal(brokerSecretScope(b.ID), name, []byte(req.Value)),
 		CreatedBy: c.Principal(), CreatedAt: time.Now().UTC()}
 	if err := s.store.PutBrokerSecret(r.Context(), x); err != nil {
 		return 0, nil, storeerr.Map(err, api.CodeBrokerNotFound, "runtime broker")
@@ -83,8 +84,8 @@ func (s *Server) handlePutBrokerSecret(r *http.Request, c *Caller) (int, any, er
 	return http.StatusOK, brokerSecretView(x), nil
 }
 
-func (s *Server) handleListBrokerSecrets(r *http.Request, c *Caller) (int, any, error) {
-	b, err := s.brokerSecretTarget(r, c)
+func (s *Service) handleListBrokerSecrets(r *http.Request, c *authz.Caller) (int, any, error) {
+	b, _, err := s.brokerSecretTarget(r, c)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -99,8 +100,8 @@ func (s *Server) handleListBrokerSecrets(r *http.Request, c *Caller) (int, any, 
 	return http.StatusOK, out, nil
 }
 
-func (s *Server) handleDeleteBrokerSecret(r *http.Request, c *Caller) (int, any, error) {
-	b, err := s.brokerSecretTarget(r, c)
+func (s *Service) handleDeleteBrokerSecret(r *http.Request, c *authz.Caller) (int, any, error) {
+	b, _, err := s.brokerSecretTarget(r, c)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -115,20 +116,21 @@ func (s *Server) handleDeleteBrokerSecret(r *http.Request, c *Caller) (int, any,
 // handleBrokerSecretValue is GET
 // /runtime-brokers/{broker}/secrets/{name}/value: the one answer with a
 // value, for the broker the secret is scoped to, authenticated by its
-// signed headers alone (authenticate checks the signature, the window and
-// the nonce; a bearer token is refused before it is looked at).
-func (s *Server) handleBrokerSecretValue(w http.ResponseWriter, r *http.Request) {
+// signed headers alone (Hub.Authenticate checks the signature, the
+// window and the nonce; a bearer token is refused before it is looked
+// at).
+func (s *Service) handleBrokerSecretValue(w http.ResponseWriter, r *http.Request) {
 	if r.Header.Get("Authorization") != "" || r.Header.Get(api.HeaderBrokerID) == "" {
 		httpapi.WriteError(s.log, w, r, api.Unauthorized("this route takes only the signed headers of the runtime broker the secret is scoped to"))
 		return
 	}
-	c, ok := s.authenticateLimited(w, r)
+	c, ok := s.hub.Authenticate(w, r)
 	if !ok {
 		return
 	}
 	name := r.PathValue("name")
 	notFound := api.NotFound(api.CodeSecretNotFound, "secret %s not found for this runtime broker", api.Quote(name))
-	if c.Kind != CallerBroker {
+	if c.Kind != authz.Broker {
 		httpapi.WriteError(s.log, w, r, api.Unauthorized("this route takes only runtime broker credentials"))
 		return
 	}
@@ -138,8 +140,9 @@ func (s *Server) handleBrokerSecretValue(w http.ResponseWriter, r *http.Request)
 		httpapi.WriteError(s.log, w, r, notFound)
 		return
 	}
-	if s.secrets == nil {
-		httpapi.WriteError(s.log, w, r, errNoSecretsKey())
+	box, err := s.hub.Secrets()
+	if err != nil {
+		httpapi.WriteError(s.log, w, r, err)
 		return
 	}
 	// Read as the broker it authenticated as: the value is its own.
@@ -152,7 +155,7 @@ func (s *Server) handleBrokerSecretValue(w http.ResponseWriter, r *http.Request)
 		httpapi.WriteError(s.log, w, r, err)
 		return
 	}
-	v, err := s.secrets.open(brokerSecretScope(x.BrokerID), x.Name, x.Ciphertext)
+	v, err := box.Open(brokerSecretScope(x.BrokerID), x.Name, x.Ciphertext)
 	if err != nil {
 		s.log.Error("broker secret does not open with this Hub's secrets key", "secret", x.Name, "broker_id", x.BrokerID)
 		httpapi.WriteError(s.log, w, r, api.Errorf(api.CodeInternal, "secret %q cannot be decrypted with this Hub's key", x.Name))

@@ -1,4 +1,4 @@
-package hub
+package jobs
 
 import (
 	"bytes"
@@ -135,10 +135,10 @@ func clipText(s string, n int) string {
 	return s[:n]
 }
 
-// applyJobUpdate records broker brokerID's job.update. A refusal is
-// logged (a broker writing another's Job is a bug or worse) and answered
-// to the broker.
-func (s *Server) applyJobUpdate(ctx context.Context, brokerID string, u wire.JobUpdate) error {
+// ApplyUpdate records broker brokerID's job.update (the Hub's control
+// channel hands it over). A refusal is logged (a broker writing
+// another's Job is a bug or worse) and answered to the broker.
+func (s *Service) ApplyUpdate(ctx context.Context, brokerID string, u wire.JobUpdate) error {
 	if u.JobID == "" {
 		return api.BadRequest("job.update: no jobId")
 	}
@@ -193,17 +193,15 @@ func (s *Server) applyJobUpdate(ctx context.Context, brokerID string, u wire.Job
 // broker reports it alive.
 // The broker's cancelled report then finds the row final and is
 // refused, which it drops.
-func (s *Server) cancelOrphanJob(id, brokerID string, was api.JobState) {
-	s.bg.Add(1)
-	go func() {
-		defer s.bg.Done()
-		ctx, cancel := context.WithTimeout(s.systemCtx(), s.opts.DispatchTimeout)
+func (s *Service) cancelOrphanJob(id, brokerID string, was api.JobState) {
+	s.hub.Go(func() {
+		ctx, cancel := context.WithTimeout(s.systemCtx(), s.dispatchTimeout)
 		defer cancel()
 		log := s.log.With("job", id, "broker_id", brokerID, "state", was)
-		if err := s.dispatch(ctx, brokerID, wire.MethodJobCancel, wire.JobRef{JobID: id}, nil, jobCancelKey(id)); err != nil {
+		if err := s.hub.Dispatch(ctx, brokerID, wire.MethodJobCancel, wire.JobRef{JobID: id}, nil, jobCancelKey(id)); err != nil {
 			log.Warn("cancelling a job its broker runs but the ledger ended", "err", err)
 			return
 		}
 		log.Warn("cancelled a job its broker ran but the ledger had ended")
-	}()
+	})
 }

@@ -1,10 +1,22 @@
-package hub
+package jobs
 
 import (
 	"sync"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/scion-go/scion/api"
 )
+
+// metrics are the Hub's counters the room counts in (Config), and the
+// cluster names that may be a label of scion_jobs_total.
+type metrics struct {
+	// jobs counts delegated Jobs by the cluster they ran on and how they
+	// ended (refused, or a terminal state).
+	jobs     *prometheus.CounterVec
+	queued   prometheus.Counter
+	clusters clusterLabels
+}
 
 // The cluster label of scion_jobs_total. A run names any DNS label it
 // likes as its cluster, so a caller's name is a label value only once a
