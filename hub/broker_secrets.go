@@ -71,7 +71,7 @@ func (s *Server) handlePutBrokerSecret(r *http.Request, c *Caller) (int, any, er
 	if req.Value == "" || len(req.Value) > api.MaxSecretValue {
 		return 0, nil, api.BadRequest("a secret value must have 1 to %d bytes", api.MaxSecretValue)
 	}
-	x := &store.BrokerSecret{BrokerID: b.ID, Name: name, Ciphertext: s.secrets.seal(brokerSecretScope(b.ID), name, []byte(req.Value)),
+	x := &store.BrokerSecret{BrokerID: b.ID, Name: name, Ciphertext: s.secrets.Seal(brokerSecretScope(b.ID), name, []byte(req.Value)),
 		CreatedBy: c.Principal(), CreatedAt: time.Now().UTC()}
 	if err := s.store.PutBrokerSecret(r.Context(), x); err != nil {
 		return 0, nil, storeerr.Map(err, api.CodeBrokerNotFound, "runtime broker")
@@ -122,7 +122,7 @@ func (s *Server) handleBrokerSecretValue(w http.ResponseWriter, r *http.Request)
 		httpapi.WriteError(s.log, w, r, api.Unauthorized("this route takes only the signed headers of the runtime broker the secret is scoped to"))
 		return
 	}
-	c, ok := s.authenticateLimited(w, r)
+	c, ok := s.id.AuthenticateLimited(w, r)
 	if !ok {
 		return
 	}
@@ -152,7 +152,7 @@ func (s *Server) handleBrokerSecretValue(w http.ResponseWriter, r *http.Request)
 		httpapi.WriteError(s.log, w, r, err)
 		return
 	}
-	v, err := s.secrets.open(brokerSecretScope(x.BrokerID), x.Name, x.Ciphertext)
+	v, err := s.secrets.Open(brokerSecretScope(x.BrokerID), x.Name, x.Ciphertext)
 	if err != nil {
 		s.log.Error("broker secret does not open with this Hub's secrets key", "secret", x.Name, "broker_id", x.BrokerID)
 		httpapi.WriteError(s.log, w, r, api.Errorf(api.CodeInternal, "secret %q cannot be decrypted with this Hub's key", x.Name))
