@@ -15,12 +15,9 @@ import (
 type Rate = identity.Rate
 
 // RateLimits are the limits per client address of the routes that need
-// no caller and of failed authentications (identity.RateLimits).
+// no caller and of failed authentications (identity.RateLimits; nil in
+// Options is identity.DefaultRateLimits).
 type RateLimits = identity.RateLimits
-
-// DefaultRateLimits are the limits a Hub has unless its options say
-// otherwise (identity.DefaultRateLimits).
-func DefaultRateLimits() RateLimits { return identity.DefaultRateLimits() }
 
 // BootstrapAdminID is the user the workstation Hub (and a fresh team Hub)
 // creates as its first admin.
@@ -29,9 +26,3 @@ const BootstrapAdminID = identity.BootstrapAdminID
 // BootstrapAdmin makes sure the bootstrap admin exists and returns a fresh
 // bearer token for it, never logged (identity.Service.BootstrapAdmin).
 func (s *Server) BootstrapAdmin(ctx context.Context) (string, error) { return s.id.BootstrapAdmin(ctx) }
-
-// CreateUserToken creates a user with a role (if missing) and returns a
-// token for it (identity.Service.CreateUserToken).
-func (s *Server) CreateUserToken(ctx context.Context, id, role string) (string, error) {
-	return s.id.CreateUserToken(ctx, id, role)
-}

@@ -51,7 +51,7 @@ type Options struct {
 	// SecretsKey (32 bytes) seals Hub secrets at rest. It belongs outside
 	// the database (a key file); without it the secrets API answers 501.
 	SecretsKey []byte
-	// RateLimits per client address (nil: DefaultRateLimits).
+	// RateLimits per client address (nil: identity.DefaultRateLimits).
 	RateLimits *RateLimits
 	// AgentTokenTTL is how long an agent token works (default
 	// api.DefaultAgentTokenTTL); a running agent renews its token before.

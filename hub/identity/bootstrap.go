@@ -29,18 +29,3 @@ func (s *Service) BootstrapAdmin(ctx context.Context) (string, error) {
 	}
 	return s.newUserToken(ctx, BootstrapAdminID, "bootstrap", 0)
 }
-
-// CreateUserToken creates a user with a role (if missing) and returns a
-// token for it. Used by tests and by `scion server` admin tooling.
-func (s *Service) CreateUserToken(ctx context.Context, id, role string) (string, error) {
-	ctx = authstore.AsSystem(ctx)
-	if _, err := s.store.GetUser(ctx, id); err != nil {
-		if !isNotFound(err) {
-			return "", err
-		}
-		if err := s.store.CreateUser(ctx, &store.User{ID: id, Name: id, Role: role, CreatedAt: time.Now().UTC()}); err != nil && !isExists(err) {
-			return "", err
-		}
-	}
-	return s.newUserToken(ctx, id, "cli", 0)
-}
