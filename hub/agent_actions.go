@@ -190,7 +190,7 @@ func (s *Server) runAction(ctx context.Context, c *Caller, ap plan.ActionPlan, r
 	s.inflight.add(a.ID)
 	ref := wire.AgentRef{AgentID: a.ID, RunID: a.RunID, Pin: a.Pin}
 	if run.MintToken { // the agent runs again, with a fresh token
-		ref.AgentToken = s.mintAgentToken(a)
+		ref.AgentToken = s.id.MintAgentToken(a)
 	}
 	derr := s.dispatch(ctx, b.ID, run.Method, ref, &st, run.Key)
 	out := plan.Outcome(ap.Action, derr)

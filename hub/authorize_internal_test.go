@@ -25,7 +25,7 @@ func TestGuardRefusesARouteWithoutACheck(t *testing.T) {
 		req := httptest.NewRequest(http.MethodGet, "/x", nil)
 		req.Header.Set("Authorization", "Bearer "+tok)
 		w := httptest.NewRecorder()
-		s.requireAuth(httpapi.Serve(s.log, h))(w, req)
+		s.id.RequireAuth(httpapi.Serve(s.log, h))(w, req)
 		return w.Code, w.Body.String()
 	}
 	code, body := send(func(r *http.Request, c *Caller) (int, any, error) {

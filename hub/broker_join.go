@@ -15,23 +15,23 @@ import (
 	"github.com/scion-go/scion/hub/authstore"
 	"github.com/scion-go/scion/hub/authz"
 	"github.com/scion-go/scion/hub/httpapi"
-	"github.com/scion-go/scion/hub/transport"
+	"github.com/scion-go/scion/hub/identity"
 	"github.com/scion-go/scion/store"
 )
 
 // newBrokerRecord is a new, offline broker with a fresh signing secret,
-// and that secret: the record holds it sealed (see signing_keys.go), so
+// and that secret: the record holds it sealed (hub/identity), so
 // the broker's credentials are made from the plain one.
 // A flat instance's record carries its target (nil for a regular broker).
 func (s *Server) newBrokerRecord(name, createdBy string, autoProvide bool, target *api.RuntimeTarget) (*store.Broker, string) {
 	now := time.Now().UTC()
-	id, secret := httpapi.NewID(), hex.EncodeToString(newSecret(32))
+	id, secret := httpapi.NewID(), hex.EncodeToString(identity.NewSecret(32))
 	if target != nil {
 		t := *target
 		target = &t
 	}
 	return &store.Broker{ID: id, Name: name, Status: api.BrokerOffline, Capabilities: []string{}, RuntimeTarget: target,
-		AutoProvide: autoProvide, Secret: s.storedKey(brokerKeyPurpose(id), []byte(secret)), CreatedBy: createdBy, CreatedAt: now, UpdatedAt: now}, secret
+		AutoProvide: autoProvide, Secret: s.id.SealBrokerSecret(id, []byte(secret)), CreatedBy: createdBy, CreatedAt: now, UpdatedAt: now}, secret
 }
 
 // issueBroker creates a broker record with a fresh signing secret and
@@ -105,9 +105,7 @@ const maxJoinBody = 64 << 10
 // refused join (a taken name) can be retried with it. A bad token counts
 // as a failed authentication of the client's address.
 func (s *Server) handleJoinBroker(w http.ResponseWriter, r *http.Request) {
-	ip := transport.ClientIP(r)
-	if blocked, wait := s.rl.authFail.Blocked(ip, s.opts.Now()); blocked {
-		s.refuseRateLimited(w, r, wait, "failed authentications")
+	if s.id.RefuseIfBlocked(w, r) {
 		return
 	}
 	// A join body is a name and a token: bound it well below the API's
@@ -119,7 +117,7 @@ func (s *Server) handleJoinBroker(w http.ResponseWriter, r *http.Request) {
 			return 0, nil, err
 		}
 		if req.JoinToken == "" {
-			s.rl.authFail.Fail(ip, s.opts.Now())
+			s.id.CountAuthFailure(r)
 			return 0, nil, api.Unauthorized("a join token is required")
 		}
 		if err := req.Validate(); err != nil {
@@ -130,7 +128,7 @@ func (s *Server) handleJoinBroker(w http.ResponseWriter, r *http.Request) {
 		var secret string
 		// The join token is the credential, checked by the store in the
 		// transaction: authentication, so the system's.
-		b, err := s.store.JoinBroker(authstore.AsSystem(r.Context()), hashToken(req.JoinToken), s.opts.Now().UTC(), func(jt *store.JoinToken) (*store.Broker, error) {
+		b, err := s.store.JoinBroker(authstore.AsSystem(r.Context()), identity.HashToken(req.JoinToken), s.opts.Now().UTC(), func(jt *store.JoinToken) (*store.Broker, error) {
 			name, tokenNamed = cmp.Or(jt.Name, req.Name), jt.Name != ""
 			if name == "" {
 				return nil, api.BadRequest("this join token names no runtime broker: give the broker a name (--name)")
@@ -150,7 +148,7 @@ func (s *Server) handleJoinBroker(w http.ResponseWriter, r *http.Request) {
 		})
 		switch {
 		case isNotFound(err) || errors.Is(err, store.ErrTokenUsed):
-			s.rl.authFail.Fail(ip, s.opts.Now())
+			s.id.CountAuthFailure(r)
 			s.log.Warn("join token rejected", "broker", req.Name)
 			return 0, nil, api.Unauthorized("invalid, used or expired join token")
 		case isExists(err):
@@ -187,9 +185,9 @@ func (s *Server) handleCreateJoinToken(r *http.Request, c *Caller) (int, any, er
 		}
 		ttl = d
 	}
-	tok := "scj_" + hex.EncodeToString(newSecret(24))
+	tok := "scj_" + hex.EncodeToString(identity.NewSecret(24))
 	now := s.opts.Now().UTC()
-	jt := &store.JoinToken{Hash: hashToken(tok), Name: req.Name, CreatedBy: c.ID, ExpiresAt: now.Add(ttl), CreatedAt: now}
+	jt := &store.JoinToken{Hash: identity.HashToken(tok), Name: req.Name, CreatedBy: c.ID, ExpiresAt: now.Add(ttl), CreatedAt: now}
 	if err := s.store.CreateJoinToken(r.Context(), jt); err != nil {
 		return 0, nil, err
 	}

@@ -13,7 +13,6 @@ import (
 	"github.com/scion-go/scion/hub/httpapi"
 	"github.com/scion-go/scion/hub/plan"
 	"github.com/scion-go/scion/hub/storeerr"
-	"github.com/scion-go/scion/hub/transport"
 	"github.com/scion-go/scion/store"
 	"github.com/scion-go/scion/wire"
 )
@@ -23,12 +22,12 @@ import (
 // hello until the channel ends (peer close, or no frame for
 // HeartbeatInterval+Grace).
 func (s *Server) handleConnect(w http.ResponseWriter, r *http.Request) {
-	c, ok := s.authenticateLimited(w, r)
+	c, ok := s.id.AuthenticateLimited(w, r)
 	if !ok {
 		return
 	}
 	if c.Kind != CallerBroker {
-		s.rl.authFail.Fail(transport.ClientIP(r), s.opts.Now())
+		s.id.CountAuthFailure(r)
 		httpapi.WriteError(s.log, w, r, api.Unauthorized("the control channel needs broker credentials"))
 		return
 	}

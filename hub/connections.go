@@ -1,12 +1,8 @@
 package hub
 
 import (
-	"net/http"
-	"time"
-
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/scion-go/scion/api"
 	"github.com/scion-go/scion/hub/transport"
 )
 
@@ -36,16 +32,4 @@ func (s *Server) WatchConnections(cl *transport.ConnLimiter) {
 			Help: "Requests answered 429 because their caller held its cap of busy connections."},
 			func() float64 { return float64(cl.Stats().RefusedPerCaller) }),
 	)
-}
-
-// holdCallerSlot takes a busy slot of c for r (none is needed for a
-// request that did not come through a ConnLimiter). False: the 429 is
-// written, with its body unread.
-func (s *Server) holdCallerSlot(w http.ResponseWriter, r *http.Request, c *Caller) (release func(), ok bool) {
-	release, limit, ok := transport.HoldCaller(r.Context(), c.Principal())
-	if !ok {
-		s.refuse429(w, r, time.Second, api.Errorf(api.CodeRateLimited,
-			"too many requests in progress for this caller (at most %d at once); retry in 1 s", limit).WithDetail("retryAfter", 1))
-	}
-	return release, ok
 }

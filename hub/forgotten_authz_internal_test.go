@@ -54,7 +54,7 @@ func newForgottenWorld(t *testing.T) *forgottenWorld {
 		}
 	}
 	// ma's user access token for A, with every scope a token may carry.
-	tok := accessTokenPrefix + "forgotten-authorization-test-token"
+	tok := "scp_forgotten-authorization-test-token" // an access token's prefix (hub/identity)
 	sum := sha256.Sum256([]byte(tok))
 	scopes := []string{"project:read", "project:update", "project:agent:read", "project:agent:create", "project:agent:lifecycle"}
 	t0 := &store.Token{ID: httpapi.NewID(), Hash: sum[:], Kind: store.TokenUser, UserID: "ma", ProjectID: w.projectA.ID, Scopes: scopes, Name: "ci", CreatedAt: now}
@@ -62,7 +62,7 @@ func newForgottenWorld(t *testing.T) *forgottenWorld {
 		t.Fatal(err)
 	}
 	w.tokens["token of project A"] = tok
-	w.tokens["agent of project A"] = s.mintAgentToken(w.agentA)
+	w.tokens["agent of project A"] = s.id.MintAgentToken(w.agentA)
 	admin, err := s.BootstrapAdmin(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -76,7 +76,7 @@ func (w *forgottenWorld) send(token string, h httpapi.Handler) int {
 	req := httptest.NewRequest(http.MethodGet, "/forgotten", nil)
 	req.Header.Set("Authorization", "Bearer "+token)
 	rec := httptest.NewRecorder()
-	w.s.requireAuth(httpapi.Serve(w.s.log, h))(rec, req)
+	w.s.id.RequireAuth(httpapi.Serve(w.s.log, h))(rec, req)
 	return rec.Code
 }
 

@@ -94,14 +94,14 @@ func (h jobsHub) FinishQueued(ctx context.Context, d *store.Dispatch, status, re
 }
 
 func (h jobsHub) Authenticate(w http.ResponseWriter, r *http.Request) (*authz.Caller, bool) {
-	return h.s.authenticateLimited(w, r)
+	return h.s.id.AuthenticateLimited(w, r)
 }
 
 func (h jobsHub) Secrets() (jobs.SecretBox, error) {
 	if h.s.secrets == nil {
 		return nil, errNoSecretsKey()
 	}
-	return jobsSecrets{h.s.secrets}, nil
+	return h.s.secrets, nil
 }
 
 func (h jobsHub) SystemContext() context.Context { return h.s.systemCtx() }
@@ -125,17 +125,6 @@ func (j jobsSession) SendQueued(ctx context.Context, d *store.Dispatch) error {
 }
 
 func (j jobsSession) Ended() bool { return sessionDone(j.sess) }
-
-// jobsSecrets is the sealing box as hub/jobs seals broker secrets with it.
-type jobsSecrets struct{ b *secretBox }
-
-func (x jobsSecrets) Seal(scope, name string, value []byte) []byte {
-	return x.b.seal(scope, name, value)
-}
-
-func (x jobsSecrets) Open(scope, name string, sealed []byte) ([]byte, error) {
-	return x.b.open(scope, name, sealed)
-}
 
 // deliverQueuedJobCancel hands a queued job.cancel to the Jobs room
 // (jobs.Service.DeliverQueuedCancel) and reads its outcome as the

@@ -10,7 +10,7 @@ import (
 	"github.com/scion-go/scion/store"
 )
 
-// The methods of this file and bootstrap.go are the process's that runs
+// The methods of this file and identity.go are the process's that runs
 // the Hub (launch, test harnesses), not a request's: they run as the
 // system (hub/authstore).
 

@@ -62,7 +62,7 @@ func (s *Server) handlePutSecret(r *http.Request, c *Caller) (int, any, error) {
 	if req.Value == "" || len(req.Value) > api.MaxSecretValue {
 		return 0, nil, api.BadRequest("a secret value must have 1 to %d bytes", api.MaxSecretValue)
 	}
-	x := &store.Secret{ProjectID: projectID, Name: name, Ciphertext: s.secrets.seal(projectID, name, []byte(req.Value)),
+	x := &store.Secret{ProjectID: projectID, Name: name, Ciphertext: s.secrets.Seal(projectID, name, []byte(req.Value)),
 		CreatedBy: c.Principal(), CreatedAt: time.Now().UTC()}
 	if err := s.store.PutSecret(r.Context(), x); err != nil {
 		return 0, nil, err
@@ -165,7 +165,7 @@ func (s *Server) lookupSecret(ctx context.Context, projectID, name string) (*sto
 }
 
 func (s *Server) openSecret(x *store.Secret) (string, error) {
-	v, err := s.secrets.open(x.ProjectID, x.Name, x.Ciphertext)
+	v, err := s.secrets.Open(x.ProjectID, x.Name, x.Ciphertext)
 	if err != nil {
 		s.log.Error("secret does not open with this Hub's secrets key", "secret", x.Name, "project", x.ProjectID)
 		return "", api.Errorf(api.CodeInternal, "secret %q cannot be decrypted with this Hub's key", x.Name)

@@ -2,7 +2,6 @@ package hub_test
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -25,10 +24,7 @@ func TestBusyConnectionsCappedPerCaller(t *testing.T) {
 	limits := transport.ServeLimits{ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 10 * time.Second, WriteTimeout: 10 * time.Second,
 		IdleTimeout: 10 * time.Second, BodyStall: 10 * time.Second, MaxConnsPerCaller: 2}
 	e := testenv.New(t, testenv.Options{Serve: &limits})
-	bob, err := e.Hub.CreateUserToken(context.Background(), "bob", api.RoleMember)
-	if err != nil {
-		t.Fatal(err)
-	}
+	bob := e.UserToken(t, "bob", api.RoleMember)
 	addr := hubAddr(t, e)
 	dial := func(src string) net.Conn {
 		d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(src)}}

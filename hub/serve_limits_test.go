@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/scion-go/scion/api"
-	"github.com/scion-go/scion/hub"
+	"github.com/scion-go/scion/hub/identity"
 	"github.com/scion-go/scion/hub/transport"
 	"github.com/scion-go/scion/internal/fakeclock"
 	"github.com/scion-go/scion/internal/testenv"
@@ -187,7 +187,7 @@ func rateLimited(t *testing.T, resp *http.Response, what string) {
 // until the address's join budget is spent, then 429 with Retry-After;
 // another address still gets its 401s.
 func TestJoinRateLimited(t *testing.T) {
-	rl := hub.DefaultRateLimits()
+	rl := identity.DefaultRateLimits()
 	e := testenv.New(t, testenv.Options{RateLimits: &rl})
 	join := e.URL + "/api/v1/runtime-brokers/join"
 	body := `{"name":"intruder","joinToken":"scj_guess"}`
@@ -216,7 +216,7 @@ func TestJoinRateLimited(t *testing.T) {
 // address is answered 429 before its credential is looked at, even a
 // good one; other addresses are served.
 func TestFailedAuthenticationsRateLimited(t *testing.T) {
-	rl := hub.DefaultRateLimits()
+	rl := identity.DefaultRateLimits()
 	e := testenv.New(t, testenv.Options{RateLimits: &rl})
 	projects := e.URL + "/api/v1/projects"
 	n := 0
@@ -255,7 +255,7 @@ func TestFailedAuthenticationsRateLimited(t *testing.T) {
 // limit, a slow body to the join route is answered 429 and its
 // connection closed at once, not held until the read timeout.
 func TestRateLimitedSlowBodyClosedAtOnce(t *testing.T) {
-	rl := hub.DefaultRateLimits()
+	rl := identity.DefaultRateLimits()
 	limits := shortLimits
 	limits.ReadTimeout = 10 * time.Second
 	e := testenv.New(t, testenv.Options{RateLimits: &rl, Serve: &limits})
@@ -293,7 +293,7 @@ func TestRateLimitedSlowBodyClosedAtOnce(t *testing.T) {
 // address are limited (a request with no credential is 401 and is not a
 // failed authentication, so only the connect limit answers 429).
 func TestConnectRateLimited(t *testing.T) {
-	rl := hub.DefaultRateLimits()
+	rl := identity.DefaultRateLimits()
 	clock := fakeclock.New(time.Now())
 	e := testenv.New(t, testenv.Options{RateLimits: &rl, Now: clock.Now})
 	connect := e.URL + "/api/v1/runtime-brokers/connect"

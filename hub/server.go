@@ -26,6 +26,7 @@ import (
 	"github.com/scion-go/scion/api"
 	"github.com/scion-go/scion/hub/authstore"
 	"github.com/scion-go/scion/hub/httpapi"
+	"github.com/scion-go/scion/hub/identity"
 	"github.com/scion-go/scion/hub/jobs"
 	"github.com/scion-go/scion/hub/settings"
 	"github.com/scion-go/scion/hub/signin"
@@ -51,7 +52,7 @@ type Options struct {
 	// SecretsKey (32 bytes) seals Hub secrets at rest. It belongs outside
 	// the database (a key file); without it the secrets API answers 501.
 	SecretsKey []byte
-	// RateLimits per client address (nil: DefaultRateLimits).
+	// RateLimits per client address (nil: identity.DefaultRateLimits).
 	RateLimits *RateLimits
 	// AgentTokenTTL is how long an agent token works (default
 	// api.DefaultAgentTokenTTL); a running agent renews its token before.
@@ -69,14 +70,15 @@ type Server struct {
 	// store is the only store the Server holds: opts.Store wrapped by
 	// hub/authstore, which decides every call for the caller its context
 	// carries (see systemCtx for the Hub's own work).
-	store    store.Store
-	log      *slog.Logger
-	tokenKey []byte
-	secrets  *secretBox
+	store store.Store
+	log   *slog.Logger
+	// id authenticates every request and serves the identity routes
+	// (hub/identity); secrets is its box, nil without a secrets key.
+	id       *identity.Service
+	secrets  *identity.SecretBox
 	mux      *http.ServeMux
 	metrics  *metrics
 	sessions *sessions
-	rl       *rateLimits // per-address rate limits (ratelimit.go)
 	observed observed
 	inflight inflight
 	keyed    keyedCreates
@@ -95,13 +97,10 @@ type Server struct {
 	cancel context.CancelFunc
 }
 
-const (
-	settingTokenKey = "agent_token_key" // system only: not a setting authstore opens to requests
-)
-
 // New builds a Hub over an open store. It marks every broker offline (no
-// broker has a session with this process yet) and loads the persistent
-// agent-token signing key, creating it once (see signing_keys.go).
+// broker has a session with this process yet) and builds its identity
+// service, which loads the persistent agent-token signing key, creating
+// it once (hub/identity).
 func New(ctx context.Context, opts Options) (*Server, error) {
 	if opts.Store == nil {
 		return nil, errors.New("hub: no store")
@@ -135,26 +134,16 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	// status, the sweeps of what a killed Hub left.
 	ctx = authstore.AsSystem(ctx)
 	s.sessions = newSessions()
-	rl := DefaultRateLimits()
-	if opts.RateLimits != nil {
-		rl = *opts.RateLimits
-	}
-	s.rl = newRateLimits(rl)
 	s.metrics = newMetrics(s)
+	var err error
+	if s.id, err = identity.New(ctx, identity.Options{Store: s.store, Logger: s.log, Now: opts.Now,
+		AgentTokenTTL: opts.AgentTokenTTL, SecretsKey: opts.SecretsKey, OIDC: opts.OIDC, RateLimits: opts.RateLimits,
+		Metrics: s.metrics.handler(), LoadProject: s.loadProject}); err != nil {
+		return nil, err
+	}
+	s.secrets = s.id.Secrets()
 	s.settings = settings.New(s.store, s.log, s.systemCtx)
-	if opts.SecretsKey != nil {
-		var err error
-		if s.secrets, err = newSecretBox(opts.SecretsKey); err != nil {
-			return nil, err
-		}
-	}
 	s.jobs = s.newJobs()
-	if err := s.loadTokenKey(ctx); err != nil {
-		return nil, err
-	}
-	if err := s.sealBrokerSecrets(ctx); err != nil {
-		return nil, err
-	}
 	if err := s.settings.PinDefault(ctx); err != nil {
 		return nil, err
 	}
@@ -224,14 +213,10 @@ type Route = httpapi.Route
 // can be added without an authentication check.
 func (s *Server) Routes() []Route {
 	a, stream, pub := httpapi.Authed, httpapi.Stream, httpapi.Public
-	routes := append(s.oidcRoutes(), []Route{
+	// Sign-in, whoami, users, tokens and /metrics are hub/identity's.
+	routes := append(s.id.Routes(), []Route{
 		pub("GET /healthz", s.handleHealthz),
 		pub("GET /readyz", s.handleReadyz),
-		// Public in the route table: it checks its own credentials (a
-		// scrape token or a Hub admin, metrics_auth.go).
-		pub("GET /metrics", s.handleMetrics),
-		a("GET /api/v1/auth/whoami", s.handleWhoami),
-		a("POST /api/v1/auth/agent-token", s.handleRefreshAgentToken),
 
 		a("POST /api/v1/projects", s.handleCreateProject),
 		a("GET /api/v1/projects", s.handleListProjects),
@@ -240,10 +225,10 @@ func (s *Server) Routes() []Route {
 		a("DELETE /api/v1/projects/{project}", s.handleDeleteProject),
 
 		a("POST /api/v1/runtime-brokers", s.handleRegisterBroker),
-		pub("POST /api/v1/runtime-brokers/join", s.rateLimited(s.rl.join, "join requests", s.handleJoinBroker)),
+		pub("POST /api/v1/runtime-brokers/join", s.id.JoinLimited(s.handleJoinBroker)),
 		a("POST /api/v1/runtime-brokers/join-tokens", s.handleCreateJoinToken),
 		a("GET /api/v1/runtime-brokers", s.handleListBrokers),
-		pub("GET /api/v1/runtime-brokers/connect", s.rateLimited(s.rl.connect, "control channel connections", s.handleConnect)),
+		pub("GET /api/v1/runtime-brokers/connect", s.id.ConnectLimited(s.handleConnect)),
 		a("GET /api/v1/runtime-brokers/{broker}", s.handleGetBroker),
 		a("PATCH /api/v1/runtime-brokers/{broker}", s.handleUpdateBroker),
 		a("DELETE /api/v1/runtime-brokers/{broker}", s.handleDeregisterBroker),
@@ -260,20 +245,9 @@ func (s *Server) Routes() []Route {
 		stream("POST /api/v1/agents/{agent}/exec", s.handleAgentExec),
 		stream("GET /api/v1/agents/{agent}/attach", s.handleAgentAttach),
 
-		a("GET /api/v1/users", s.handleListUsers),
-		a("PATCH /api/v1/users/{user}", s.handleUpdateUser),
-
-		a("POST /api/v1/auth/tokens", s.handleCreateAccessToken),
-		a("GET /api/v1/auth/tokens", s.handleListAccessTokens),
-		a("DELETE /api/v1/auth/tokens/{id}", s.handleRevokeAccessToken),
-
 		a("PUT /api/v1/secrets/{name}", s.handlePutSecret),
 		a("GET /api/v1/secrets", s.handleListSecrets),
 		a("DELETE /api/v1/secrets/{name}", s.handleDeleteSecret),
-
-		a("POST /api/v1/admin/metrics-tokens", s.handleCreateMetricsToken),
-		a("GET /api/v1/admin/metrics-tokens", s.handleListMetricsTokens),
-		a("DELETE /api/v1/admin/metrics-tokens/{id}", s.handleRevokeMetricsToken),
 	}...)
 	routes = append(routes, s.settings.Routes()...)
 	return append(routes, s.jobs.Routes()...)
@@ -286,9 +260,9 @@ func (s *Server) routes() {
 		case rt.Public:
 			m.Handle(rt.Pattern, rt.Open)
 		case rt.Stream != nil:
-			m.Handle(rt.Pattern, s.requireAuth(httpapi.Streaming(rt.Stream)))
+			m.Handle(rt.Pattern, s.id.RequireAuth(httpapi.Streaming(rt.Stream)))
 		default:
-			m.Handle(rt.Pattern, s.requireAuth(httpapi.Serve(s.log, rt.Authed)))
+			m.Handle(rt.Pattern, s.id.RequireAuth(httpapi.Serve(s.log, rt.Authed)))
 		}
 	}
 	// Anything else under the API is a typed 404, not the mux's text page.
@@ -310,9 +284,4 @@ func (s *Server) handleReadyz(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	httpapi.WriteJSON(w, http.StatusOK, api.Health{Status: "ok", Checks: map[string]string{"database": "ok"}, Version: s.opts.Version})
-}
-
-func (s *Server) handleWhoami(r *http.Request, c *Caller) (int, any, error) {
-	httpapi.MarkChecked(r.Context()) // anyone may ask who they are
-	return http.StatusOK, api.Whoami{Kind: string(c.Kind), ID: c.ID, Name: c.Name, Role: c.Role, Project: c.ProjectID}, nil
 }

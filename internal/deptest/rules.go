@@ -173,6 +173,20 @@ var Rules = []Rule{
 		Pkgs: []string{"hub/settings"}, Only: []string{"api", "hub/authstore", "hub/authz", "hub/httpapi", "hub/storeerr", "hub/transport", "store"},
 	},
 	{
+		// Who a request comes from and the credentials that say so:
+		// authentication, tokens, users, sign-in, the signing keys and
+		// the secrets key's box, the limits on strangers. What it needs
+		// of the Hub comes in as values (the metrics handler, a
+		// project's lookup), so it never imports hub; wire for the
+		// brokers' request signature, the protocol's. Of other modules
+		// only what its parts bring (OIDC, the token buckets, new IDs,
+		// wire's websocket): no metrics library, no database driver.
+		Name: "hub/identity imports only api, hub/authstore, hub/authz, hub/httpapi, hub/signin, hub/storeerr, hub/transport, store and wire",
+		Pkgs: []string{"hub/identity"}, Only: []string{"api", "hub/authstore", "hub/authz", "hub/httpapi", "hub/signin", "hub/storeerr", "hub/transport", "store", "wire"},
+		Modules: []string{"github.com/coder/websocket", "github.com/coreos/go-oidc/v3", "github.com/go-jose/go-jose/v4", "github.com/google/uuid",
+			"golang.org/x/oauth2", "golang.org/x/time"},
+	},
+	{
 		// The store with authorization in its path: a store.Store that
 		// decides every call with the rules of hub/authz for the caller
 		// its context carries. Of ours only the error type, the rules
@@ -201,7 +215,7 @@ var Rules = []Rule{
 		// store/postgres), the broker and the runtimes are chosen and
 		// wired by launch.
 		Name: "hub imports only api, its own parts, store and wire",
-		Pkgs: []string{"hub"}, Only: []string{"api", "hub/authstore", "hub/authz", "hub/httpapi", "hub/jobs", "hub/lifecycle", "hub/placement", "hub/plan", "hub/settings", "hub/signin", "hub/storeerr", "hub/transport", "store", "wire"},
+		Pkgs: []string{"hub"}, Only: []string{"api", "hub/authstore", "hub/authz", "hub/httpapi", "hub/identity", "hub/jobs", "hub/lifecycle", "hub/placement", "hub/plan", "hub/settings", "hub/signin", "hub/storeerr", "hub/transport", "store", "wire"},
 	},
 	{
 		// Agents' workspaces on the broker's host: directories and git.

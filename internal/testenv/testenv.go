@@ -83,7 +83,7 @@ type Options struct {
 	Serve *transport.ServeLimits
 	// RateLimits of the Hub. Nil is limits so high that tests which walk
 	// every route with bad credentials from one address see their 401s;
-	// a test of the limits passes hub.DefaultRateLimits().
+	// a test of the limits passes identity.DefaultRateLimits().
 	RateLimits *hub.RateLimits
 	// AgentTokenTTL is the lifetime of agent tokens (the Hub's default
 	// when 0).

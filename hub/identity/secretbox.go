@@ -1,4 +1,4 @@
-package hub
+package identity
 
 import (
 	"crypto/aes"
@@ -7,14 +7,15 @@ import (
 	"fmt"
 )
 
-// secretBox seals Hub secrets with AES-256-GCM under the Hub's secrets
+// SecretBox seals Hub secrets with AES-256-GCM under the Hub's secrets
 // key, which lives outside the database (a key file), so a copy of the
 // database alone does not reveal them. The additional data binds each
 // ciphertext to its project and name: a value moved to another row does
 // not open.
-type secretBox struct{ aead cipher.AEAD }
+type SecretBox struct{ aead cipher.AEAD }
 
-func newSecretBox(key []byte) (*secretBox, error) {
+// newSecretBox is the box of the 32-byte secrets key.
+func newSecretBox(key []byte) (*SecretBox, error) {
 	if len(key) != 32 {
 		return nil, fmt.Errorf("hub: the secrets key must be 32 bytes, got %d", len(key))
 	}
@@ -26,17 +27,21 @@ func newSecretBox(key []byte) (*secretBox, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &secretBox{aead: aead}, nil
+	return &SecretBox{aead: aead}, nil
 }
 
 func secretAD(projectID, name string) []byte { return []byte(projectID + "/" + name) }
 
-func (b *secretBox) seal(projectID, name string, value []byte) []byte {
-	nonce := newSecret(b.aead.NonceSize())
+// Seal seals value, bound to its scope (a project, or a broker's) and
+// name.
+func (b *SecretBox) Seal(projectID, name string, value []byte) []byte {
+	nonce := NewSecret(b.aead.NonceSize())
 	return b.aead.Seal(nonce, nonce, value, secretAD(projectID, name))
 }
 
-func (b *secretBox) open(projectID, name string, sealed []byte) ([]byte, error) {
+// Open reverses Seal; a value moved to another scope or name does not
+// open.
+func (b *SecretBox) Open(projectID, name string, sealed []byte) ([]byte, error) {
 	n := b.aead.NonceSize()
 	if len(sealed) < n {
 		return nil, errors.New("sealed secret too short")

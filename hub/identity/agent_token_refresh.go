@@ -12,7 +12,7 @@
 // the generation twice. After the grace a renewal with it is refused, so
 // a leaked token cannot keep itself alive past the agent's next renewal.
 
-package hub
+package identity
 
 import (
 	"errors"
@@ -26,7 +26,7 @@ import (
 	"github.com/scion-go/scion/store"
 )
 
-func (s *Server) handleRefreshAgentToken(r *http.Request, c *Caller) (int, any, error) {
+func (s *Service) handleRefreshAgentToken(r *http.Request, c *authz.Caller) (int, any, error) {
 	ctx := r.Context()
 	httpapi.MarkChecked(ctx)
 	if err := httpapi.Refusal(s.log, c, authz.AgentTokenRefresh, authz.CanRefreshAgentToken(*c), nil); err != nil {

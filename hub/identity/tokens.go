@@ -1,7 +1,7 @@
 // User access tokens: single-project bearer tokens with scopes, made by a
 // signed-in user, stored hashed, shown once, listed and revoked.
 
-package hub
+package identity
 
 import (
 	"encoding/base64"
@@ -23,7 +23,7 @@ func accessTokenView(t *store.Token) api.AccessToken {
 		ExpiresAt: t.ExpiresAt, RevokedAt: t.RevokedAt, CreatedAt: t.CreatedAt}
 }
 
-func (s *Server) handleCreateAccessToken(r *http.Request, c *Caller) (int, any, error) {
+func (s *Service) handleCreateAccessToken(r *http.Request, c *authz.Caller) (int, any, error) {
 	ctx := r.Context()
 	if err := httpapi.Authorize(ctx, s.log, c, authz.TokenManage, authz.Resource{}, nil); err != nil {
 		return 0, nil, err
@@ -32,7 +32,7 @@ func (s *Server) handleCreateAccessToken(r *http.Request, c *Caller) (int, any, 
 	if err := httpapi.DecodeJSON(r, &req); err != nil {
 		return 0, nil, err
 	}
-	if err := validName("token", req.Name); err != nil {
+	if err := api.CheckName("token", req.Name); err != nil {
 		return 0, nil, err
 	}
 	if len(req.Scopes) == 0 || len(req.Scopes) > len(authz.Scopes) {
@@ -51,14 +51,14 @@ func (s *Server) handleCreateAccessToken(r *http.Request, c *Caller) (int, any, 
 		}
 		ttl = d
 	}
-	p, err := s.loadProject(ctx, c, req.Project, authz.ProjectRead)
+	p, err := s.opts.LoadProject(ctx, c, req.Project, authz.ProjectRead)
 	if err != nil {
 		return 0, nil, err
 	}
-	tok := accessTokenPrefix + base64.RawURLEncoding.EncodeToString(newSecret(32))
+	tok := accessTokenPrefix + base64.RawURLEncoding.EncodeToString(NewSecret(32))
 	now := s.opts.Now().UTC()
 	exp := now.Add(ttl)
-	t := &store.Token{ID: httpapi.NewID(), Hash: hashToken(tok), Kind: store.TokenUser, UserID: c.UserID, ProjectID: p.ID,
+	t := &store.Token{ID: httpapi.NewID(), Hash: HashToken(tok), Kind: store.TokenUser, UserID: c.UserID, ProjectID: p.ID,
 		Scopes: req.Scopes, Name: req.Name, ExpiresAt: &exp, CreatedAt: now}
 	if err := s.store.CreateToken(ctx, t); err != nil {
 		return 0, nil, err
@@ -69,7 +69,7 @@ func (s *Server) handleCreateAccessToken(r *http.Request, c *Caller) (int, any, 
 	return http.StatusCreated, v, nil
 }
 
-func (s *Server) handleListAccessTokens(r *http.Request, c *Caller) (int, any, error) {
+func (s *Service) handleListAccessTokens(r *http.Request, c *authz.Caller) (int, any, error) {
 	if err := httpapi.Authorize(r.Context(), s.log, c, authz.TokenManage, authz.Resource{}, nil); err != nil {
 		return 0, nil, err
 	}
@@ -87,7 +87,7 @@ func (s *Server) handleListAccessTokens(r *http.Request, c *Caller) (int, any, e
 	return http.StatusOK, out, nil
 }
 
-func (s *Server) handleRevokeAccessToken(r *http.Request, c *Caller) (int, any, error) {
+func (s *Service) handleRevokeAccessToken(r *http.Request, c *authz.Caller) (int, any, error) {
 	ctx := r.Context()
 	if err := httpapi.Authorize(ctx, s.log, c, authz.TokenManage, authz.Resource{}, nil); err != nil {
 		return 0, nil, err

@@ -1,4 +1,4 @@
-package hub
+package identity
 
 import (
 	"net/http"
@@ -15,17 +15,16 @@ const maxSignInBody = 8 << 10
 
 // oidcSignIn is the Hub's sign-in state: the rate limiter, the HTTP client
 // for the provider and, once discovery has worked, the provider. The
-// route table holds the one instance (oidcRoutes runs once per Hub for its
-// mux; other calls only list the routes).
+// Service holds the one instance (newOIDCSignIn runs once, in New), so
+// every listing of its routes shares them.
 type oidcSignIn struct {
-	s       *Server
+	s       *Service
 	cfg     *signin.Config // nil: sign-in is off
 	limiter *transport.IPLimiter
 	client  *signin.Client
 }
 
-// oidcRoutes are the sign-in routes; they need no caller.
-func (s *Server) oidcRoutes() []Route {
+func newOIDCSignIn(s *Service) *oidcSignIn {
 	perMinute, burst := 120, 30
 	if c := s.opts.OIDC; c != nil {
 		if c.RequestsPerMinute > 0 {
@@ -39,10 +38,7 @@ func (s *Server) oidcRoutes() []Route {
 	if o.cfg != nil {
 		o.client = signin.NewClient(o.cfg, s.log)
 	}
-	return []Route{
-		{Pattern: "POST /api/v1/auth/device", Public: true, Open: o.route(o.handleDeviceStart)},
-		{Pattern: "POST /api/v1/auth/device/token", Public: true, Open: o.route(o.handleDeviceToken)},
-	}
+	return o
 }
 
 // route adapts a sign-in handler: 501 without OIDC (which costs nothing,
@@ -117,7 +113,7 @@ func (o *oidcSignIn) handleDeviceToken(r *http.Request) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	tok, err := o.s.newUserToken(ctx, u.ID, "oidc sign-in", SignInTTL)
+	tok, err := o.s.newUserToken(ctx, u.ID, "oidc sign-in", signInTTL)
 	if err != nil {
 		return 0, nil, err
 	}

@@ -1,7 +1,7 @@
 // Users: admins list them and change their Hub role (a first OIDC
 // sign-in gets the default role; promoting someone is an admin's call).
 
-package hub
+package identity
 
 import (
 	"fmt"
@@ -18,7 +18,7 @@ func userView(u *store.User) api.User {
 	return api.User{ID: u.ID, Name: u.Name, Email: u.Email, Role: u.Role, CreatedAt: u.CreatedAt}
 }
 
-func (s *Server) handleListUsers(r *http.Request, c *Caller) (int, any, error) {
+func (s *Service) handleListUsers(r *http.Request, c *authz.Caller) (int, any, error) {
 	if err := httpapi.Authorize(r.Context(), s.log, c, authz.UserManage, authz.Resource{}, nil); err != nil {
 		return 0, nil, err
 	}
@@ -33,7 +33,7 @@ func (s *Server) handleListUsers(r *http.Request, c *Caller) (int, any, error) {
 	return http.StatusOK, out, nil
 }
 
-func (s *Server) handleUpdateUser(r *http.Request, c *Caller) (int, any, error) {
+func (s *Service) handleUpdateUser(r *http.Request, c *authz.Caller) (int, any, error) {
 	ctx := r.Context()
 	if err := httpapi.Authorize(ctx, s.log, c, authz.UserManage, authz.Resource{}, nil); err != nil {
 		return 0, nil, err

@@ -1,4 +1,4 @@
-package hub
+package identity
 
 import (
 	"bytes"
@@ -23,7 +23,7 @@ const signatureWindow = 5 * time.Minute
 // (or sent to another replica) cannot be replayed. The signature is
 // checked first: a forged request writes nothing.
 // ctx is authentication's (the system's): there is no caller yet.
-func (s *Server) verifyBroker(ctx context.Context, r *http.Request, brokerID string, secret []byte) error {
+func (s *Service) verifyBroker(ctx context.Context, r *http.Request, brokerID string, secret []byte) error {
 	refuse := func(reason string, msg string) error {
 		s.log.Warn("broker authentication failed", "broker", brokerID, "reason", reason)
 		return api.Unauthorized(msg)

@@ -1,4 +1,4 @@
-package hub
+package identity
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 
 	"github.com/scion-go/scion/api"
 	"github.com/scion-go/scion/hub/authstore"
+	"github.com/scion-go/scion/hub/authz"
 	"github.com/scion-go/scion/hub/httpapi"
 	"github.com/scion-go/scion/hub/transport"
 	"github.com/scion-go/scion/store"
@@ -24,8 +25,8 @@ const (
 	agentTokenPrefix = "sca_"
 )
 
-// newSecret returns n random bytes.
-func newSecret(n int) []byte {
+// NewSecret returns n random bytes: the secret of a token or a broker.
+func NewSecret(n int) []byte {
 	b := make([]byte, n)
 	if _, err := rand.Read(b); err != nil {
 		panic(err) // crypto/rand never fails on Linux
@@ -33,17 +34,19 @@ func newSecret(n int) []byte {
 	return b
 }
 
-func hashToken(tok string) []byte {
+// HashToken is what the store keeps of a bearer token (a user's, an
+// access, scrape or join token): its SHA-256, never the token.
+func HashToken(tok string) []byte {
 	h := sha256.Sum256([]byte(tok))
 	return h[:]
 }
 
 // newUserToken creates a bearer token for a user; only its hash is kept.
 // ttl 0 means it does not expire (the workstation's bootstrap admin).
-func (s *Server) newUserToken(ctx context.Context, userID, name string, ttl time.Duration) (string, error) {
-	tok := userTokenPrefix + base64.RawURLEncoding.EncodeToString(newSecret(32))
+func (s *Service) newUserToken(ctx context.Context, userID, name string, ttl time.Duration) (string, error) {
+	tok := userTokenPrefix + base64.RawURLEncoding.EncodeToString(NewSecret(32))
 	now := s.opts.Now().UTC()
-	t := &store.Token{ID: httpapi.NewID(), Hash: hashToken(tok), Kind: store.TokenUser, UserID: userID, Name: name, CreatedAt: now}
+	t := &store.Token{ID: httpapi.NewID(), Hash: HashToken(tok), Kind: store.TokenUser, UserID: userID, Name: name, CreatedAt: now}
 	if ttl > 0 {
 		exp := now.Add(ttl)
 		t.ExpiresAt = &exp
@@ -51,9 +54,9 @@ func (s *Server) newUserToken(ctx context.Context, userID, name string, ttl time
 	return tok, s.store.CreateToken(ctx, t)
 }
 
-// SignInTTL is how long a token from an OIDC sign-in works; then the
+// signInTTL is how long a token from an OIDC sign-in works; then the
 // user signs in again, so someone removed at the provider loses access.
-const SignInTTL = 7 * 24 * time.Hour
+const signInTTL = 7 * 24 * time.Hour
 
 // Agent tokens are signed with the Hub's persistent key (never rotated on
 // restart, sealed at rest: signing_keys.go) rather than stored, so minting
@@ -66,7 +69,9 @@ const SignInTTL = 7 * 24 * time.Hour
 // the token says. A token expires after Options.AgentTokenTTL; the agent
 // renews it before then (agent_token_refresh.go).
 
-func (s *Server) mintAgentToken(a *store.Agent) string {
+// MintAgentToken mints a token for agent a, now, in a's current token
+// generation: the token of a create, start, restart or resume.
+func (s *Service) MintAgentToken(a *store.Agent) string {
 	tok, _ := s.mintAgentTokenAt(a, s.opts.Now())
 	return tok
 }
@@ -75,7 +80,7 @@ func (s *Server) mintAgentToken(a *store.Agent) string {
 // token generation, and returns its expiry. The token is a function of
 // its arguments: minted again at the same second it is the same token
 // (a renewal's repeat within the grace answers it so).
-func (s *Server) mintAgentTokenAt(a *store.Agent, now time.Time) (string, time.Time) {
+func (s *Service) mintAgentTokenAt(a *store.Agent, now time.Time) (string, time.Time) {
 	exp := now.Add(s.opts.AgentTokenTTL).Truncate(time.Second)
 	payload, _ := json.Marshal(api.AgentTokenClaims{AgentID: a.ID, ProjectID: a.ProjectID, Role: a.Role, Chain: a.DelegationChain,
 		IssuedAt: now.Unix(), ExpiresAt: exp.Unix(), Generation: a.TokenGeneration})
@@ -87,25 +92,25 @@ func (s *Server) mintAgentTokenAt(a *store.Agent, now time.Time) (string, time.T
 
 // agentTokenExpiry is when a token with claims c stops working. Tokens of
 // older versions carry no expiry: they last one lifetime from their issue.
-func (s *Server) agentTokenExpiry(c api.AgentTokenClaims) time.Time {
+func (s *Service) agentTokenExpiry(c api.AgentTokenClaims) time.Time {
 	if c.ExpiresAt != 0 {
 		return time.Unix(c.ExpiresAt, 0)
 	}
 	return time.Unix(c.IssuedAt, 0).Add(s.opts.AgentTokenTTL)
 }
 
-func (s *Server) verifyAgentToken(ctx context.Context, tok string) (*Caller, error) {
+func (s *Service) verifyAgentToken(ctx context.Context, tok string) (*authz.Caller, error) {
 	_, a, _, err := s.checkAgentToken(ctx, tok)
 	if err != nil {
 		return nil, err
 	}
-	return &Caller{Kind: CallerAgent, ID: a.ID, Name: a.Slug, Role: a.Role, ProjectID: a.ProjectID,
+	return &authz.Caller{Kind: authz.Agent, ID: a.ID, Name: a.Slug, Role: a.Role, ProjectID: a.ProjectID,
 		Scopes: a.Scopes, Passthrough: a.Passthrough}, nil
 }
 
 // checkAgentToken checks tok's signature, expiry, agent and generation,
 // and returns its claims, its agent and its standing.
-func (s *Server) checkAgentToken(ctx context.Context, tok string) (api.AgentTokenClaims, *store.Agent, tokenStanding, error) {
+func (s *Service) checkAgentToken(ctx context.Context, tok string) (api.AgentTokenClaims, *store.Agent, tokenStanding, error) {
 	var c api.AgentTokenClaims
 	body := strings.TrimPrefix(tok, agentTokenPrefix)
 	p, sig, ok := strings.Cut(body, ".")
@@ -152,8 +157,8 @@ var errBadToken = errors.New("invalid or expired token")
 // or a broker's signed headers. It never logs the credential. Its reads
 // are the system's: until it answers there is no caller to decide them
 // for. The context it reads with stays its own; the request's gets the
-// caller it returns (requireAuth).
-func (s *Server) authenticate(r *http.Request) (*Caller, error) {
+// caller it returns (RequireAuth).
+func (s *Service) authenticate(r *http.Request) (*authz.Caller, error) {
 	ctx := authstore.AsSystem(r.Context())
 	if id := r.Header.Get(api.HeaderBrokerID); id != "" {
 		b, err := s.store.GetBroker(ctx, id)
@@ -169,7 +174,7 @@ func (s *Server) authenticate(r *http.Request) (*Caller, error) {
 		if err := s.verifyBroker(ctx, r, b.ID, secret); err != nil {
 			return nil, err
 		}
-		return &Caller{Kind: CallerBroker, ID: b.ID, Name: b.Name}, nil
+		return &authz.Caller{Kind: authz.Broker, ID: b.ID, Name: b.Name}, nil
 	}
 	h := r.Header.Get("Authorization")
 	tok, ok := strings.CutPrefix(h, "Bearer ")
@@ -185,24 +190,24 @@ func (s *Server) authenticate(r *http.Request) (*Caller, error) {
 		return c, nil
 	}
 	// The token and its user in one read: this runs for every request.
-	t, u, err := s.store.GetTokenAndUser(ctx, hashToken(tok))
+	t, u, err := s.store.GetTokenAndUser(ctx, HashToken(tok))
 	now := s.opts.Now()
 	if err != nil || t.RevokedAt != nil || (t.ExpiresAt != nil && now.After(*t.ExpiresAt)) || t.Kind != store.TokenUser {
 		s.log.Warn("user token rejected")
 		return nil, api.Unauthorized("invalid or expired token")
 	}
 	if t.ProjectID != "" { // a user access token: one project, its scopes
-		return &Caller{Kind: CallerToken, ID: t.ID, UserID: u.ID, Name: t.Name, Role: u.Role, ProjectID: t.ProjectID, Scopes: t.Scopes}, nil
+		return &authz.Caller{Kind: authz.Token, ID: t.ID, UserID: u.ID, Name: t.Name, Role: u.Role, ProjectID: t.ProjectID, Scopes: t.Scopes}, nil
 	}
-	return &Caller{Kind: CallerUser, ID: u.ID, UserID: u.ID, Name: u.Name, Role: u.Role}, nil
+	return &authz.Caller{Kind: authz.User, ID: u.ID, UserID: u.ID, Name: u.Name, Role: u.Role}, nil
 }
 
-// authenticateLimited is authenticate under the limit of failed
+// AuthenticateLimited is authenticate under the limit of failed
 // authentications per client address: an address over it is answered 429
 // before its credential is even looked at (so guessing tokens costs the
 // guesser time, not the Hub database reads), and every failed credential
 // takes one token of its bucket. On false the answer is written.
-func (s *Server) authenticateLimited(w http.ResponseWriter, r *http.Request) (*Caller, bool) {
+func (s *Service) AuthenticateLimited(w http.ResponseWriter, r *http.Request) (*authz.Caller, bool) {
 	ip := transport.ClientIP(r)
 	if blocked, wait := s.rl.authFail.Blocked(ip, s.opts.Now()); blocked {
 		s.refuseRateLimited(w, r, wait, "failed authentications")
@@ -221,13 +226,14 @@ func (s *Server) authenticateLimited(w http.ResponseWriter, r *http.Request) (*C
 	return c, true
 }
 
-// requireAuth wraps h so it runs only for an authenticated caller, with
+// RequireAuth wraps h so it runs only for an authenticated caller, with
 // the caller in the request's context: every store call the handler
 // makes is decided for it (hub/authstore), whether the handler asked
-// hub/authz or not.
-func (s *Server) requireAuth(h func(http.ResponseWriter, *http.Request, *Caller)) http.HandlerFunc {
+// hub/authz or not. The caller holds one of its busy slots meanwhile,
+// and h's answer goes through httpapi.Guard.
+func (s *Service) RequireAuth(h httpapi.StreamHandler) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		c, ok := s.authenticateLimited(w, r)
+		c, ok := s.AuthenticateLimited(w, r)
 		if !ok {
 			return
 		}
@@ -240,3 +246,20 @@ func (s *Server) requireAuth(h func(http.ResponseWriter, *http.Request, *Caller)
 		h(w, r, c)
 	}
 }
+
+// holdCallerSlot takes a busy slot of c for r (none is needed for a
+// request that did not come through a ConnLimiter). False: the 429 is
+// written, with its body unread.
+func (s *Service) holdCallerSlot(w http.ResponseWriter, r *http.Request, c *authz.Caller) (release func(), ok bool) {
+	release, limit, ok := transport.HoldCaller(r.Context(), c.Principal())
+	if !ok {
+		s.refuse429(w, r, time.Second, api.Errorf(api.CodeRateLimited,
+			"too many requests in progress for this caller (at most %d at once); retry in 1 s", limit).WithDetail("retryAfter", 1))
+	}
+	return release, ok
+}
+
+// Predicates for the store errors this package decides on rather than
+// answers.
+func isNotFound(err error) bool { return errors.Is(err, store.ErrNotFound) }
+func isExists(err error) bool   { return errors.Is(err, store.ErrAlreadyExists) }

@@ -7,7 +7,7 @@
 // Anonymous callers get 401, any other caller 403; failed credentials
 // count against the failed-authentication limit like on every route.
 
-package hub
+package identity
 
 import (
 	"encoding/base64"
@@ -32,7 +32,7 @@ const metricsTokenPrefix = "scm_"
 // sessions, and the token can be revoked.
 const defaultMetricsTokenTTL = 365 * 24 * time.Hour
 
-func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) {
+func (s *Service) handleMetrics(w http.ResponseWriter, r *http.Request) {
 	ip := transport.ClientIP(r)
 	if blocked, wait := s.rl.authFail.Blocked(ip, s.opts.Now()); blocked {
 		s.refuseRateLimited(w, r, wait, "failed authentications")
@@ -45,17 +45,17 @@ func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) {
 		httpapi.WriteError(s.log, w, r, err)
 		return
 	}
-	s.metrics.handler().ServeHTTP(w, r)
+	s.opts.Metrics.ServeHTTP(w, r)
 }
 
 // metricsAccess is nil when r may read the metrics.
-func (s *Server) metricsAccess(r *http.Request) error {
+func (s *Service) metricsAccess(r *http.Request) error {
 	tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 	if !ok || tok == "" {
 		return api.Unauthorized("authentication required: /metrics takes a scrape token (scion hub metrics-tokens create) or a Hub admin's token")
 	}
 	if strings.HasPrefix(tok, metricsTokenPrefix) {
-		t, u, err := s.store.GetTokenAndUser(authstore.AsSystem(r.Context()), hashToken(tok)) // authentication
+		t, u, err := s.store.GetTokenAndUser(authstore.AsSystem(r.Context()), HashToken(tok)) // authentication
 		if err != nil || t.Kind != store.TokenMetrics || t.RevokedAt != nil || (t.ExpiresAt != nil && !s.opts.Now().Before(*t.ExpiresAt)) {
 			s.log.Warn("scrape token rejected")
 			return api.Unauthorized("invalid or expired token")
@@ -69,7 +69,7 @@ func (s *Server) metricsAccess(r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if c.Kind != CallerUser || c.Role != api.RoleAdmin {
+	if c.Kind != authz.User || c.Role != api.RoleAdmin {
 		return api.Forbidden("/metrics is for a scrape token (an admin makes one: scion hub metrics-tokens create) or a Hub admin")
 	}
 	return nil
@@ -79,7 +79,7 @@ func metricsTokenView(t *store.Token) api.MetricsToken {
 	return api.MetricsToken{ID: t.ID, Name: t.Name, ExpiresAt: t.ExpiresAt, RevokedAt: t.RevokedAt, CreatedAt: t.CreatedAt}
 }
 
-func (s *Server) handleCreateMetricsToken(r *http.Request, c *Caller) (int, any, error) {
+func (s *Service) handleCreateMetricsToken(r *http.Request, c *authz.Caller) (int, any, error) {
 	ctx := r.Context()
 	if err := httpapi.Authorize(ctx, s.log, c, authz.HubAdmin, authz.Resource{}, nil); err != nil {
 		return 0, nil, err
@@ -88,7 +88,7 @@ func (s *Server) handleCreateMetricsToken(r *http.Request, c *Caller) (int, any,
 	if err := httpapi.DecodeJSON(r, &req); err != nil {
 		return 0, nil, err
 	}
-	if err := validName("token", req.Name); err != nil {
+	if err := api.CheckName("token", req.Name); err != nil {
 		return 0, nil, err
 	}
 	ttl := defaultMetricsTokenTTL
@@ -99,10 +99,10 @@ func (s *Server) handleCreateMetricsToken(r *http.Request, c *Caller) (int, any,
 		}
 		ttl = d
 	}
-	tok := metricsTokenPrefix + base64.RawURLEncoding.EncodeToString(newSecret(32))
+	tok := metricsTokenPrefix + base64.RawURLEncoding.EncodeToString(NewSecret(32))
 	now := s.opts.Now().UTC()
 	exp := now.Add(ttl)
-	t := &store.Token{ID: httpapi.NewID(), Hash: hashToken(tok), Kind: store.TokenMetrics, UserID: c.UserID, Name: req.Name,
+	t := &store.Token{ID: httpapi.NewID(), Hash: HashToken(tok), Kind: store.TokenMetrics, UserID: c.UserID, Name: req.Name,
 		ExpiresAt: &exp, CreatedAt: now}
 	if err := s.store.CreateToken(ctx, t); err != nil {
 		return 0, nil, err
@@ -113,7 +113,7 @@ func (s *Server) handleCreateMetricsToken(r *http.Request, c *Caller) (int, any,
 	return http.StatusCreated, v, nil
 }
 
-func (s *Server) handleListMetricsTokens(r *http.Request, c *Caller) (int, any, error) {
+func (s *Service) handleListMetricsTokens(r *http.Request, c *authz.Caller) (int, any, error) {
 	if err := httpapi.Authorize(r.Context(), s.log, c, authz.HubAdmin, authz.Resource{}, nil); err != nil {
 		return 0, nil, err
 	}
@@ -131,7 +131,7 @@ func (s *Server) handleListMetricsTokens(r *http.Request, c *Caller) (int, any, 
 	return http.StatusOK, out, nil
 }
 
-func (s *Server) handleRevokeMetricsToken(r *http.Request, c *Caller) (int, any, error) {
+func (s *Service) handleRevokeMetricsToken(r *http.Request, c *authz.Caller) (int, any, error) {
 	ctx := r.Context()
 	if err := httpapi.Authorize(ctx, s.log, c, authz.HubAdmin, authz.Resource{}, nil); err != nil {
 		return 0, nil, err

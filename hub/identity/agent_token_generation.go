@@ -10,7 +10,7 @@
 // minted at a create, start, restart or resume take the current
 // generation and retire nothing: the agent's token in use stays valid.
 
-package hub
+package identity
 
 import (
 	"time"

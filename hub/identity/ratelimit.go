@@ -1,4 +1,4 @@
-package hub
+package identity
 
 import (
 	"math"
@@ -51,7 +51,7 @@ func newRateLimits(l RateLimits) *rateLimits {
 // seconds, at least 1). The request body, if any, is not read: the
 // connection is closed after the answer instead, so a slow body cannot
 // hold it until the read timeout.
-func (s *Server) refuseRateLimited(w http.ResponseWriter, r *http.Request, wait time.Duration, what string) {
+func (s *Service) refuseRateLimited(w http.ResponseWriter, r *http.Request, wait time.Duration, what string) {
 	secs := retrySecs(wait)
 	s.refuse429(w, r, wait, api.Errorf(api.CodeRateLimited,
 		"too many %s from this address; retry in %d s", what, secs).WithDetail("retryAfter", secs))
@@ -61,7 +61,7 @@ func retrySecs(wait time.Duration) int { return max(1, int(math.Ceil(wait.Second
 
 // refuse429 writes e (a 429) with Retry-After, and closes the connection
 // after it if the request has a body, which is never read.
-func (s *Server) refuse429(w http.ResponseWriter, r *http.Request, wait time.Duration, e error) {
+func (s *Service) refuse429(w http.ResponseWriter, r *http.Request, wait time.Duration, e error) {
 	w.Header().Set("Retry-After", strconv.Itoa(retrySecs(wait)))
 	if r.ContentLength != 0 {
 		w.Header().Set("Connection", "close")
@@ -73,7 +73,7 @@ func (s *Server) refuse429(w http.ResponseWriter, r *http.Request, wait time.Dur
 }
 
 // rateLimited runs h only while the client's address has tokens in l.
-func (s *Server) rateLimited(l *transport.IPLimiter, what string, h http.HandlerFunc) http.HandlerFunc {
+func (s *Service) rateLimited(l *transport.IPLimiter, what string, h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if ok, wait := l.Allow(transport.ClientIP(r), s.opts.Now()); !ok {
 			s.refuseRateLimited(w, r, wait, what)
@@ -81,4 +81,33 @@ func (s *Server) rateLimited(l *transport.IPLimiter, what string, h http.Handler
 		}
 		h(w, r)
 	}
+}
+
+// JoinLimited runs h, the join route, under the join limit (RateLimits.Join).
+func (s *Service) JoinLimited(h http.HandlerFunc) http.HandlerFunc {
+	return s.rateLimited(s.rl.join, "join requests", h)
+}
+
+// ConnectLimited runs h, the control channel's upgrade, under the connect
+// limit (RateLimits.Connect).
+func (s *Service) ConnectLimited(h http.HandlerFunc) http.HandlerFunc {
+	return s.rateLimited(s.rl.connect, "control channel connections", h)
+}
+
+// RefuseIfBlocked answers 429 and reports true while r's client address
+// is over its limit of failed authentications: a route that checks a
+// credential of its own (a join token) asks before looking at it.
+func (s *Service) RefuseIfBlocked(w http.ResponseWriter, r *http.Request) bool {
+	if blocked, wait := s.rl.authFail.Blocked(transport.ClientIP(r), s.opts.Now()); blocked {
+		s.refuseRateLimited(w, r, wait, "failed authentications")
+		return true
+	}
+	return false
+}
+
+// CountAuthFailure takes one token of the failed-authentication bucket
+// of r's client address: a route that refused a credential of its own
+// (a join token, a caller that is no broker on the control channel).
+func (s *Service) CountAuthFailure(r *http.Request) {
+	s.rl.authFail.Fail(transport.ClientIP(r), s.opts.Now())
 }

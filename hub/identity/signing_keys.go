@@ -3,7 +3,7 @@
 // key, which lives outside the database, so a copy of the database alone
 // mints no agent token and signs no broker handshake.
 
-package hub
+package identity
 
 import (
 	"bytes"
@@ -28,14 +28,18 @@ func keyAD(purpose string) []byte { return []byte("scion-key\x00" + purpose) }
 
 const tokenKeyPurpose = "agent-token"
 
+// settingTokenKey is the setting holding the agent-token signing key. It
+// is the system's only: hub/authstore opens it to no request.
+const settingTokenKey = "agent_token_key"
+
 func brokerKeyPurpose(brokerID string) string { return "broker/" + brokerID }
 
-func (b *secretBox) sealKey(purpose string, key []byte) []byte {
-	nonce := newSecret(b.aead.NonceSize())
+func (b *SecretBox) sealKey(purpose string, key []byte) []byte {
+	nonce := NewSecret(b.aead.NonceSize())
 	return append(append([]byte{}, sealedPrefix...), b.aead.Seal(nonce, nonce, key, keyAD(purpose))...)
 }
 
-func (b *secretBox) openKey(purpose string, sealed []byte) ([]byte, error) {
+func (b *SecretBox) openKey(purpose string, sealed []byte) ([]byte, error) {
 	v := bytes.TrimPrefix(sealed, sealedPrefix)
 	n := b.aead.NonceSize()
 	if len(v) < n {
@@ -47,7 +51,7 @@ func (b *secretBox) openKey(purpose string, sealed []byte) ([]byte, error) {
 // storedKey is how key is kept in the database: sealed when the Hub has a
 // secrets key (always, when started by `scion server start`), else plain
 // (a Hub embedded without one, as some tests run it).
-func (s *Server) storedKey(purpose string, key []byte) []byte {
+func (s *Service) storedKey(purpose string, key []byte) []byte {
 	if s.secrets == nil {
 		return key
 	}
@@ -55,7 +59,7 @@ func (s *Server) storedKey(purpose string, key []byte) []byte {
 }
 
 // openStoredKey reverses storedKey, and reads an older plain key as is.
-func (s *Server) openStoredKey(purpose string, v []byte) ([]byte, error) {
+func (s *Service) openStoredKey(purpose string, v []byte) ([]byte, error) {
 	if !isSealed(v) {
 		return v, nil
 	}
@@ -72,10 +76,10 @@ func (s *Server) openStoredKey(purpose string, v []byte) ([]byte, error) {
 // loadTokenKey reads the agent-token signing key, creating it once, and
 // seals a plain one left by an older version. The key survives restarts,
 // or every agent would be locked out of its token refresh.
-func (s *Server) loadTokenKey(ctx context.Context) error {
+func (s *Service) loadTokenKey(ctx context.Context) error {
 	v, err := s.store.GetSetting(ctx, settingTokenKey)
 	if isNotFound(err) {
-		key := newSecret(32)
+		key := NewSecret(32)
 		if err := s.store.PutSetting(ctx, settingTokenKey, s.storedKey(tokenKeyPurpose, key)); err != nil {
 			return fmt.Errorf("hub: token key: %w", err)
 		}
@@ -101,7 +105,7 @@ func (s *Server) loadTokenKey(ctx context.Context) error {
 
 // sealBrokerSecrets seals every broker secret an older version stored
 // plain. It runs at start, before the Hub serves.
-func (s *Server) sealBrokerSecrets(ctx context.Context) error {
+func (s *Service) sealBrokerSecrets(ctx context.Context) error {
 	if s.secrets == nil {
 		return nil
 	}
@@ -133,7 +137,13 @@ func (s *Server) sealBrokerSecrets(ctx context.Context) error {
 	return nil
 }
 
+// SealBrokerSecret is how a new broker's HMAC secret is kept in its
+// record (sealed for that broker alone when the Hub has a secrets key).
+func (s *Service) SealBrokerSecret(brokerID string, secret []byte) []byte {
+	return s.storedKey(brokerKeyPurpose(brokerID), secret)
+}
+
 // brokerSecret is the HMAC key of broker b, opened.
-func (s *Server) brokerSecret(b *store.Broker) ([]byte, error) {
+func (s *Service) brokerSecret(b *store.Broker) ([]byte, error) {
 	return s.openStoredKey(brokerKeyPurpose(b.ID), b.Secret)
 }

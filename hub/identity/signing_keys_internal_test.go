@@ -1,4 +1,4 @@
-package hub
+package identity
 
 import (
 	"bytes"
@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/hub/authstore"
 	"github.com/scion-go/scion/store"
 	"github.com/scion-go/scion/store/sqlite"
 )
@@ -37,12 +38,10 @@ func TestPlainKeysSealedAtStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	secretsKey := bytes.Repeat([]byte{1}, 32)
-	start := func(key []byte) (*Server, error) {
-		s, err := New(ctx, Options{Store: st, Logger: slog.New(slog.DiscardHandler), SecretsKey: key})
-		if err == nil {
-			s.Close()
-		}
-		return s, err
+	// The Hub builds its Service over the store wrapped by authstore,
+	// as here; New seals at start, before anything is served.
+	start := func(key []byte) (*Service, error) {
+		return New(ctx, Options{Store: authstore.New(st), Logger: slog.New(slog.DiscardHandler), SecretsKey: key})
 	}
 	s, err := start(secretsKey)
 	if err != nil {
@@ -75,7 +74,7 @@ func TestPlainKeysSealedAtStart(t *testing.T) {
 // says nothing and lasts one lifetime from its issue, so it does not live
 // forever.
 func TestAgentTokenExpiry(t *testing.T) {
-	s := &Server{opts: Options{AgentTokenTTL: 24 * time.Hour}}
+	s := &Service{opts: Options{AgentTokenTTL: 24 * time.Hour}}
 	now := time.Unix(1_800_000_000, 0)
 	for _, tc := range []struct {
 		name  string
