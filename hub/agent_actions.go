@@ -43,7 +43,7 @@ func (s *Server) handleAgentAction(r *http.Request, c *Caller) (int, any, error)
 			return http.StatusAccepted, view, nil
 		}
 	}
-	if !s.brokerOnline(b.ID) {
+	if !s.disp.Online(b.ID) {
 		return 0, nil, ap.Offline
 	}
 	// A broker that just came back first receives what was queued for it;
@@ -98,7 +98,7 @@ func (s *Server) loadAction(ctx context.Context, c *Caller, r *http.Request, ver
 // runs it, and for an agent the broker holds nothing of, whether c may
 // create it again (again: what that needs).
 func (s *Server) loadActionRun(ctx context.Context, c *Caller, ap plan.ActionPlan, agentID string, b *store.Broker) (plan.RunInput, *recreation, error) {
-	if _, err := s.liveSession(ctx, b.ID); err != nil {
+	if _, err := s.disp.Live(ctx, b.ID); err != nil {
 		return plan.RunInput{}, nil, err
 	}
 	a, err := s.store.GetAgent(ctx, agentID)
@@ -192,7 +192,7 @@ func (s *Server) runAction(ctx context.Context, c *Caller, ap plan.ActionPlan, r
 	if run.MintToken { // the agent runs again, with a fresh token
 		ref.AgentToken = s.id.MintAgentToken(a)
 	}
-	derr := s.dispatch(ctx, b.ID, run.Method, ref, &st, run.Key)
+	derr := s.disp.Dispatch(ctx, b.ID, run.Method, ref, &st, run.Key)
 	out := plan.Outcome(ap.Action, derr)
 	defer func() {
 		if s.inflight.done(a.ID) && out.Unknown {
@@ -259,7 +259,7 @@ func (s *Server) handleDeleteAgent(r *http.Request, c *Caller) (int, any, error)
 	if err != nil {
 		return 0, nil, err
 	}
-	in := plan.DeleteInput{Caller: *c, Agent: a, Force: force, Online: a.BrokerID != "" && s.brokerOnline(a.BrokerID)}
+	in := plan.DeleteInput{Caller: *c, Agent: a, Force: force, Online: a.BrokerID != "" && s.disp.Online(a.BrokerID)}
 	if a.Pin != nil {
 		// A pinned agent's placement is checked online or not, with or
 		// without force (plan.Reach); a failed read refuses the delete.
@@ -283,7 +283,7 @@ func (s *Server) handleDeleteAgent(r *http.Request, c *Caller) (int, any, error)
 			"agent", a.Slug, "agent_id", a.ID, "project_id", a.ProjectID, "broker_id", a.BrokerID, "by", c.Principal())
 	}
 	if ap.Dispatch {
-		err := s.dispatch(ctx, a.BrokerID, wire.MethodAgentDelete, wire.AgentRef{AgentID: a.ID, RunID: a.RunID, Pin: a.Pin}, nil, ap.Key)
+		err := s.disp.Dispatch(ctx, a.BrokerID, wire.MethodAgentDelete, wire.AgentRef{AgentID: a.ID, RunID: a.RunID, Pin: a.Pin}, nil, ap.Key)
 		if err != nil && !api.IsCode(err, api.CodeAgentNotFound) {
 			return 0, nil, err
 		}
@@ -308,7 +308,7 @@ func (s *Server) resendStop(ctx context.Context, a *store.Agent, b *store.Broker
 	if _, err := s.setPhaseIf(ctx, a.ID, api.PhaseRunning, api.PhaseStopping); err != nil {
 		return err
 	}
-	err := s.dispatch(ctx, b.ID, wire.MethodAgentStop, ref, st, key)
+	err := s.disp.Dispatch(ctx, b.ID, wire.MethodAgentStop, ref, st, key)
 	if err != nil {
 		_, _ = s.setPhaseIf(context.WithoutCancel(ctx), a.ID, api.PhaseStopping, api.PhaseRunning)
 	}

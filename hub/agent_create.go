@@ -79,12 +79,12 @@ func (s *Server) createSpec(a *store.Agent, p *store.Project, secrets, kubernete
 func (s *Server) runCreate(ctx context.Context, a *store.Agent, b *store.Broker, spec wire.AgentSpec, key string) (*store.Agent, createOutcome, error) {
 	s.inflight.add(a.ID)
 	var st wire.AgentStatus
-	derr := s.dispatch(ctx, b.ID, wire.MethodAgentCreate, spec, &st, key)
+	derr := s.disp.Dispatch(ctx, b.ID, wire.MethodAgentCreate, spec, &st, key)
 	out := classifyCreate(derr)
 	wctx := context.WithoutCancel(ctx)
 	if out == outcomeExists {
 		// The broker has it: what it is doing is the outcome.
-		if derr = s.dispatch(wctx, b.ID, wire.MethodAgentInspect, wire.AgentRef{AgentID: a.ID, RunID: a.RunID}, &st, ""); derr != nil {
+		if derr = s.disp.Dispatch(wctx, b.ID, wire.MethodAgentInspect, wire.AgentRef{AgentID: a.ID, RunID: a.RunID}, &st, ""); derr != nil {
 			out = outcomeUnknown
 		}
 	}

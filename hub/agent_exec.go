@@ -11,6 +11,7 @@ import (
 
 	"github.com/scion-go/scion/api"
 	"github.com/scion-go/scion/hub/authz"
+	"github.com/scion-go/scion/hub/channel"
 	"github.com/scion-go/scion/hub/httpapi"
 	"github.com/scion-go/scion/wire"
 )
@@ -35,9 +36,9 @@ func (s *Server) handleAgentExec(w http.ResponseWriter, r *http.Request, c *Call
 		httpapi.WriteError(s.log, w, r, err)
 		return
 	}
-	st, err := sess.conn.Stream(ctx, wire.MethodAgentExec, wire.ExecRequest{AgentID: a, Command: req.Command, Env: req.Env, TTY: req.TTY, Stdin: req.Stdin})
+	st, err := sess.Conn.Stream(ctx, wire.MethodAgentExec, wire.ExecRequest{AgentID: a, Command: req.Command, Env: req.Env, TTY: req.TTY, Stdin: req.Stdin})
 	if err != nil {
-		httpapi.WriteError(s.log, w, r, s.channelErr(ctx, sess, err))
+		httpapi.WriteError(s.log, w, r, channel.Err(ctx, sess, err))
 		return
 	}
 	defer st.Close()
@@ -48,7 +49,7 @@ func (s *Server) handleAgentExec(w http.ResponseWriter, r *http.Request, c *Call
 		if errors.Is(err, io.EOF) {
 			err = api.Internal("exec ended without an exit code")
 		}
-		httpapi.WriteError(s.log, w, r, s.channelErr(ctx, sess, err))
+		httpapi.WriteError(s.log, w, r, channel.Err(ctx, sess, err))
 		return
 	}
 	w.Header().Set("Content-Type", "application/x-ndjson")
@@ -71,7 +72,7 @@ func (s *Server) handleAgentExec(w http.ResponseWriter, r *http.Request, c *Call
 			if errors.Is(err, io.EOF) {
 				err = api.Internal("exec ended without an exit code")
 			}
-			e := api.AsError(s.channelErr(ctx, sess, err))
+			e := api.AsError(channel.Err(ctx, sess, err))
 			if pub := httpapi.PublicError(e); pub != e {
 				s.log.Warn("exec stream error answered without its details", "err", e)
 				e = pub
@@ -83,7 +84,7 @@ func (s *Server) handleAgentExec(w http.ResponseWriter, r *http.Request, c *Call
 }
 
 // agentSession loads {agent} and the live channel of its broker.
-func (s *Server) agentSession(ctx context.Context, c *Caller, r *http.Request) (string, *session, error) {
+func (s *Server) agentSession(ctx context.Context, c *Caller, r *http.Request) (string, *channel.Session, error) {
 	a, err := s.loadAgent(ctx, c, r, authz.AgentLifecycle)
 	if err != nil {
 		return "", nil, err
@@ -94,7 +95,7 @@ func (s *Server) agentSession(ctx context.Context, c *Caller, r *http.Request) (
 	if a.Phase != api.PhaseRunning {
 		return "", nil, api.Conflict(api.CodeInvalidPhase, "agent %q is %s, not running; start it first", a.Slug, a.Phase)
 	}
-	sess, err := s.liveSession(ctx, a.BrokerID)
+	sess, err := s.disp.Live(ctx, a.BrokerID)
 	if err != nil {
 		return "", nil, s.orBrokerMissing(ctx, a, err)
 	}
@@ -115,9 +116,9 @@ func (s *Server) handleAgentAttach(w http.ResponseWriter, r *http.Request, c *Ca
 	ctx, cancel := context.WithCancel(s.ctx)
 	defer cancel()
 	sessionID := httpapi.NewID()
-	st, err := sess.conn.Stream(ctx, wire.MethodAgentAttach, wire.AttachRequest{AgentID: agentID, SessionID: sessionID})
+	st, err := sess.Conn.Stream(ctx, wire.MethodAgentAttach, wire.AttachRequest{AgentID: agentID, SessionID: sessionID})
 	if err != nil {
-		httpapi.WriteError(s.log, w, r, s.channelErr(ctx, sess, err))
+		httpapi.WriteError(s.log, w, r, channel.Err(ctx, sess, err))
 		return
 	}
 	defer st.Close()
@@ -126,7 +127,7 @@ func (s *Server) handleAgentAttach(w http.ResponseWriter, r *http.Request, c *Ca
 		if errors.Is(err, io.EOF) {
 			err = api.Conflict(api.CodeConflict, "the agent exited before it could be attached")
 		}
-		httpapi.WriteError(s.log, w, r, s.channelErr(ctx, sess, err))
+		httpapi.WriteError(s.log, w, r, channel.Err(ctx, sess, err))
 		return
 	}
 	ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{CompressionMode: websocket.CompressionDisabled})
@@ -152,7 +153,7 @@ func (s *Server) handleAgentAttach(w http.ResponseWriter, r *http.Request, c *Ca
 				}
 				in.CloseWrite, in.Rows, in.Cols = ctl.CloseWrite, ctl.Rows, ctl.Cols
 			}
-			if err := sess.conn.Call(ctx, wire.MethodAgentAttachInput, in, nil); err != nil {
+			if err := sess.Conn.Call(ctx, wire.MethodAgentAttachInput, in, nil); err != nil {
 				return
 			}
 		}

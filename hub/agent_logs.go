@@ -8,6 +8,7 @@ import (
 
 	"github.com/scion-go/scion/api"
 	"github.com/scion-go/scion/hub/authz"
+	"github.com/scion-go/scion/hub/channel"
 	"github.com/scion-go/scion/hub/httpapi"
 	"github.com/scion-go/scion/wire"
 )
@@ -32,14 +33,14 @@ func (s *Server) handleAgentLogs(w http.ResponseWriter, r *http.Request, c *Call
 			return
 		}
 	}
-	sess, err := s.liveSession(ctx, a.BrokerID)
+	sess, err := s.disp.Live(ctx, a.BrokerID)
 	if err != nil {
 		httpapi.WriteError(s.log, w, r, s.orBrokerMissing(ctx, a, err))
 		return
 	}
-	st, err := sess.conn.Stream(ctx, wire.MethodAgentLogs, req)
+	st, err := sess.Conn.Stream(ctx, wire.MethodAgentLogs, req)
 	if err != nil {
-		httpapi.WriteError(s.log, w, r, s.channelErr(ctx, sess, err))
+		httpapi.WriteError(s.log, w, r, channel.Err(ctx, sess, err))
 		return
 	}
 	defer st.Close()
@@ -48,7 +49,7 @@ func (s *Server) handleAgentLogs(w http.ResponseWriter, r *http.Request, c *Call
 	var chunk wire.LogChunk
 	err = st.Recv(&chunk)
 	if err != nil && !errors.Is(err, io.EOF) {
-		httpapi.WriteError(s.log, w, r, s.channelErr(ctx, sess, err))
+		httpapi.WriteError(s.log, w, r, channel.Err(ctx, sess, err))
 		return
 	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")

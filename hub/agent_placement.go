@@ -20,7 +20,7 @@ func (s *Server) loadCandidates(ctx context.Context, c *Caller, p *store.Project
 	bs := plan.BrokerCandidates{Provider: map[string]bool{}, Online: map[string]bool{}}
 	add := func(b *store.Broker) {
 		bs.List = append(bs.List, b)
-		bs.Online[b.ID] = s.brokerOnline(b.ID)
+		bs.Online[b.ID] = s.disp.Online(b.ID)
 	}
 	// The cascade decides on one broker when --broker or the project's
 	// default names one that exists: load just that one, with whether it

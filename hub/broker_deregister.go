@@ -47,8 +47,8 @@ func (s *Server) handleDeregisterBroker(r *http.Request, c *Caller) (int, any, e
 		}
 		return 0, nil, err
 	}
-	if sess := s.sessions.get(b.ID); sess != nil {
-		_ = sess.conn.Close("deregistered")
+	if sess := s.sessions.Get(b.ID); sess != nil {
+		_ = sess.Conn.Close("deregistered")
 	}
 	// What the deregistration leaves to tidy (the Hub's default, the
 	// Jobs waiting for this broker's cancel) is the Hub's own work, not

@@ -40,9 +40,9 @@ func (s *Server) brokerView(ctx context.Context, c *Caller, b *store.Broker, cou
 		v.Capabilities = []string{}
 	}
 	last := b.LastSeen
-	if sess := s.sessions.get(b.ID); sess != nil {
+	if sess := s.sessions.Get(b.ID); sess != nil {
 		v.Status = api.BrokerOnline
-		last = sess.conn.LastSeen().UTC()
+		last = sess.Conn.LastSeen().UTC()
 	}
 	if !last.IsZero() {
 		v.LastSeen = &last

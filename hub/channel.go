@@ -10,8 +10,8 @@ import (
 
 	"github.com/scion-go/scion/api"
 	"github.com/scion-go/scion/hub/authstore"
+	"github.com/scion-go/scion/hub/channel"
 	"github.com/scion-go/scion/hub/httpapi"
-	"github.com/scion-go/scion/hub/plan"
 	"github.com/scion-go/scion/hub/storeerr"
 	"github.com/scion-go/scion/store"
 	"github.com/scion-go/scion/wire"
@@ -37,7 +37,7 @@ func (s *Server) handleConnect(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.metrics.channels.Inc()
-	sess := newSession(uuid.NewString(), c.ID, conn)
+	sess := channel.NewSession(uuid.NewString(), c.ID, conn)
 	// What a broker sends on its channel is recorded by the Hub itself:
 	// the broker authenticated as itself, and what its reports change
 	// (any agent it runs, its Jobs) is reconciliation, not a request.
@@ -53,7 +53,7 @@ func (s *Server) handleConnect(w http.ResponseWriter, r *http.Request) {
 		// meanwhile: the broker will not send it again.
 		ctx, cancel := context.WithTimeout(authstore.AsSystem(context.WithoutCancel(ctx)), 10*time.Second)
 		defer cancel()
-		return struct{}{}, s.applyAgentStatus(ctx, sess.brokerID, st)
+		return struct{}{}, s.applyAgentStatus(ctx, sess.BrokerID, st)
 	})
 	conn.Handle(wire.MethodJobUpdate, func(ctx context.Context, req *wire.Request) (any, error) {
 		var u wire.JobUpdate
@@ -63,16 +63,16 @@ func (s *Server) handleConnect(w http.ResponseWriter, r *http.Request) {
 		// Recorded even if the channel drops meanwhile, as agent.status.
 		ctx, cancel := context.WithTimeout(authstore.AsSystem(context.WithoutCancel(ctx)), 10*time.Second)
 		defer cancel()
-		return struct{}{}, s.jobs.ApplyUpdate(ctx, sess.brokerID, u)
+		return struct{}{}, s.jobs.ApplyUpdate(ctx, sess.BrokerID, u)
 	})
 	conn.Handle(wire.MethodInventorySet, func(ctx context.Context, req *wire.Request) (any, error) {
 		var inv wire.Inventory
 		if err := req.Decode(&inv); err != nil {
 			return nil, api.BadRequest("bad inventory body: %v", err)
 		}
-		return struct{}{}, s.reconcileInventory(authstore.AsSystem(ctx), sess.brokerID, inv.Agents)
+		return struct{}{}, s.reconcileInventory(authstore.AsSystem(ctx), sess.BrokerID, inv.Agents)
 	})
-	s.log.Info("broker channel opened", "broker", c.Name, "broker_id", c.ID, "session", sess.id)
+	s.log.Info("broker channel opened", "broker", c.Name, "broker_id", c.ID, "session", sess.ID)
 	// Start the channel and return: net/http then frees the request's
 	// state, and the channel's only goroutine is its reader, which halves
 	// what an idle broker costs the Hub.
@@ -88,30 +88,30 @@ func (s *Server) handleConnect(w http.ResponseWriter, r *http.Request) {
 
 // endSession runs when a control channel has ended: it marks the broker
 // offline unless a newer session has replaced this one.
-func (s *Server) endSession(sess *session, name string, reason error) {
-	defer close(sess.ended)
-	if s.sessions.remove(sess) {
-		sess.wentOffline = true
+func (s *Server) endSession(sess *channel.Session, name string, reason error) {
+	offline := s.sessions.Remove(sess)
+	defer sess.End(offline)
+	if offline {
 		// Use a fresh context: the request's may be done, and the Hub's is
 		// when it closes (the broker is marked offline then too).
 		ctx, cancel := context.WithTimeout(authstore.AsSystem(context.Background()), 5*time.Second)
 		defer cancel()
-		if err := s.store.SetBrokerStatus(ctx, sess.brokerID, api.BrokerOffline, sess.conn.LastSeen().UTC()); err != nil {
-			s.log.Error("marking broker offline", "broker_id", sess.brokerID, "err", err)
+		if err := s.store.SetBrokerStatus(ctx, sess.BrokerID, api.BrokerOffline, sess.Conn.LastSeen().UTC()); err != nil {
+			s.log.Error("marking broker offline", "broker_id", sess.BrokerID, "err", err)
 		}
-		s.log.Info("broker offline", "broker", name, "broker_id", sess.brokerID, "reason", reason)
+		s.log.Info("broker offline", "broker", name, "broker_id", sess.BrokerID, "reason", reason)
 	}
 }
 
 // onHello records what the broker announced, reconciles the broker's
 // inventory, makes this session current (closing any older one) and starts
 // delivering the dispatches queued while the broker was offline.
-func (s *Server) onHello(ctx context.Context, sess *session, req *wire.Request) (any, error) {
+func (s *Server) onHello(ctx context.Context, sess *channel.Session, req *wire.Request) (any, error) {
 	var h wire.Hello
 	if err := req.Decode(&h); err != nil {
 		return nil, api.BadRequest("bad hello: %v", err)
 	}
-	if err := checkHello(&h, sess.brokerID); err != nil {
+	if err := checkHello(&h, sess.BrokerID); err != nil {
 		return nil, err
 	}
 	on, err := s.experimentOn(ctx, api.ExperimentFlatRuntimeBrokers)
@@ -121,7 +121,7 @@ func (s *Server) onHello(ctx context.Context, sess *session, req *wire.Request) 
 	// One read-modify-write of the record, so that an admin's change of
 	// the broker's settings in between is neither lost nor undone.
 	var was *api.RuntimeTarget
-	b, err := s.store.UpdateBrokerWith(ctx, sess.brokerID, func(b *store.Broker) error {
+	b, err := s.store.UpdateBrokerWith(ctx, sess.BrokerID, func(b *store.Broker) error {
 		target, err := helloTarget(b, &h, on)
 		if err != nil {
 			return err
@@ -133,7 +133,7 @@ func (s *Server) onHello(ctx context.Context, sess *session, req *wire.Request) 
 	if err != nil {
 		if ae := (*api.Error)(nil); errors.As(err, &ae) {
 			// The broker logs the refusal and says hello again later.
-			s.log.Warn("broker hello refused", "broker_id", sess.brokerID, "err", err)
+			s.log.Warn("broker hello refused", "broker_id", sess.BrokerID, "err", err)
 		}
 		return nil, err
 	}
@@ -141,7 +141,7 @@ func (s *Server) onHello(ctx context.Context, sess *session, req *wire.Request) 
 	// Reconcile before the session becomes current: until then nothing can
 	// be dispatched to this broker, so the inventory in the hello cannot be
 	// overtaken by a create on the new channel.
-	if err := s.reconcileInventory(ctx, sess.brokerID, h.Inventory); err != nil {
+	if err := s.reconcileInventory(ctx, sess.BrokerID, h.Inventory); err != nil {
 		return nil, err
 	}
 	// The session becomes current now, but not ready: every other
@@ -150,19 +150,19 @@ func (s *Server) onHello(ctx context.Context, sess *session, req *wire.Request) 
 	// the hello is answered rather than inside it: delivering many stops
 	// can take longer than the broker waits for its hello, and the broker
 	// serves requests as soon as its channel is up.
-	if old := s.sessions.put(sess); old != nil && old != sess {
-		_ = old.conn.Close("replaced by a new session")
+	if old := s.sessions.Put(sess); old != nil && old != sess {
+		_ = old.Conn.Close("replaced by a new session")
 	}
 	s.bg.Add(1)
 	go func() {
 		defer s.bg.Done()
 		s.drainQueue(sess)
 	}()
-	s.log.Info("broker online", "broker", b.Name, "broker_id", b.ID, "session", sess.id, "inventory", len(h.Inventory))
+	s.log.Info("broker online", "broker", b.Name, "broker_id", b.ID, "session", sess.ID, "inventory", len(h.Inventory))
 	return wire.HelloReply{
 		ProtocolVersion:     wire.ProtocolVersion,
 		HubVersion:          s.opts.Version,
-		SessionID:           sess.id,
+		SessionID:           sess.ID,
 		ServerTime:          time.Now().UTC(),
 		HeartbeatIntervalMS: s.opts.HeartbeatInterval.Milliseconds(),
 	}, nil
@@ -210,59 +210,6 @@ func (s *Server) logTargetChange(b *store.Broker, was *api.RuntimeTarget) {
 	}
 }
 
-// dispatch sends one command to a broker and waits for its answer, bounded
-// by DispatchTimeout. An offline broker is an immediate typed error.
-//
-// A keyed command whose answer is lost with the channel (the broker may
-// or may not have acted) is sent again with the same key once the broker
-// is back, within the same deadline: the broker answers a key it has
-// already run from its record, so the effect happens once. Commands wait
-// for the session to be ready (its queued dispatches delivered) first.
-func (s *Server) dispatch(ctx context.Context, brokerID, method string, req, resp any, key string) error {
-	return s.dispatchKeyed(ctx, brokerID, method, req, resp, key, false)
-}
-
-// dispatchSettled is dispatch for a keyed command whose outcome the Hub
-// must learn before it answers its caller, because the caller has no key
-// to ask again with (job.run: the Hub named the Job, and a retry of the
-// user's would be another Job). An answer lost with the channel is sent
-// again on the broker's next session even when the channel's end marked
-// the broker offline, until ctx ends: the broker answers it from its
-// record, so the effect is known and happens once. The price is a caller
-// that waits out ctx for a broker that never comes back.
-func (s *Server) dispatchSettled(ctx context.Context, brokerID, method string, req, resp any, key string) error {
-	return s.dispatchKeyed(ctx, brokerID, method, req, resp, key, true)
-}
-
-// dispatchKeyed is dispatch; throughOffline resends a keyed command whose
-// answer was lost when the broker went offline too (dispatchSettled).
-func (s *Server) dispatchKeyed(ctx context.Context, brokerID, method string, req, resp any, key string, throughOffline bool) error {
-	sess := s.sessions.get(brokerID)
-	if sess == nil {
-		return api.Errorf(api.CodeBrokerOffline, "the agent's runtime broker is offline; try again when it reconnects")
-	}
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, s.opts.DispatchTimeout)
-		defer cancel()
-	}
-	for {
-		err := s.call(ctx, sess, method, req, resp, key)
-		if err == nil || key == "" || !plan.LostReply(err) || (plan.WentOffline(err) && !throughOffline) || ctx.Err() != nil {
-			return err
-		}
-		next := s.nextSession(ctx, sess)
-		if next == nil {
-			return err
-		}
-		if rerr := s.checkResend(ctx, req); rerr != nil {
-			return rerr
-		}
-		s.log.Info("resending a command whose answer was lost", "broker_id", brokerID, "method", method, "key", key)
-		sess = next
-	}
-}
-
 // checkResend runs plan.Reach again before a pinned agent's command is
 // sent again on the broker's next session: that session's hello may
 // declare another target (or none), and the records may have changed
@@ -288,105 +235,3 @@ func (s *Server) checkResend(ctx context.Context, req any) error {
 	}
 	return s.checkReach(ctx, a)
 }
-
-// call sends one command on one session, once it is ready.
-func (s *Server) call(ctx context.Context, sess *session, method string, req, resp any, key string) error {
-	if err := waitReady(ctx, sess); err != nil {
-		return err
-	}
-	start := time.Now()
-	var opts []wire.CallOption
-	if key != "" {
-		opts = append(opts, wire.WithKey(key))
-	}
-	err := s.channelErr(ctx, sess, sess.conn.Call(ctx, method, req, resp, opts...))
-	outcome := "ok"
-	if err != nil {
-		outcome = api.AsError(err).Code
-	}
-	s.metrics.dispatch.WithLabelValues(method, outcome).Observe(time.Since(start).Seconds())
-	return err
-}
-
-// waitReady waits until sess has delivered the dispatches queued for its
-// broker. A session that ends meanwhile is returned to the caller, whose
-// call then fails as unavailable.
-func waitReady(ctx context.Context, sess *session) error {
-	select {
-	case <-sess.ready:
-		return nil
-	default:
-	}
-	select {
-	case <-sess.ready:
-	case <-sess.conn.Done():
-	case <-ctx.Done():
-		return api.Errorf(api.CodeBrokerUnavailable,
-			"the runtime broker is still receiving the commands queued while it was offline; try again")
-	}
-	return nil
-}
-
-// channelErr is what a call or stream on sess that failed with err
-// answers: when the channel closed under it and the Hub marked the broker
-// offline for that, runtime_broker_offline at once, whatever was pending
-// (a create, a stop, the first lines of logs), instead of a resend that
-// would wait for a broker that may never come back. The message says the
-// outcome is unknown and names no address.
-func (s *Server) channelErr(ctx context.Context, sess *session, err error) error {
-	if err == nil || !api.IsCode(err, api.CodeBrokerUnavailable) || !sess.endedOffline(ctx) {
-		return err
-	}
-	return &plan.OfflineLost{Err: api.Errorf(api.CodeBrokerOffline,
-		"the runtime broker went offline before answering; whether it acted is settled when it reconnects")}
-}
-
-// nextSession waits for the session to resend a command on after one was
-// lost on old: the broker's next session, or old itself if it is still up
-// (then after a short pause, so a broker that keeps refusing is not
-// hammered). nil when ctx ends first, or the Hub is closing (its
-// sessions ended by it: no broker reconnects to it).
-func (s *Server) nextSession(ctx context.Context, old *session) *session {
-	for {
-		cur, changed := s.sessions.watch(old.brokerID)
-		select {
-		case <-old.conn.Done():
-		default:
-			if cur == old {
-				select {
-				case <-time.After(50 * time.Millisecond):
-					return old
-				case <-ctx.Done():
-					return nil
-				case <-s.ctx.Done():
-					return nil
-				}
-			}
-		}
-		if cur != nil && cur != old {
-			return cur
-		}
-		select {
-		case <-changed:
-		case <-ctx.Done():
-			return nil
-		case <-s.ctx.Done():
-			return nil
-		}
-	}
-}
-
-// liveSession returns the broker's session for a stream (logs, exec,
-// attach) once it is ready, or the offline error.
-func (s *Server) liveSession(ctx context.Context, brokerID string) (*session, error) {
-	sess := s.sessions.get(brokerID)
-	if sess == nil {
-		return nil, api.Errorf(api.CodeBrokerOffline, "the agent's runtime broker is offline")
-	}
-	ctx, cancel := context.WithTimeout(ctx, s.opts.DispatchTimeout)
-	defer cancel()
-	return sess, waitReady(ctx, sess)
-}
-
-// brokerOnline reports whether the broker has a live channel to this Hub.
-func (s *Server) brokerOnline(id string) bool { return s.sessions.get(id) != nil }

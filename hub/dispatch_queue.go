@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/hub/channel"
 	"github.com/scion-go/scion/hub/httpapi"
 	"github.com/scion-go/scion/hub/lifecycle"
 	"github.com/scion-go/scion/hub/plan"
@@ -79,7 +80,7 @@ func (s *Server) queueStop(ctx context.Context, c *Caller, a *store.Agent, b *st
 	mu := s.queueLock.get(b.ID)
 	mu.Lock()
 	defer mu.Unlock()
-	if s.brokerOnline(b.ID) {
+	if s.disp.Online(b.ID) {
 		return false, view, nil
 	}
 	for range 20 {
@@ -125,8 +126,8 @@ func (s *Server) queueStop(ctx context.Context, c *Caller, a *store.Agent, b *st
 // may overtake the queue). Drains of one broker never overlap: a
 // replacing session's drain waits for the old one to notice its channel
 // is gone.
-func (s *Server) drainQueue(sess *session) {
-	dl := s.drainLock.get(sess.brokerID)
+func (s *Server) drainQueue(sess *channel.Session) {
+	dl := s.drainLock.get(sess.BrokerID)
 	dl.Lock()
 	defer dl.Unlock()
 	ctx := s.systemCtx() // delivering what was queued is the Hub's own work
@@ -135,18 +136,18 @@ func (s *Server) drainQueue(sess *session) {
 	pause := func() {
 		select {
 		case <-time.After(backoff):
-		case <-sess.conn.Done():
+		case <-sess.Conn.Done():
 		case <-ctx.Done():
 		}
 		backoff = min(2*backoff, 5*time.Second)
 	}
 	for {
-		if sessionDone(sess) || ctx.Err() != nil {
+		if sess.Done() || ctx.Err() != nil {
 			return
 		}
-		ds, err := s.store.PendingDispatches(ctx, sess.brokerID, drainBatch)
+		ds, err := s.store.PendingDispatches(ctx, sess.BrokerID, drainBatch)
 		if err != nil {
-			s.log.Error("reading queued dispatches", "broker_id", sess.brokerID, "err", err)
+			s.log.Error("reading queued dispatches", "broker_id", sess.BrokerID, "err", err)
 			pause()
 			continue
 		}
@@ -178,25 +179,16 @@ func (s *Server) drainQueue(sess *session) {
 
 // markReadyIfEmpty makes the session ready if the broker's queue is empty,
 // checked under the queue lock so that no stop is queued in between.
-func (s *Server) markReadyIfEmpty(ctx context.Context, sess *session) bool {
-	mu := s.queueLock.get(sess.brokerID)
+func (s *Server) markReadyIfEmpty(ctx context.Context, sess *channel.Session) bool {
+	mu := s.queueLock.get(sess.BrokerID)
 	mu.Lock()
 	defer mu.Unlock()
-	ds, err := s.store.PendingDispatches(ctx, sess.brokerID, 1)
+	ds, err := s.store.PendingDispatches(ctx, sess.BrokerID, 1)
 	if err != nil || len(ds) > 0 {
 		return false
 	}
-	close(sess.ready)
+	sess.MarkReady()
 	return true
-}
-
-func sessionDone(sess *session) bool {
-	select {
-	case <-sess.conn.Done():
-		return true
-	default:
-		return false
-	}
 }
 
 // Outcomes of deliverQueued.
@@ -210,7 +202,7 @@ const (
 )
 
 // deliverQueued sends one queued dispatch and records its outcome.
-func (s *Server) deliverQueued(ctx context.Context, sess *session, d *store.Dispatch) queuedOutcome {
+func (s *Server) deliverQueued(ctx context.Context, sess *channel.Session, d *store.Dispatch) queuedOutcome {
 	switch d.Method {
 	case wire.MethodProjectCleanup:
 		return s.deliverQueuedCleanup(ctx, sess, d)
@@ -277,7 +269,7 @@ func readQueuedAnswer(err error) queuedAnswer {
 
 // afterQueuedSend records one delivery's answer (st, err) for agent a;
 // again: send it again (same key) on this session.
-func (s *Server) afterQueuedSend(ctx context.Context, sess *session, d *store.Dispatch, a *store.Agent, st wire.AgentStatus, err error, log *slog.Logger) (_ queuedOutcome, again bool) {
+func (s *Server) afterQueuedSend(ctx context.Context, sess *channel.Session, d *store.Dispatch, a *store.Agent, st wire.AgentStatus, err error, log *slog.Logger) (_ queuedOutcome, again bool) {
 	switch readQueuedAnswer(err) {
 	case queuedAnswered:
 		if _, err := s.afterDispatch(ctx, a.ID, st, nil, false); err != nil && !api.IsCode(err, api.CodeAgentNotFound) {
@@ -303,7 +295,7 @@ func (s *Server) afterQueuedSend(ctx context.Context, sess *session, d *store.Di
 			log.Error("queued dispatch failed: no answer after repeated attempts", "attempts", n, "err", err)
 			s.markQueuedFailed(ctx, d, err)
 			return s.finishQueued(ctx, d, store.DispatchFailed, api.AsError(err).Error(), queuedFailed), false
-		case sessionDone(sess) || ctx.Err() != nil:
+		case sess.Done() || ctx.Err() != nil:
 			log.Info("queued dispatch left pending: the channel ended", "attempts", n, "err", err)
 			return queuedChannelGone, false
 		}
@@ -317,11 +309,11 @@ func (s *Server) afterQueuedSend(ctx context.Context, sess *session, d *store.Di
 
 // sendQueued sends a queued dispatch once, with its row's key, within the
 // dispatch timeout, and counts it in the dispatch metric as "(queued)".
-func (s *Server) sendQueued(ctx context.Context, sess *session, d *store.Dispatch, resp any) error {
+func (s *Server) sendQueued(ctx context.Context, sess *channel.Session, d *store.Dispatch, resp any) error {
 	cctx, cancel := context.WithTimeout(ctx, s.opts.DispatchTimeout)
 	defer cancel()
 	start := time.Now()
-	err := sess.conn.Call(cctx, d.Method, json.RawMessage(d.Body), resp, wire.WithKey(d.Key))
+	err := sess.Conn.Call(cctx, d.Method, json.RawMessage(d.Body), resp, wire.WithKey(d.Key))
 	outcome := "ok"
 	if err != nil {
 		outcome = api.AsError(err).Code
@@ -404,15 +396,15 @@ func (s *Server) markQueuedFailed(ctx context.Context, d *store.Dispatch, cause 
 }
 
 // refreshInventory asks the broker for its containers and reconciles.
-func (s *Server) refreshInventory(ctx context.Context, sess *session) {
+func (s *Server) refreshInventory(ctx context.Context, sess *channel.Session) {
 	ctx, cancel := context.WithTimeout(ctx, s.opts.DispatchTimeout)
 	defer cancel()
 	var inv wire.Inventory
-	err := sess.conn.Call(ctx, wire.MethodInventory, nil, &inv)
+	err := sess.Conn.Call(ctx, wire.MethodInventory, nil, &inv)
 	if err == nil {
-		err = s.reconcileInventory(ctx, sess.brokerID, inv.Agents)
+		err = s.reconcileInventory(ctx, sess.BrokerID, inv.Agents)
 	}
 	if err != nil {
-		s.log.Warn("reconciling after a failed queued dispatch", "broker_id", sess.brokerID, "err", err)
+		s.log.Warn("reconciling after a failed queued dispatch", "broker_id", sess.BrokerID, "err", err)
 	}
 }

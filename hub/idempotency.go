@@ -151,7 +151,7 @@ func (s *Server) resolveOutcome(ctx context.Context, c *Caller, rec *store.Idemp
 			return 0, nil, false, err
 		}
 	}
-	if !s.brokerOnline(b.ID) {
+	if !s.disp.Online(b.ID) {
 		return 0, nil, false, api.Errorf(api.CodeBrokerOffline,
 			"runtime broker %q is offline: the outcome of this create is known when it reconnects; retry with the same %s then",
 			b.Name, api.HeaderIdempotencyKey).WithDetail("broker", b.Name)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/scion-go/scion/hub/authz"
+	"github.com/scion-go/scion/hub/channel"
 	"github.com/scion-go/scion/hub/jobs"
 	"github.com/scion-go/scion/hub/plan"
 	"github.com/scion-go/scion/store"
@@ -29,14 +30,14 @@ func (s *Server) newJobs() *jobs.Service {
 type jobsHub struct{ s *Server }
 
 func (h jobsHub) Dispatch(ctx context.Context, brokerID, method string, req, resp any, key string) error {
-	return h.s.dispatch(ctx, brokerID, method, req, resp, key)
+	return h.s.disp.Dispatch(ctx, brokerID, method, req, resp, key)
 }
 
 func (h jobsHub) DispatchSettled(ctx context.Context, brokerID, method string, req, resp any, key string) error {
-	return h.s.dispatchSettled(ctx, brokerID, method, req, resp, key)
+	return h.s.disp.DispatchSettled(ctx, brokerID, method, req, resp, key)
 }
 
-func (h jobsHub) BrokerOnline(brokerID string) bool { return h.s.brokerOnline(brokerID) }
+func (h jobsHub) BrokerOnline(brokerID string) bool { return h.s.disp.Online(brokerID) }
 
 func (h jobsHub) LoadAgent(ctx context.Context, c *authz.Caller, r *http.Request, act authz.Action) (*store.Agent, error) {
 	return h.s.loadAgent(ctx, c, r, act)
@@ -58,7 +59,7 @@ func (h jobsHub) LockQueue(brokerID string) (unlock func()) {
 
 func (h jobsHub) OnReadySession(brokerID string, wait time.Duration, f func(ctx context.Context, sess jobs.Session)) {
 	s := h.s
-	sess := s.sessions.get(brokerID)
+	sess := s.sessions.Get(brokerID)
 	if sess == nil {
 		return
 	}
@@ -69,7 +70,7 @@ func (h jobsHub) OnReadySession(brokerID string, wait time.Duration, f func(ctx 
 		defer t.Stop()
 		select {
 		case <-t.C:
-		case <-sess.conn.Done():
+		case <-sess.Conn.Done():
 			return
 		case <-s.ctx.Done():
 			return
@@ -77,11 +78,11 @@ func (h jobsHub) OnReadySession(brokerID string, wait time.Duration, f func(ctx 
 		dl := s.drainLock.get(brokerID)
 		dl.Lock()
 		defer dl.Unlock()
-		if s.sessions.get(brokerID) != sess || sessionDone(sess) {
+		if s.sessions.Get(brokerID) != sess || sess.Done() {
 			return
 		}
 		select {
-		case <-sess.ready:
+		case <-sess.Ready():
 		default:
 			return // a drain is running: it delivers the queue
 		}
@@ -117,19 +118,19 @@ func (h jobsHub) Go(f func()) {
 // jobsSession is a broker's session a queued job.cancel is delivered on.
 type jobsSession struct {
 	s    *Server
-	sess *session
+	sess *channel.Session
 }
 
 func (j jobsSession) SendQueued(ctx context.Context, d *store.Dispatch) error {
 	return j.s.sendQueued(ctx, j.sess, d, nil)
 }
 
-func (j jobsSession) Ended() bool { return sessionDone(j.sess) }
+func (j jobsSession) Ended() bool { return j.sess.Done() }
 
 // deliverQueuedJobCancel hands a queued job.cancel to the Jobs room
 // (jobs.Service.DeliverQueuedCancel) and reads its outcome as the
 // drain's.
-func (s *Server) deliverQueuedJobCancel(ctx context.Context, sess *session, d *store.Dispatch) queuedOutcome {
+func (s *Server) deliverQueuedJobCancel(ctx context.Context, sess *channel.Session, d *store.Dispatch) queuedOutcome {
 	switch s.jobs.DeliverQueuedCancel(ctx, jobsSession{s: s, sess: sess}, d) {
 	case jobs.QueuedChannelGone:
 		return queuedChannelGone

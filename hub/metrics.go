@@ -58,7 +58,7 @@ func newMetrics(s *Server) *metrics {
 	m.reg.MustRegister(m.requests, m.latency, m.dispatch, m.created, m.queued, m.channels, m.jobs,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "scion_brokers_connected", Help: "Brokers with a live control channel to this Hub."},
-			func() float64 { return float64(s.sessions.count()) }))
+			func() float64 { return float64(s.sessions.Count()) }))
 	return m
 }
 

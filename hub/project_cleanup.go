@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/hub/channel"
 	"github.com/scion-go/scion/hub/httpapi"
 	"github.com/scion-go/scion/store"
 	"github.com/scion-go/scion/wire"
@@ -61,7 +62,7 @@ func (s *Server) cleanupProject(ctx context.Context, c *Caller, projectID string
 			sem <- struct{}{}
 			defer func() { <-sem }()
 			var res wire.ProjectCleanup
-			err := s.dispatch(ctx, b.ID, wire.MethodProjectCleanup, wire.ProjectRef{ProjectID: projectID}, &res, "")
+			err := s.disp.Dispatch(ctx, b.ID, wire.MethodProjectCleanup, wire.ProjectRef{ProjectID: projectID}, &res, "")
 			mu.Lock()
 			defer mu.Unlock()
 			for _, r := range res.Removed {
@@ -89,7 +90,7 @@ func (s *Server) queueProjectCleanup(ctx context.Context, c *Caller, b *store.Br
 	mu := s.queueLock.get(b.ID)
 	mu.Lock()
 	defer mu.Unlock()
-	if s.brokerOnline(b.ID) {
+	if s.disp.Online(b.ID) {
 		return false, nil, nil
 	}
 	body, err := json.Marshal(wire.ProjectRef{ProjectID: projectID})
@@ -110,12 +111,12 @@ func (s *Server) queueProjectCleanup(ctx context.Context, c *Caller, b *store.Br
 // deliverQueuedCleanup sends one queued project.cleanup and records its
 // outcome. Unlike a stop it names no agent; a cleanup is idempotent (a
 // repeat finds nothing left), so a lost answer is simply sent again.
-func (s *Server) deliverQueuedCleanup(ctx context.Context, sess *session, d *store.Dispatch) queuedOutcome {
+func (s *Server) deliverQueuedCleanup(ctx context.Context, sess *channel.Session, d *store.Dispatch) queuedOutcome {
 	log := s.log.With("broker_id", d.BrokerID, "project_id", d.AgentID, "dispatch", d.ID, "method", d.Method)
 	for {
 		cctx, cancel := context.WithTimeout(ctx, s.opts.DispatchTimeout)
 		var res wire.ProjectCleanup
-		err := sess.conn.Call(cctx, d.Method, json.RawMessage(d.Body), &res, wire.WithKey(d.Key))
+		err := sess.Conn.Call(cctx, d.Method, json.RawMessage(d.Body), &res, wire.WithKey(d.Key))
 		cancel()
 		switch {
 		case err == nil:
@@ -131,7 +132,7 @@ func (s *Server) deliverQueuedCleanup(ctx context.Context, sess *session, d *sto
 				log.Error("queued project cleanup failed: no answer after repeated attempts", "attempts", n, "err", err)
 				return s.finishQueued(ctx, d, store.DispatchFailed, api.AsError(err).Error(), queuedDone)
 			}
-			if sessionDone(sess) || ctx.Err() != nil {
+			if sess.Done() || ctx.Err() != nil {
 				return queuedChannelGone
 			}
 		default:

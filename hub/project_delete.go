@@ -166,7 +166,7 @@ func (s *Server) forceDeleteAgent(ctx context.Context, c *Caller, p *store.Proje
 	if err != nil {
 		return nil, err
 	}
-	dp := plan.ProjectAgentDelete(plan.ProjectAgentInput{Reach: reach, Online: a.BrokerID != "" && s.brokerOnline(a.BrokerID)})
+	dp := plan.ProjectAgentDelete(plan.ProjectAgentInput{Reach: reach, Online: a.BrokerID != "" && s.disp.Online(a.BrokerID)})
 	log := s.log.With("agent", a.Slug, "agent_id", a.ID, "project", p.Name, "project_id", p.ID, "broker_id", a.BrokerID, "by", c.Principal())
 	switch {
 	case dp.Misplaced != nil:
@@ -174,7 +174,7 @@ func (s *Server) forceDeleteAgent(ctx context.Context, c *Caller, p *store.Proje
 		log.Error("project delete with force removed the record of an agent whose placement is inconsistent without reaching any runtime broker: its workload may still run on its pinned runtime broker; remove it there by hand",
 			"pinned_broker_id", a.Pin.BrokerID, "pinned_runtime_target", a.Pin.RuntimeTarget.String(), "code", e.Code)
 	case dp.Dispatch:
-		err := s.dispatch(ctx, a.BrokerID, wire.MethodAgentDelete, wire.AgentRef{AgentID: a.ID, RunID: a.RunID, Pin: a.Pin}, nil, dp.Key)
+		err := s.disp.Dispatch(ctx, a.BrokerID, wire.MethodAgentDelete, wire.AgentRef{AgentID: a.ID, RunID: a.RunID, Pin: a.Pin}, nil, dp.Key)
 		if err != nil && !api.IsCode(err, api.CodeAgentNotFound) {
 			e := api.AsError(err)
 			log.Warn("project delete with force: the runtime broker's delete of an agent failed; its record is removed and its workload may be left", "err", e)

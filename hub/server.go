@@ -25,6 +25,7 @@ import (
 
 	"github.com/scion-go/scion/api"
 	"github.com/scion-go/scion/hub/authstore"
+	"github.com/scion-go/scion/hub/channel"
 	"github.com/scion-go/scion/hub/httpapi"
 	"github.com/scion-go/scion/hub/identity"
 	"github.com/scion-go/scion/hub/jobs"
@@ -78,7 +79,8 @@ type Server struct {
 	secrets  *identity.SecretBox
 	mux      *http.ServeMux
 	metrics  *metrics
-	sessions *sessions
+	sessions *channel.Registry
+	disp     *channel.Dispatcher // commands to brokers over sessions
 	observed observed
 	inflight inflight
 	keyed    keyedCreates
@@ -133,8 +135,12 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	// Starting the Hub is its own work: the signing key, the brokers'
 	// status, the sweeps of what a killed Hub left.
 	ctx = authstore.AsSystem(ctx)
-	s.sessions = newSessions()
+	s.sessions = channel.NewRegistry()
 	s.metrics = newMetrics(s)
+	s.disp = &channel.Dispatcher{Sessions: s.sessions, Log: s.log, Timeout: opts.DispatchTimeout, Resend: s.checkResend,
+		Closing: s.ctx.Done(), Observe: func(method, outcome string, took time.Duration) {
+			s.metrics.dispatch.WithLabelValues(method, outcome).Observe(took.Seconds())
+		}}
 	var err error
 	if s.id, err = identity.New(ctx, identity.Options{Store: s.store, Logger: s.log, Now: opts.Now,
 		AgentTokenTTL: opts.AgentTokenTTL, SecretsKey: opts.SecretsKey, OIDC: opts.OIDC, RateLimits: opts.RateLimits,
@@ -181,7 +187,7 @@ func (s *Server) SetPublicURL(u string) { s.opts.PublicURL = u }
 // Close ends every broker session and background work.
 func (s *Server) Close() {
 	s.cancel()
-	s.sessions.closeAll("hub shutting down")
+	s.sessions.CloseAll("hub shutting down")
 	s.bg.Wait()
 }
 

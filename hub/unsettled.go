@@ -73,7 +73,7 @@ func (e misplacedErr) Unwrap() error { return e.error }
 
 func (s *Server) settleAgent(ctx context.Context, agentID, brokerID string) error {
 	for { // the session becomes current right after the hello's reconciliation
-		cur, changed := s.sessions.watch(brokerID)
+		cur, changed := s.sessions.Watch(brokerID)
 		if cur != nil {
 			break
 		}
@@ -105,7 +105,7 @@ func (s *Server) settleAgent(ctx context.Context, agentID, brokerID string) erro
 		}
 	}
 	var st wire.AgentStatus
-	err = s.dispatch(ctx, brokerID, wire.MethodAgentInspect, wire.AgentRef{AgentID: a.ID, RunID: a.RunID}, &st, "")
+	err = s.disp.Dispatch(ctx, brokerID, wire.MethodAgentInspect, wire.AgentRef{AgentID: a.ID, RunID: a.RunID}, &st, "")
 	switch {
 	case api.IsCode(err, api.CodeAgentNotFound):
 		st = wire.AgentStatus{AgentID: a.ID, RunID: a.RunID, State: api.ContainerMissing}

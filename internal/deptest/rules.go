@@ -167,6 +167,13 @@ var Rules = []Rule{
 		Pkgs: []string{"hub/httpapi"}, Only: []string{"api", "hub/authz", "hub/storeerr", "hub/transport", "store"},
 	},
 	{
+		// The brokers' control channels as the Hub holds them: sessions
+		// and the dispatch of commands over them. What a broker's
+		// messages mean is the Hub's.
+		Name: "hub/channel imports only api, hub/plan (and its pure parts) and wire",
+		Pkgs: []string{"hub/channel"}, Only: []string{"api", "hub/authz", "hub/lifecycle", "hub/placement", "hub/plan", "hub/storeerr", "store", "wire"},
+	},
+	{
 		// The Hub's settings and limits: their cache, writer and routes,
 		// over the Hub's authorizing store.
 		Name: "hub/settings imports only api, store and the Hub parts below it",
@@ -215,7 +222,7 @@ var Rules = []Rule{
 		// store/postgres), the broker and the runtimes are chosen and
 		// wired by launch.
 		Name: "hub imports only api, its own parts, store and wire",
-		Pkgs: []string{"hub"}, Only: []string{"api", "hub/authstore", "hub/authz", "hub/httpapi", "hub/identity", "hub/jobs", "hub/lifecycle", "hub/placement", "hub/plan", "hub/settings", "hub/signin", "hub/storeerr", "hub/transport", "store", "wire"},
+		Pkgs: []string{"hub"}, Only: []string{"api", "hub/authstore", "hub/authz", "hub/channel", "hub/httpapi", "hub/identity", "hub/jobs", "hub/lifecycle", "hub/placement", "hub/plan", "hub/settings", "hub/signin", "hub/storeerr", "hub/transport", "store", "wire"},
 	},
 	{
 		// Agents' workspaces on the broker's host: directories and git.
