@@ -18,14 +18,13 @@ import (
 // added; and, with no binary mounted, the image's PATH untouched.
 func TestAgentPath(t *testing.T) {
 	needEngine(t)
-	ctx := testCtx(t)
 	withPath := testPrefix + "-path:latest"
 	err := docker.ScratchImage{
 		Tag:        withPath,
 		Files:      []docker.ImageFile{{Path: agentPath, Source: agentBin}},
 		Entrypoint: []string{agentPath},
 		Env:        map[string]string{"PATH": "/opt/tools/bin:/usr/bin"},
-	}.Build(ctx, engine)
+	}.Build(testCtx(t), engine)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,6 +43,9 @@ func TestAgentPath(t *testing.T) {
 		{"no binary", plain, withPath, "", "/opt/tools/bin:/usr/bin"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			// Each case has its own deadline: under a loaded engine the
+			// four containers together once took longer than one test's.
+			ctx := testCtx(t)
 			spec := agentSpec(t, tc.rt, "path-"+strings.ReplaceAll(tc.name, " ", "-"), "getenv", "PATH")
 			spec.Image = tc.image
 			if tc.specPath != "" {
