@@ -59,10 +59,10 @@ func Open(ctx context.Context, url string) (*Store, error) {
 		pool.Close()
 		return nil, err
 	}
-	return &Store{sqlstore.New(d, sqlstore.Options{})}, nil
+	return &Store{sqlstore.New(d)}, nil
 }
 
-// dialect is sqlstore.Dialect (and Batcher) for PostgreSQL.
+// dialect is sqlstore.Dialect for PostgreSQL (its AgentWrites in writes.go).
 type dialect struct {
 	pool *pgxpool.Pool
 	q    *querier // on the pool

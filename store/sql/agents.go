@@ -2,7 +2,6 @@ package sqlstore
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -36,19 +35,12 @@ const UpdateAgentSQL = `UPDATE agents SET slug = $1, project_id = $2, broker_id 
 	secret_names = $25, version = version + 1, updated_at = $26
 	WHERE id = $27 AND version = $28`
 
-// updateAgentSameKeysSQL is UpdateAgentSQL with the key columns moved
-// from the SET list to the WHERE clause (Options.SameKeysUpdate). Its
-// arguments are UpdateAgentSQL's with the three keys moved to the end.
-const updateAgentSameKeysSQL = `UPDATE agents SET profile = $1, harness = $2,
-	image = $3, command = $4, env = $5, phase = $6, status_message = $7, container_status = $8, run_id = $9,
-	generation = $10, generations = $11, role = $12, created_by = $13, delegator = $14, parent_agent_id = $15,
-	payload = $16, ports = $17, port_mappings = $18, scopes = $19, delegation_chain = $20, passthrough = $21,
-	secret_names = $22, version = version + 1, updated_at = $23
-	WHERE id = $24 AND version = $25 AND slug = $26 AND project_id = $27 AND broker_id = $28`
-
-// insertAgentOnBrokerSQL is InsertAgentSQL inserting nothing when the
-// agent's broker ($4) does not exist.
-const insertAgentOnBrokerSQL = `INSERT INTO agents (` + agentCols + `) SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10,
+// InsertAgentOnBrokerSQL is InsertAgentSQL inserting nothing when the
+// agent's broker ($4) does not exist. Alone it is safe only where writes
+// are serialised (SQLite): the check then holds until the insert commits;
+// where they run concurrently a deletion of the broker can commit between
+// the two, and the dialect must lock the broker's row instead.
+const InsertAgentOnBrokerSQL = `INSERT INTO agents (` + agentCols + `) SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10,
 	$11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30
 	WHERE EXISTS (SELECT 1 FROM runtime_brokers WHERE id = $4)`
 
@@ -127,7 +119,8 @@ func (s *Store) agentFields(a *store.Agent) ([]any, error) {
 }
 
 // AgentCreate is a create and what it writes with it, prepared by the
-// Store for a Batcher, which runs, in one transaction and in this order:
+// Store for the dialect's AgentWrites, which runs, in one transaction and
+// in this order:
 // the key claim, the replaced agent's deletion (ErrConflict unless it is
 // at Replace.Version), InsertAgentSQL with Args, LinkProviderSQL when
 // Link, and the reservation when ReserveLimit is not nil; without it, a
@@ -201,86 +194,16 @@ func (s *Store) createAgent(ctx context.Context, a *store.Agent, o store.CreateA
 	if rec != nil {
 		c.KeyArgs = s.claimArgs(rec, n.ID)
 	}
-	simple := o.ReserveLimit == nil && rec == nil && !o.LinkProvider && o.Replace == nil
-	switch {
-	case simple && n.BrokerID == "":
-		// A single statement commits on its own: no BEGIN/COMMIT needed.
+	if o.ReserveLimit == nil && rec == nil && !o.LinkProvider && o.Replace == nil && n.BrokerID == "" {
+		// A single statement commits on its own: no transaction needed.
 		if _, err := s.w.Exec(ctx, InsertAgentSQL, args...); err != nil {
 			return false, s.mapErr(err, what)
 		}
-	case simple && s.batch == nil:
-		// Writes are serialised (Batcher): the broker's existence checked
-		// in the insert itself holds until it commits.
-		m, err := s.w.Exec(ctx, insertAgentOnBrokerSQL, args...)
-		if err != nil {
-			return false, s.mapErr(err, what)
-		}
-		if m == 0 {
-			return false, BrokerGone(n.BrokerID, what)
-		}
-	case s.batch != nil:
-		if linked, err = s.batch.CreateAgent(ctx, c); err != nil {
-			return false, err
-		}
-	default:
-		err := s.d.Tx(ctx, func(tx Querier) error {
-			var err error
-			linked, err = s.createAgentTx(ctx, tx, c, what)
-			return err
-		})
-		if err != nil {
-			return false, err
-		}
+	} else if linked, err = s.d.CreateAgent(ctx, c); err != nil {
+		return false, err
 	}
 	*a = n
 	return linked, nil
-}
-
-// createAgentTx runs c's statements one after the other in tx.
-func (s *Store) createAgentTx(ctx context.Context, tx Querier, c *AgentCreate, what string) (linked bool, _ error) {
-	if c.Key != nil {
-		if err := s.claimKeyTx(ctx, tx, c.Key, c.KeyArgs); err != nil {
-			return false, err
-		}
-	}
-	if old := c.Replace; old != nil {
-		n, err := tx.Exec(ctx, `DELETE FROM agents WHERE id = $1 AND version = $2`, old.ID, old.Version)
-		if err := s.mustAffect(n, err, fmt.Sprintf("replace agent %q", old.ID)); err != nil {
-			if errors.Is(err, store.ErrNotFound) {
-				err = ReplaceConflict(old)
-			}
-			return false, err
-		}
-		if _, err := tx.Exec(ctx, `DELETE FROM tokens WHERE kind = $1 AND agent_id = $2`, store.TokenAgent, old.ID); err != nil {
-			return false, s.mapErr(err, fmt.Sprintf("replace agent %q", old.ID))
-		}
-	}
-	if _, err := tx.Exec(ctx, InsertAgentSQL, c.Args...); err != nil {
-		return false, s.mapErr(err, what)
-	}
-	a := c.Agent
-	if c.Link {
-		n, err := tx.Exec(ctx, LinkProviderSQL, a.ProjectID, a.BrokerID)
-		if err != nil {
-			return false, s.mapErr(err, fmt.Sprintf("link provider broker %q to project %q", a.BrokerID, a.ProjectID))
-		}
-		linked = n == 1
-	}
-	if c.ReserveLimit == nil {
-		if a.BrokerID == "" {
-			return linked, nil
-		}
-		// Without a slot, check the broker here (reserveTx does otherwise).
-		var exists bool
-		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM runtime_brokers WHERE id = $1)`, a.BrokerID).Scan(&exists); err != nil {
-			return false, s.mapErr(err, what)
-		}
-		if !exists {
-			return false, BrokerGone(a.BrokerID, what)
-		}
-		return linked, nil
-	}
-	return linked, s.reserveTx(ctx, tx, a.BrokerID, a.ID, *c.ReserveLimit)
 }
 
 // ReplaceConflict is the error for a replaced agent that has changed.
@@ -321,68 +244,39 @@ func (s *Store) ListAgents(ctx context.Context, f store.AgentFilter, page store.
 // a.Version and sets a.UpdatedAt; ErrConflict if the stored version moved
 // on, ErrNotFound if the agent is gone.
 func (s *Store) UpdateAgent(ctx context.Context, a *store.Agent) error {
-	n, err := s.updateAgent(ctx, s.w, s.r, a, s.opt.SameKeysUpdate)
-	if err == nil {
-		*a = *n
-	}
-	return err
+	return s.UpdateAgentWith(ctx, a, store.UpdateAgentOptions{})
 }
 
 // UpdateAgentWith writes a and, in the same transaction, what o asks
 // for; see store.Store.
 func (s *Store) UpdateAgentWith(ctx context.Context, a *store.Agent, o store.UpdateAgentOptions) error {
-	if o.ReserveLimit == nil {
-		return s.UpdateAgent(ctx, a)
+	u, err := s.agentUpdate(a)
+	if err != nil {
+		return err
 	}
-	limit := *o.ReserveLimit
-	var n *store.Agent
-	var err error
-	if s.batch != nil {
-		n, err = s.updateAgentBatch(ctx, a, limit)
-	} else {
-		err = s.d.Tx(ctx, func(tx Querier) error {
-			var err error
-			if n, err = s.updateAgent(ctx, tx, tx, a, s.opt.SameKeysUpdate); err != nil {
-				return err
-			}
-			return s.reserveOnceTx(ctx, tx, n.BrokerID, n.ID, limit)
-		})
+	u.ReserveLimit = o.ReserveLimit
+	updated, err := s.d.UpdateAgent(ctx, u)
+	if err == nil && !updated {
+		err = s.staleAgent(ctx, s.r, a, u.What)
 	}
 	if err != nil {
 		return err
 	}
-	*a = *n
+	*a = *u.Agent
 	return nil
 }
 
-// updateAgentBatch is UpdateAgentWith's update and reservation sent to the
-// Batcher; it returns the agent as written.
-func (s *Store) updateAgentBatch(ctx context.Context, a *store.Agent, limit int) (*store.Agent, error) {
-	u, err := s.agentUpdate(a)
-	if err != nil {
-		return nil, err
-	}
-	u.ReserveLimit = limit
-	updated, err := s.batch.UpdateAgent(ctx, u)
-	if err == nil && !updated {
-		err = s.staleAgent(ctx, s.r, a, u.what)
-	}
-	if err != nil {
-		return nil, err
-	}
-	return u.Agent, nil
-}
-
 // AgentUpdate is an agent's update and the reservation written with it,
-// prepared by the Store for a Batcher, which runs in one transaction
-// UpdateAgentSQL with Args (nothing written, updated false, if it matches
-// no row), then the reservation of ReserveLimit on the agent's broker at
-// the agent's UpdatedAt.
+// prepared by the Store for the dialect's AgentWrites, which runs in one
+// transaction UpdateAgentSQL with Args (nothing written, updated false,
+// if it matches no row), then, when ReserveLimit is not nil, the
+// reservation of *ReserveLimit on the agent's broker at the agent's
+// UpdatedAt.
 type AgentUpdate struct {
 	Agent        *store.Agent // as it is written
 	Args         []any
-	ReserveLimit int
-	what         string
+	ReserveLimit *int
+	What         string // what the update is, for its errors
 }
 
 // agentUpdate prepares a's update: the agent as written (version
@@ -397,34 +291,22 @@ func (s *Store) agentUpdate(a *store.Agent) (*AgentUpdate, error) {
 	}
 	n.UpdatedAt = dbutil.Now()
 	n.Version = a.Version + 1
-	return &AgentUpdate{Agent: &n, Args: append(fields, s.d.Time(n.UpdatedAt), a.ID, a.Version), what: what}, nil
+	return &AgentUpdate{Agent: &n, Args: append(fields, s.d.Time(n.UpdatedAt), a.ID, a.Version), What: what}, nil
 }
 
-// updateAgent writes a copy of a with q if its version matches (reading
-// the stored version with check when it does not) and returns the copy as
-// written. With sameKeys it tries updateAgentSameKeysSQL first; if that
-// matches nothing, the full statement either changes the keys or meets
-// the version conflict.
-func (s *Store) updateAgent(ctx context.Context, q, check Querier, a *store.Agent, sameKeys bool) (*store.Agent, error) {
+// updateAgentIn writes a copy of a in q (a transaction of the caller's)
+// if its version matches, and returns the copy as written.
+func (s *Store) updateAgentIn(ctx context.Context, q Querier, a *store.Agent) (*store.Agent, error) {
 	u, err := s.agentUpdate(a)
 	if err != nil {
 		return nil, err
 	}
-	args := u.Args
-	var rows int64
-	if sameKeys {
-		const nkeys = 3 // slug, project_id, broker_id lead the fields
-		fast := append(append(make([]any, 0, len(args)), args[nkeys:]...), args[:nkeys]...)
-		rows, err = q.Exec(ctx, updateAgentSameKeysSQL, fast...)
-	}
-	if err == nil && rows == 0 {
-		rows, err = q.Exec(ctx, UpdateAgentSQL, args...)
-	}
+	rows, err := q.Exec(ctx, UpdateAgentSQL, u.Args...)
 	if err != nil {
-		return nil, s.mapErr(err, u.what)
+		return nil, s.mapErr(err, u.What)
 	}
 	if rows == 0 {
-		return nil, s.staleAgent(ctx, check, a, u.what)
+		return nil, s.staleAgent(ctx, q, a, u.What)
 	}
 	return u.Agent, nil
 }
@@ -444,22 +326,11 @@ func (s *Store) staleAgent(ctx context.Context, check Querier, a *store.Agent, w
 // DeleteAgent deletes the agent, its reservation (by cascade) and its
 // agent tokens, which must not outlive it.
 func (s *Store) DeleteAgent(ctx context.Context, id string) error {
-	what := fmt.Sprintf("delete agent %q", id)
-	if s.batch != nil {
-		ok, err := s.batch.DeleteAgent(ctx, id)
-		if err == nil && !ok {
-			err = store.ErrNotFound
-		}
-		return s.mapErr(err, what)
+	ok, err := s.d.DeleteAgent(ctx, id)
+	if err == nil && !ok {
+		err = store.ErrNotFound
 	}
-	return s.d.Tx(ctx, func(tx Querier) error {
-		n, err := tx.Exec(ctx, `DELETE FROM agents WHERE id = $1`, id)
-		if err := s.mustAffect(n, err, what); err != nil {
-			return err
-		}
-		_, err = tx.Exec(ctx, `DELETE FROM tokens WHERE kind = $1 AND agent_id = $2`, store.TokenAgent, id)
-		return s.mapErr(err, what)
-	})
+	return s.mapErr(err, fmt.Sprintf("delete agent %q", id))
 }
 
 // RenewAgentToken moves the agent's token generation on by one if it is

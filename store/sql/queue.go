@@ -75,7 +75,7 @@ func (s *Store) EnqueueDispatch(ctx context.Context, d *store.Dispatch, agent *s
 				return s.mapErr(err, what)
 			}
 			if agent != nil {
-				updated, err = s.updateAgent(ctx, tx, tx, agent, false)
+				updated, err = s.updateAgentIn(ctx, tx, agent)
 			}
 			return err
 		}
@@ -191,6 +191,7 @@ const ClaimKeySQL = `INSERT INTO idempotency_keys (caller, key, request_hash, ag
 		status = 0, response = NULL, created_at = excluded.created_at, expires_at = excluded.expires_at
 	WHERE idempotency_keys.expires_at <= excluded.created_at`
 
+// claimArgs are ClaimKeySQL's arguments for r claimed by agentID.
 func (s *Store) claimArgs(r *store.IdempotencyRecord, agentID string) []any {
 	return []any{r.Caller, r.Key, r.RequestHash, agentID, s.d.Time(r.CreatedAt), s.d.Time(r.ExpiresAt)}
 }
@@ -198,18 +199,6 @@ func (s *Store) claimArgs(r *store.IdempotencyRecord, agentID string) []any {
 // KeyInUse is the error for a claim of a key the caller holds.
 func KeyInUse(r *store.IdempotencyRecord) error {
 	return fmt.Errorf("claim idempotency key %q of %s: %w", r.Key, r.Caller, store.ErrKeyInUse)
-}
-
-// claimKeyTx claims r in tx; an unexpired record makes it ErrKeyInUse.
-func (s *Store) claimKeyTx(ctx context.Context, tx Querier, r *store.IdempotencyRecord, args []any) error {
-	n, err := tx.Exec(ctx, ClaimKeySQL, args...)
-	if err != nil {
-		return s.mapErr(err, fmt.Sprintf("claim idempotency key %q", r.Key))
-	}
-	if n == 0 {
-		return KeyInUse(r)
-	}
-	return nil
 }
 
 // GetIdempotencyRecord returns the caller's unexpired record for key.

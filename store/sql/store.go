@@ -2,8 +2,10 @@
 // query and all shared logic (normalisation, scanners, filters, the queue,
 // reservations, tokens, secrets, settings, nonces, idempotency records) are
 // written here once, against a Dialect that holds only what differs between
-// engines: how to reach the database, how errors and types map, and the
-// fast paths one engine has. store/sqlite and store/postgres are dialects.
+// engines: how to reach the database, how errors and types map, and how
+// the agent writes bound by a broker's capacity run (AgentWrites: each
+// engine's own statements, one write path per operation). The Store has
+// no branch on the engine. store/sqlite and store/postgres are dialects.
 //
 // Queries are written in PostgreSQL's syntax ($N placeholders, ::type
 // casts, row-lock clauses); a dialect for another engine rewrites the text
@@ -65,52 +67,42 @@ type Dialect interface {
 	JSON(b []byte) any
 	Ping(ctx context.Context) error
 	Close() error
+	AgentWrites
 }
 
-// Options are the engine's traits the Store's statements depend on.
-type Options struct {
-	// SameKeysUpdate makes UpdateAgent try a statement that leaves the
-	// indexed key columns (slug, project_id, broker_id) out of its SET
-	// list, requiring them unchanged, before the full one. SQLite rewrites
-	// an index entry whenever its column is assigned, even to the same
-	// value: this saves three index page writes per status update.
-	SameKeysUpdate bool
-}
-
-// Batcher is implemented by a dialect that runs a create, a reservation,
-// an update with a reservation and an agent's deletion in one round trip;
-// the Store then uses it instead of its own transactions. A dialect whose
-// write transactions run concurrently must implement it: the Store's own
-// create, Reserve and UpdateAgentWith count
-// a broker's reservations and insert under no row lock, which is safe only
-// when write transactions are serialised (SQLite's single writer).
-type Batcher interface {
+// AgentWrites are the agent writes that must be atomic with a broker's
+// capacity. Each engine runs them its own way, with its own statements
+// (as a dialect holds its own in temporal's sqlplugin): SQLite in one
+// transaction under its single writer, PostgreSQL in one pipelined batch
+// under a lock on the broker's row, because its writers run concurrently
+// and a count taken without the lock could let two creates past a limit.
+// The Store prepares what they write and the errors they answer; a
+// dialect never decides what an agent is, only how its rows are written.
+type AgentWrites interface {
+	// CreateAgent runs c (see AgentCreate) in one transaction and reports
+	// whether it made the provider link.
 	CreateAgent(ctx context.Context, c *AgentCreate) (linked bool, err error)
-	Reserve(ctx context.Context, brokerID, agentID string, limit int, now time.Time) error
-	// UpdateAgent runs u; updated is false, and nothing is written, when
-	// its update matched no row (the Store then tells why).
+	// UpdateAgent runs u (see AgentUpdate); updated is false, and nothing
+	// is written, when its update matched no row (the Store then tells
+	// why).
 	UpdateAgent(ctx context.Context, u *AgentUpdate) (updated bool, err error)
-	// DeleteAgent deletes the agent and its agent tokens; false if there
-	// was no such agent.
+	// Reserve is store.Store's Reserve at now.
+	Reserve(ctx context.Context, brokerID, agentID string, limit int, now time.Time) error
+	// DeleteAgent deletes the agent, its reservation (by cascade) and its
+	// agent tokens; false if there was no such agent.
 	DeleteAgent(ctx context.Context, id string) (bool, error)
 }
 
 // Store is a store.Store over a Dialect.
 type Store struct {
-	d     Dialect
-	r, w  Querier
-	opt   Options
-	batch Batcher // nil when the dialect has no batches
+	d    Dialect
+	r, w Querier
 }
 
 var _ store.Store = (*Store)(nil)
 
 // New returns the Store over d, whose schema must be up to date.
-func New(d Dialect, opt Options) *Store {
-	s := &Store{d: d, r: d.Reader(), w: d.Writer(), opt: opt}
-	s.batch, _ = d.(Batcher)
-	return s
-}
+func New(d Dialect) *Store { return &Store{d: d, r: d.Reader(), w: d.Writer()} }
 
 // Ping checks the database answers.
 func (s *Store) Ping(ctx context.Context) error { return s.d.Ping(ctx) }

@@ -84,7 +84,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	r.SetMaxOpenConns(n)
 	r.SetMaxIdleConns(n)
 	d.r = &conn{db: r}
-	s := &Store{Store: sqlstore.New(d, sqlstore.Options{SameKeysUpdate: true}), db: d}
+	s := &Store{Store: sqlstore.New(d), db: d}
 	if err := privatizeSidecars(path); err != nil {
 		s.Close()
 		return nil, err

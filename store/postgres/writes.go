@@ -10,6 +10,11 @@ import (
 	sqlstore "github.com/scion-go/scion/store/sql"
 )
 
+// writes.go is PostgreSQL's sqlstore.AgentWrites. Its writers run
+// concurrently under READ COMMITTED, so each write that counts a broker's
+// reservations first locks the broker's row; and each is one batch, sent
+// in one round trip.
+//
 // The batches send statements that refuse through scion_refuse (migration
 // 0005) rather than answer "no": an error aborts the implicit transaction
 // of the batch they are in (a single Sync), so an agent inserted in the
@@ -213,15 +218,22 @@ func (d *dialect) Reserve(ctx context.Context, brokerID, agentID string, limit i
 	return err
 }
 
-// UpdateAgent sends the update, the lock and the reservation in one batch
+// UpdateAgent runs the update alone, one statement, or, with a
+// reservation, sends the update, the lock and the reservation in one batch
 // (one implicit transaction: a refused reservation rolls the update back).
 func (d *dialect) UpdateAgent(ctx context.Context, u *sqlstore.AgentUpdate) (updated bool, _ error) {
-	a := u.Agent
+	if u.ReserveLimit == nil {
+		tag, err := d.pool.Exec(ctx, sqlstore.UpdateAgentSQL, u.Args...)
+		if err != nil {
+			return false, d.mapErr(err, u.What)
+		}
+		return tag.RowsAffected() == 1, nil
+	}
+	a, limit := u.Agent, *u.ReserveLimit
 	b := &pgx.Batch{}
 	b.Queue(updateAgentSQL, u.Args...)
-	queueReserve(b, a.BrokerID, a.ID, u.ReserveLimit, a.UpdatedAt)
+	queueReserve(b, a.BrokerID, a.ID, limit, a.UpdatedAt)
 	br := d.pool.SendBatch(ctx, b)
-	what := fmt.Sprintf("update agent %q", a.ID)
 	updated = true
 	err := func() error {
 		var one int
@@ -231,12 +243,12 @@ func (d *dialect) UpdateAgent(ctx context.Context, u *sqlstore.AgentUpdate) (upd
 			return nil
 		}
 		if err != nil {
-			return d.mapErr(err, what)
+			return d.mapErr(err, u.What)
 		}
-		return d.readReserve(br, a.BrokerID, a.ID, u.ReserveLimit)
+		return d.readReserve(br, a.BrokerID, a.ID, limit)
 	}()
 	if cerr := br.Close(); err == nil && updated && cerr != nil {
-		err = d.mapErr(cerr, what)
+		err = d.mapErr(cerr, u.What)
 	}
 	return updated, err
 }
