@@ -76,6 +76,14 @@ const (
 	// off (a flat instance's first registration with
 	// hub.flat_runtime_brokers off).
 	CodeExperimentDisabled = "experiment_disabled"
+	// Moves (multi-broker spec, "Moving an Agent to Another Runtime
+	// Broker"); details.check names the check that refused and
+	// details.plan holds every check's status.
+	// CodeMoveRefused: the agent or the two brokers are not in a state
+	// the move can start from (the workspace mode, the export, the
+	// workspace's placement, an agent moving itself to a broker that does
+	// not serve its project).
+	CodeMoveRefused = "agent_move_refused"
 
 	// CodeAttachClosed: the attach session's terminal is closed; input
 	// sent to it is lost (410).
@@ -85,6 +93,10 @@ const (
 	// than the stored one (someone wrote in between); details.etag is the
 	// current one (412).
 	CodePreconditionFailed = "precondition_failed"
+	// CodeMoveBrokerOutdated: a broker of the move does not report its
+	// workspace storage or the agent-move capability (an older broker),
+	// or the source is offline and cannot remove its copy (412).
+	CodeMoveBrokerOutdated = "agent_move_unsupported_broker"
 
 	// 413: a request body or control-channel message over its limit.
 	CodeRequestTooLarge = "request_too_large"
@@ -106,6 +118,9 @@ const (
 	CodeSecretsNotConfigured = "secrets_not_configured"
 	// CodeOIDCNotConfigured: the Hub has no OIDC provider.
 	CodeOIDCNotConfigured = "oidc_not_configured"
+	// CodeMoveRecreateNotEnabled: executing a forced move whose transfer
+	// mode is recreate (its dry run is allowed).
+	CodeMoveRecreateNotEnabled = "agent_move_recreate_not_enabled"
 
 	// 502s: something behind the Hub failed.
 	CodeRuntimeError = "runtime_error"
@@ -175,10 +190,12 @@ var codeStatus = map[string]int{
 	CodeTargetMismatch:           http.StatusConflict,
 	CodeReservationScopeConflict: http.StatusConflict,
 	CodeExperimentDisabled:       http.StatusConflict,
+	CodeMoveRefused:              http.StatusConflict,
 
 	CodeAttachClosed: http.StatusGone,
 
 	CodePreconditionFailed: http.StatusPreconditionFailed,
+	CodeMoveBrokerOutdated: http.StatusPreconditionFailed,
 
 	CodeRequestTooLarge:      http.StatusRequestEntityTooLarge,
 	CodeUnsupportedMediaType: http.StatusUnsupportedMediaType,
@@ -188,9 +205,10 @@ var codeStatus = map[string]int{
 
 	CodeInternal: http.StatusInternalServerError,
 
-	CodeUnsupportedOperation: http.StatusNotImplemented,
-	CodeSecretsNotConfigured: http.StatusNotImplemented,
-	CodeOIDCNotConfigured:    http.StatusNotImplemented,
+	CodeUnsupportedOperation:   http.StatusNotImplemented,
+	CodeSecretsNotConfigured:   http.StatusNotImplemented,
+	CodeOIDCNotConfigured:      http.StatusNotImplemented,
+	CodeMoveRecreateNotEnabled: http.StatusNotImplemented,
 
 	CodeRuntimeError:      http.StatusBadGateway,
 	CodeOIDCProviderError: http.StatusBadGateway,

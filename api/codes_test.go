@@ -54,13 +54,15 @@ var wantCodes = map[string]int{
 	"runtime_broker_missing":            409, // spec
 	"runtime_broker_has_agents":         409,
 	"runtime_target_move_unsupported":   409, // spec
+	"agent_move_refused":                409,
 	"runtime_target_pin_stale":          409, // spec
 	"runtime_target_mismatch":           409, // spec
 	"broker_reservation_scope_conflict": 409, // spec
 	"experiment_disabled":               409,
 
-	"attach_closed":       410,
-	"precondition_failed": 412,
+	"attach_closed":                 410,
+	"precondition_failed":           412,
+	"agent_move_unsupported_broker": 412, // spec: an older broker gets 412
 
 	"request_too_large":      413,
 	"unsupported_media_type": 415,
@@ -70,9 +72,10 @@ var wantCodes = map[string]int{
 
 	"internal": 500,
 
-	"unsupported_operation":  501,
-	"secrets_not_configured": 501,
-	"oidc_not_configured":    501,
+	"unsupported_operation":           501,
+	"secrets_not_configured":          501,
+	"oidc_not_configured":             501,
+	"agent_move_recreate_not_enabled": 501, // spec
 
 	"runtime_error":       502,
 	"oidc_provider_error": 502,

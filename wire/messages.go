@@ -88,6 +88,9 @@ type WorkspaceStorage struct {
 	Server      string `json:"server,omitempty"`
 	Export      string `json:"export,omitempty"`
 	SubpathRoot string `json:"subpath_root,omitempty"`
+	// PVName is the PersistentVolume of the share (nfs.shares[].pv_name)
+	// through which a Kubernetes broker's pods claim it.
+	PVName string `json:"pv_name,omitempty"`
 }
 
 // Profile is a Runtime Broker Profile as the broker advertises it.
