@@ -120,6 +120,24 @@ type BrokerProfile struct {
 	Settings map[string]string `json:"settings,omitempty"`
 }
 
+// WorkspaceStorage is a broker's workspace storage as it reports it in its
+// hello (server.workspace_storage): "local", or "nfs" with the first
+// share's names, which every broker of the export configures alike.
+type WorkspaceStorage struct {
+	Type        string `json:"type"`
+	Server      string `json:"server,omitempty"`
+	Export      string `json:"export,omitempty"`
+	SubpathRoot string `json:"subpath_root,omitempty"`
+	// PVName is the PersistentVolume of the share (nfs.shares[].pv_name)
+	// through which a Kubernetes broker's pods claim it.
+	PVName string `json:"pv_name,omitempty"`
+	// ExportID is the export identity marker (.scion-export-id) the
+	// broker read in subpath_root through its own mount; Healthy says it
+	// could (the mount is there and usable). Both are nfs only.
+	ExportID string `json:"exportId,omitempty"`
+	Healthy  bool   `json:"healthy,omitempty"`
+}
+
 // BrokerSettings are per-broker settings an admin may change.
 type BrokerSettings struct {
 	// MaxAgents caps running agents on this broker: 0 = unlimited, nil =

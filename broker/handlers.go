@@ -139,8 +139,28 @@ func onAgent[T agentBody](b *Broker, op func(context.Context, T) (runtime.Status
 		if err != nil {
 			return nil, b.opError(req.Method, agentID, err)
 		}
-		return agentStatus(st), nil
+		w := agentStatus(st)
+		if startsAgent[req.Method] {
+			w.WorkspacePlacement = b.placement(agentID)
+		}
+		return w, nil
 	}
+}
+
+// startsAgent are the commands after which the broker tells the Hub where
+// the agent's workspace is: it records that at every start (a move reads
+// it to know whether the workspace is on the export).
+var startsAgent = map[string]bool{wire.MethodAgentCreate: true, wire.MethodAgentStart: true,
+	wire.MethodAgentRestart: true, wire.MethodAgentResume: true}
+
+// placement is where the agent's workspace is, from its record ("" when
+// the broker's Workspaces keep none).
+func (b *Broker) placement(agentID string) string {
+	rec, err := b.AgentWorkspace(agentID)
+	if err != nil {
+		return ""
+	}
+	return rec.Placement()
 }
 
 // logChunkSize bounds one LogChunk's data.

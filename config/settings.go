@@ -22,7 +22,10 @@ type Settings struct {
 type ServerSettings struct {
 	Broker BrokerSettings `yaml:"broker"`
 	Hub    HubSettings    `yaml:"hub,omitempty"`
-	Extra  map[string]any `yaml:",inline"`
+	// WorkspaceStorage is where this host's broker keeps agents'
+	// workspaces (see storage.go).
+	WorkspaceStorage WorkspaceStorageSettings `yaml:"workspace_storage,omitempty"`
+	Extra            map[string]any           `yaml:",inline"`
 }
 
 // BrokerSettings is server.broker.

@@ -41,6 +41,11 @@ func (s *Server) afterDispatchFrom(ctx context.Context, agentID string, cur *sto
 		a.ContainerStatus = st.State
 		a.PortMappings = st.Ports
 		a.Phase = lifecycle.PhaseFor(st.State, wantRunning)
+		// The broker says where it started the workspace (a move reads
+		// it); a command that started nothing says nothing.
+		if st.WorkspacePlacement != "" {
+			a.WorkspacePlacement = st.WorkspacePlacement
+		}
 		return nil
 	})
 	switch {

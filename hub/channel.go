@@ -193,6 +193,8 @@ func applyHello(b *store.Broker, h *wire.Hello, target *api.RuntimeTarget, now t
 	for _, p := range h.Profiles {
 		b.Profiles = append(b.Profiles, api.BrokerProfile{Name: p.Name, Runtime: p.Runtime, Default: p.Default, Settings: p.Settings})
 	}
+	// An older broker reports no storage: nil, which a move refuses.
+	b.WorkspaceStorage = h.WorkspaceStorage
 	b.Status, b.LastSeen, b.UpdatedAt = api.BrokerOnline, now, now
 }
 

@@ -81,11 +81,15 @@ func Broker(parent context.Context, o config.BrokerOptions) error {
 	}
 	// server.broker.agent_hub_endpoint, when set, wins over the
 	// runtime's own choice (the Docker forwarder's address).
+	gitWS, err := gitWorkspaces(s, false)
+	if err != nil {
+		return err
+	}
 	b, err := broker.New(broker.Config{Profiles: profiles, AgentHubEndpoint: cmp.Or(s.Server.Broker.AgentHubEndpoint, agentHub), HubEndpoint: ep, BrokerID: conn.BrokerID, Name: conn.BrokerName,
 		Secret: []byte(conn.Secret), Runtime: rt, DataDir: dataDir, Version: o.Version, Logger: log,
 		HeartbeatInterval: o.HeartbeatInterval, Grace: o.HeartbeatGrace, ScionBinary: self, PortRange: o.PortRange,
 		Capabilities:  passthroughCapabilities(s.Server.Broker.AllowPassthrough),
-		GitWorkspaces: gitWorkspaces(s, false),
+		GitWorkspaces: gitWS,
 		DefaultImage:  defaultImage,
 		Jobs:          brokerJobs(f, s.Server.Broker.Profiles, ambient, ambientNS)})
 	if err != nil {
@@ -123,8 +127,12 @@ func brokerInstances(ctx context.Context, s *config.Settings, creds *config.Brok
 	for i, in := range ins {
 		conns[i] = creds.ForInstance(ep, in.Key)
 	}
+	gitWS, err := gitWorkspaces(s, false)
+	if err != nil {
+		return err
+	}
 	h := &instanceHost{settings: s, hub: ep, version: o.Version, heartbeat: o.HeartbeatInterval, grace: o.HeartbeatGrace,
-		portRange: o.PortRange, dataDir: brokerDataDir(s), gitWorkspaces: gitWorkspaces(s, false), log: log,
+		portRange: o.PortRange, dataDir: brokerDataDir(s), gitWorkspaces: gitWS, log: log,
 		runtime: instanceRuntimeFor, fleet: f}
 	return h.serve(ctx, ins, targets, conns)
 }
@@ -133,11 +141,22 @@ func brokerInstances(ctx context.Context, s *config.Settings, creds *config.Brok
 // remotes may be under (server.broker.allow_local_git_remotes; absent
 // means the user's home on a workstation, none on a team broker), never
 // inside the Scion home (the data directory is refused by the broker).
-func gitWorkspaces(s *config.Settings, workstation bool) workspace.GitConfig {
-	return workspace.GitConfig{
+// With server.workspace_storage on nfs, the first share holds the
+// shared-workspace checkouts (its marker is checked when the broker
+// reports its storage, not here: an export mounted late is reported
+// unhealthy until it is there).
+func gitWorkspaces(s *config.Settings, workstation bool) (workspace.GitConfig, error) {
+	cfg := workspace.GitConfig{
 		LocalRemoteRoots: config.LocalGitRemoteRoots(s.Server.Broker.AllowLocalGitRemotes, workstation),
 		LocalRemoteDeny:  []string{config.Home()},
 	}
+	share, err := s.Server.WorkspaceStorage.Resolve()
+	if err != nil || share == nil {
+		return cfg, err
+	}
+	cfg.Export = &workspace.Export{Root: share.Root(), Storage: workspace.Storage{
+		Type: workspace.StorageNFS, Server: share.Server, Export: share.Export, SubpathRoot: share.SubpathRoot, PVName: share.PVName}}
+	return cfg, nil
 }
 
 // brokerDataDir is server.broker.data_dir, or <home>/broker.

@@ -99,6 +99,10 @@ func startLocalBroker(ctx context.Context, srv *hub.Server, url, token string, f
 	if err != nil {
 		return nil, err
 	}
+	gitWS, err := gitWorkspaces(settings, true)
+	if err != nil {
+		return nil, err
+	}
 	b, err := broker.New(broker.Config{Profiles: profiles, AgentHubEndpoint: cmp.Or(settings.Server.Broker.AgentHubEndpoint, agentHub), HubEndpoint: url, BrokerID: conn.BrokerID, Name: conn.BrokerName,
 		Secret: []byte(conn.Secret), Runtime: rt, DataDir: dataDir, Version: f.Version, Logger: log,
 		HeartbeatInterval: f.HeartbeatInterval, Grace: f.HeartbeatGrace, ScionBinary: self,
@@ -106,7 +110,7 @@ func startLocalBroker(ctx context.Context, srv *hub.Server, url, token string, f
 		// A workstation serves the host's own user, who may read the
 		// host's repositories anyway: local remotes are its common case,
 		// under the user's home unless settings.yaml says otherwise.
-		GitWorkspaces: gitWorkspaces(settings, true)})
+		GitWorkspaces: gitWS})
 	if err != nil {
 		return nil, err
 	}

@@ -63,9 +63,13 @@ func startWorkstationInstances(ctx context.Context, srv *hub.Server, url string,
 	if err != nil {
 		return nil, err
 	}
+	gitWS, err := gitWorkspaces(s, true)
+	if err != nil {
+		return nil, err
+	}
 	w := &workstationInstances{srv: srv, url: url, ins: ins, targets: targets, ranges: ranges, creds: creds,
 		host: &instanceHost{settings: s, hub: url, version: f.Version, heartbeat: f.HeartbeatInterval, grace: f.HeartbeatGrace,
-			dataDir: config.Path("broker"), gitWorkspaces: gitWorkspaces(s, true), log: log, runtime: instanceRuntimeFor}}
+			dataDir: config.Path("broker"), gitWorkspaces: gitWS, log: log, runtime: instanceRuntimeFor}}
 	if _, err := srv.EnsureProject(ctx, "default", ""); err != nil {
 		return nil, fmt.Errorf("default project: %w", err)
 	}

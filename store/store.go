@@ -61,13 +61,16 @@ type Broker struct {
 	Profiles        []api.BrokerProfile
 	// RuntimeTarget is set for a flat Runtime Broker (its one target).
 	RuntimeTarget *api.RuntimeTarget
-	Settings      api.BrokerSettings
-	AutoProvide   bool
-	Secret        []byte
-	CreatedBy     string
-	LastSeen      time.Time
-	CreatedAt     time.Time
-	UpdatedAt     time.Time
+	// WorkspaceStorage is the storage the broker reported in its last
+	// hello (nil: it never reported one, an older broker).
+	WorkspaceStorage *api.WorkspaceStorage
+	Settings         api.BrokerSettings
+	AutoProvide      bool
+	Secret           []byte
+	CreatedBy        string
+	LastSeen         time.Time
+	CreatedAt        time.Time
+	UpdatedAt        time.Time
 }
 
 // Agent is an agent record. Version is bumped by every UpdateAgent and
@@ -103,6 +106,10 @@ type Agent struct {
 	SecretNames     []string // names of the secrets it receives
 	Payload         json.RawMessage
 	Version         int64
+	// WorkspacePlacement is where the agent's broker recorded its
+	// workspace at its last start (api.Placement*; "" unknown), as its
+	// start's answer said.
+	WorkspacePlacement string
 	// TokenGeneration counts the renewals of the agent's token: a token
 	// carries the generation it was minted in, and only the current one
 	// (and, for a short grace after TokenRenewedAt, the one before) is

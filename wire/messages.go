@@ -81,17 +81,8 @@ type Hello struct {
 	WorkspaceStorage *WorkspaceStorage `json:"workspaceStorage,omitempty"`
 }
 
-// WorkspaceStorage is a broker's workspace storage, as server.workspace_storage
-// configures it.
-type WorkspaceStorage struct {
-	Type        string `json:"type"`
-	Server      string `json:"server,omitempty"`
-	Export      string `json:"export,omitempty"`
-	SubpathRoot string `json:"subpath_root,omitempty"`
-	// PVName is the PersistentVolume of the share (nfs.shares[].pv_name)
-	// through which a Kubernetes broker's pods claim it.
-	PVName string `json:"pv_name,omitempty"`
-}
+// WorkspaceStorage is a broker's workspace storage (api.WorkspaceStorage).
+type WorkspaceStorage = api.WorkspaceStorage
 
 // Profile is a Runtime Broker Profile as the broker advertises it.
 type Profile struct {
@@ -175,6 +166,10 @@ type AgentStatus struct {
 	// (strictly increasing, broker clock, unix ns) while it holds the
 	// agent's lock, so a late event can never overwrite a newer answer.
 	ObservedAt int64 `json:"observedAt,omitempty"`
+	// WorkspacePlacement is where the broker recorded the agent's
+	// workspace when it last started it ("export" or "local"; empty
+	// when it has not recorded it).
+	WorkspacePlacement string `json:"workspacePlacement,omitempty"`
 }
 
 // LogsRequest asks for an agent's output.

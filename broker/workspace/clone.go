@@ -33,8 +33,18 @@ func (w *Git) prepareShared(ctx context.Context, spec wire.AgentSpec, src gitSou
 		return err
 	}
 	defer unlock()
-	dir := w.layout.SharedDir(spec.ProjectID)
-	if err := w.ensureClone(ctx, src, agentDir, dir, "clone", "--quiet"); err != nil {
+	dir := w.shared.SharedDir(spec.ProjectID)
+	tmpParent := agentDir
+	if w.cfg.Export != nil {
+		// The clone is renamed into place, which cannot cross from the
+		// local disk onto the export's mount: clone next to it instead.
+		tmpParent = filepath.Dir(dir)
+		if err := os.MkdirAll(tmpParent, 0o755); err != nil {
+			return err
+		}
+		rec.Storage = StorageNFS
+	}
+	if err := w.ensureClone(ctx, src, tmpParent, dir, "clone", "--quiet"); err != nil {
 		return err
 	}
 	rec.Path = dir

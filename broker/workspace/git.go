@@ -41,7 +41,13 @@ type GitConfig struct {
 	// LocalRemoteDeny are directories that are never a remote even inside
 	// a root: the Scion home. The data directory always is one.
 	LocalRemoteDeny []string
-	Logger          *slog.Logger
+	// Export, when set, is the NFS share (server.workspace_storage) that
+	// holds the shared-workspace checkouts, so that every broker mounting
+	// it sees the same one and an agent can move between them with its
+	// workspace in place. The other modes stay on the local disk: a
+	// container runtime mounts a per-agent directory from there.
+	Export *Export
+	Logger *slog.Logger
 }
 
 // Git makes each agent's workspace the way its project's sharing
@@ -64,6 +70,9 @@ type GitConfig struct {
 // commits nobody pushed.
 type Git struct {
 	layout Layout
+	// shared is where shared-workspace checkouts are: the export's
+	// layout when there is one, else layout.
+	shared Layout
 	cfg    GitConfig
 	git    gitRunner
 	log    *slog.Logger
@@ -104,8 +113,16 @@ func NewGit(dataDir string, cfg GitConfig) (*Git, error) {
 	if git.dir, err = emptyGitDir(root); err != nil {
 		return nil, fmt.Errorf("workspaces: %w", err)
 	}
+	shared := Layout{Root: root}
+	if cfg.Export != nil {
+		if !filepath.IsAbs(cfg.Export.Root) {
+			return nil, fmt.Errorf("workspaces: export root %q is not an absolute path", cfg.Export.Root)
+		}
+		shared = Layout{Root: filepath.Clean(cfg.Export.Root)}
+	}
 	return &Git{
 		layout:  Layout{Root: root},
+		shared:  shared,
 		cfg:     cfg,
 		git:     git,
 		log:     cfg.Logger,
@@ -138,9 +155,22 @@ func emptyGitDir(root string) (string, error) {
 	return dir, nil
 }
 
-// Storage reports where workspaces are: on the broker's local disk.
+// Storage reports where workspaces are: on the broker's local disk, or on
+// its NFS export (with the marker it reads there and whether it could).
 func (w *Git) Storage() Storage {
+	if w.cfg.Export != nil {
+		return w.cfg.Export.Report()
+	}
 	return Storage{Type: StorageLocal}
+}
+
+// Placement is where a recorded workspace is (PlacementExport or
+// PlacementLocal).
+func (r Record) Placement() string {
+	if r.Storage == StorageNFS {
+		return PlacementExport
+	}
+	return PlacementLocal
 }
 
 // Workspace returns the record of the agent's workspace.
@@ -181,7 +211,10 @@ func (w *Git) Prepare(ctx context.Context, spec wire.AgentSpec) (string, error) 
 		}
 	}
 	agentDir := w.layout.AgentDir(spec.ProjectID, spec.AgentID)
-	if err := w.layout.safeDirs(agentDir, w.layout.BaseDir(spec.ProjectID), w.layout.SharedDir(spec.ProjectID)); err != nil {
+	if err := w.layout.safeDirs(agentDir, w.layout.BaseDir(spec.ProjectID)); err != nil {
+		return "", err
+	}
+	if err := w.shared.safeDirs(w.shared.SharedDir(spec.ProjectID)); err != nil {
 		return "", err
 	}
 	// The agent's directory is private to the broker's user: the home

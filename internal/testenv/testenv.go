@@ -22,10 +22,12 @@ import (
 
 	"github.com/scion-go/scion/api"
 	"github.com/scion-go/scion/broker"
+	"github.com/scion-go/scion/broker/workspace"
 	"github.com/scion-go/scion/client"
 	"github.com/scion-go/scion/hub"
 	"github.com/scion-go/scion/hub/signin"
 	"github.com/scion-go/scion/hub/transport"
+	"github.com/scion-go/scion/internal/testenv/gitrepo"
 	"github.com/scion-go/scion/internal/wait"
 	"github.com/scion-go/scion/runtime"
 	"github.com/scion-go/scion/runtime/fake"
@@ -75,6 +77,11 @@ type Options struct {
 	// ProjectCleanupErr fails the project cleanup of brokers' runtimes, by
 	// broker name.
 	ProjectCleanupErr map[string]error
+	// Exports are the workspace exports the brokers mount, by broker name:
+	// where each finds the share's subpath_root (server.workspace_storage
+	// nfs; tests bind-mount one directory at several such places). Such a
+	// broker takes the test repositories (gitrepo) as git remotes.
+	Exports map[string]string
 	// Capabilities are extra capabilities each broker reports, by broker
 	// name (passthrough:gcp, say).
 	Capabilities map[string][]string
@@ -337,7 +344,7 @@ func (e *Env) LaunchBroker(b *Broker, rt *fake.Runtime) {
 		Runtime: brt, DataDir: b.DataDir, Version: "test", Logger: e.log.With("broker", b.Name), Profiles: e.opts.Profiles[b.Name], Capabilities: e.opts.Capabilities[b.Name],
 		HeartbeatInterval: e.opts.HeartbeatInterval, Grace: e.opts.Grace, RuntimeTarget: b.RuntimeTarget,
 		MinBackoff: e.opts.MinBackoff, MaxBackoff: e.opts.MaxBackoff, RefusedBackoff: e.opts.MaxBackoff, DropReply: drop,
-		Jobs: e.jobsConfig(b)})
+		Jobs: e.jobsConfig(b), GitWorkspaces: e.gitWorkspaces(b.Name)})
 	if err != nil {
 		e.T.Fatalf("testenv: broker %s: %v", b.Name, err)
 	}
@@ -420,4 +427,16 @@ func tempDir(t testing.TB) string {
 	}
 	d, _ := os.MkdirTemp("", "scion-testenv")
 	return d
+}
+
+// gitWorkspaces is a broker's workspace settings: its export, if
+// Options.Exports names one (the share as every broker names it).
+func (e *Env) gitWorkspaces(broker string) workspace.GitConfig {
+	root, ok := e.opts.Exports[broker]
+	if !ok {
+		return workspace.GitConfig{}
+	}
+	return workspace.GitConfig{LocalRemoteRoots: gitrepo.LocalRoots, Env: gitrepo.IsolatedEnv,
+		Export: &workspace.Export{Root: root, Storage: workspace.Storage{Type: workspace.StorageNFS,
+			Server: "nfs.test", Export: "/srv/scion", SubpathRoot: "ws"}}}
 }

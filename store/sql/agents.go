@@ -11,8 +11,8 @@ import (
 
 const agentCols = `id, slug, project_id, broker_id, profile, harness, image, command, env, phase, status_message,
 	container_status, run_id, generation, generations, role, created_by, delegator, parent_agent_id, payload,
-	ports, port_mappings, scopes, delegation_chain, passthrough, secret_names, version, created_at, updated_at,
-	pinned_runtime_target`
+	ports, port_mappings, scopes, delegation_chain, passthrough, secret_names, workspace_placement, version, created_at,
+	updated_at, pinned_runtime_target`
 
 // agentReadCols are the columns scanAgent reads: agentCols and the token
 // generation, which only RenewAgentToken writes (inserts take the
@@ -23,17 +23,17 @@ const agentReadCols = agentCols + `, token_generation, token_renewed_at`
 // statement that writes pinned_runtime_target: the pin is read-only after
 // the create, so neither update statement below names it.
 const InsertAgentSQL = `INSERT INTO agents (` + agentCols + `) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10,
-	$11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30)`
+	$11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30, $31)`
 
 // UpdateAgentSQL writes everything but id and created_at, only if the
-// version still matches ($27 id, $28 expected version). Its arguments are
+// version still matches ($28 id, $29 expected version). Its arguments are
 // AgentUpdate.Args.
 const UpdateAgentSQL = `UPDATE agents SET slug = $1, project_id = $2, broker_id = $3, profile = $4, harness = $5,
 	image = $6, command = $7, env = $8, phase = $9, status_message = $10, container_status = $11, run_id = $12,
 	generation = $13, generations = $14, role = $15, created_by = $16, delegator = $17, parent_agent_id = $18,
 	payload = $19, ports = $20, port_mappings = $21, scopes = $22, delegation_chain = $23, passthrough = $24,
-	secret_names = $25, version = version + 1, updated_at = $26
-	WHERE id = $27 AND version = $28`
+	secret_names = $25, workspace_placement = $26, version = version + 1, updated_at = $27
+	WHERE id = $28 AND version = $29`
 
 // InsertAgentOnBrokerSQL is InsertAgentSQL inserting nothing when the
 // agent's broker ($4) does not exist. Alone it is safe only where writes
@@ -41,7 +41,7 @@ const UpdateAgentSQL = `UPDATE agents SET slug = $1, project_id = $2, broker_id 
 // where they run concurrently a deletion of the broker can commit between
 // the two, and the dialect must lock the broker's row instead.
 const InsertAgentOnBrokerSQL = `INSERT INTO agents (` + agentCols + `) SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10,
-	$11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30
+	$11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30, $31
 	WHERE EXISTS (SELECT 1 FROM runtime_brokers WHERE id = $4)`
 
 // BrokerGone is the error for a create whose broker does not exist.
@@ -60,7 +60,7 @@ func (s *Store) scanAgent(row Row) (*store.Agent, error) {
 	if err := row.Scan(&a.ID, &a.Slug, &a.ProjectID, &a.BrokerID, &a.Profile, &a.Harness, &a.Image, &cmd, &env,
 		&a.Phase, &a.StatusMessage, &a.ContainerStatus, &a.RunID, &a.Generation, &gens, &a.Role, &a.CreatedBy,
 		&a.Delegator, &a.ParentAgentID, &payload, &ports, &mappings, &scopes, &chain,
-		&a.Passthrough, &secrets, &a.Version, s.d.ScanTime(&a.CreatedAt), s.d.ScanTime(&a.UpdatedAt), &pin,
+		&a.Passthrough, &secrets, &a.WorkspacePlacement, &a.Version, s.d.ScanTime(&a.CreatedAt), s.d.ScanTime(&a.UpdatedAt), &pin,
 		&a.TokenGeneration, &renewed); err != nil {
 		return nil, err
 	}
@@ -115,7 +115,8 @@ func (s *Store) agentFields(a *store.Agent) ([]any, error) {
 	j := s.d.JSON
 	return []any{a.Slug, a.ProjectID, a.BrokerID, a.Profile, a.Harness, a.Image, j(enc[0]), j(enc[1]), a.Phase,
 		a.StatusMessage, a.ContainerStatus, a.RunID, a.Generation, j(enc[2]), a.Role, a.CreatedBy, a.Delegator,
-		a.ParentAgentID, j(payload), j(enc[3]), j(enc[4]), j(enc[5]), j(enc[6]), a.Passthrough, j(enc[7])}, nil
+		a.ParentAgentID, j(payload), j(enc[3]), j(enc[4]), j(enc[5]), j(enc[6]), a.Passthrough, j(enc[7]),
+		a.WorkspacePlacement}, nil
 }
 
 // AgentCreate is a create and what it writes with it, prepared by the

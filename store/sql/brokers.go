@@ -10,17 +10,17 @@ import (
 )
 
 const brokerCols = `id, name, status, version, protocol_version, runtime, capabilities, profiles, settings,
-	auto_provide, secret, created_by, last_seen, runtime_target, created_at, updated_at`
+	auto_provide, secret, created_by, last_seen, runtime_target, created_at, updated_at, workspace_storage`
 
 const selectBrokerSQL = `SELECT ` + brokerCols + ` FROM runtime_brokers WHERE id = $1 OR name = $1 ORDER BY id <> $1 LIMIT 1`
 
 // scanBroker reads brokerCols and then extra.
 func (s *Store) scanBroker(row Row, extra ...any) (*store.Broker, error) {
 	var b store.Broker
-	var caps, profiles, settings, target []byte
+	var caps, profiles, settings, target, storage []byte
 	if err := row.Scan(append([]any{&b.ID, &b.Name, &b.Status, &b.Version, &b.ProtocolVersion, &b.Runtime, &caps,
 		&profiles, &settings, &b.AutoProvide, &b.Secret, &b.CreatedBy, s.d.ScanTime(&b.LastSeen), &target,
-		s.d.ScanTime(&b.CreatedAt), s.d.ScanTime(&b.UpdatedAt)}, extra...)...); err != nil {
+		s.d.ScanTime(&b.CreatedAt), s.d.ScanTime(&b.UpdatedAt), &storage}, extra...)...); err != nil {
 		return nil, err
 	}
 	for _, c := range []struct {
@@ -28,7 +28,7 @@ func (s *Store) scanBroker(row Row, extra ...any) (*store.Broker, error) {
 		b    []byte
 		v    any
 	}{{"capabilities", caps, &b.Capabilities}, {"profiles", profiles, &b.Profiles}, {"settings", settings, &b.Settings},
-		{"runtime target", target, &b.RuntimeTarget}} {
+		{"runtime target", target, &b.RuntimeTarget}, {"workspace storage", storage, &b.WorkspaceStorage}} {
 		if err := dbutil.UnJSON(c.b, c.v); err != nil {
 			return nil, fmt.Errorf("broker %s %s: %w", b.ID, c.name, err)
 		}
@@ -39,9 +39,10 @@ func (s *Store) scanBroker(row Row, extra ...any) (*store.Broker, error) {
 // brokerArgs encodes every column of b but id and created_at, in the
 // order UPDATE and INSERT below name them.
 func (s *Store) brokerArgs(b *store.Broker) ([]any, error) {
-	var enc [4][]byte
-	// A nil RuntimeTarget (a broker that is not flat) encodes as NULL.
-	for i, v := range []any{b.Capabilities, b.Profiles, b.Settings, b.RuntimeTarget} {
+	var enc [5][]byte
+	// A nil RuntimeTarget (a broker that is not flat) encodes as NULL, as
+	// does a nil WorkspaceStorage (never reported).
+	for i, v := range []any{b.Capabilities, b.Profiles, b.Settings, b.RuntimeTarget, b.WorkspaceStorage} {
 		var err error
 		if enc[i], err = dbutil.JSON(v); err != nil {
 			return nil, err
@@ -49,7 +50,7 @@ func (s *Store) brokerArgs(b *store.Broker) ([]any, error) {
 	}
 	return []any{b.Name, b.Status, b.Version, b.ProtocolVersion, b.Runtime, s.d.JSON(enc[0]), s.d.JSON(enc[1]),
 		s.d.JSON(enc[2]), b.AutoProvide, b.Secret, b.CreatedBy, s.nullTime(b.LastSeen), s.d.JSON(enc[3]),
-		s.d.Time(b.UpdatedAt)}, nil
+		s.d.Time(b.UpdatedAt), s.d.JSON(enc[4])}, nil
 }
 
 // CreateBroker inserts b, filling in ID and times when zero.
@@ -68,8 +69,8 @@ func (s *Store) insertBroker(ctx context.Context, q Querier, b *store.Broker) er
 		return fmt.Errorf("%s: %w", what, err)
 	}
 	_, err = q.Exec(ctx, `INSERT INTO runtime_brokers (name, status, version, protocol_version, runtime, capabilities,
-		profiles, settings, auto_provide, secret, created_by, last_seen, runtime_target, updated_at, id, created_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)`,
+		profiles, settings, auto_provide, secret, created_by, last_seen, runtime_target, updated_at, workspace_storage, id, created_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)`,
 		append(args, n.ID, s.d.Time(n.CreatedAt))...)
 	if err != nil {
 		return s.mapErr(err, what)
@@ -178,7 +179,7 @@ func (s *Store) updateBroker(ctx context.Context, q Querier, b *store.Broker) er
 	}
 	rows, err := q.Exec(ctx, `UPDATE runtime_brokers SET name = $1, status = $2, version = $3, protocol_version = $4,
 		runtime = $5, capabilities = $6, profiles = $7, settings = $8, auto_provide = $9, secret = $10, created_by = $11,
-		last_seen = $12, runtime_target = $13, updated_at = $14 WHERE id = $15`, append(args, b.ID)...)
+		last_seen = $12, runtime_target = $13, updated_at = $14, workspace_storage = $15 WHERE id = $16`, append(args, b.ID)...)
 	if err := s.mustAffect(rows, err, what); err != nil {
 		return err
 	}

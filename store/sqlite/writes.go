@@ -27,8 +27,8 @@ const updateAgentSameKeysSQL = `UPDATE agents SET profile = $1, harness = $2,
 	image = $3, command = $4, env = $5, phase = $6, status_message = $7, container_status = $8, run_id = $9,
 	generation = $10, generations = $11, role = $12, created_by = $13, delegator = $14, parent_agent_id = $15,
 	payload = $16, ports = $17, port_mappings = $18, scopes = $19, delegation_chain = $20, passthrough = $21,
-	secret_names = $22, version = version + 1, updated_at = $23
-	WHERE id = $24 AND version = $25 AND slug = $26 AND project_id = $27 AND broker_id = $28`
+	secret_names = $22, workspace_placement = $23, version = version + 1, updated_at = $24
+	WHERE id = $25 AND version = $26 AND slug = $27 AND project_id = $28 AND broker_id = $29`
 
 // reserveCondSQL inserts an agent's reservation only while the broker
 // exists and is under its limit ($4 <= 0: unlimited). (The broker is

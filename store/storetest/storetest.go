@@ -58,6 +58,8 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Providers", testProviders},
 		{"Brokers", testBrokers},
 		{"DeleteBroker", testDeleteBroker},
+		{"BrokerWorkspaceStorage", testBrokerWorkspaceStorage},
+		{"AgentPlacement", testAgentPlacement},
 		{"DeleteBrokerRace", testDeleteBrokerRace},
 		{"UpdateBrokerWith", testUpdateBrokerWith},
 		{"CreateOnGoneBroker", testCreateOnGoneBroker},

@@ -1,0 +1,118 @@
+package workspace
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// MarkerFile is the export identity marker: a random ID the first broker
+// to use an export writes in its subpath_root, and every broker reads
+// through its own mount. Two brokers whose settings name the same export
+// but whose mounts lead to different directories read different markers
+// (or one finds none and writes its own), so a move between them is
+// refused on same_export instead of losing the workspace.
+const MarkerFile = ".scion-export-id"
+
+// Where an agent's workspace is, as recorded at each start.
+const (
+	PlacementExport = "export" // on the workspace export, seen by every broker mounting it
+	PlacementLocal  = "local"  // on this broker's own disk
+)
+
+// Export is a broker's NFS workspace share: Storage names it as every
+// broker of the export configures it (server, export, subpath_root, and
+// pv_name for Kubernetes claims), Root is where it is on this host
+// (mount_path/subpath_root).
+type Export struct {
+	Storage Storage
+	Root    string
+}
+
+// markerLen is the marker's length: 16 random bytes, hex.
+const markerLen = 32
+
+// Identify returns the export's identity marker, writing one when the
+// subpath_root has none. The marker is written whole into a file of its
+// own and then linked into place, which fails if a marker is there: two
+// brokers that reach an unmarked export at once agree on the one linked
+// first, and no broker ever reads a marker half written. A subpath_root
+// that does not exist is an error: the export is not mounted there, and
+// creating it would mark the local disk instead.
+func (e *Export) Identify() (string, error) {
+	fi, err := os.Stat(e.Root)
+	if err != nil {
+		return "", fmt.Errorf("workspace export %s: %w (is the export mounted?)", e.Root, err)
+	}
+	if !fi.IsDir() {
+		return "", fmt.Errorf("workspace export %s is not a directory", e.Root)
+	}
+	path := filepath.Join(e.Root, MarkerFile)
+	id, err := readMarker(path)
+	if !errors.Is(err, fs.ErrNotExist) {
+		return id, err
+	}
+	var b [markerLen / 2]byte
+	_, _ = rand.Read(b[:])
+	id = hex.EncodeToString(b[:])
+	f, err := os.CreateTemp(e.Root, MarkerFile+".tmp-")
+	if err != nil {
+		return "", fmt.Errorf("workspace export %s: write the identity marker: %w", e.Root, err)
+	}
+	defer os.Remove(f.Name())
+	_, err = f.WriteString(id + "\n")
+	if err == nil {
+		err = f.Chmod(0o644)
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Link(f.Name(), path)
+	}
+	switch {
+	case errors.Is(err, fs.ErrExist):
+		return readMarker(path) // another broker's came first
+	case err != nil:
+		return "", fmt.Errorf("workspace export %s: write the identity marker: %w", e.Root, err)
+	}
+	return id, nil
+}
+
+// readMarker reads and checks a marker (bounded: it is a file on a shared
+// export that anyone with write access there could replace).
+func readMarker(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, markerLen+2))
+	if err != nil {
+		return "", fmt.Errorf("read %s: %w", path, err)
+	}
+	id := strings.TrimSpace(string(b))
+	if len(id) != markerLen || strings.Trim(id, "0123456789abcdef") != "" {
+		return "", fmt.Errorf("%s holds no export identity (want %d hex digits): remove it only if no broker uses the export", path, markerLen)
+	}
+	return id, nil
+}
+
+// Report is the export's storage as the broker reports it: its settings,
+// the marker it read through its mount and whether the mount is usable.
+func (e *Export) Report() Storage {
+	s := e.Storage
+	s.Type = StorageNFS
+	id, err := e.Identify()
+	s.ExportID, s.Healthy = id, err == nil
+	return s
+}

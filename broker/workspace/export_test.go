@@ -1,0 +1,132 @@
+package workspace
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+
+	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/internal/testenv/gitrepo"
+)
+
+// testExport is an NFS share mounted (here: found) at root.
+func testExport(root string) *Export {
+	return &Export{Root: root, Storage: Storage{Type: StorageNFS, Server: "nfs.lan", Export: "/srv/scion", SubpathRoot: "ws"}}
+}
+
+// TestExportIdentity: the first broker to reach an unmarked export writes
+// its marker, exclusively, so that brokers racing on one export agree;
+// another directory has another identity; no marker is made where the
+// export is not mounted; a marker that is not one is refused, never
+// replaced.
+func TestExportIdentity(t *testing.T) {
+	root := t.TempDir()
+	const n = 8
+	ids := make([]string, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() { ids[i], errs[i] = testExport(root).Identify() })
+	}
+	wg.Wait()
+	for i := range n {
+		if errs[i] != nil || ids[i] != ids[0] || len(ids[0]) != markerLen {
+			t.Fatalf("broker %d read %q (%v); broker 0 %q", i, ids[i], errs[i], ids[0])
+		}
+	}
+	if again, err := testExport(root).Identify(); err != nil || again != ids[0] {
+		t.Fatalf("identity changed to %q (%v)", again, err)
+	}
+	if other, err := testExport(t.TempDir()).Identify(); err != nil || other == ids[0] {
+		t.Fatalf("another directory's identity %q (%v), want another one than %q", other, err, ids[0])
+	}
+
+	missing := filepath.Join(t.TempDir(), "not-mounted")
+	if _, err := testExport(missing).Identify(); err == nil || !strings.Contains(err.Error(), "mounted") {
+		t.Fatalf("an export root that is not there: %v, want an error saying so", err)
+	}
+	if exists(missing) {
+		t.Fatal("Identify made the missing export root")
+	}
+	if r := testExport(missing).Report(); r.Healthy || r.ExportID != "" || r.Type != StorageNFS || r.Server != "nfs.lan" {
+		t.Fatalf("report of an unmounted export %+v, want nfs, unhealthy, no marker", r)
+	}
+
+	bad := t.TempDir()
+	if err := os.WriteFile(filepath.Join(bad, MarkerFile), []byte("not an id\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := testExport(bad).Identify(); err == nil {
+		t.Fatal("a marker that holds no identity was accepted")
+	}
+	if b, _ := os.ReadFile(filepath.Join(bad, MarkerFile)); string(b) != "not an id\n" {
+		t.Fatalf("the bad marker was replaced: %q", b)
+	}
+	if r := testExport(root).Report(); !r.Healthy || r.ExportID != ids[0] {
+		t.Fatalf("report %+v, want healthy with the marker", r)
+	}
+}
+
+// TestSharedWorkspaceOnExport: two brokers (their own data directories)
+// whose export mounts are the same directory, each at its own mount
+// point, hand a shared-workspace project's agents the same checkout on
+// the export, recorded as placed there; the other modes stay local.
+func TestSharedWorkspaceOnExport(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("bind mounts need root")
+	}
+	repo := gitrepo.New(t)
+	export := t.TempDir()
+	mounts := [2]string{t.TempDir(), t.TempDir()}
+	for _, m := range mounts {
+		if err := syscall.Mount(export, m, "", syscall.MS_BIND, ""); err != nil {
+			t.Skipf("bind mount: %v", err)
+		}
+		t.Cleanup(func() { syscall.Unmount(m, syscall.MNT_DETACH) })
+	}
+	if err := os.Mkdir(filepath.Join(export, "ws"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	a := newTestWorkspaces(t, GitConfig{Export: testExport(filepath.Join(mounts[0], "ws"))})
+	b := newTestWorkspaces(t, GitConfig{Export: testExport(filepath.Join(mounts[1], "ws"))})
+	if sa, sb := a.Storage(), b.Storage(); !sa.Healthy || sa.ExportID == "" || sa.ExportID != sb.ExportID {
+		t.Fatalf("storage %+v and %+v: want one healthy export identity", sa, sb)
+	}
+	dirA := mustPrepare(t, a, agentSpec(api.SharingSharedWorkspace, repo.URL, "a1"))
+	if err := os.WriteFile(filepath.Join(dirA, "uncommitted.txt"), []byte("work in progress"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dirB := mustPrepare(t, b, agentSpec(api.SharingSharedWorkspace, repo.URL, "b1"))
+	if got, err := os.ReadFile(filepath.Join(dirB, "uncommitted.txt")); err != nil || string(got) != "work in progress" {
+		t.Fatalf("broker b's checkout %s lacks broker a's uncommitted file: %q, %v", dirB, got, err)
+	}
+	if !strings.HasPrefix(dirA, mounts[0]) || !strings.HasPrefix(dirB, mounts[1]) {
+		t.Fatalf("checkouts %s and %s: want each under its broker's mount", dirA, dirB)
+	}
+	for _, c := range []struct {
+		w       *Git
+		agent   string
+		mode    string
+		placing string
+	}{{a, "a1", api.SharingSharedWorkspace, PlacementExport}, {b, "b1", api.SharingSharedWorkspace, PlacementExport}} {
+		rec, err := c.w.Workspace(c.agent)
+		if err != nil || rec.Placement() != c.placing {
+			t.Errorf("agent %s: record %+v (%v), want placement %s", c.agent, rec, err, c.placing)
+		}
+	}
+	clone := mustPrepare(t, a, agentSpec(api.SharingClonePerAgent, repo.URL, "a2"))
+	if strings.HasPrefix(clone, mounts[0]) {
+		t.Errorf("a clone-per-agent workspace %s is on the export", clone)
+	}
+	if rec, err := a.Workspace("a2"); err != nil || rec.Placement() != PlacementLocal {
+		t.Errorf("clone-per-agent record %+v (%v), want local", rec, err)
+	}
+	// Removing an agent never touches the shared checkout on the export.
+	mustRemove(t, a, "a1")
+	if !exists(filepath.Join(dirB, "uncommitted.txt")) {
+		t.Fatal("removing agent a1 removed the shared checkout's work")
+	}
+}
