@@ -1,5 +1,7 @@
 package api
 
+import "unicode/utf8"
+
 // Moving an agent to another Runtime Broker (multi-broker spec, "Moving an
 // Agent to Another Runtime Broker"): the checks the Hub runs, in their
 // fixed order, and the verdict a dry run answers.
@@ -81,4 +83,47 @@ type MovePlan struct {
 	// Forceable: the move was refused on a check --force waives; the CLI
 	// prints the --dry-run --force hint.
 	Forceable bool `json:"forceable,omitempty"`
+}
+
+// MaxHandoffLen bounds a reincarnation's handoff: it becomes part of the
+// new generation's first prompt, and is kept with the generation.
+const MaxHandoffLen = 64 << 10
+
+// ReincarnateRequest is the body of POST /agents/{agent}/reincarnate.
+// With Broker it is a move to that broker (by name or ID); DryRun runs
+// the checks only and answers the plan; Force allows a recreated
+// workspace where the export cannot carry it (only a dry run may use it
+// for now). Image and Role are patch flags: the checks judge the agent as
+// they leave it.
+type ReincarnateRequest struct {
+	Broker  string `json:"broker,omitempty"`
+	DryRun  bool   `json:"dryRun,omitempty"`
+	Force   bool   `json:"force,omitempty"`
+	Handoff string `json:"handoff,omitempty"`
+	Image   string `json:"image,omitempty"`
+	Role    string `json:"role,omitempty"`
+}
+
+// Validate is the one check of a reincarnation request, the CLI's and the
+// Hub's.
+func (r *ReincarnateRequest) Validate() error {
+	if err := CheckText("broker", r.Broker, MaxRefLen); err != nil {
+		return err
+	}
+	if err := CheckImage("image", r.Image); err != nil {
+		return err
+	}
+	if err := CheckText("role", r.Role, MaxRefLen); err != nil {
+		return err
+	}
+	if len(r.Handoff) > MaxHandoffLen {
+		return BadRequest("handoff is too long: %d bytes, at most %d", len(r.Handoff), MaxHandoffLen)
+	}
+	if !utf8.ValidString(r.Handoff) {
+		return BadRequest("handoff is not valid UTF-8")
+	}
+	if r.Force && r.Broker == "" {
+		return BadRequest("force applies to a move: name the target with broker")
+	}
+	return nil
 }

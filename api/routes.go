@@ -36,6 +36,7 @@ package api
 //	PATCH  /api/v1/agents/{agent}                       UpdateAgentRequest -> Agent (role change)
 //	DELETE /api/v1/agents/{agent}[?force=true]          (204; force removes the record of an agent whose broker is gone: 409 runtime_broker_missing without it)
 //	POST   /api/v1/agents/{agent}/start|stop|restart|suspend|resume -> Agent
+//	POST   /api/v1/agents/{agent}/reincarnate           ReincarnateRequest -> MovePlan (a move's dry run; see moves.go)
 //	GET    /api/v1/agents/{agent}/logs?follow=true&tail=N  -> text/plain stream of the agent's output
 //	POST   /api/v1/agents/{agent}/exec                  ExecRequest -> application/x-ndjson of ExecOutput
 //	GET    /api/v1/agents/{agent}/attach                WebSocket: binary = bytes both ways, text = AttachControl

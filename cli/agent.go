@@ -36,7 +36,7 @@ func newAgentCmds(a *app) []*cobra.Command {
 	} {
 		cmds = append(cmds, newActionCmd(a, act.name, act.short))
 	}
-	return append(cmds, newDeleteCmd(a), newListCmd(a), newLogsCmd(a), newExecCmd(a), newAttachCmd(a))
+	return append(cmds, newDeleteCmd(a), newListCmd(a), newLogsCmd(a), newExecCmd(a), newAttachCmd(a), newReincarnateCmd(a))
 }
 
 // createFlags are the flags of create and start.

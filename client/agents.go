@@ -2,6 +2,8 @@ package client
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/url"
@@ -163,4 +165,36 @@ func (c *Client) UpdateAgent(ctx context.Context, agent, project string, req api
 		return nil, err
 	}
 	return &a, nil
+}
+
+// Reincarnate sends POST /agents/{agent}/reincarnate: with req.Broker a
+// move there (req.DryRun: the checks only), answering the move's plan. A
+// refused move's error carries the plan in its details.plan (MovePlanOf).
+func (c *Client) Reincarnate(ctx context.Context, agent, project string, req api.ReincarnateRequest) (*api.MovePlan, error) {
+	if err := req.Validate(); err != nil { // the Hub's own rule
+		return nil, err
+	}
+	s, err := segment("agent", agent)
+	if err != nil {
+		return nil, err
+	}
+	var p api.MovePlan
+	if err := c.do(ctx, request{method: http.MethodPost, path: apiPath("agents", s, "reincarnate"), query: agentQuery(project), body: req}, &p); err != nil {
+		return nil, err
+	}
+	return &p, nil
+}
+
+// MovePlanOf is the plan a refused move's error carries, if it has one.
+func MovePlanOf(err error) *api.MovePlan {
+	var e *api.Error
+	if !errors.As(err, &e) || e.Details == nil || e.Details["plan"] == nil {
+		return nil
+	}
+	b, merr := json.Marshal(e.Details["plan"])
+	var p api.MovePlan
+	if merr != nil || json.Unmarshal(b, &p) != nil || len(p.Checks) == 0 {
+		return nil
+	}
+	return &p
 }

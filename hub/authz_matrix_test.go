@@ -21,6 +21,7 @@ import (
 	"github.com/scion-go/scion/hub"
 	"github.com/scion-go/scion/internal/testenv"
 	"github.com/scion-go/scion/store"
+	"github.com/scion-go/scion/wire"
 )
 
 // The caller kinds of the authorization matrix, in column order.
@@ -95,6 +96,14 @@ var matrix = []matrixRow{
 	{"DELETE /api/v1/agents/{agent}", "204 204 403 403 403 403 403 403 204 204 403 403"},
 	{"POST /api/v1/agents/{agent}/{action}", "200 200 403 403 403 403 403 403 200 200 403 403"},
 	{"POST /api/v1/agents/{agent}/{action} | restart a coordinator", "200 403 403 403 403 403 403 403 403 200 403 403"},
+	// A move's dry run (forced: the matrix brokers keep workspaces on
+	// their own disks) to b2, which serves P with AutoProvide on: the
+	// agent.lifecycle of the action routes, then the spec's move table
+	// (the agent itself needs no permission; a token reaches AutoProvide
+	// brokers). Unforced, the export check refuses (409) whoever may ask.
+	{"POST /api/v1/agents/{agent}/reincarnate", "200 200 403 403 403 403 403 403 200 200 403 403"},
+	{"POST /api/v1/agents/{agent}/reincarnate | not forced", "409 409 403 403 403 403 403 403 409 409 403 403"},
+	{"POST /api/v1/agents/{agent}/reincarnate | a coordinator", "200 403 403 403 403 403 403 403 403 200 403 403"},
 	{"GET /api/v1/agents/{agent}/logs", "200 200 200 403 403 403 200 200 200 200 200 200"},
 	{"POST /api/v1/agents/{agent}/exec", "200 200 403 403 403 403 403 403 200 200 403 403"},
 	{"GET /api/v1/agents/{agent}/attach", "426 426 403 403 403 403 403 403 426 426 403 403"},
@@ -206,7 +215,8 @@ func (m *matrixEnv) startAgent(c *client.Client, req api.CreateAgentRequest) *ap
 }
 
 func newMatrixEnv(t *testing.T) *matrixEnv {
-	e := testenv.New(t, testenv.Options{Brokers: 2})
+	moves := []string{wire.CapAgentMove, wire.CapAgentMoveRecreate}
+	e := testenv.New(t, testenv.Options{Brokers: 2, Capabilities: map[string][]string{"b1": moves, "b2": moves}})
 	ctx := context.Background()
 	m := &matrixEnv{t: t, e: e, ctx: ctx, tokens: map[string]string{}}
 	if _, err := e.Admin.PutLimits(ctx, api.Limits{MaxAgentsPerBroker: 0}); err != nil {
@@ -404,6 +414,18 @@ func (m *matrixEnv) prepare(route, caller string) (cell, string) {
 			break
 		}
 		set("agent", target(req))
+	case "POST /api/v1/agents/{agent}/reincarnate":
+		req := api.ReincarnateRequest{Broker: "b2", DryRun: true, Force: variant != "not forced"}
+		c.body = req
+		if variant == "a coordinator" {
+			a := m.startAgent(e.Admin, api.CreateAgentRequest{Role: "coordinator"})
+			set("agent", a.ID)
+			if caller == "agent:self" {
+				token = agentToken(t, e, a.ID)
+			}
+			break
+		}
+		set("agent", target(api.CreateAgentRequest{}))
 	case "POST /api/v1/agents/{agent}/exec":
 		set("agent", target(api.CreateAgentRequest{}))
 		c.body = api.ExecRequest{Command: []string{"true"}}

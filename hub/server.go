@@ -247,6 +247,7 @@ func (s *Server) Routes() []Route {
 		a("PATCH /api/v1/agents/{agent}", s.handleUpdateAgent),
 		a("DELETE /api/v1/agents/{agent}", s.handleDeleteAgent),
 		a("POST /api/v1/agents/{agent}/{action}", s.handleAgentAction),
+		a("POST /api/v1/agents/{agent}/reincarnate", s.handleReincarnate),
 		stream("GET /api/v1/agents/{agent}/logs", s.handleAgentLogs),
 		stream("POST /api/v1/agents/{agent}/exec", s.handleAgentExec),
 		stream("GET /api/v1/agents/{agent}/attach", s.handleAgentAttach),

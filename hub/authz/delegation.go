@@ -82,15 +82,6 @@ func PassthroughAllowed(kind string, caps []string) *Refusal {
 	return deny("this runtime broker does not allow agents with a %s passthrough identity", kind)
 }
 
-// CanMoveSelf: an agent that runs with a passthrough identity cannot move
-// itself to another broker.
-func CanMoveSelf(c Caller) *Refusal {
-	if c.Kind == Agent && c.Passthrough != "" {
-		return deny("an agent with a passthrough identity cannot move itself; ask a user to move you")
-	}
-	return nil
-}
-
 // AgentScopeNames are the scopes an agent may carry.
 var AgentScopeNames = []string{ScopeAgentCreate}
 

@@ -1,0 +1,136 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/client"
+)
+
+// newReincarnateCmd is `scion reincarnate`: with --broker, a move of the
+// agent to another Runtime Broker. The CLI always sends a dry run first
+// and stops if it is refused, so a real request goes only to a Hub that
+// knows moves and only for an eligible one.
+func newReincarnateCmd(a *app) *cobra.Command {
+	var project, handoffFile string
+	var req api.ReincarnateRequest
+	c := &cobra.Command{
+		Use:   "reincarnate <agent> --broker <name|id> [--dry-run] [--force]",
+		Short: "Move an agent to another Runtime Broker (a new generation of it there)",
+		Long: `Move an agent to another Runtime Broker, keeping its ID, slug, generation chain and
+workspace. The workspace is never copied: both brokers must mount the same NFS export
+(server.workspace_storage), so the target sees the very directory the source used.
+
+The Hub runs its checks in a fixed order and the first failing one refuses the move
+before anything changes; --dry-run prints every check, the transfer mode and what the
+move keeps, carries, recreates and loses. --force (with --dry-run) previews recreating a
+clone-per-agent or empty-per-agent workspace on the target instead.`,
+		Example: `  scion reincarnate fixer --broker broker-b --dry-run
+  scion reincarnate fixer --broker broker-b --dry-run --force
+  scion reincarnate fixer --broker broker-b --handoff-file handoff.md`,
+		Args: exactArgs("agent"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := nonEmptyFlag(cmd, "project", "broker"); err != nil {
+				return err
+			}
+			if req.Broker == "" {
+				return usageErrorf("name the target with --broker: reincarnating an agent in place is not available yet")
+			}
+			if handoffFile != "" {
+				b, err := readBounded(handoffFile, api.MaxHandoffLen)
+				if err != nil {
+					return err
+				}
+				req.Handoff = string(b)
+			}
+			if err := req.Validate(); err != nil {
+				return err
+			}
+			p := projectOrDefault(project)
+			_, cl, err := a.connect()
+			if err != nil {
+				return err
+			}
+			dry := req
+			dry.DryRun = true
+			plan, err := cl.Reincarnate(cmd.Context(), args[0], p, dry)
+			if err != nil {
+				if refused := client.MovePlanOf(err); refused != nil && !a.json() {
+					printMovePlan(cmd.OutOrStdout(), refused)
+					if refused.Forceable {
+						fmt.Fprintf(cmd.ErrOrStderr(), "This move can be previewed with a recreated workspace: scion reincarnate %s --broker %s --dry-run --force\n", args[0], req.Broker)
+					}
+				}
+				return err
+			}
+			if !req.DryRun {
+				if plan, err = cl.Reincarnate(cmd.Context(), args[0], p, req); err != nil {
+					return err
+				}
+			}
+			if a.json() {
+				return writeJSON(cmd.OutOrStdout(), plan)
+			}
+			printMovePlan(cmd.OutOrStdout(), plan)
+			return nil
+		},
+	}
+	f := c.Flags()
+	f.StringVar(&req.Broker, "broker", "", "the Runtime Broker to move the agent to (name or ID)")
+	f.BoolVar(&req.DryRun, "dry-run", false, "run the checks and print the plan without changing anything")
+	f.BoolVar(&req.Force, "force", false, "allow recreating the workspace on the target where the export cannot carry it (with --dry-run)")
+	f.StringVar(&handoffFile, "handoff-file", "", "a file whose text starts the new generation, after the Hub's preamble")
+	f.StringVar(&req.Image, "image", "", "run the new generation with this image (the checks judge it)")
+	f.StringVar(&req.Role, "role", "", "change the agent's role (you become its delegator)")
+	projectFlag(c, &project)
+	return c
+}
+
+// readBounded reads a file of at most max bytes.
+func readBounded(path string, max int) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, int64(max)+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > max {
+		return nil, usageErrorf("%s is larger than %d bytes", path, max)
+	}
+	return b, nil
+}
+
+// printMovePlan prints a move's verdict, every check and, for an eligible
+// move, its transfer mode and consequences.
+func printMovePlan(w io.Writer, p *api.MovePlan) {
+	verdict := "refused"
+	if p.Eligible {
+		verdict = "eligible, transfer mode " + p.TransferMode
+	}
+	fmt.Fprintf(w, "Move of agent %s from %s to %s: %s\n", p.Agent, p.Source, p.Target, verdict)
+	t := newTable(w, "CHECK", "STATUS", "MESSAGE")
+	for _, c := range p.Checks {
+		t.row(c.Name, c.Status, c.Message)
+	}
+	_ = t.flush()
+	if !p.Eligible {
+		return
+	}
+	for _, l := range []struct {
+		name  string
+		items []string
+	}{{"Kept", p.Consequences.Kept}, {"Carried", p.Consequences.Carried},
+		{"Recreated", p.Consequences.Recreated}, {"Lost", p.Consequences.Lost}} {
+		if len(l.items) > 0 {
+			fmt.Fprintf(w, "%s: %s\n", l.name, strings.Join(l.items, "; "))
+		}
+	}
+}
