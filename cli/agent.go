@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/cli/show"
 	"github.com/scion-go/scion/client"
 )
 
@@ -337,11 +338,11 @@ or without --force: its record stays until its project is deleted with
 
 func (a *app) printAgent(cmd *cobra.Command, ag *api.Agent, project string) error {
 	if a.json() {
-		return writeJSON(cmd.OutOrStdout(), ag)
+		return show.JSON(cmd.OutOrStdout(), ag)
 	}
-	t := newTable(cmd.OutOrStdout(), agentHeaders...)
-	t.row(agentRow(*ag, project)...)
-	if err := t.flush(); err != nil {
+	t := show.NewTable(cmd.OutOrStdout(), agentHeaders...)
+	t.Row(agentRow(*ag, project)...)
+	if err := t.Flush(); err != nil {
 		return err
 	}
 	// An agent on a flat Runtime Broker has no profile: its pin says
@@ -361,6 +362,6 @@ func (a *app) printAgent(cmd *cobra.Command, ag *api.Agent, project string) erro
 var agentHeaders = []string{"NAME", "PROJECT", "BROKER", "PHASE", "CONTAINER", "AGE"}
 
 func agentRow(ag api.Agent, project string) []string {
-	return []string{ag.Slug, project, orDash(firstNonEmpty(ag.BrokerName, ag.BrokerID)), orDash(ag.Phase),
-		orDash(ag.ContainerStatus), age(ag.CreatedAt)}
+	return []string{ag.Slug, project, show.OrDash(firstNonEmpty(ag.BrokerName, ag.BrokerID)), show.OrDash(ag.Phase),
+		show.OrDash(ag.ContainerStatus), show.Age(ag.CreatedAt)}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/scion-go/scion/cli/show"
 	"github.com/scion-go/scion/client"
 )
 
@@ -41,21 +42,21 @@ func newListCmd(a *app) *cobra.Command {
 				return err
 			}
 			if a.json() {
-				return writeJSON(cmd.OutOrStdout(), ags)
+				return show.JSON(cmd.OutOrStdout(), ags)
 			}
 			names := map[string]string{}
 			if all && len(ags) > 0 {
 				names = projectNames(cmd.Context(), cl)
 			}
-			t := newTable(cmd.OutOrStdout(), agentHeaders...)
+			t := show.NewTable(cmd.OutOrStdout(), agentHeaders...)
 			for _, ag := range ags {
 				p := filter.Project
 				if all {
 					p = firstNonEmpty(names[ag.ProjectID], ag.ProjectID)
 				}
-				t.row(agentRow(ag, p)...)
+				t.Row(agentRow(ag, p)...)
 			}
-			return t.flush()
+			return t.Flush()
 		},
 	}
 	projectFlag(c, &project)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/scion-go/scion/api"
 	"github.com/scion-go/scion/cli/hubconn"
+	"github.com/scion-go/scion/cli/show"
 	"github.com/scion-go/scion/config"
 )
 
@@ -207,7 +208,7 @@ func (a *app) saveRegistration(cmd *cobra.Command, t *hubconn.Target, creds *con
 		return err
 	}
 	if a.json() {
-		return writeJSON(cmd.OutOrStdout(), r)
+		return show.JSON(cmd.OutOrStdout(), r)
 	}
 	printRegistration(cmd.OutOrStdout(), t, s, ws, r)
 	fmt.Fprintf(cmd.OutOrStdout(), "Next: 'scion runtime-broker start', then 'scion runtime-broker provide --project <project>'.\n")

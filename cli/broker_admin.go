@@ -10,6 +10,7 @@ import (
 
 	"github.com/scion-go/scion/api"
 	"github.com/scion-go/scion/cli/hubconn"
+	"github.com/scion-go/scion/cli/show"
 	"github.com/scion-go/scion/config"
 )
 
@@ -78,7 +79,7 @@ func brokerForHub(t *hubconn.Target, name string) (*localReg, error) {
 func warnOtherHub(cmd *cobra.Command, r *localReg, t *hubconn.Target) {
 	if r.HubEndpoint != "" && !hubconn.SameURL(r.HubEndpoint, t.URL) {
 		fmt.Fprintf(cmd.ErrOrStderr(), "warning: broker %s (%s) is registered with %s, but this request goes to %s, the Hub the CLI selects; select that Hub with --hub or 'scion hub use'\n",
-			orDash(r.BrokerName), r.BrokerID, r.HubEndpoint, t.URL)
+			show.OrDash(r.BrokerName), r.BrokerID, r.HubEndpoint, t.URL)
 	}
 }
 
@@ -122,7 +123,7 @@ no longer places the project's new agents on it.`
 			return err
 		}
 		if a.json() {
-			return writeJSON(cmd.OutOrStdout(), b)
+			return show.JSON(cmd.OutOrStdout(), b)
 		}
 		fmt.Fprintf(cmd.OutOrStdout(), "Runtime Broker %s %s project %s.\n", b.Name, verb, project)
 		return nil
@@ -191,7 +192,7 @@ cannot be asked).`,
 				st.AgentHubWarning = config.AgentHubWarning(b.Runtime, st.AgentHubEndpoint)
 			}
 			if a.json() {
-				return writeJSON(cmd.OutOrStdout(), st)
+				return show.JSON(cmd.OutOrStdout(), st)
 			}
 			projects := b.Projects
 			if len(projects) > 0 {
@@ -205,10 +206,10 @@ cannot be asked).`,
 				"Name", b.Name,
 				"ID", b.ID,
 				"Status", b.Status,
-				"Last seen", ago(b.LastSeen),
+				"Last seen", show.Ago(b.LastSeen),
 				"Running agents", fmt.Sprint(b.RunningAgents),
-				"Limit", limitText(b.EffectiveMaxAgents),
-				"Auto-provide", yesNo(b.AutoProvide),
+				"Limit", show.LimitText(b.EffectiveMaxAgents),
+				"Auto-provide", show.YesNo(b.AutoProvide),
 				"Projects", strings.Join(projects, ", "),
 				"Capabilities", strings.Join(b.Capabilities, ", "),
 				"Runtime", b.Runtime,
@@ -225,7 +226,7 @@ cannot be asked).`,
 			if st.AgentHubWarning != "" {
 				kv = append(kv, "Warning", st.AgentHubWarning)
 			}
-			return keyValues(cmd.OutOrStdout(), kv...)
+			return show.KeyValues(cmd.OutOrStdout(), kv...)
 		},
 	}
 	c.Flags().StringVar(&name, "name", "", "stored broker connection to show (default: the one for the selected Hub)")
@@ -285,7 +286,7 @@ still running on this machine, are not stopped).`,
 			if err != nil {
 				return fmt.Errorf("deregistered %s but could not update the local files: %w", r.BrokerID, err)
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "Deregistered Runtime Broker %s (%s) from %s.\n", orDash(r.BrokerName), r.BrokerID, t.URL)
+			fmt.Fprintf(cmd.OutOrStdout(), "Deregistered Runtime Broker %s (%s) from %s.\n", show.OrDash(r.BrokerName), r.BrokerID, t.URL)
 			return nil
 		},
 	}
@@ -312,7 +313,7 @@ func registrationToDeregister(creds *config.BrokerCredentials, s *config.Setting
 	}
 	if name != "" && !settingsMatch(s, name) {
 		return nil, fmt.Errorf("no broker registration named %q: no connections are stored, and the global settings hold broker %s (%s)",
-			name, orDash(b.Name), b.BrokerID)
+			name, show.OrDash(b.Name), b.BrokerID)
 	}
 	return fromSettings(s), nil
 }

@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/cli/show"
 	"github.com/scion-go/scion/config"
 )
 
@@ -135,7 +136,7 @@ func (a *app) registerInstance(cmd *cobra.Command, key string, autoProvide, forc
 		}
 	}
 	if a.json() {
-		return writeJSON(cmd.OutOrStdout(), out)
+		return show.JSON(cmd.OutOrStdout(), out)
 	}
 	w := cmd.OutOrStdout()
 	printRegistration(w, t, settings, ws, r)
@@ -145,7 +146,7 @@ func (a *app) registerInstance(cmd *cobra.Command, key string, autoProvide, forc
 		fmt.Fprintf(w, "Instance %s serves %s.\n", key, target.String())
 	}
 	if out.MaxAgentsApplied {
-		fmt.Fprintf(w, "Limit: %s (maxAgents).\n", limitText(*in.MaxAgents))
+		fmt.Fprintf(w, "Limit: %s (maxAgents).\n", show.LimitText(*in.MaxAgents))
 	}
 	fmt.Fprintf(w, "Next: register the other instances, then 'scion runtime-broker start'.\n")
 	return nil
@@ -305,15 +306,15 @@ func (a *app) showInstances(cmd *cobra.Command, s *config.Settings) error {
 		out.Instances = append(out.Instances, st)
 	}
 	if a.json() {
-		return writeJSON(cmd.OutOrStdout(), out)
+		return show.JSON(cmd.OutOrStdout(), out)
 	}
 	w := cmd.OutOrStdout()
 	fmt.Fprintf(w, "Flat Runtime Broker instances (server.broker.instances), as %s sees them:\n", firstNonEmpty(endpoint, "(no Hub selected)"))
-	tb := newTable(w, "KEY", "NAME", "BROKER ID", "TARGET", "STATE")
+	tb := show.NewTable(w, "KEY", "NAME", "BROKER ID", "TARGET", "STATE")
 	for _, st := range out.Instances {
-		tb.row(st.Key, st.Name, firstNonEmpty(st.BrokerID, stateNotRegistered), st.Target, st.State)
+		tb.Row(st.Key, st.Name, firstNonEmpty(st.BrokerID, stateNotRegistered), st.Target, st.State)
 	}
-	if err := tb.flush(); err != nil {
+	if err := tb.Flush(); err != nil {
 		return err
 	}
 	for _, st := range out.Instances {

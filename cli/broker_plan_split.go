@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/scion-go/scion/cli/show"
 	"github.com/scion-go/scion/internal/splitplan"
 )
 
@@ -114,7 +115,7 @@ on a bad command line (including --caps that break the rule).`,
 			v := splitView{Plan: p, HubMaxAgentsPerBroker: lim.MaxAgentsPerBroker, QuotasEnforced: in.QuotasEnforced,
 				LegacyBroker: legacyView{ID: b.ID, Name: b.Name, MaxAgents: b.Settings.MaxAgents, ActiveReservations: b.RunningAgents}}
 			if a.json() {
-				err = writeJSON(cmd.OutOrStdout(), v)
+				err = show.JSON(cmd.OutOrStdout(), v)
 			} else {
 				err = printSplit(cmd.OutOrStdout(), v)
 			}
@@ -150,26 +151,26 @@ type legacyView struct {
 func printSplit(w io.Writer, v splitView) error {
 	own := "none (inherits)"
 	if m := v.LegacyBroker.MaxAgents; m != nil {
-		own = limitText(*m)
+		own = show.LimitText(*m)
 	}
-	if err := keyValues(w,
+	if err := show.KeyValues(w,
 		"legacy broker", fmt.Sprintf("%s (%s)", v.LegacyBroker.Name, v.LegacyBroker.ID),
 		"legacy maxAgents", own,
 		"active reservations", fmt.Sprint(v.LegacyBroker.ActiveReservations),
-		"hub max_agents_per_broker", limitText(v.HubMaxAgentsPerBroker),
+		"hub max_agents_per_broker", show.LimitText(v.HubMaxAgentsPerBroker),
 		"verdict", string(v.Verdict)); err != nil {
 		return err
 	}
 	fmt.Fprintln(w)
-	t := newTable(w, "INSTANCE", "MAX AGENTS", "RECEIVING")
+	t := show.NewTable(w, "INSTANCE", "MAX AGENTS", "RECEIVING")
 	for _, inst := range v.Instances {
 		c := "-"
 		if inst.MaxAgents != nil {
 			c = fmt.Sprint(*inst.MaxAgents)
 		}
-		t.row(inst.Name, c, yesNo(inst.Receiving))
+		t.Row(inst.Name, c, show.YesNo(inst.Receiving))
 	}
-	if err := t.flush(); err != nil {
+	if err := t.Flush(); err != nil {
 		return err
 	}
 	fmt.Fprintln(w)

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/cli/show"
 	"github.com/scion-go/scion/config"
 )
 
@@ -62,7 +63,7 @@ not sufficient: see docs/spokes.md.`,
 				return err
 			}
 			if a.json() {
-				if err := writeJSON(cmd.OutOrStdout(), r); err != nil {
+				if err := show.JSON(cmd.OutOrStdout(), r); err != nil {
 					return err
 				}
 			} else {

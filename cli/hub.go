@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/scion-go/scion/cli/hubconn"
+	"github.com/scion-go/scion/cli/show"
 	"github.com/scion-go/scion/config"
 )
 
@@ -129,17 +130,17 @@ func newHubListCmd(a *app) *cobra.Command {
 				items = append(items, hubListItem{n, e.URL, n == l.Current, e.Token != ""})
 			}
 			if a.json() {
-				return writeJSON(cmd.OutOrStdout(), items)
+				return show.JSON(cmd.OutOrStdout(), items)
 			}
-			t := newTable(cmd.OutOrStdout(), "CURRENT", "NAME", "URL", "SIGNED IN")
+			t := show.NewTable(cmd.OutOrStdout(), "CURRENT", "NAME", "URL", "SIGNED IN")
 			for _, it := range items {
 				mark := ""
 				if it.Current {
 					mark = "*"
 				}
-				t.row(mark, it.Name, it.URL, yesNo(it.SignedIn))
+				t.Row(mark, it.Name, it.URL, show.YesNo(it.SignedIn))
 			}
-			return t.flush()
+			return t.Flush()
 		},
 	}
 }
@@ -220,7 +221,7 @@ with the Hub and stored.`,
 			if err := l.Save(); err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "Signed in to %s as %s %s (role %s).\n", nick, who.Kind, orDash(firstNonEmpty(who.Name, who.ID)), orDash(who.Role))
+			fmt.Fprintf(cmd.OutOrStdout(), "Signed in to %s as %s %s (role %s).\n", nick, who.Kind, show.OrDash(firstNonEmpty(who.Name, who.ID)), show.OrDash(who.Role))
 			return nil
 		},
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/cli/show"
 )
 
 func newHubTokensCmd(a *app) *cobra.Command {
@@ -47,7 +48,7 @@ project:agent:create, project:agent:lifecycle.`,
 				return err
 			}
 			if a.json() {
-				return writeJSON(cmd.OutOrStdout(), t)
+				return show.JSON(cmd.OutOrStdout(), t)
 			}
 			w := cmd.OutOrStdout()
 			fmt.Fprintf(w, "Token %s (%s) for project %s, scopes %s, expires %s:\n\n  %s\n\n", t.Name, t.ID, t.ProjectID,
@@ -74,13 +75,13 @@ project:agent:create, project:agent:lifecycle.`,
 				return err
 			}
 			if a.json() {
-				return writeJSON(cmd.OutOrStdout(), ts)
+				return show.JSON(cmd.OutOrStdout(), ts)
 			}
-			t := newTable(cmd.OutOrStdout(), "NAME", "ID", "PROJECT", "SCOPES", "EXPIRES", "REVOKED")
+			t := show.NewTable(cmd.OutOrStdout(), "NAME", "ID", "PROJECT", "SCOPES", "EXPIRES", "REVOKED")
 			for _, x := range ts {
-				t.row(x.Name, x.ID, x.ProjectID, strings.Join(x.Scopes, ","), timeText(x.ExpiresAt), timeText(x.RevokedAt))
+				t.Row(x.Name, x.ID, x.ProjectID, strings.Join(x.Scopes, ","), timeText(x.ExpiresAt), timeText(x.RevokedAt))
 			}
-			return t.flush()
+			return t.Flush()
 		},
 	}
 	revoke := &cobra.Command{
@@ -150,7 +151,7 @@ can name one, and no API answer carries its value.`,
 					return err
 				}
 				if a.json() {
-					return writeJSON(cmd.OutOrStdout(), x)
+					return show.JSON(cmd.OutOrStdout(), x)
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "Secret %s set for runtime broker %s.\n", x.Name, broker)
 				return nil
@@ -160,7 +161,7 @@ can name one, and no API answer carries its value.`,
 				return err
 			}
 			if a.json() {
-				return writeJSON(cmd.OutOrStdout(), x)
+				return show.JSON(cmd.OutOrStdout(), x)
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "Secret %s set%s.\n", x.Name, scopeText(project))
 			return nil
@@ -185,26 +186,26 @@ can name one, and no API answer carries its value.`,
 					return err
 				}
 				if a.json() {
-					return writeJSON(cmd.OutOrStdout(), xs)
+					return show.JSON(cmd.OutOrStdout(), xs)
 				}
-				t := newTable(cmd.OutOrStdout(), "NAME", "BROKER", "UPDATED", "BY")
+				t := show.NewTable(cmd.OutOrStdout(), "NAME", "BROKER", "UPDATED", "BY")
 				for _, x := range xs {
-					t.row(x.Name, x.BrokerID, x.UpdatedAt.Local().Format("2006-01-02 15:04"), orDash(x.CreatedBy))
+					t.Row(x.Name, x.BrokerID, x.UpdatedAt.Local().Format("2006-01-02 15:04"), show.OrDash(x.CreatedBy))
 				}
-				return t.flush()
+				return t.Flush()
 			}
 			xs, err := cl.ListSecrets(cmd.Context(), project)
 			if err != nil {
 				return err
 			}
 			if a.json() {
-				return writeJSON(cmd.OutOrStdout(), xs)
+				return show.JSON(cmd.OutOrStdout(), xs)
 			}
-			t := newTable(cmd.OutOrStdout(), "NAME", "UPDATED", "BY")
+			t := show.NewTable(cmd.OutOrStdout(), "NAME", "UPDATED", "BY")
 			for _, x := range xs {
-				t.row(x.Name, x.UpdatedAt.Local().Format("2006-01-02 15:04"), orDash(x.CreatedBy))
+				t.Row(x.Name, x.UpdatedAt.Local().Format("2006-01-02 15:04"), show.OrDash(x.CreatedBy))
 			}
-			return t.flush()
+			return t.Flush()
 		},
 	}
 	del := &cobra.Command{
@@ -309,13 +310,13 @@ unless --oidc-default-role says otherwise). Roles: admin, member, viewer.`,
 				return err
 			}
 			if a.json() {
-				return writeJSON(cmd.OutOrStdout(), us)
+				return show.JSON(cmd.OutOrStdout(), us)
 			}
-			t := newTable(cmd.OutOrStdout(), "ID", "NAME", "EMAIL", "ROLE")
+			t := show.NewTable(cmd.OutOrStdout(), "ID", "NAME", "EMAIL", "ROLE")
 			for _, u := range us {
-				t.row(u.ID, u.Name, orDash(u.Email), u.Role)
+				t.Row(u.ID, u.Name, show.OrDash(u.Email), u.Role)
 			}
-			return t.flush()
+			return t.Flush()
 		},
 	}
 	setRole := &cobra.Command{
@@ -333,7 +334,7 @@ unless --oidc-default-role says otherwise). Roles: admin, member, viewer.`,
 				return err
 			}
 			if a.json() {
-				return writeJSON(cmd.OutOrStdout(), u)
+				return show.JSON(cmd.OutOrStdout(), u)
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "User %s is now %s.\n", u.Name, u.Role)
 			return nil

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/cli/show"
 	"github.com/scion-go/scion/client"
 )
 
@@ -38,14 +39,14 @@ new projects automatically, and how many projects it provides.`,
 				return err
 			}
 			if a.json() {
-				return writeJSON(cmd.OutOrStdout(), bs)
+				return show.JSON(cmd.OutOrStdout(), bs)
 			}
-			t := newTable(cmd.OutOrStdout(), "NAME", "ID", "STATUS", "TARGET", "RUNNING", "LIMIT", "AUTO-PROVIDE", "PROJECTS")
+			t := show.NewTable(cmd.OutOrStdout(), "NAME", "ID", "STATUS", "TARGET", "RUNNING", "LIMIT", "AUTO-PROVIDE", "PROJECTS")
 			for _, b := range bs {
-				t.row(b.Name, b.ID, orDash(b.Status), targetText(b.RuntimeTarget), fmt.Sprint(b.RunningAgents), limitText(b.EffectiveMaxAgents),
-					yesNo(b.AutoProvide), fmt.Sprint(len(b.Projects)))
+				t.Row(b.Name, b.ID, show.OrDash(b.Status), targetText(b.RuntimeTarget), fmt.Sprint(b.RunningAgents), show.LimitText(b.EffectiveMaxAgents),
+					show.YesNo(b.AutoProvide), fmt.Sprint(len(b.Projects)))
 			}
-			return t.flush()
+			return t.Flush()
 		},
 	}
 	jt := groupCmd(&cobra.Command{Use: "join-token", Short: "Create one-time tokens for 'scion runtime-broker join'"})
@@ -96,7 +97,7 @@ The Hub does not show the token again.`,
 				return err
 			}
 			if a.json() {
-				return writeJSON(cmd.OutOrStdout(), tok)
+				return show.JSON(cmd.OutOrStdout(), tok)
 			}
 			// The token alone goes to stdout so that it can be captured;
 			// the explanation goes to stderr.
@@ -256,11 +257,11 @@ func parseExperiments(vals []string) (map[string]bool, error) {
 
 func (a *app) printSettings(cmd *cobra.Command, s *api.HubSettings) error {
 	if a.json() {
-		return writeJSON(cmd.OutOrStdout(), s)
+		return show.JSON(cmd.OutOrStdout(), s)
 	}
 	w := cmd.OutOrStdout()
 	d := s.AgentDefaults
-	if err := keyValues(w,
+	if err := show.KeyValues(w,
 		"default_runtime_broker", d.DefaultRuntimeBroker,
 		"default_harness", d.DefaultHarness,
 		"default_image", d.DefaultImage); err != nil {
@@ -279,7 +280,7 @@ func (a *app) printSettings(cmd *cobra.Command, s *api.HubSettings) error {
 	for _, n := range names {
 		kv = append(kv, "  "+n, onOff(s.Experiments[n]))
 	}
-	return keyValues(w, kv...)
+	return show.KeyValues(w, kv...)
 }
 
 func onOff(on bool) string {
@@ -344,7 +345,7 @@ Runtime Broker unless the broker's own settings override it (0 = unlimited).`,
 
 func (a *app) printLimits(cmd *cobra.Command, l *api.Limits) error {
 	if a.json() {
-		return writeJSON(cmd.OutOrStdout(), l)
+		return show.JSON(cmd.OutOrStdout(), l)
 	}
-	return keyValues(cmd.OutOrStdout(), "max_agents_per_broker", limitText(l.MaxAgentsPerBroker))
+	return show.KeyValues(cmd.OutOrStdout(), "max_agents_per_broker", show.LimitText(l.MaxAgentsPerBroker))
 }

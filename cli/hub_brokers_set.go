@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/cli/show"
 )
 
 // newHubBrokersSetCmd is `scion hub brokers set`: a broker's own settings
@@ -60,15 +61,15 @@ broker ID and so its own limit.
 				return err
 			}
 			if a.json() {
-				return writeJSON(cmd.OutOrStdout(), b)
+				return show.JSON(cmd.OutOrStdout(), b)
 			}
 			own := "inherits the hub-wide max_agents_per_broker"
 			if b.Settings.MaxAgents != nil {
 				own = "its own"
 			}
-			return keyValues(cmd.OutOrStdout(), "broker", b.Name+" ("+b.ID+")",
-				"limit", fmt.Sprintf("%s (%s)", limitText(b.EffectiveMaxAgents), own),
-				"auto_provide", yesNo(b.AutoProvide))
+			return show.KeyValues(cmd.OutOrStdout(), "broker", b.Name+" ("+b.ID+")",
+				"limit", fmt.Sprintf("%s (%s)", show.LimitText(b.EffectiveMaxAgents), own),
+				"auto_provide", show.YesNo(b.AutoProvide))
 		},
 	}
 	c.Flags().IntVar(&maxAgents, "max-agents", 0, "running agents allowed on this broker (0 = unlimited)")

@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/cli/show"
 )
 
 func newHubMetricsTokensCmd(a *app) *cobra.Command {
@@ -37,7 +38,7 @@ Give it to Prometheus as a bearer token (authorization.credentials_file).`,
 				return err
 			}
 			if a.json() {
-				return writeJSON(cmd.OutOrStdout(), t)
+				return show.JSON(cmd.OutOrStdout(), t)
 			}
 			fmt.Fprintln(cmd.OutOrStdout(), t.Token)
 			fmt.Fprintf(cmd.ErrOrStderr(), "Scrape token %s (%s), expires %s. It is shown only once.\n", t.Name, t.ID, timeText(t.ExpiresAt))
@@ -60,13 +61,13 @@ Give it to Prometheus as a bearer token (authorization.credentials_file).`,
 				return err
 			}
 			if a.json() {
-				return writeJSON(cmd.OutOrStdout(), ts)
+				return show.JSON(cmd.OutOrStdout(), ts)
 			}
-			t := newTable(cmd.OutOrStdout(), "NAME", "ID", "EXPIRES", "REVOKED")
+			t := show.NewTable(cmd.OutOrStdout(), "NAME", "ID", "EXPIRES", "REVOKED")
 			for _, x := range ts {
-				t.row(x.Name, x.ID, timeText(x.ExpiresAt), timeText(x.RevokedAt))
+				t.Row(x.Name, x.ID, timeText(x.ExpiresAt), timeText(x.RevokedAt))
 			}
-			return t.flush()
+			return t.Flush()
 		},
 	}
 	revoke := &cobra.Command{

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/cli/show"
 	"github.com/scion-go/scion/client"
 )
 
@@ -224,7 +225,7 @@ func (a *app) waitJob(cmd *cobra.Command, cl *client.Client, j *api.Job, follow 
 }
 
 func progressLine(j *api.Job) string {
-	s := fmt.Sprintf("job %s on %s: %s", j.ID, orDash(j.Cluster), j.State)
+	s := fmt.Sprintf("job %s on %s: %s", j.ID, show.OrDash(j.Cluster), j.State)
 	if j.Message != "" {
 		s += ": " + j.Message
 	}
@@ -238,16 +239,16 @@ func (a *app) jobOutcome(cmd *cobra.Command, j *api.Job) error {
 	var err error
 	switch {
 	case a.json():
-		err = writeJSON(out, j)
+		err = show.JSON(out, j)
 	case j.State == api.JobStateError:
 		e := j.Error
 		if e == nil {
 			e = &api.JobError{Cluster: j.Cluster, Tier: j.Tier, Message: j.Message}
 		}
 		e.Status = "error"
-		err = writeJSON(out, e)
+		err = show.JSON(out, e)
 	case len(j.Result) > 0:
-		err = writeJSON(out, json.RawMessage(j.Result))
+		err = show.JSON(out, json.RawMessage(j.Result))
 	case j.State == api.JobStateSucceeded:
 		fmt.Fprintf(cmd.ErrOrStderr(), "job %s printed no result line\n", j.ID)
 	}
@@ -288,13 +289,13 @@ Jobs; otherwise every Job (hub admins).`,
 				return err
 			}
 			if a.json() {
-				return writeJSON(cmd.OutOrStdout(), js)
+				return show.JSON(cmd.OutOrStdout(), js)
 			}
-			t := newTable(cmd.OutOrStdout(), "ID", "AGENT", "CLUSTER", "STATE", "AGE", "MESSAGE")
+			t := show.NewTable(cmd.OutOrStdout(), "ID", "AGENT", "CLUSTER", "STATE", "AGE", "MESSAGE")
 			for _, j := range js {
-				t.row(j.ID, j.AgentID, orDash(j.Cluster), string(j.State), age(j.CreatedAt), orDash(truncateText(j.Message, 60)))
+				t.Row(j.ID, j.AgentID, show.OrDash(j.Cluster), string(j.State), show.Age(j.CreatedAt), show.OrDash(truncateText(j.Message, 60)))
 			}
-			return t.flush()
+			return t.Flush()
 		},
 	}
 	c.Flags().StringVar(&agent, "agent", "", "the agent's Jobs (name or ID)")
@@ -331,7 +332,7 @@ func newJobShowCmd(a *app) *cobra.Command {
 
 func (a *app) printJob(cmd *cobra.Command, j *api.Job) error {
 	if a.json() {
-		return writeJSON(cmd.OutOrStdout(), j)
+		return show.JSON(cmd.OutOrStdout(), j)
 	}
 	exit := ""
 	if j.ExitCode != nil {
@@ -341,7 +342,7 @@ func (a *app) printJob(cmd *cobra.Command, j *api.Job) error {
 	if j.Error != nil {
 		errText = j.Error.Message
 	}
-	return keyValues(cmd.OutOrStdout(),
+	return show.KeyValues(cmd.OutOrStdout(),
 		"ID", j.ID, "State", string(j.State), "Message", j.Message,
 		"Agent", j.AgentID, "Project", j.ProjectID, "Broker", j.BrokerID,
 		"Cluster", j.Cluster, "Tier", j.Tier, "Namespace", j.Namespace, "Name", j.Name,
@@ -415,7 +416,7 @@ broker confirms, or ends cancelled when the broker is deregistered.`,
 				return err
 			}
 			if a.json() {
-				return writeJSON(cmd.OutOrStdout(), j)
+				return show.JSON(cmd.OutOrStdout(), j)
 			}
 			if j.State == api.JobStateCancelling {
 				fmt.Fprintf(cmd.OutOrStdout(), "Job %s is %s: %s.\n", j.ID, j.State, j.Message)

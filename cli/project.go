@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/cli/show"
 )
 
 func newProjectCmd(a *app) *cobra.Command {
@@ -96,14 +97,14 @@ func newProjectListCmd(a *app) *cobra.Command {
 				return err
 			}
 			if a.json() {
-				return writeJSON(cmd.OutOrStdout(), ps)
+				return show.JSON(cmd.OutOrStdout(), ps)
 			}
-			t := newTable(cmd.OutOrStdout(), "NAME", "ID", "SHARING", "DEFAULT BROKER", "PROFILE", "PROVIDERS", "AGE")
+			t := show.NewTable(cmd.OutOrStdout(), "NAME", "ID", "SHARING", "DEFAULT BROKER", "PROFILE", "PROVIDERS", "AGE")
 			for _, p := range ps {
-				t.row(p.Name, p.ID, orDash(p.SharingMode), orDash(p.DefaultBrokerID), orDash(p.ActiveProfile),
-					fmt.Sprint(len(p.Providers)), age(p.CreatedAt))
+				t.Row(p.Name, p.ID, show.OrDash(p.SharingMode), show.OrDash(p.DefaultBrokerID), show.OrDash(p.ActiveProfile),
+					fmt.Sprint(len(p.Providers)), show.Age(p.CreatedAt))
 			}
-			return t.flush()
+			return t.Flush()
 		},
 	}
 }
@@ -221,7 +222,7 @@ it continues with the agents still there.`,
 				return err
 			}
 			if a.json() {
-				return writeJSON(cmd.OutOrStdout(), res)
+				return show.JSON(cmd.OutOrStdout(), res)
 			}
 			return printProjectDeleted(cmd.OutOrStdout(), args[0], res)
 		},
@@ -232,9 +233,9 @@ it continues with the agents still there.`,
 
 func (a *app) printProject(cmd *cobra.Command, p *api.Project) error {
 	if a.json() {
-		return writeJSON(cmd.OutOrStdout(), p)
+		return show.JSON(cmd.OutOrStdout(), p)
 	}
-	return keyValues(cmd.OutOrStdout(),
+	return show.KeyValues(cmd.OutOrStdout(),
 		"Name", p.Name,
 		"ID", p.ID,
 		"Git remote", p.GitRemote,
@@ -242,7 +243,7 @@ func (a *app) printProject(cmd *cobra.Command, p *api.Project) error {
 		"Default broker", p.DefaultBrokerID,
 		"Active profile", p.ActiveProfile,
 		"Providers", strings.Join(p.Providers, ", "),
-		"Created", age(p.CreatedAt)+" ago")
+		"Created", show.Age(p.CreatedAt)+" ago")
 }
 
 // printProjectDeleted says that the project is gone, what its brokers
@@ -250,17 +251,17 @@ func (a *app) printProject(cmd *cobra.Command, p *api.Project) error {
 func printProjectDeleted(w io.Writer, name string, res *api.ProjectDeleted) error {
 	fmt.Fprintf(w, "Deleted project %s.\n", name)
 	for _, r := range res.Removed {
-		fmt.Fprintf(w, "Removed on runtime broker %s: %s\n", orDash(r.Broker), r.Resource)
+		fmt.Fprintf(w, "Removed on runtime broker %s: %s\n", show.OrDash(r.Broker), r.Resource)
 	}
 	for _, r := range res.Queued {
-		fmt.Fprintf(w, "Queued on runtime broker %s: %s\n", orDash(firstNonEmpty(r.Broker, r.BrokerID)), r.Reason)
+		fmt.Fprintf(w, "Queued on runtime broker %s: %s\n", show.OrDash(firstNonEmpty(r.Broker, r.BrokerID)), r.Reason)
 	}
 	for _, r := range res.Left {
 		what := "project resources"
 		if r.Resource != "" {
 			what = r.Resource
 		}
-		fmt.Fprintf(w, "Left on runtime broker %s: %s: %s\n", orDash(firstNonEmpty(r.Broker, r.BrokerID)), what, r.Reason)
+		fmt.Fprintf(w, "Left on runtime broker %s: %s: %s\n", show.OrDash(firstNonEmpty(r.Broker, r.BrokerID)), what, r.Reason)
 	}
 	return nil
 }

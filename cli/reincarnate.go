@@ -4,11 +4,11 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/cli/show"
 	"github.com/scion-go/scion/client"
 )
 
@@ -61,7 +61,7 @@ clone-per-agent or empty-per-agent workspace on the target instead.`,
 			plan, err := cl.Reincarnate(cmd.Context(), args[0], p, dry)
 			if err != nil {
 				if refused := client.MovePlanOf(err); refused != nil && !a.json() {
-					printMovePlan(cmd.OutOrStdout(), refused)
+					show.MovePlan(cmd.OutOrStdout(), refused)
 					if refused.Forceable {
 						fmt.Fprintf(cmd.ErrOrStderr(), "This move can be previewed with a recreated workspace: scion reincarnate %s --broker %s --dry-run --force\n", args[0], req.Broker)
 					}
@@ -74,9 +74,9 @@ clone-per-agent or empty-per-agent workspace on the target instead.`,
 				}
 			}
 			if a.json() {
-				return writeJSON(cmd.OutOrStdout(), plan)
+				return show.JSON(cmd.OutOrStdout(), plan)
 			}
-			printMovePlan(cmd.OutOrStdout(), plan)
+			show.MovePlan(cmd.OutOrStdout(), plan)
 			return nil
 		},
 	}
@@ -106,31 +106,4 @@ func readBounded(path string, max int) ([]byte, error) {
 		return nil, usageErrorf("%s is larger than %d bytes", path, max)
 	}
 	return b, nil
-}
-
-// printMovePlan prints a move's verdict, every check and, for an eligible
-// move, its transfer mode and consequences.
-func printMovePlan(w io.Writer, p *api.MovePlan) {
-	verdict := "refused"
-	if p.Eligible {
-		verdict = "eligible, transfer mode " + p.TransferMode
-	}
-	fmt.Fprintf(w, "Move of agent %s from %s to %s: %s\n", p.Agent, p.Source, p.Target, verdict)
-	t := newTable(w, "CHECK", "STATUS", "MESSAGE")
-	for _, c := range p.Checks {
-		t.row(c.Name, c.Status, c.Message)
-	}
-	_ = t.flush()
-	if !p.Eligible {
-		return
-	}
-	for _, l := range []struct {
-		name  string
-		items []string
-	}{{"Kept", p.Consequences.Kept}, {"Carried", p.Consequences.Carried},
-		{"Recreated", p.Consequences.Recreated}, {"Lost", p.Consequences.Lost}} {
-		if len(l.items) > 0 {
-			fmt.Fprintf(w, "%s: %s\n", l.name, strings.Join(l.items, "; "))
-		}
-	}
 }

@@ -29,6 +29,7 @@ import (
 	"github.com/scion-go/scion/hub/httpapi"
 	"github.com/scion-go/scion/hub/identity"
 	"github.com/scion-go/scion/hub/jobs"
+	"github.com/scion-go/scion/hub/moves"
 	"github.com/scion-go/scion/hub/settings"
 	"github.com/scion-go/scion/hub/signin"
 	"github.com/scion-go/scion/store"
@@ -91,6 +92,8 @@ type Server struct {
 	// jobs is the room of delegated Jobs, hub/jobs (what it takes of the
 	// Server: jobs_room.go).
 	jobs *jobs.Service
+	// moves is the room of moves, hub/moves (moves_room.go).
+	moves *moves.Service
 
 	settings *settings.Settings
 
@@ -150,6 +153,7 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	s.secrets = s.id.Secrets()
 	s.settings = settings.New(s.store, s.log, s.systemCtx)
 	s.jobs = s.newJobs()
+	s.moves = s.newMoves()
 	if err := s.settings.PinDefault(ctx); err != nil {
 		return nil, err
 	}
@@ -247,7 +251,6 @@ func (s *Server) Routes() []Route {
 		a("PATCH /api/v1/agents/{agent}", s.handleUpdateAgent),
 		a("DELETE /api/v1/agents/{agent}", s.handleDeleteAgent),
 		a("POST /api/v1/agents/{agent}/{action}", s.handleAgentAction),
-		a("POST /api/v1/agents/{agent}/reincarnate", s.handleReincarnate),
 		stream("GET /api/v1/agents/{agent}/logs", s.handleAgentLogs),
 		stream("POST /api/v1/agents/{agent}/exec", s.handleAgentExec),
 		stream("GET /api/v1/agents/{agent}/attach", s.handleAgentAttach),
@@ -257,6 +260,7 @@ func (s *Server) Routes() []Route {
 		a("DELETE /api/v1/secrets/{name}", s.handleDeleteSecret),
 	}...)
 	routes = append(routes, s.settings.Routes()...)
+	routes = append(routes, s.moves.Routes()...)
 	return append(routes, s.jobs.Routes()...)
 }
 

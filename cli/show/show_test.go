@@ -1,4 +1,4 @@
-package cli
+package show
 
 import (
 	"bytes"
@@ -8,26 +8,26 @@ import (
 
 func TestAge(t *testing.T) {
 	base := time.Date(2025, 1, 10, 12, 0, 0, 0, time.UTC)
-	now = func() time.Time { return base }
-	defer func() { now = time.Now }()
+	Now = func() time.Time { return base }
+	defer func() { Now = time.Now }()
 	for d, want := range map[time.Duration]string{
 		0: "0s", 45 * time.Second: "45s", 90 * time.Second: "1m", 59 * time.Minute: "59m",
 		5 * time.Hour: "5h", 47 * time.Hour: "47h", 72 * time.Hour: "3d", -time.Minute: "0s",
 	} {
-		if got := age(base.Add(-d)); got != want {
-			t.Errorf("age(%v) = %q, want %q", d, got, want)
+		if got := Age(base.Add(-d)); got != want {
+			t.Errorf("Age(%v) = %q, want %q", d, got, want)
 		}
 	}
-	if age(time.Time{}) != "-" || ago(nil) != "never" {
+	if Age(time.Time{}) != "-" || Ago(nil) != "never" {
 		t.Error("zero times")
 	}
 }
 
 func TestTableKeepsColumnsWithOddValues(t *testing.T) {
 	var b bytes.Buffer
-	tb := newTable(&b, "A", "B")
-	tb.row("x\ty", "line\nbreak")
-	tb.flush()
+	tb := NewTable(&b, "A", "B")
+	tb.Row("x\ty", "line\nbreak")
+	tb.Flush()
 	if b.String() != "A    B\nx y  line break\n" {
 		t.Errorf("%q", b.String())
 	}

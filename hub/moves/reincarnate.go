@@ -1,7 +1,8 @@
-package hub
+package moves
 
 import (
 	"context"
+	"errors"
 	"net/http"
 
 	"github.com/scion-go/scion/api"
@@ -19,7 +20,7 @@ import (
 // failing check with the plan in details.plan. Nothing is written either
 // way. Executing a move (the saga) and a reincarnation in place are not
 // there yet: an eligible request without dryRun answers 501.
-func (s *Server) handleReincarnate(r *http.Request, c *Caller) (int, any, error) {
+func (s *Service) handleReincarnate(r *http.Request, c *authz.Caller) (int, any, error) {
 	ctx := r.Context()
 	var req api.ReincarnateRequest
 	if err := httpapi.DecodeJSON(r, &req); err != nil {
@@ -35,7 +36,7 @@ func (s *Server) handleReincarnate(r *http.Request, c *Caller) (int, any, error)
 	if self && req.Image == "" && req.Role == "" {
 		act = authz.AgentRead
 	}
-	a, err := s.loadAgent(ctx, c, r, act)
+	a, err := s.hub.LoadAgent(ctx, c, r, act)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -79,7 +80,7 @@ func (s *Server) handleReincarnate(r *http.Request, c *Caller) (int, any, error)
 // leave it, its project, both brokers with their storage, liveness and
 // the target's capacity, and the caller's access answer. A target the
 // caller cannot see is 404 here, before any check can tell it anything.
-func (s *Server) loadMove(ctx context.Context, c *Caller, a *store.Agent, req *api.ReincarnateRequest, self bool) (plan.MoveInput, error) {
+func (s *Service) loadMove(ctx context.Context, c *authz.Caller, a *store.Agent, req *api.ReincarnateRequest, self bool) (plan.MoveInput, error) {
 	p, err := s.store.GetProject(ctx, a.ProjectID)
 	if err != nil {
 		return plan.MoveInput{}, storeerr.Map(err, api.CodeProjectNotFound, "project of agent "+api.Quote(a.Slug))
@@ -87,7 +88,7 @@ func (s *Server) loadMove(ctx context.Context, c *Caller, a *store.Agent, req *a
 	notFound := api.NotFound(api.CodeBrokerNotFound, "runtime broker %s not found", api.Quote(req.Broker))
 	dst, serves, err := s.store.GetBrokerForProject(ctx, req.Broker, p.ID)
 	if err != nil {
-		if isNotFound(err) {
+		if errors.Is(err, store.ErrNotFound) {
 			httpapi.MarkChecked(ctx)
 			return plan.MoveInput{}, notFound
 		}
@@ -95,7 +96,7 @@ func (s *Server) loadMove(ctx context.Context, c *Caller, a *store.Agent, req *a
 	}
 	src, err := s.store.GetBroker(ctx, a.BrokerID)
 	if err != nil {
-		if isNotFound(err) {
+		if errors.Is(err, store.ErrNotFound) {
 			return plan.MoveInput{}, api.Conflict(api.CodeBrokerMissing, "agent %s's runtime broker is no longer registered", api.Quote(a.Slug))
 		}
 		return plan.MoveInput{}, err
@@ -110,7 +111,7 @@ func (s *Server) loadMove(ctx context.Context, c *Caller, a *store.Agent, req *a
 	if err != nil {
 		return plan.MoveInput{}, err
 	}
-	limit, err := s.brokerLimit(ctx, dst)
+	limit, err := s.hub.BrokerLimit(ctx, dst)
 	if err != nil {
 		return plan.MoveInput{}, err
 	}
@@ -133,8 +134,8 @@ func (s *Server) loadMove(ctx context.Context, c *Caller, a *store.Agent, req *a
 
 // moveBroker is b as the checks see it: its record, whether its channel is
 // up, and the storage its last hello reported.
-func (s *Server) moveBroker(b *store.Broker, reserved, limit int) plan.MoveBroker {
-	m := plan.MoveBroker{Broker: b, Online: s.disp.Online(b.ID), Storage: b.WorkspaceStorage, Reserved: reserved, Limit: limit}
+func (s *Service) moveBroker(b *store.Broker, reserved, limit int) plan.MoveBroker {
+	m := plan.MoveBroker{Broker: b, Online: s.hub.BrokerOnline(b.ID), Storage: b.WorkspaceStorage, Reserved: reserved, Limit: limit}
 	if ws := b.WorkspaceStorage; ws != nil {
 		m.ExportID, m.MountHealthy = ws.ExportID, ws.Healthy
 	}
@@ -143,7 +144,7 @@ func (s *Server) moveBroker(b *store.Broker, reserved, limit int) plan.MoveBroke
 
 // moveAccessInput gathers the caller's rights that the spec's move table
 // judges (plan.MoveAccess).
-func (s *Server) moveAccessInput(c *Caller, a *store.Agent, p *store.Project, dst *store.Broker, serves, self bool) plan.MoveAccessInput {
+func (s *Service) moveAccessInput(c *authz.Caller, a *store.Agent, p *store.Project, dst *store.Broker, serves, self bool) plan.MoveAccessInput {
 	res := authz.Resource{Broker: &authz.BrokerRes{ID: dst.ID, Owner: dst.CreatedBy, AutoProvide: dst.AutoProvide, ServesProject: serves}}
 	in := plan.MoveAccessInput{
 		Agent: a, Target: dst, TargetServes: serves,
