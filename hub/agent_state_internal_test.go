@@ -56,3 +56,54 @@ func TestAfterDispatchFromAStaleCopy(t *testing.T) {
 		}
 	}
 }
+
+// TestStartOvertakenByItsContainersReport: the report of a started
+// container (pending: a pod waiting for a node) reaches the Hub before the
+// start's own answer. The report alone leaves a stopped agent stopped (a
+// late report never revives one); the start's answer, the older news, is
+// not applied; the start then settles the agent provisioning, and it
+// keeps the slot its start took. Before: stopped/pending, slot released,
+// as a loaded CI run of TestFlatBrokerInstances saw.
+func TestStartOvertakenByItsContainersReport(t *testing.T) {
+	ctx := authstore.AsSystem(context.Background())
+	s, st := newInternalServer(t)
+	projectID, err := s.EnsureProject(ctx, "default", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &store.Broker{Name: "b1", Status: api.BrokerOnline}
+	if err := st.CreateBroker(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	limit := 5
+	a := &store.Agent{Slug: "k", ProjectID: projectID, BrokerID: b.ID, Harness: "generic", Phase: api.PhaseStopped,
+		ContainerStatus: api.ContainerMissing, Generation: 1}
+	if err := st.CreateAgent(ctx, a, &limit); err != nil { // the start's slot
+		t.Fatal(err)
+	}
+	answered := time.Now().UnixNano()              // the start's answer, stamped first
+	reported := answered + int64(time.Millisecond) // the pod's report, stamped after
+	if _, err := s.applyStatus(ctx, b.ID, wire.AgentStatus{AgentID: a.ID, State: api.ContainerPending, ObservedAt: reported}); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := st.GetAgent(ctx, a.ID); got.Phase != api.PhaseStopped || got.ContainerStatus != api.ContainerPending {
+		t.Fatalf("after the report alone: %s/%s, want stopped/pending", got.Phase, got.ContainerStatus)
+	}
+	got, err := s.afterDispatch(ctx, a.ID, wire.AgentStatus{AgentID: a.ID, State: api.ContainerPending, ObservedAt: answered}, nil, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Phase != api.PhaseProvisioning {
+		t.Fatalf("the start answered %s/%s, want provisioning/pending", got.Phase, got.ContainerStatus)
+	}
+	if n, err := st.CountReservations(ctx, b.ID); err != nil || n != 1 {
+		t.Fatalf("%d reservations (%v): the pending agent gave up the slot its start took", n, err)
+	}
+	// A stop's exit reported late changes nothing (older than the start).
+	if _, err := s.afterDispatch(ctx, a.ID, wire.AgentStatus{AgentID: a.ID, State: api.ContainerExited, ObservedAt: answered - 1}, nil, false); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := st.GetAgent(ctx, a.ID); got.Phase != api.PhaseProvisioning {
+		t.Fatalf("an older exit turned the started agent %s", got.Phase)
+	}
+}
