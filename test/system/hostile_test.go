@@ -76,7 +76,8 @@ func (s *hostileStats) saw(kind string, status int) {
 
 // TestHubUnderHostileConnections: 10,000 hostile connections (slow
 // headers, slow bodies to the join route, idle keep-alives, bad join
-// tokens) for 60 s (10 s with -short, never under CI=true) against a team
+// tokens) for 60 s (10 s with -short, never under CI=true; the first
+// phase half as long) against a team
 // Hub with its default limits, while a signed-in client makes calls, over
 // a kept-alive connection and over a new connection each time as a CLI
 // does. Both keep their p99 under 100 ms, and the Hub's open descriptors
@@ -110,8 +111,11 @@ func TestHubUnderHostileConnections(t *testing.T) {
 	was := nice(t)
 	renice(t, os.Getpid(), -20)
 	t.Cleanup(func() { renice(t, os.Getpid(), was) })
+	// Half as long: what it proves (the Hub makes room for the client
+	// while the attack's slots reconnect every 1-3 s) holds from the
+	// first cycles on; the 60 s hold of 10,000 connections is all-open's.
 	t.Run("cap-below-attack", func(t *testing.T) {
-		hostilePhase(t, duration, hubMaxConnsUnderTest, 0)
+		hostilePhase(t, duration/2, hubMaxConnsUnderTest, 0)
 	})
 	t.Run("all-open", func(t *testing.T) {
 		hostilePhase(t, duration, hubMaxConnsAboveAttack, hostileConns)
