@@ -23,7 +23,8 @@ var urlUserinfo = regexp.MustCompile(`(?i)\b([a-z][a-z0-9+.\-]*://)[^/\s'"]*@`)
 // (no secret) stay.
 var bareUserinfo = regexp.MustCompile(`(^|[\s'"(=,<\[])[^\s/'"@:=,()<\[]+:[^\s/'"@]*@`)
 
-// Redacted replaces the userinfo of a URL.
+// Redacted replaces the userinfo of a URL, and a credential-like value
+// in what the Hub returns.
 const Redacted = "***"
 
 // RedactURLs replaces the userinfo (user and password) of every URL in s
@@ -69,3 +70,34 @@ type redactedError struct {
 
 func (e *redactedError) Error() string { return e.msg }
 func (e *redactedError) Unwrap() error { return e.err }
+
+// secretHints are parts of environment variable names that mark a value
+// as a credential. The Hub never returns such values: an agent's env is
+// shown with them replaced, so a token passed with --env cannot leak
+// through `scion list -o json` or a log of API responses.
+var secretHints = []string{"KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "AUTH", "PRIVATE"}
+
+func looksSecret(name string) bool {
+	u := strings.ToUpper(name)
+	for _, h := range secretHints {
+		if strings.Contains(u, h) {
+			return true
+		}
+	}
+	return false
+}
+
+// RedactEnv returns env with credential-like values replaced.
+func RedactEnv(env map[string]string) map[string]string {
+	if len(env) == 0 {
+		return env
+	}
+	out := make(map[string]string, len(env))
+	for k, v := range env {
+		if looksSecret(k) && v != "" {
+			v = Redacted
+		}
+		out[k] = v
+	}
+	return out
+}

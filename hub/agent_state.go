@@ -51,7 +51,7 @@ func (s *Server) afterDispatchFrom(ctx context.Context, agentID string, cur *sto
 	switch {
 	case errors.Is(err, errStale):
 		a, err = s.store.GetAgent(ctx, agentID)
-		if err == nil && derr == nil && wantRunning && pendingWhileStopped(a) {
+		if err == nil && derr == nil && wantRunning && lifecycle.StartedMeanwhile(a.Phase, a.ContainerStatus) {
 			a, err = s.settleStarted(ctx, a)
 		}
 	case err == nil && derr == nil:
@@ -70,23 +70,12 @@ func (s *Server) afterDispatchFrom(ctx context.Context, agentID string, cur *sto
 	return a, nil
 }
 
-// pendingWhileStopped: a's container was reported pending while its record
-// said it was not started. The report of a start's new container (a
-// Kubernetes pod waiting to be scheduled) can reach the Hub before the
-// start's own answer; judged on the stopped record it left the phase
-// alone (a report alone never revives a stopped agent), and the answer,
-// the older news, is not applied either.
-func pendingWhileStopped(a *store.Agent) bool {
-	return a.ContainerStatus == api.ContainerPending &&
-		(a.Phase == api.PhaseStopped || a.Phase == api.PhaseCreated || a.Phase == api.PhaseError)
-}
-
 // settleStarted records the phase of an agent whose start succeeded but
-// whose container's newer report was judged as pendingWhileStopped: the
-// start is what made it pending, so it is provisioning.
+// whose container's newer report was judged on the record the start found
+// (lifecycle.StartedMeanwhile): the start is what made it pending.
 func (s *Server) settleStarted(ctx context.Context, a *store.Agent) (*store.Agent, error) {
 	n, err := s.mutateAgentFrom(ctx, a.ID, a, func(a *store.Agent) error {
-		if !pendingWhileStopped(a) {
+		if !lifecycle.StartedMeanwhile(a.Phase, a.ContainerStatus) {
 			return errStale
 		}
 		a.Phase = lifecycle.PhaseFor(a.ContainerStatus, true)

@@ -20,7 +20,7 @@ const defaultProject = "default"
 
 func (s *Server) agentView(ctx context.Context, a *store.Agent, names map[string]string) api.Agent {
 	v := api.Agent{ID: a.ID, Slug: a.Slug, ProjectID: a.ProjectID, BrokerID: a.BrokerID, Profile: a.Profile,
-		Harness: a.Harness, Image: a.Image, Command: a.Command, Env: redactEnv(a.Env), Ports: a.PortMappings, Phase: a.Phase,
+		Harness: a.Harness, Image: a.Image, Command: a.Command, Env: api.RedactEnv(a.Env), Ports: a.PortMappings, Phase: a.Phase,
 		StatusMessage: a.StatusMessage, ContainerStatus: a.ContainerStatus, RunID: a.RunID,
 		Generation: a.Generation, Generations: a.Generations, Role: a.Role, CreatedBy: a.CreatedBy,
 		Delegator: a.Delegator, DelegationChain: a.DelegationChain, Scopes: a.Scopes, Passthrough: a.Passthrough,

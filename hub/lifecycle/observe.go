@@ -84,3 +84,16 @@ func Observe(phase, container, state string, exitCode *int) Observed {
 	}
 	return o
 }
+
+// StartedMeanwhile reports whether an agent whose start just succeeded,
+// found in phase with container status container, was reported pending
+// while its record said it was not started. The report of a start's new
+// container (a Kubernetes pod waiting for a node) can reach the Hub
+// before the start's own answer; Observe judges it on the stopped record
+// and leaves the phase alone (a report alone never revives a stopped
+// agent), and the start's answer, the older news, is not applied either:
+// the start then records the phase the report calls for.
+func StartedMeanwhile(phase, container string) bool {
+	return container == api.ContainerPending &&
+		(phase == api.PhaseStopped || phase == api.PhaseCreated || phase == api.PhaseError)
+}

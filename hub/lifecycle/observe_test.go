@@ -89,3 +89,16 @@ func TestObserveQueuedStop(t *testing.T) {
 		t.Errorf("queued stop, exited: %+v", got)
 	}
 }
+
+// TestStartedMeanwhile: only a pending container on a record that says
+// the agent is not started is a start's report that overtook its answer.
+func TestStartedMeanwhile(t *testing.T) {
+	for _, p := range Phases {
+		for _, c := range []string{api.ContainerPending, api.ContainerRunning, api.ContainerExited, api.ContainerMissing} {
+			want := c == api.ContainerPending && (p == api.PhaseStopped || p == api.PhaseCreated || p == api.PhaseError)
+			if got := StartedMeanwhile(p, c); got != want {
+				t.Errorf("StartedMeanwhile(%s, %s) = %v, want %v", p, c, got, want)
+			}
+		}
+	}
+}
