@@ -8,8 +8,10 @@ import (
 	"testing"
 
 	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/client"
 	"github.com/scion-go/scion/internal/testenv"
 	"github.com/scion-go/scion/internal/testenv/gitrepo"
+	"github.com/scion-go/scion/wire"
 )
 
 // TestBrokersReportTheirExport: two brokers whose workspace exports are
@@ -77,6 +79,25 @@ func TestBrokersReportTheirExport(t *testing.T) {
 		got, err := e.Store.GetAgent(ctx, a.ID)
 		if err != nil || got.WorkspacePlacement != c.want {
 			t.Errorf("agent %s placement %q (%v), want %q", c.name, got.WorkspacePlacement, err, c.want)
+		}
+	}
+}
+
+// TestMoveSelfBySlugOrID: an agent moving itself is itself however the
+// path names it (its ID or its slug): the same table row, the same answer.
+func TestMoveSelfBySlugOrID(t *testing.T) {
+	e := testenv.New(t, testenv.Options{Brokers: 2, Capabilities: map[string][]string{
+		"b1": {wire.CapAgentMove, wire.CapAgentMoveRecreate}, "b2": {wire.CapAgentMove, wire.CapAgentMoveRecreate}}})
+	ctx := context.Background()
+	a, err := e.Admin.CreateAgent(ctx, api.CreateAgentRequest{Name: "mover", Project: "default", Broker: "b1", Start: true, Command: []string{"x"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	self := client.New(e.URL, agentToken(t, e, a.ID))
+	for _, ref := range []string{a.ID, a.Slug} {
+		p, err := self.Reincarnate(ctx, ref, "", api.ReincarnateRequest{Broker: "b2", DryRun: true, Force: true})
+		if err != nil || !p.Eligible {
+			t.Errorf("the agent moving itself as %q: %+v, %v; want an eligible dry run", ref, p, err)
 		}
 	}
 }

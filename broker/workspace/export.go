@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 )
 
 // MarkerFile is the export identity marker: a random ID the first broker
@@ -90,12 +91,20 @@ func (e *Export) Identify() (string, error) {
 
 // readMarker reads and checks a marker (bounded: it is a file on a shared
 // export that anyone with write access there could replace).
+// It is opened without following a symlink and without blocking (a FIFO
+// put there would otherwise hang every hello), and must be a regular file.
 func readMarker(path string) (string, error) {
-	f, err := os.Open(path)
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if errors.Is(err, syscall.ELOOP) {
+		return "", fmt.Errorf("%s is a symlink, not an export identity: remove it only if no broker uses the export", path)
+	}
 	if err != nil {
 		return "", err
 	}
 	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return "", fmt.Errorf("%s is not a regular file (err %v): remove it only if no broker uses the export", path, err)
+	}
 	b, err := io.ReadAll(io.LimitReader(f, markerLen+2))
 	if err != nil {
 		return "", fmt.Errorf("read %s: %w", path, err)

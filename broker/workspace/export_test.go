@@ -7,6 +7,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/scion-go/scion/api"
 	"github.com/scion-go/scion/internal/testenv/gitrepo"
@@ -64,6 +65,29 @@ func TestExportIdentity(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(filepath.Join(bad, MarkerFile)); string(b) != "not an id\n" {
 		t.Fatalf("the bad marker was replaced: %q", b)
+	}
+	// What someone with write access to the export could put there is
+	// refused, never followed: a symlink (to another export's marker), a
+	// FIFO (which would hang every hello), a directory.
+	for name, plant := range map[string]func(string) error{
+		"symlink":   func(p string) error { return os.Symlink(filepath.Join(root, MarkerFile), p) },
+		"fifo":      func(p string) error { return syscall.Mkfifo(p, 0o644) },
+		"directory": func(p string) error { return os.Mkdir(p, 0o755) },
+	} {
+		dir := t.TempDir()
+		if err := plant(filepath.Join(dir, MarkerFile)); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { _, err := testExport(dir).Identify(); done <- err }()
+		select {
+		case err := <-done:
+			if err == nil {
+				t.Errorf("a %s as the marker was taken for one", name)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("reading a %s as the marker hangs", name)
+		}
 	}
 	if r := testExport(root).Report(); !r.Healthy || r.ExportID != ids[0] {
 		t.Fatalf("report %+v, want healthy with the marker", r)

@@ -29,16 +29,22 @@ func (s *Service) handleReincarnate(r *http.Request, c *authz.Caller) (int, any,
 	if err := req.Validate(); err != nil {
 		return 0, nil, err
 	}
-	self := c.Kind == authz.Agent && c.ID == r.PathValue("agent")
-	// The agent itself needs no permission to move (unless it patches
-	// itself); anyone else needs agent.lifecycle on it.
-	act := authz.AgentLifecycle
-	if self && req.Image == "" && req.Role == "" {
-		act = authz.AgentRead
-	}
-	a, err := s.hub.LoadAgent(ctx, c, r, act)
+	a, err := s.hub.LoadAgent(ctx, c, r, authz.AgentRead)
 	if err != nil {
 		return 0, nil, err
+	}
+	p, err := s.store.GetProject(ctx, a.ProjectID)
+	if err != nil {
+		return 0, nil, storeerr.Map(err, api.CodeProjectNotFound, "project of agent "+api.Quote(a.Slug))
+	}
+	// The agent itself (however the path names it) needs no permission to
+	// move unless it patches itself; anyone else needs agent.lifecycle.
+	self := c.Kind == authz.Agent && c.ID == a.ID
+	if !self || req.Image != "" || req.Role != "" {
+		res := authz.Resource{Project: plan.ProjectRes(p), Agent: plan.AgentRes(a)}
+		if err := httpapi.Authorize(ctx, s.log, c, authz.AgentLifecycle, res, httpapi.AgentNotFound(r.PathValue("agent"))); err != nil {
+			return 0, nil, err
+		}
 	}
 	// Whoever is not the agent must be able to delegate its role (the
 	// patched one when --role changes it), before any move check.
@@ -57,7 +63,7 @@ func (s *Service) handleReincarnate(r *http.Request, c *authz.Caller) (int, any,
 	if req.Broker == "" {
 		return 0, nil, api.Errorf(api.CodeUnsupportedOperation, "reincarnating an agent in place is not available on this Hub yet: only a move's dry run (broker and dryRun)")
 	}
-	in, err := s.loadMove(ctx, c, a, &req, self)
+	in, err := s.loadMove(ctx, c, a, p, &req, self)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -80,11 +86,7 @@ func (s *Service) handleReincarnate(r *http.Request, c *authz.Caller) (int, any,
 // leave it, its project, both brokers with their storage, liveness and
 // the target's capacity, and the caller's access answer. A target the
 // caller cannot see is 404 here, before any check can tell it anything.
-func (s *Service) loadMove(ctx context.Context, c *authz.Caller, a *store.Agent, req *api.ReincarnateRequest, self bool) (plan.MoveInput, error) {
-	p, err := s.store.GetProject(ctx, a.ProjectID)
-	if err != nil {
-		return plan.MoveInput{}, storeerr.Map(err, api.CodeProjectNotFound, "project of agent "+api.Quote(a.Slug))
-	}
+func (s *Service) loadMove(ctx context.Context, c *authz.Caller, a *store.Agent, p *store.Project, req *api.ReincarnateRequest, self bool) (plan.MoveInput, error) {
 	notFound := api.NotFound(api.CodeBrokerNotFound, "runtime broker %s not found", api.Quote(req.Broker))
 	dst, serves, err := s.store.GetBrokerForProject(ctx, req.Broker, p.ID)
 	if err != nil {

@@ -7,6 +7,7 @@ package plan
 
 import (
 	"slices"
+	"strings"
 
 	"github.com/scion-go/scion/api"
 	"github.com/scion-go/scion/store"
@@ -231,16 +232,24 @@ func moveSameExport(in *MoveInput) *api.Error {
 				api.Quote(b.Broker.Name))
 		}
 	}
-	if s.Server != t.Server || s.Export != t.Export || s.SubpathRoot != t.SubpathRoot {
-		return api.Conflict(api.CodeMoveRefused, "runtime brokers %s and %s use different exports (%s:%s%s and %s:%s%s)",
-			api.Quote(in.Source.Broker.Name), api.Quote(in.Target.Broker.Name),
-			s.Server, s.Export, s.SubpathRoot, t.Server, t.Export, t.SubpathRoot)
+	// The message names what differs, not the values: they are the
+	// operator's storage addresses, which callers are not shown.
+	var differ []string
+	for _, f := range []struct{ name, a, b string }{{"server", s.Server, t.Server}, {"export", s.Export, t.Export},
+		{"subpath_root", s.SubpathRoot, t.SubpathRoot}} {
+		if f.a != f.b {
+			differ = append(differ, f.name)
+		}
+	}
+	if len(differ) > 0 {
+		return api.Conflict(api.CodeMoveRefused, "runtime brokers %s and %s use different exports (their nfs.shares[0] %s differ)",
+			api.Quote(in.Source.Broker.Name), api.Quote(in.Target.Broker.Name), strings.Join(differ, ", "))
 	}
 	for _, b := range []*MoveBroker{&in.Source, &in.Target} {
 		if b.ExportID == "" {
 			return api.Conflict(api.CodeMoveRefused,
-				"runtime broker %s could not read or write the export identity marker .scion-export-id in %s through its mount",
-				api.Quote(b.Broker.Name), b.Storage.SubpathRoot)
+				"runtime broker %s could not read or write the export identity marker .scion-export-id in its subpath_root through its mount",
+				api.Quote(b.Broker.Name))
 		}
 	}
 	if in.Source.ExportID != in.Target.ExportID {
