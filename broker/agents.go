@@ -167,6 +167,7 @@ func (b *Broker) createAgentOnce(ctx context.Context, spec wire.AgentSpec, refus
 	if err != nil {
 		return runtime.Status{}, err
 	}
+	b.notePlacement(spec.AgentID, work)
 	undo = append(undo, func(c context.Context) {
 		if err := b.ws.Remove(c, spec.AgentID); err != nil {
 			b.log.Warn("undo create: remove workspace", "agent", spec.AgentID, "err", err)
@@ -351,6 +352,7 @@ func (b *Broker) stopGrace(ref wire.AgentRef) time.Duration {
 // directory. A container that is already gone is fine as long as there is
 // something left to clean; an agent unknown to both is agent_not_found.
 func (b *Broker) deleteAgent(ctx context.Context, ref wire.AgentRef) (runtime.Status, error) {
+	b.placements.Delete(ref.AgentID)
 	err := b.rt.Delete(ctx, ref.AgentID)
 	gone := errors.Is(err, runtime.ErrNotFound)
 	if err != nil && !gone {

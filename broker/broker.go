@@ -124,17 +124,20 @@ type Status struct {
 
 // Broker is a Runtime Broker. Create it with New and run it with Run.
 type Broker struct {
-	cfg     Config
-	log     *slog.Logger
-	rt      runtime.Runtime
-	url     string // the control channel's WebSocket URL
-	layout  workspace.Layout
-	ws      Workspaces
-	dedup   *idempotency.Dedup
-	ownIdem io.Closer // the default idempotency store, closed when Run ends
-	locks   agentLocks
-	attach  attachSessions
-	running atomic.Bool
+	// placements are where this process made agents' workspaces
+	// (placement), by agent ID; a deleted agent's is dropped.
+	placements sync.Map
+	cfg        Config
+	log        *slog.Logger
+	rt         runtime.Runtime
+	url        string // the control channel's WebSocket URL
+	layout     workspace.Layout
+	ws         Workspaces
+	dedup      *idempotency.Dedup
+	ownIdem    io.Closer // the default idempotency store, closed when Run ends
+	locks      agentLocks
+	attach     attachSessions
+	running    atomic.Bool
 
 	ports       *portpool.Pool
 	portsMu     sync.Mutex // guards portsLoaded and serialises loadPorts

@@ -153,14 +153,27 @@ func onAgent[T agentBody](b *Broker, op func(context.Context, T) (runtime.Status
 var startsAgent = map[string]bool{wire.MethodAgentCreate: true, wire.MethodAgentStart: true,
 	wire.MethodAgentRestart: true, wire.MethodAgentResume: true}
 
-// placement is where the agent's workspace is, from its record ("" when
-// the broker's Workspaces keep none).
+// placement is where the agent's workspace is: as noted when this process
+// made it (notePlacement), else from its record ("" when the broker's
+// Workspaces keep none). The note spares every create a directory scan
+// and a file read on the hot path.
 func (b *Broker) placement(agentID string) string {
+	if p, ok := b.placements.Load(agentID); ok {
+		return p.(string)
+	}
 	rec, err := b.AgentWorkspace(agentID)
 	if err != nil {
 		return ""
 	}
+	b.placements.Store(agentID, rec.Placement())
 	return rec.Placement()
+}
+
+// notePlacement remembers where the workspace just made at dir is.
+func (b *Broker) notePlacement(agentID, dir string) {
+	if r, ok := b.ws.(WorkspaceReporter); ok {
+		b.placements.Store(agentID, r.PlacementOf(dir))
+	}
 }
 
 // logChunkSize bounds one LogChunk's data.

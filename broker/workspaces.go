@@ -28,6 +28,9 @@ type WorkspaceReporter interface {
 	// agent_not_found.
 	Workspace(agentID string) (workspace.Record, error)
 	Storage() workspace.Storage
+	// PlacementOf is where a workspace this broker made at dir is
+	// (workspace.PlacementExport or PlacementLocal).
+	PlacementOf(dir string) string
 }
 
 // AgentWorkspace returns where the agent's workspace is, if the broker's

@@ -164,6 +164,15 @@ func (w *Git) Storage() Storage {
 	return Storage{Type: StorageLocal}
 }
 
+// PlacementOf is where a workspace this broker made at dir is: on the
+// export when dir lies under its root.
+func (w *Git) PlacementOf(dir string) string {
+	if w.cfg.Export != nil && w.shared.within(dir) {
+		return PlacementExport
+	}
+	return PlacementLocal
+}
+
 // Placement is where a recorded workspace is (PlacementExport or
 // PlacementLocal).
 func (r Record) Placement() string {
