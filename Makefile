@@ -33,16 +33,19 @@ demo: build
 # every other package beside it at nice 10: those have slack while the
 # trials run, and the Engine and the system tests' Hubs and brokers get
 # the cores first (a CI run that shared them evenly took test/system from
-# 381 s alone to 548 s). Its output is printed when it ends. Every step
+# 381 s alone to 548 s). Its output is printed when it ends. It runs in a
+# process group of its own (setsid), which an interrupted or failed
+# target kills, so no test binary or Docker work outlives it. Every step
 # runs; any failing fails the target.
 test: build
 	@eval "$$(.ci/postgres.sh)" && eval "$$(.ci/kube-apiserver.sh)" && export SCION_BIN=$(CURDIR)/bin/scion && \
 	if [ "$(TEST_PKGS)" = "$(ALL_PKGS)" ]; then \
-		rc=0; sys=$$(mktemp); trap 'rm -f "$$sys" "$$sys.rc"' EXIT; \
+		rc=0; sys=$$(mktemp); syspid=; \
+		trap '[ -z "$$syspid" ] || kill -TERM -$$syspid 2>/dev/null; rm -f "$$sys" "$$sys.rc"' EXIT; trap 'exit 130' INT TERM; \
 		$(GO) test -trimpath -count=1 -timeout 30m -run '$(QUIET_TESTS)' ./test/system/ || rc=$$?; \
-		{ $(GO) test -trimpath -count=1 -timeout 60m -skip '$(QUIET_TESTS)' ./test/system/ >"$$sys" 2>&1; echo $$? >"$$sys.rc"; } & \
+		setsid -w sh -c '$(GO) test -trimpath -count=1 -timeout 60m -skip "$(QUIET_TESTS)" ./test/system/ >"$$1" 2>&1; echo $$? >"$$1.rc"' sh "$$sys" & syspid=$$!; \
 		nice -n 10 $(GO) test -trimpath -p 2 -count=1 -timeout 60m $$($(GO) list ./... | grep -v '/test/system$$') || rc=$$?; \
-		wait; cat "$$sys"; [ "$$(cat "$$sys.rc")" = 0 ] || rc=1; \
+		wait $$syspid; cat "$$sys"; [ "$$(cat "$$sys.rc" 2>/dev/null)" = 0 ] || rc=1; \
 		exit $$rc; \
 	else \
 		$(GO) test -trimpath -p 2 -count=1 -timeout 60m $(TEST_PKGS); \

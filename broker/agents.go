@@ -169,6 +169,7 @@ func (b *Broker) createAgentOnce(ctx context.Context, spec wire.AgentSpec, refus
 	}
 	b.notePlacement(spec.AgentID, work)
 	undo = append(undo, func(c context.Context) {
+		b.placements.Delete(spec.AgentID)
 		if err := b.ws.Remove(c, spec.AgentID); err != nil {
 			b.log.Warn("undo create: remove workspace", "agent", spec.AgentID, "err", err)
 		}

@@ -81,6 +81,9 @@ func (w WorkspaceStorageSettings) Resolve() (*NFSShare, error) {
 	if rel == "" || filepath.Clean(rel) != rel || rel == ".." || strings.HasPrefix(rel, "../") {
 		return nil, fmt.Errorf("%s.nfs.shares[0].subpath_root %q: want a clean path inside the export", key, sh.SubpathRoot)
 	}
+	// One spelling for one directory: brokers compare it to decide that
+	// they share an export ("/ws" and "ws" are the same subpath).
+	sh.SubpathRoot = rel
 	if sh.PVName != "" && len(validation.IsDNS1123Subdomain(sh.PVName)) > 0 {
 		return nil, fmt.Errorf("%s.nfs.shares[0].pv_name %q: not a Kubernetes object name", key, sh.PVName)
 	}

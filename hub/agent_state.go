@@ -51,8 +51,9 @@ func (s *Server) afterDispatchFrom(ctx context.Context, agentID string, cur *sto
 	switch {
 	case errors.Is(err, errStale):
 		a, err = s.store.GetAgent(ctx, agentID)
-		if err == nil && derr == nil && wantRunning && lifecycle.StartedMeanwhile(a.Phase, a.ContainerStatus) {
-			a, err = s.settleStarted(ctx, a)
+		if err == nil && derr == nil && (wantRunning && lifecycle.StartedMeanwhile(a.Phase, a.ContainerStatus) ||
+			st.WorkspacePlacement != "" && st.WorkspacePlacement != a.WorkspacePlacement) {
+			a, err = s.settleStarted(ctx, a, wantRunning, st.WorkspacePlacement)
 		}
 	case err == nil && derr == nil:
 		s.observed.applied(agentID, st.ObservedAt)
@@ -70,15 +71,24 @@ func (s *Server) afterDispatchFrom(ctx context.Context, agentID string, cur *sto
 	return a, nil
 }
 
-// settleStarted records the phase of an agent whose start succeeded but
-// whose container's newer report was judged on the record the start found
-// (lifecycle.StartedMeanwhile): the start is what made it pending.
-func (s *Server) settleStarted(ctx context.Context, a *store.Agent) (*store.Agent, error) {
+// settleStarted records what a command's answer still says when a newer
+// report of the agent's container was applied first: where the broker
+// started the workspace (placement, not ordered in time as states are),
+// and, for a start (wantRunning) whose container's report was judged on
+// the record the start found (lifecycle.StartedMeanwhile), the phase the
+// report calls for: the start is what made it pending.
+func (s *Server) settleStarted(ctx context.Context, a *store.Agent, wantRunning bool, placement string) (*store.Agent, error) {
 	n, err := s.mutateAgentFrom(ctx, a.ID, a, func(a *store.Agent) error {
-		if !lifecycle.StartedMeanwhile(a.Phase, a.ContainerStatus) {
+		changed := false
+		if wantRunning && lifecycle.StartedMeanwhile(a.Phase, a.ContainerStatus) {
+			a.Phase, changed = lifecycle.PhaseFor(a.ContainerStatus, true), true
+		}
+		if placement != "" && a.WorkspacePlacement != placement {
+			a.WorkspacePlacement, changed = placement, true
+		}
+		if !changed {
 			return errStale
 		}
-		a.Phase = lifecycle.PhaseFor(a.ContainerStatus, true)
 		return nil
 	})
 	if errors.Is(err, errStale) {

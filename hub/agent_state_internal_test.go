@@ -89,12 +89,13 @@ func TestStartOvertakenByItsContainersReport(t *testing.T) {
 	if got, _ := st.GetAgent(ctx, a.ID); got.Phase != api.PhaseStopped || got.ContainerStatus != api.ContainerPending {
 		t.Fatalf("after the report alone: %s/%s, want stopped/pending", got.Phase, got.ContainerStatus)
 	}
-	got, err := s.afterDispatch(ctx, a.ID, wire.AgentStatus{AgentID: a.ID, State: api.ContainerPending, ObservedAt: answered}, nil, true)
+	got, err := s.afterDispatch(ctx, a.ID, wire.AgentStatus{AgentID: a.ID, State: api.ContainerPending, ObservedAt: answered,
+		WorkspacePlacement: api.PlacementExport}, nil, true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Phase != api.PhaseProvisioning {
-		t.Fatalf("the start answered %s/%s, want provisioning/pending", got.Phase, got.ContainerStatus)
+	if got.Phase != api.PhaseProvisioning || got.WorkspacePlacement != api.PlacementExport {
+		t.Fatalf("the start answered %s/%s placed %q, want provisioning/pending on the export", got.Phase, got.ContainerStatus, got.WorkspacePlacement)
 	}
 	if n, err := st.CountReservations(ctx, b.ID); err != nil || n != 1 {
 		t.Fatalf("%d reservations (%v): the pending agent gave up the slot its start took", n, err)

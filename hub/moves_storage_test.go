@@ -77,8 +77,11 @@ func TestBrokersReportTheirExport(t *testing.T) {
 			t.Fatalf("create %s: %v", c.name, err)
 		}
 		got, err := e.Store.GetAgent(ctx, a.ID)
-		if err != nil || got.WorkspacePlacement != c.want {
-			t.Errorf("agent %s placement %q (%v), want %q", c.name, got.WorkspacePlacement, err, c.want)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.WorkspacePlacement != c.want {
+			t.Errorf("agent %s placement %q, want %q", c.name, got.WorkspacePlacement, c.want)
 		}
 	}
 }

@@ -46,6 +46,7 @@ func main() {
 	runs := flag.Int("runs", 1, "measure every level and shape this many times (alternated) and print the medians")
 	profileDir := flag.String("profile", "", "process shape: write a CPU profile of the Hub and of the broker process at the last level into this directory (hub-ENGINE.pprof, broker-ENGINE.pprof)")
 	fleet := flag.Bool("fleet", false, "instead: 50 brokers with 5,000 agents placed vs an empty Hub, at -c's last level (in process)")
+	flag.BoolVar(&movesMode, "moves", false, "instead: a move's dry run (reincarnate --broker --dry-run --force) through the API on 50 brokers with 5,000 agents placed, at -c's last level (in process)")
 	flat := flag.Bool("flat", false, "instead: a flat Runtime Broker vs a regular one (in process, ABBA), at -c's last level: n creates with start, then a stop and a start of each")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of this process's whole run here")
 	flag.StringVar(&flatOrder, "order", "regular,flat,flat,regular", "with -flat: the brokers to measure, in order (one variant alone, with -cpuprofile, profiles it)")
@@ -114,6 +115,9 @@ func benchMain(n int, levels, engines, shapes string, runs int, profileDir strin
 	if fleet {
 		runFleet(engines, levels, n)
 		return 0
+	}
+	if movesMode {
+		return runMoves(engines, levels, n)
 	}
 	if flat {
 		return runFlat(engines, levels, n)
@@ -303,14 +307,8 @@ func run(eng string, conc, n, brokers, preload int) (result, error) {
 	// Agents already placed: written straight to the store (with their
 	// reservations) once every broker has said hello, as a Hub that has
 	// been running a while would hold them.
-	for i := range preload {
-		now := time.Now().UTC()
-		a := &store.Agent{Slug: fmt.Sprintf("old-%05d", i), ProjectID: projectID, BrokerID: ids[i%brokers],
-			Harness: "generic", Command: []string{"x"}, Phase: api.PhaseRunning, ContainerStatus: api.ContainerRunning,
-			Generation: 1, CreatedAt: now, UpdatedAt: now}
-		if err := st.CreateAgent(ctx, a, new(int)); err != nil {
-			return res, err
-		}
+	if err := placeAgents(ctx, st, projectID, ids, preload); err != nil {
+		return res, err
 	}
 	cl := env.cl
 	create := func(name string, i int) error {
@@ -324,6 +322,22 @@ func run(eng string, conc, n, brokers, preload int) (result, error) {
 	}
 	res.selfCPU = (procCPU(os.Getpid()) - self0) / time.Duration(n)
 	return res, nil
+}
+
+// placeAgents writes n running agents (old-00000, ...) straight to the
+// store with their reservations, spread over the brokers ids, as a Hub
+// that has been running a while would hold them.
+func placeAgents(ctx context.Context, st store.Store, projectID string, ids []string, n int) error {
+	for i := range n {
+		now := time.Now().UTC()
+		a := &store.Agent{Slug: fmt.Sprintf("old-%05d", i), ProjectID: projectID, BrokerID: ids[i%len(ids)],
+			Harness: "generic", Command: []string{"x"}, Phase: api.PhaseRunning, ContainerStatus: api.ContainerRunning,
+			Generation: 1, CreatedAt: now, UpdatedAt: now}
+		if err := st.CreateAgent(ctx, a, new(int)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // inproc is a Hub, its brokers (fake runtime) and an admin client in this
@@ -409,7 +423,8 @@ func startInproc(ctx context.Context, eng string, brokers int, target *api.Runti
 			return e, err
 		}
 		b, err := broker.New(broker.Config{HubEndpoint: srv.URL, BrokerID: creds.BrokerID, Name: name,
-			Secret: []byte(creds.Secret), Runtime: fake.New(), DataDir: filepath.Join(dir, name), Logger: log, RuntimeTarget: target})
+			Secret: []byte(creds.Secret), Runtime: fake.New(), DataDir: filepath.Join(dir, name), Logger: log, RuntimeTarget: target,
+			Capabilities: brokerCaps})
 		if err != nil {
 			return e, err
 		}

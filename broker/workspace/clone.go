@@ -36,8 +36,13 @@ func (w *Git) prepareShared(ctx context.Context, spec wire.AgentSpec, src gitSou
 	dir := w.shared.SharedDir(spec.ProjectID)
 	tmpParent := agentDir
 	if w.cfg.Export != nil {
+		if err := w.cfg.Export.Usable(); err != nil {
+			return err
+		}
 		// The clone is renamed into place, which cannot cross from the
-		// local disk onto the export's mount: clone next to it instead.
+		// local disk onto the export's mount: clone next to it instead
+		// (a clone cut short there is left behind; a later one of the
+		// project's first agent on any broker is made beside it).
 		tmpParent = filepath.Dir(dir)
 		if err := os.MkdirAll(tmpParent, 0o755); err != nil {
 			return err
@@ -96,6 +101,11 @@ func (w *Git) cloneInto(ctx context.Context, src gitSource, tmpParent, dest stri
 	}
 	if err := os.Rename(tmp, dest); err != nil {
 		_ = os.RemoveAll(tmp)
+		// Another broker on the same export cloned the shared checkout
+		// first (the project lock is this process's): take theirs.
+		if _, serr := os.Stat(filepath.Join(dest, ".git")); serr == nil {
+			return nil
+		}
 		return err
 	}
 	return nil

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 )
 
 // MarkerFile is the export identity marker: a random ID the first broker
@@ -47,12 +48,8 @@ const markerLen = 32
 // that does not exist is an error: the export is not mounted there, and
 // creating it would mark the local disk instead.
 func (e *Export) Identify() (string, error) {
-	fi, err := os.Stat(e.Root)
-	if err != nil {
-		return "", fmt.Errorf("workspace export %s: %w (is the export mounted?)", e.Root, err)
-	}
-	if !fi.IsDir() {
-		return "", fmt.Errorf("workspace export %s is not a directory", e.Root)
+	if err := e.checkRoot(); err != nil {
+		return "", err
 	}
 	path := filepath.Join(e.Root, MarkerFile)
 	id, err := readMarker(path)
@@ -89,6 +86,36 @@ func (e *Export) Identify() (string, error) {
 	return id, nil
 }
 
+// checkRoot refuses a root that is not there (the export is not mounted:
+// nothing is ever made in its place on the local disk) or that is not a
+// plain directory (a symlink someone with write access to the export put
+// there would lead the broker elsewhere on its host).
+func (e *Export) checkRoot() error {
+	fi, err := os.Lstat(e.Root)
+	if err != nil {
+		return fmt.Errorf("workspace export %s: %w (is the export mounted?)", e.Root, err)
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("workspace export %s is not a directory (a symlink is refused)", e.Root)
+	}
+	return nil
+}
+
+// Usable checks, before a workspace is made on the export, that it is
+// mounted and marked: its root a plain directory holding a marker. A
+// broker whose export went away makes nothing on its local disk in its
+// place.
+func (e *Export) Usable() error {
+	if err := e.checkRoot(); err != nil {
+		return err
+	}
+	_, err := readMarker(filepath.Join(e.Root, MarkerFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("workspace export %s holds no %s: is the export mounted?", e.Root, MarkerFile)
+	}
+	return err
+}
+
 // readMarker reads and checks a marker (bounded: it is a file on a shared
 // export that anyone with write access there could replace).
 // It is opened without following a symlink and without blocking (a FIFO
@@ -118,10 +145,25 @@ func readMarker(path string) (string, error) {
 
 // Report is the export's storage as the broker reports it: its settings,
 // the marker it read through its mount and whether the mount is usable.
+// It waits at most identifyTimeout for the export: a hung NFS mount must
+// not keep the broker from saying hello (its local agents included), and
+// an export that does not answer in time is reported unhealthy.
 func (e *Export) Report() Storage {
 	s := e.Storage
 	s.Type = StorageNFS
-	id, err := e.Identify()
-	s.ExportID, s.Healthy = id, err == nil
+	type answer struct {
+		id  string
+		err error
+	}
+	done := make(chan answer, 1)
+	go func() { id, err := e.Identify(); done <- answer{id, err} }()
+	select {
+	case a := <-done:
+		s.ExportID, s.Healthy = a.id, a.err == nil
+	case <-time.After(identifyTimeout):
+	}
 	return s
 }
+
+// identifyTimeout bounds Report's wait for the export.
+const identifyTimeout = 3 * time.Second

@@ -154,3 +154,34 @@ func TestSharedWorkspaceOnExport(t *testing.T) {
 		t.Fatal("removing agent a1 removed the shared checkout's work")
 	}
 }
+
+// TestSharedWorkspaceNeedsTheExport: a broker whose export is not mounted
+// (its root gone, or there but unmarked: the bare mount point) or whose
+// root was replaced by a symlink makes no shared checkout, so nothing is
+// made on its local disk in the export's place and recorded as on it.
+func TestSharedWorkspaceNeedsTheExport(t *testing.T) {
+	repo := gitrepo.New(t)
+	base := t.TempDir()
+	elsewhere := t.TempDir()
+	for name, root := range map[string]func() string{
+		"root gone":     func() string { return filepath.Join(base, "gone") },
+		"root unmarked": func() string { d := filepath.Join(base, "bare"); os.Mkdir(d, 0o755); return d },
+		"root a symlink": func() string {
+			d := filepath.Join(base, "link")
+			os.Symlink(elsewhere, d)
+			testExport(elsewhere).Identify() // a marked directory behind it
+			return d
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := root()
+			w := newTestWorkspaces(t, GitConfig{Export: testExport(dir)})
+			if _, err := w.Prepare(t.Context(), agentSpec(api.SharingSharedWorkspace, repo.URL, "a1")); err == nil {
+				t.Fatal("a shared checkout was made without a usable export")
+			}
+			if exists(filepath.Join(dir, "projects")) || exists(filepath.Join(elsewhere, "projects")) {
+				t.Fatal("something was made where the export should be")
+			}
+		})
+	}
+}

@@ -157,7 +157,9 @@ func MoveChecks(in MoveInput) MoveVerdict {
 	}
 	v := MoveVerdict{Plan: plan, Link: !in.TargetServes}
 	if r.err != nil {
-		v.Plan.Forceable = !in.Force && r.waivable()
+		// --force helps only where a recreated workspace could stand in.
+		mode := in.Project.SharingMode
+		v.Plan.Forceable = !in.Force && r.waivable() && (mode == api.SharingClonePerAgent || mode == api.SharingEmptyPerAgent)
 		v.Err = api.AsError(r.err).WithDetail("plan", v.Plan)
 		return v
 	}
@@ -445,8 +447,8 @@ func MoveAccess(in MoveAccessInput) *api.Error {
 	}
 	switch in.Caller {
 	case MoveBySelf:
-		if in.Agent.Passthrough == "gcp" {
-			return api.Forbidden("agent %s runs with a GCP passthrough identity and cannot move itself: ask a user to move you", slug)
+		if in.Agent.Passthrough != "" {
+			return api.Forbidden("agent %s runs with a %s passthrough identity and cannot move itself: ask a user to move you", slug, in.Agent.Passthrough)
 		}
 		if !in.TargetServes {
 			return api.Conflict(api.CodeMoveRefused, "runtime broker %s does not serve agent %s's project: an agent moves itself only to a broker that does", name, slug)
