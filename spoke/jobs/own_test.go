@@ -2,13 +2,17 @@ package jobs
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 )
 
 // TestCancelOwnSparesOthers: a cancel names a Job by its Hub ID, and a
@@ -115,3 +119,54 @@ func TestSubmitRetryLeavesAQueuedJobToKueue(t *testing.T) {
 		t.Error("a queued Job was unsuspended by a retried submit without its queue")
 	}
 }
+
+// TestSweepAfterAStatusWrite: the Job controller writes a suspended Job's
+// status soon after the create; when that lands between the sweep's list
+// and its delete, the delete's precondition fails, and the sweep reads the
+// Job again: still suspended, it is reaped (a loaded CI run saw it left);
+// admitted in between, it is not.
+func TestSweepAfterAStatusWrite(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name     string
+		admitted bool
+	}{{"status written", false}, {"admitted", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := testSpec()
+			s.Queue = "h200"
+			cs := fake.NewClientset()
+			if _, err := cs.BatchV1().Jobs(s.Namespace).Create(ctx, Manifest(s), metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			conflicts := 0
+			cs.PrependReactor("delete", "jobs", func(a k8stesting.Action) (bool, k8sruntime.Object, error) {
+				if conflicts > 0 {
+					return false, nil, nil // the tracker deletes
+				}
+				conflicts++
+				// What happened between the list and the delete.
+				j, _ := cs.Tracker().Get(batchv1.SchemeGroupVersion.WithResource("jobs"), s.Namespace, Name(s.JobID))
+				job := j.(*batchv1.Job).DeepCopy()
+				job.ResourceVersion = "2"
+				if tc.admitted {
+					job.Spec.Suspend = ptrTo(false)
+				} else {
+					job.Status.Conditions = append(job.Status.Conditions, batchv1.JobCondition{Type: batchv1.JobSuspended, Status: corev1.ConditionTrue})
+				}
+				if err := cs.Tracker().Update(batchv1.SchemeGroupVersion.WithResource("jobs"), job, s.Namespace); err != nil {
+					t.Fatal(err)
+				}
+				return true, nil, apierrors.NewConflict(batchv1.Resource("jobs"), Name(s.JobID), errors.New("the object has been modified"))
+			})
+			swept, err := Sweep(ctx, Clients{Kube: cs}, s.Namespace, s.BrokerID, s.Cluster)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := !tc.admitted; (len(swept) == 1) != want || conflicts != 1 {
+				t.Fatalf("swept %v after %d conflict(s); want it reaped: %v", swept, conflicts, want)
+			}
+		})
+	}
+}
+
+func ptrTo[T any](v T) *T { return &v }

@@ -141,12 +141,34 @@ func Sweep(ctx context.Context, c Clients, namespace, brokerID, cluster string) 
 	if err != nil {
 		return nil, err
 	}
-	bg := metav1.DeletePropagationBackground
 	var swept []string
 	for i := range js {
-		j := &js[i]
+		gone, err := sweepOne(ctx, c, namespace, &js[i])
+		if err != nil {
+			return swept, err
+		}
+		if gone {
+			swept = append(swept, js[i].Name)
+		}
+	}
+	return swept, nil
+}
+
+// sweepAttempts bounds sweepOne's reads again after a conflict.
+const sweepAttempts = 5
+
+// sweepOne deletes j if it is still suspended, unfinished and not being
+// deleted, at the version it was read: a Job admitted in between is not
+// the sweep's. A conflict is not always an admission: the Job controller
+// writes a suspended Job's status (its Suspended condition) soon after
+// the create, which a loaded CI run saw land between the list and the
+// delete, and the sweep then left a Job it had to reap. So a conflict
+// reads the Job again and judges it anew.
+func sweepOne(ctx context.Context, c Clients, namespace string, j *batchv1.Job) (bool, error) {
+	bg := metav1.DeletePropagationBackground
+	for range sweepAttempts {
 		if !suspended(j) || finished(j) || j.DeletionTimestamp != nil {
-			continue
+			return false, nil
 		}
 		uid, rv := j.UID, j.ResourceVersion
 		pre := &metav1.Preconditions{}
@@ -159,14 +181,24 @@ func Sweep(ctx context.Context, c Clients, namespace, brokerID, cluster string) 
 		err := c.Kube.BatchV1().Jobs(namespace).Delete(ctx, j.Name, metav1.DeleteOptions{PropagationPolicy: &bg, Preconditions: pre})
 		switch {
 		case err == nil:
-			swept = append(swept, j.Name)
-		case apierrors.IsNotFound(err), apierrors.IsConflict(err):
-			// Gone, or changed since the list (admitted): not ours to reap.
-		default:
-			return swept, fmt.Errorf("sweep: delete job %s/%s: %w", namespace, j.Name, err)
+			return true, nil
+		case apierrors.IsNotFound(err):
+			return false, nil // gone
+		case !apierrors.IsConflict(err):
+			return false, fmt.Errorf("sweep: delete job %s/%s: %w", namespace, j.Name, err)
 		}
+		again, err := c.Kube.BatchV1().Jobs(namespace).Get(ctx, j.Name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			return false, nil
+		case err != nil:
+			return false, fmt.Errorf("sweep: read job %s/%s again: %w", namespace, j.Name, err)
+		case uid != "" && again.UID != uid:
+			return false, nil // another Job of that name since: not the one listed
+		}
+		j = again
 	}
-	return swept, nil
+	return false, nil // it keeps changing: the next sweep judges it
 }
 
 // Owned lists this broker's Jobs of cluster in namespace that were admitted, running
