@@ -63,7 +63,12 @@ clone-per-agent or empty-per-agent workspace on the target instead.`,
 				if refused := client.MovePlanOf(err); refused != nil && !a.json() {
 					show.MovePlan(cmd.OutOrStdout(), refused)
 					if refused.Forceable {
-						fmt.Fprintf(cmd.ErrOrStderr(), "This move can be previewed with a recreated workspace: scion reincarnate %s --broker %s --dry-run --force\n", args[0], req.Broker)
+						inProject := ""
+						if project != "" {
+							inProject = " --project " + project
+						}
+						fmt.Fprintf(cmd.ErrOrStderr(), "This move can be previewed with a recreated workspace: scion reincarnate %s%s --broker %s --dry-run --force\n",
+							args[0], inProject, req.Broker)
 					}
 				}
 				return err

@@ -65,6 +65,20 @@ func TestReincarnateMoveChecks(t *testing.T) {
 		st["workspace_on_export"] != "failed" || st["capacity"] != "not_evaluated" || st["same_export"] != "passed" {
 		t.Errorf("a move of a local workspace (%v): %+v", st, r)
 	}
+	// The hint is a command to run as it is: with the project it was given.
+	mustRun(t, "project", "create", "side")
+	if _, err := e.Admin.ProvideProject(ctx, "b1", "side"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Admin.ProvideProject(ctx, "b2", "side"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Admin.CreateAgent(ctx, api.CreateAgentRequest{Name: "s", Project: "side", Broker: "b1", Start: true, Command: []string{"x"}}); err != nil {
+		t.Fatal(err)
+	}
+	if r := runCLI(t, "", "reincarnate", "s", "--project", "side", "--broker", "b2"); !strings.Contains(r.err, "scion reincarnate s --project side --broker b2 --dry-run --force") {
+		t.Errorf("hint of a move in another project: %+v", r)
+	}
 	r = mustRun(t, "reincarnate", "e", "--broker", "b2", "--dry-run", "--force")
 	st = printedChecks(r.out)
 	if !strings.Contains(r.out, "eligible, transfer mode recreate") || st["same_export"] != "waived" || st["workspace_on_export"] != "waived" ||
