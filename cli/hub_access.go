@@ -3,7 +3,6 @@ package cli
 import (
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"time"
 
@@ -254,20 +253,12 @@ func secretTarget(project, broker string) error {
 // its trailing newline (what echo or a here-string adds).
 func secretValue(cmd *cobra.Command, fromFile string) (string, error) {
 	if fromFile != "" {
-		f, err := os.Open(fromFile)
-		if err != nil {
-			return "", err
-		}
-		defer f.Close()
-		v, err := io.ReadAll(io.LimitReader(f, api.MaxSecretValue+1))
+		v, err := readBounded(fromFile, api.MaxSecretValue, "a secret")
 		if err != nil {
 			return "", err
 		}
 		if len(v) == 0 {
 			return "", usageErrorf("%s is empty", fromFile)
-		}
-		if len(v) > api.MaxSecretValue {
-			return "", usageErrorf("%s is larger than a secret may be (%d bytes)", fromFile, api.MaxSecretValue)
 		}
 		return string(v), nil
 	}

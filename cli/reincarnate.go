@@ -42,7 +42,7 @@ clone-per-agent or empty-per-agent workspace on the target instead.`,
 				return usageErrorf("name the target with --broker: reincarnating an agent in place is not available yet")
 			}
 			if handoffFile != "" {
-				b, err := readBounded(handoffFile, api.MaxHandoffLen)
+				b, err := readBounded(handoffFile, api.MaxHandoffLen, "a handoff")
 				if err != nil {
 					return err
 				}
@@ -96,8 +96,9 @@ clone-per-agent or empty-per-agent workspace on the target instead.`,
 	return c
 }
 
-// readBounded reads a file of at most max bytes.
-func readBounded(path string, max int) ([]byte, error) {
+// readBounded reads a file of at most max bytes, what (a secret, a
+// handoff) saying in the refusal what it may not exceed.
+func readBounded(path string, max int, what string) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -108,7 +109,7 @@ func readBounded(path string, max int) ([]byte, error) {
 		return nil, err
 	}
 	if len(b) > max {
-		return nil, usageErrorf("%s is larger than %d bytes", path, max)
+		return nil, usageErrorf("%s is larger than %s may be (%d bytes)", path, what, max)
 	}
 	return b, nil
 }

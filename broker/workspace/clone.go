@@ -47,6 +47,11 @@ func (w *Git) prepareShared(ctx context.Context, spec wire.AgentSpec, src gitSou
 		if err := os.MkdirAll(tmpParent, 0o755); err != nil {
 			return err
 		}
+		// Others write on the export: judged again where it leads now,
+		// after the directories were made, before anything is cloned there.
+		if err := w.shared.safeDirs(tmpParent, dir); err != nil {
+			return err
+		}
 		rec.Storage = StorageNFS
 	}
 	if err := w.ensureClone(ctx, src, tmpParent, dir, "clone", "--quiet"); err != nil {

@@ -137,11 +137,7 @@ func (s *Service) loadMove(ctx context.Context, c *authz.Caller, a *store.Agent,
 // moveBroker is b as the checks see it: its record, whether its channel is
 // up, and the storage its last hello reported.
 func (s *Service) moveBroker(b *store.Broker, reserved, limit int) plan.MoveBroker {
-	m := plan.MoveBroker{Broker: b, Online: s.hub.BrokerOnline(b.ID), Storage: b.WorkspaceStorage, Reserved: reserved, Limit: limit}
-	if ws := b.WorkspaceStorage; ws != nil {
-		m.ExportID, m.MountHealthy = ws.ExportID, ws.Healthy
-	}
-	return m
+	return plan.MoveBroker{Broker: b, Online: s.hub.BrokerOnline(b.ID), Storage: b.WorkspaceStorage, Reserved: reserved, Limit: limit}
 }
 
 // moveAccessInput gathers the caller's rights that the spec's move table

@@ -47,13 +47,11 @@ func moveTargetCheck(a *store.Agent, target *store.Broker) error {
 type MoveBroker struct {
 	Broker *store.Broker
 	Online bool
-	// Storage is the broker's workspace storage (nil: it reported none,
-	// an older broker); ExportID the export identity marker it read
-	// through its own mount ("" when it could not).
-	Storage  *wire.WorkspaceStorage
-	ExportID string
-	// MountHealthy: the broker reports its export mount usable.
-	MountHealthy bool
+	// Storage is the broker's workspace storage as its last hello
+	// reported it, with the export identity marker it read through its
+	// own mount and whether the mount was usable (nil: it reported none,
+	// an older broker).
+	Storage *wire.WorkspaceStorage
 	// Reserved and Limit are its capacity: slots held, and its
 	// effective per-broker limit (0: unlimited).
 	Reserved, Limit int
@@ -248,13 +246,13 @@ func moveSameExport(in *MoveInput) *api.Error {
 			api.Quote(in.Source.Broker.Name), api.Quote(in.Target.Broker.Name), strings.Join(differ, ", "))
 	}
 	for _, b := range []*MoveBroker{&in.Source, &in.Target} {
-		if b.ExportID == "" {
+		if b.Storage.ExportID == "" {
 			return api.Conflict(api.CodeMoveRefused,
 				"runtime broker %s could not read or write the export identity marker .scion-export-id in its subpath_root through its mount",
 				api.Quote(b.Broker.Name))
 		}
 	}
-	if in.Source.ExportID != in.Target.ExportID {
+	if in.Source.Storage.ExportID != in.Target.Storage.ExportID {
 		return api.Conflict(api.CodeMoveRefused,
 			"runtime brokers %s and %s configure the same export but mount different directories (their .scion-export-id markers differ)",
 			api.Quote(in.Source.Broker.Name), api.Quote(in.Target.Broker.Name))
@@ -346,7 +344,7 @@ func moveHealth(in *MoveInput, mode string) *api.Error {
 	switch {
 	case !t.Online:
 		return api.Errorf(api.CodeBrokerOffline, "runtime broker %s is offline", api.Quote(t.Broker.Name))
-	case mode == api.TransferExport && !t.MountHealthy:
+	case mode == api.TransferExport && (t.Storage == nil || !t.Storage.Healthy):
 		return api.Errorf(api.CodeBrokerUnavailable, "runtime broker %s reports its workspace export mount unhealthy", api.Quote(t.Broker.Name))
 	case !in.Source.Online:
 		return api.Errorf(api.CodeMoveBrokerOutdated,

@@ -40,7 +40,7 @@ func TestMoveTargetCheck(t *testing.T) {
 // project) from b1 to b2, both on the same export; edit tweaks it.
 func tMove(edit ...func(*MoveInput)) MoveInput {
 	storage := func() *wire.WorkspaceStorage {
-		return &wire.WorkspaceStorage{Type: "nfs", Server: "nfs.lan", Export: "/srv/scion", SubpathRoot: "/ws"}
+		return &wire.WorkspaceStorage{Type: "nfs", Server: "nfs.lan", Export: "/srv/scion", SubpathRoot: "/ws", ExportID: "x1", Healthy: true}
 	}
 	caps := []string{wire.CapAgentMove}
 	in := MoveInput{
@@ -48,9 +48,9 @@ func tMove(edit ...func(*MoveInput)) MoveInput {
 		Project:   &store.Project{ID: "p1", Name: "proj", SharingMode: api.SharingSharedWorkspace},
 		Placement: api.PlacementExport,
 		Source: MoveBroker{Broker: tBroker("b1", func(b *store.Broker) { b.Capabilities = caps; b.Runtime = "docker" }),
-			Online: true, Storage: storage(), ExportID: "x1", MountHealthy: true},
+			Online: true, Storage: storage()},
 		Target: MoveBroker{Broker: tBroker("b2", func(b *store.Broker) { b.Capabilities = caps; b.Runtime = "docker" }),
-			Online: true, Storage: storage(), ExportID: "x1", MountHealthy: true, Reserved: 1, Limit: 2},
+			Online: true, Storage: storage(), Reserved: 1, Limit: 2},
 		TargetServes: true,
 	}
 	for _, e := range edit {
@@ -107,8 +107,8 @@ func TestMoveChecks(t *testing.T) {
 		{"target local storage", func(in *MoveInput) { in.Target.Storage = &wire.WorkspaceStorage{Type: "local"} }, api.CheckSameExport, api.CodeMoveRefused, 409, false},
 		{"another export", func(in *MoveInput) { in.Target.Storage.Export = "/srv/other" }, api.CheckSameExport, api.CodeMoveRefused, 409, false},
 		{"another subpath root", func(in *MoveInput) { in.Target.Storage.SubpathRoot = "/ws2" }, api.CheckSameExport, api.CodeMoveRefused, 409, false},
-		{"same settings, other directory", func(in *MoveInput) { in.Target.ExportID = "x2" }, api.CheckSameExport, api.CodeMoveRefused, 409, false},
-		{"marker unreadable", func(in *MoveInput) { in.Source.ExportID = "" }, api.CheckSameExport, api.CodeMoveRefused, 409, false},
+		{"same settings, other directory", func(in *MoveInput) { in.Target.Storage.ExportID = "x2" }, api.CheckSameExport, api.CodeMoveRefused, 409, false},
+		{"marker unreadable", func(in *MoveInput) { in.Source.Storage.ExportID = "" }, api.CheckSameExport, api.CodeMoveRefused, 409, false},
 		{"placement unknown", func(in *MoveInput) { in.Placement = api.PlacementUnknown }, api.CheckWorkspaceOnExport, api.CodeMoveRefused, 409, false},
 		{"workspace local", func(in *MoveInput) { in.Placement = api.PlacementLocal }, api.CheckWorkspaceOnExport, api.CodeMoveRefused, 409, false},
 		{"profile missing on target", func(in *MoveInput) { in.Agent.Profile = "gpu" }, api.CheckTargetProfile, api.CodeProfileNotAvailable, 409, false},
@@ -118,13 +118,13 @@ func TestMoveChecks(t *testing.T) {
 		// per-agent one (the shared-workspace cases above say not forceable).
 		{"clone-per-agent workspace local", func(in *MoveInput) { mode(api.SharingClonePerAgent)(in); in.Placement = api.PlacementLocal },
 			api.CheckWorkspaceOnExport, api.CodeMoveRefused, 409, true},
-		{"empty-per-agent, another export", func(in *MoveInput) { mode(api.SharingEmptyPerAgent)(in); in.Target.ExportID = "x2" },
+		{"empty-per-agent, another export", func(in *MoveInput) { mode(api.SharingEmptyPerAgent)(in); in.Target.Storage.ExportID = "x2" },
 			api.CheckSameExport, api.CodeMoveRefused, 409, true},
 		{"clone-per-agent onto kubernetes without a claim", func(in *MoveInput) { mode(api.SharingClonePerAgent)(in); kubeTarget("", false)(in) },
 			api.CheckTargetProfile, api.CodeMoveRefused, 409, true},
 		{"clone-per-agent onto kubernetes with a claim", func(in *MoveInput) { mode(api.SharingClonePerAgent)(in); kubeTarget("pv-ws", false)(in) }, "", "", 0, false},
 		{"target offline", func(in *MoveInput) { in.Target.Online = false }, api.CheckTargetHealth, api.CodeBrokerOffline, 503, false},
-		{"target mount unhealthy", func(in *MoveInput) { in.Target.MountHealthy = false }, api.CheckTargetHealth, api.CodeBrokerUnavailable, 503, false},
+		{"target mount unhealthy", func(in *MoveInput) { in.Target.Storage.Healthy = false }, api.CheckTargetHealth, api.CodeBrokerUnavailable, 503, false},
 		{"source offline", func(in *MoveInput) { in.Source.Online = false }, api.CheckTargetHealth, api.CodeMoveBrokerOutdated, 412, false},
 		{"access refused", func(in *MoveInput) { in.Access = api.Forbidden("no") }, api.CheckAccess, api.CodeForbidden, 403, false},
 		{"target without agent-move", func(in *MoveInput) { in.Target.Broker.Capabilities = nil }, api.CheckCapability, api.CodeMoveBrokerOutdated, 412, false},
@@ -201,7 +201,7 @@ func TestMoveChecksForce(t *testing.T) {
 	}{
 		{"eligible export move stays export", []func(*MoveInput){forced}, api.TransferExport, "", "", 0},
 		{"other export, clone-per-agent, target can recreate", []func(*MoveInput){forced, mode(api.SharingClonePerAgent), kubeTarget("", true),
-			func(in *MoveInput) { in.Target.ExportID = "x2" }}, api.TransferRecreate, "", "", 0},
+			func(in *MoveInput) { in.Target.Storage.ExportID = "x2" }}, api.TransferRecreate, "", "", 0},
 		{"empty-per-agent onto docker", []func(*MoveInput){forced, mode(api.SharingEmptyPerAgent),
 			func(in *MoveInput) {
 				in.Target.Broker.Capabilities = append(in.Target.Broker.Capabilities, wire.CapAgentMoveRecreate)
@@ -214,7 +214,7 @@ func TestMoveChecksForce(t *testing.T) {
 			}}, api.TransferRecreate, "", "", 0},
 		{"unknown placement, clone-per-agent", []func(*MoveInput){forced, mode(api.SharingClonePerAgent), kubeTarget("pv", true),
 			func(in *MoveInput) { in.Placement = api.PlacementUnknown }}, api.TransferRecreate, "", "", 0},
-		{"shared workspace cannot be recreated", []func(*MoveInput){forced, func(in *MoveInput) { in.Target.ExportID = "x2" }},
+		{"shared workspace cannot be recreated", []func(*MoveInput){forced, func(in *MoveInput) { in.Target.Storage.ExportID = "x2" }},
 			"", api.CheckWorkspaceRecreatable, api.CodeMoveRefused, 409},
 		{"target without agentMoveRecreate", []func(*MoveInput){forced, mode(api.SharingClonePerAgent)},
 			"", api.CheckWorkspaceRecreatable, api.CodeMoveBrokerOutdated, 412},
@@ -225,7 +225,7 @@ func TestMoveChecksForce(t *testing.T) {
 		{"capacity is not waived", []func(*MoveInput){forced, mode(api.SharingClonePerAgent), kubeTarget("", true),
 			func(in *MoveInput) { in.Target.Reserved = 2 }}, "", api.CheckCapacity, api.CodeQuotaExceeded, 429},
 		{"recreate needs no healthy mount", []func(*MoveInput){forced, mode(api.SharingClonePerAgent), kubeTarget("", true),
-			func(in *MoveInput) { in.Target.MountHealthy = false }}, api.TransferRecreate, "", "", 0},
+			func(in *MoveInput) { in.Target.Storage.Healthy = false }}, api.TransferRecreate, "", "", 0},
 		{"offline source is not waived", []func(*MoveInput){forced, mode(api.SharingClonePerAgent), kubeTarget("", true),
 			func(in *MoveInput) { in.Source.Online = false }}, "", api.CheckTargetHealth, api.CodeMoveBrokerOutdated, 412},
 	} {
