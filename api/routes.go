@@ -78,6 +78,10 @@ const (
 	EnvProject     = "SCION_PROJECT"
 )
 
+// HandoffFile is where, in its home, a reincarnated agent's new
+// generation finds the Hub's preamble and the handoff it was given.
+const HandoffFile = ".scion/handoff.md"
+
 // MaxRequestBody bounds every JSON request body (a create may carry a
 // large payload; anything bigger is refused with 413 request_too_large).
 const MaxRequestBody = 8 << 20

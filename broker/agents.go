@@ -163,6 +163,9 @@ func (b *Broker) createAgentOnce(ctx context.Context, spec wire.AgentSpec, refus
 	if err := buildHome(home, spec.Harness); err != nil {
 		return runtime.Status{}, fmt.Errorf("agent home: %w", err)
 	}
+	if err := writeHandoff(home, spec.Handoff); err != nil {
+		return runtime.Status{}, fmt.Errorf("agent home: %w", err)
+	}
 	work, err := b.ws.Prepare(ctx, spec)
 	if err != nil {
 		return runtime.Status{}, err

@@ -201,8 +201,10 @@ func New(cfg Config) (*Broker, error) {
 	cfg.StopGrace = cmp.Or(cfg.StopGrace, 10*time.Second)
 	cfg.RefusedBackoff = cmp.Or(cfg.RefusedBackoff, 30*time.Second)
 	cfg.Capabilities = slices.Clone(cfg.Capabilities)
-	if !slices.Contains(cfg.Capabilities, wire.CapLogsFollow) {
-		cfg.Capabilities = append(cfg.Capabilities, wire.CapLogsFollow)
+	for _, c := range []string{wire.CapLogsFollow, wire.CapAgentMove} {
+		if !slices.Contains(cfg.Capabilities, c) {
+			cfg.Capabilities = append(cfg.Capabilities, c)
+		}
 	}
 	if _, ok := cfg.Runtime.(runtime.Execer); ok && !slices.Contains(cfg.Capabilities, wire.CapExec) {
 		cfg.Capabilities = append(cfg.Capabilities, wire.CapExec)

@@ -24,6 +24,7 @@ func (b *Broker) register(c *wire.Conn) {
 	c.Handle(wire.MethodAgentSuspend, b.pinned(b.keyed(c, onAgent(b, b.suspendAgent))))
 	c.Handle(wire.MethodAgentResume, b.pinned(b.keyed(c, onAgent(b, b.resumeAgent))))
 	c.Handle(wire.MethodAgentDelete, b.pinned(b.keyed(c, onAgent(b, b.deleteAgent))))
+	c.Handle(wire.MethodAgentCleanup, b.keyed(c, onAgent(b, b.cleanupMoved)))
 	c.Handle(wire.MethodAgentInspect, b.pinned(onAgent(b, b.inspectAgent)))
 	c.HandleStream(wire.MethodAgentLogs, b.handleLogs)
 	c.HandleStream(wire.MethodAgentExec, b.handleExec)

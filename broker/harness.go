@@ -99,3 +99,17 @@ func buildHome(home, harnessName string) error {
 	}
 	return nil
 }
+
+// writeHandoff writes a reincarnated agent's preamble and handoff where
+// the new generation reads it (api.HandoffFile in its home); nothing for
+// an agent without one.
+func writeHandoff(home, handoff string) error {
+	if handoff == "" {
+		return nil
+	}
+	p := filepath.Join(home, filepath.FromSlash(api.HandoffFile))
+	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+		return err
+	}
+	return os.WriteFile(p, []byte(handoff), 0o600)
+}

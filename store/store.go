@@ -153,6 +153,18 @@ type UpdateAgentOptions struct {
 	// ErrReservationScope for a slot held on another broker (never moved).
 	// Either refusal writes nothing, the agent included.
 	ReserveLimit *int
+	// MoveReservation, with ReserveLimit, moves the agent's slot: one it
+	// holds on another broker is released in the same transaction before
+	// the slot on a.BrokerID is taken (a move to another broker, or its
+	// rollback). The only write that moves a reservation.
+	MoveReservation bool
+	// ReleaseReservation releases the agent's slot, wherever it is held,
+	// in the same transaction (without ReserveLimit): an agent put back
+	// stopped on the broker it was moved from.
+	ReleaseReservation bool
+	// LinkProvider links a.BrokerID as a provider of the agent's project
+	// (a link already there is kept).
+	LinkProvider bool
 }
 
 // User is a person. Issuer and Subject are the OIDC identity the user
@@ -384,6 +396,8 @@ type Store interface {
 
 	// Delegated Jobs' ledger and broker-scoped secrets (see jobs.go).
 	JobStore
+	// Moves' records (see moves.go).
+	MoveStore
 	BrokerSecretStore
 
 	// Ping checks the database answers (for /readyz).

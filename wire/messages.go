@@ -34,6 +34,12 @@ const (
 	MethodAgentSuspend = "agent.suspend"
 	MethodAgentResume  = "agent.resume"
 	MethodAgentDelete  = "agent.delete"
+	// MethodAgentCleanup (AgentRef -> AgentStatus) removes a moved
+	// agent's local copy from the broker it left: the container of the
+	// named run only (never another run's, which may be the agent's new
+	// one on a shared namespace), its broker-local directory and home;
+	// never the export. RunID is required.
+	MethodAgentCleanup = "agent.cleanup"
 	MethodAgentInspect = "agent.inspect"
 	MethodAgentLogs    = "agent.logs" // stream of LogChunk
 	MethodInventory    = "broker.inventory"
@@ -131,8 +137,17 @@ type AgentSpec struct {
 	// them to its runtime as scion.k8s.<key> spec labels.
 	Kubernetes map[string]string `json:"kubernetes,omitempty"`
 	HubURL     string            `json:"hubUrl,omitempty"`
-	Start      bool              `json:"start"`
-	Payload    json.RawMessage   `json:"payload,omitempty"`
+	// Moved provisions an agent moved here from another broker: its
+	// workspace is already on the export, so the broker confirms it
+	// through its own mount and refuses if it is not there; it never
+	// makes (clones) one.
+	Moved bool `json:"moved,omitempty"`
+	// Handoff is the new generation's preamble and handoff of a
+	// reincarnation: the broker writes it into the agent's home
+	// (HandoffFile) before the agent starts.
+	Handoff string          `json:"handoff,omitempty"`
+	Start   bool            `json:"start"`
+	Payload json.RawMessage `json:"payload,omitempty"`
 }
 
 // AgentRef names an agent (and optionally its run) in a lifecycle command.

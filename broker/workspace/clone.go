@@ -8,8 +8,10 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"path"
 	"strconv"
 
+	"github.com/scion-go/scion/api"
 	"github.com/scion-go/scion/wire"
 )
 
@@ -54,10 +56,35 @@ func (w *Git) prepareShared(ctx context.Context, spec wire.AgentSpec, src gitSou
 		}
 		rec.Storage = StorageNFS
 	}
-	if err := w.ensureClone(ctx, src, tmpParent, dir, "clone", "--quiet"); err != nil {
+	if spec.Moved {
+		// A moved agent's checkout is already on the export, where the
+		// broker it left made it: confirmed through this broker's mount,
+		// never made again (an empty clone in its place would hide the
+		// agent's uncommitted work, which is somewhere else).
+		if err := w.confirmMoved(spec, dir); err != nil {
+			return err
+		}
+	} else if err := w.ensureClone(ctx, src, tmpParent, dir, "clone", "--quiet"); err != nil {
 		return err
 	}
 	rec.Path = dir
+	return nil
+}
+
+// confirmMoved checks that a moved agent's shared checkout is at dir on
+// this broker's export. The refusal names the workspace by its place in
+// the export, not by this host's mount path.
+func (w *Git) confirmMoved(spec wire.AgentSpec, dir string) error {
+	rel := path.Join("projects", spec.ProjectID, "shared")
+	if w.cfg.Export == nil {
+		return api.Conflict(api.CodeMoveRefused, "moved agent %s: its workspace %s is on an NFS export, and this broker keeps workspaces on its local disk",
+			spec.AgentID, rel)
+	}
+	fi, err := os.Lstat(filepath.Join(dir, ".git"))
+	if err != nil || !fi.IsDir() {
+		return api.Conflict(api.CodeMoveRefused, "moved agent %s: its workspace %s is not visible through this broker's mount of the export (%s in subpath_root %s): check that the export is mounted and the workspace is there",
+			spec.AgentID, rel, w.cfg.Export.Storage.Export, w.cfg.Export.Storage.SubpathRoot)
+	}
 	return nil
 }
 

@@ -212,6 +212,11 @@ func (w *Git) Prepare(ctx context.Context, spec wire.AgentSpec) (string, error) 
 	if err := ValidID("agent ID", spec.AgentID); err != nil {
 		return "", err
 	}
+	if spec.Moved && mode != api.SharingSharedWorkspace {
+		// Only a shared checkout is on the export on this broker (the
+		// per-agent modes are on its local disk): nothing to confirm.
+		return "", api.Conflict(api.CodeMoveRefused, "moved agent %s: a %s workspace is not on this broker's export", spec.AgentID, mode)
+	}
 	var src gitSource
 	if mode != api.SharingEmptyPerAgent {
 		var err error

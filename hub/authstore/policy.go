@@ -174,6 +174,14 @@ var rules = map[string]rule{
 	"DeleteJob":         {writes, can(authz.AgentLifecycle)},
 	"ExpirePendingJobs": {writes, nil},
 
+	// Moves' records: the system's (hub/moves writes them from the
+	// Hub's context once the request is authorized).
+	"CreateMove":   {writes, nil},
+	"UpdateMove":   {writes, nil},
+	"GetMove":      {reads, nil},
+	"ListMoves":    {reads, nil},
+	"RunningMoves": {reads, nil},
+
 	// Broker-scoped secrets: hub admins manage them; the value is the
 	// broker's own (GetBrokerSecret); an admin reads the record without
 	// it (GetBrokerSecret.metadata).

@@ -222,17 +222,28 @@ func (d *dialect) Reserve(ctx context.Context, brokerID, agentID string, limit i
 // reservation, sends the update, the lock and the reservation in one batch
 // (one implicit transaction: a refused reservation rolls the update back).
 func (d *dialect) UpdateAgent(ctx context.Context, u *sqlstore.AgentUpdate) (updated bool, _ error) {
-	if u.ReserveLimit == nil {
+	if u.ReserveLimit == nil && !u.Link && !u.Release {
 		tag, err := d.pool.Exec(ctx, sqlstore.UpdateAgentSQL, u.Args...)
 		if err != nil {
 			return false, d.mapErr(err, u.What)
 		}
 		return tag.RowsAffected() == 1, nil
 	}
-	a, limit := u.Agent, *u.ReserveLimit
+	a := u.Agent
 	b := &pgx.Batch{}
 	b.Queue(updateAgentSQL, u.Args...)
-	queueReserve(b, a.BrokerID, a.ID, limit, a.UpdatedAt)
+	if u.Link {
+		b.Queue(sqlstore.LinkProviderSQL, a.ProjectID, a.BrokerID)
+	}
+	if u.MoveSlot {
+		b.Queue(sqlstore.ReleaseOtherSlotSQL, a.ID, a.BrokerID)
+	}
+	if u.Release {
+		b.Queue(sqlstore.ReleaseSlotSQL, a.ID)
+	}
+	if u.ReserveLimit != nil {
+		queueReserve(b, a.BrokerID, a.ID, *u.ReserveLimit, a.UpdatedAt)
+	}
 	br := d.pool.SendBatch(ctx, b)
 	updated = true
 	err := func() error {
@@ -245,7 +256,15 @@ func (d *dialect) UpdateAgent(ctx context.Context, u *sqlstore.AgentUpdate) (upd
 		if err != nil {
 			return d.mapErr(err, u.What)
 		}
-		return d.readReserve(br, a.BrokerID, a.ID, limit)
+		for range btoi(u.Link) + btoi(u.MoveSlot) + btoi(u.Release) {
+			if _, err := br.Exec(); err != nil {
+				return d.mapErr(err, u.What)
+			}
+		}
+		if u.ReserveLimit == nil {
+			return nil
+		}
+		return d.readReserve(br, a.BrokerID, a.ID, *u.ReserveLimit)
 	}()
 	if cerr := br.Close(); err == nil && updated && cerr != nil {
 		err = d.mapErr(cerr, u.What)
@@ -261,4 +280,12 @@ func (d *dialect) DeleteAgent(ctx context.Context, id string) (bool, error) {
 		t AS (DELETE FROM tokens WHERE kind = 'agent' AND agent_id IN (SELECT id FROM a))
 		SELECT count(*) FROM a`, id).Scan(&n)
 	return n > 0, err
+}
+
+// btoi is 1 for true.
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -255,7 +255,13 @@ func (s *Store) UpdateAgentWith(ctx context.Context, a *store.Agent, o store.Upd
 	if err != nil {
 		return err
 	}
-	u.ReserveLimit = o.ReserveLimit
+	u.ReserveLimit, u.MoveSlot, u.Release, u.Link = o.ReserveLimit, o.MoveReservation, o.ReleaseReservation, o.LinkProvider
+	if u.MoveSlot && u.ReserveLimit == nil {
+		return fmt.Errorf("%s: moving a reservation needs the limit of the broker it moves to", u.What)
+	}
+	if u.Release && u.ReserveLimit != nil {
+		return fmt.Errorf("%s: a reservation is either released or taken", u.What)
+	}
 	updated, err := s.d.UpdateAgent(ctx, u)
 	if err == nil && !updated {
 		err = s.staleAgent(ctx, s.r, a, u.What)
@@ -272,13 +278,26 @@ func (s *Store) UpdateAgentWith(ctx context.Context, a *store.Agent, o store.Upd
 // transaction UpdateAgentSQL with Args (nothing written, updated false,
 // if it matches no row), then, when ReserveLimit is not nil, the
 // reservation of *ReserveLimit on the agent's broker at the agent's
-// UpdatedAt.
+// UpdatedAt. With MoveSlot, a slot the agent holds on another broker is
+// released first (ReleaseOtherSlotSQL); with Release, its slot wherever
+// it is (ReleaseSlotSQL), and no other taken; with Link, the agent's broker is
+// linked to its project (LinkProviderSQL), both in that transaction.
 type AgentUpdate struct {
 	Agent        *store.Agent // as it is written
 	Args         []any
 	ReserveLimit *int
+	MoveSlot     bool
+	Release      bool
+	Link         bool
 	What         string // what the update is, for its errors
 }
+
+// ReleaseOtherSlotSQL releases agent $1's slot unless it is on broker $2:
+// the first half of moving a reservation.
+const ReleaseOtherSlotSQL = `DELETE FROM reservations WHERE agent_id = $1 AND broker_id <> $2`
+
+// ReleaseSlotSQL releases agent $1's slot wherever it is held.
+const ReleaseSlotSQL = `DELETE FROM reservations WHERE agent_id = $1`
 
 // agentUpdate prepares a's update: the agent as written (version
 // incremented, UpdatedAt now) and UpdateAgentSQL's arguments.

@@ -128,9 +128,10 @@ func (d *dialect) createAgentTx(ctx context.Context, tx sqlstore.Querier, c *sql
 // version conflict. With a reservation both run in one transaction with
 // reserveOnce.
 func (d *dialect) UpdateAgent(ctx context.Context, u *sqlstore.AgentUpdate) (updated bool, _ error) {
-	if u.ReserveLimit == nil {
+	if u.ReserveLimit == nil && !u.Link && !u.Release {
 		return d.updateIn(ctx, d.Writer(), u)
 	}
+	a := u.Agent
 	err := d.Tx(ctx, func(tx sqlstore.Querier) error {
 		ok, err := d.updateIn(ctx, tx, u)
 		if err != nil {
@@ -139,7 +140,25 @@ func (d *dialect) UpdateAgent(ctx context.Context, u *sqlstore.AgentUpdate) (upd
 		if !ok {
 			return errStale
 		}
-		return d.reserveOnce(ctx, tx, u.Agent.BrokerID, u.Agent.ID, *u.ReserveLimit, u.Agent.UpdatedAt)
+		if u.Link {
+			if _, err := tx.Exec(ctx, sqlstore.LinkProviderSQL, a.ProjectID, a.BrokerID); err != nil {
+				return d.mapErr(err, u.What)
+			}
+		}
+		if u.MoveSlot {
+			if _, err := tx.Exec(ctx, sqlstore.ReleaseOtherSlotSQL, a.ID, a.BrokerID); err != nil {
+				return d.mapErr(err, u.What)
+			}
+		}
+		if u.Release {
+			if _, err := tx.Exec(ctx, sqlstore.ReleaseSlotSQL, a.ID); err != nil {
+				return d.mapErr(err, u.What)
+			}
+		}
+		if u.ReserveLimit == nil {
+			return nil
+		}
+		return d.reserveOnce(ctx, tx, a.BrokerID, a.ID, *u.ReserveLimit, a.UpdatedAt)
 	})
 	if errors.Is(err, errStale) {
 		return false, nil

@@ -60,6 +60,8 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"DeleteBroker", testDeleteBroker},
 		{"BrokerWorkspaceStorage", testBrokerWorkspaceStorage},
 		{"AgentPlacement", testAgentPlacement},
+		{"MoveRecords", testMoveRecords},
+		{"MoveReservation", testMoveReservation},
 		{"DeleteBrokerRace", testDeleteBrokerRace},
 		{"UpdateBrokerWith", testUpdateBrokerWith},
 		{"CreateOnGoneBroker", testCreateOnGoneBroker},
