@@ -1,6 +1,9 @@
 package api
 
-import "unicode/utf8"
+import (
+	"time"
+	"unicode/utf8"
+)
 
 // Moving an agent to another Runtime Broker (multi-broker spec, "Moving an
 // Agent to Another Runtime Broker"): the checks the Hub runs, in their
@@ -126,4 +129,70 @@ func (r *ReincarnateRequest) Validate() error {
 		return BadRequest("force applies to a move: name the target with broker")
 	}
 	return nil
+}
+
+// The steps of a move's saga (multi-broker spec, "What happens during a
+// move"), in order; a move's record keeps the last one done.
+const (
+	// MoveStepAccepted: answered 202; nothing done yet.
+	MoveStepAccepted = "accepted"
+	// MoveStepStopped: the checks ran again and passed, and the agent is
+	// stopped on the source.
+	MoveStepStopped = "stopped"
+	// MoveStepAssigned: its quota moved, it is assigned to the target,
+	// and the target is linked to the project if it was not: one
+	// transaction, so none of the three is ever done without the others.
+	MoveStepAssigned = "assigned"
+	// MoveStepProvisioned: the target provisioned it, having confirmed
+	// the workspace through its own mount.
+	MoveStepProvisioned = "provisioned"
+	// MoveStepStarted: the new generation runs on the target.
+	MoveStepStarted = "started"
+	// MoveStepCleaned: the source was asked to remove its local copy
+	// (whatever the answer: see SourceCleanup).
+	MoveStepCleaned = "cleaned"
+)
+
+// A move's outcome, once it has ended.
+const (
+	MoveCompleted = "completed"
+	MoveFailed    = "failed"
+)
+
+// What became of the source's local copy of a moved agent (a move
+// record's sourceCleanup); a failure is CleanupFailedPrefix and the
+// reason.
+const (
+	CleanupDone             = "done"
+	CleanupFailedPrefix     = "failed:"
+	CleanupNoRunID          = "skipped:no-run-id"
+	CleanupAmbiguousStart   = "skipped:ambiguous-start"
+	CleanupInterrupted      = "skipped:interrupted"
+	MoveFailedMessagePrefix = "reincarnation failed: "
+)
+
+// AgentMove is a move's record as the API shows it.
+type AgentMove struct {
+	ID            string    `json:"id"`
+	Agent         string    `json:"agentId"`
+	Source        string    `json:"sourceBrokerId"`
+	Target        string    `json:"targetBrokerId"`
+	Step          string    `json:"step"`
+	Outcome       string    `json:"outcome,omitempty"`
+	SourceCleanup string    `json:"sourceCleanup,omitempty"`
+	Message       string    `json:"message,omitempty"`
+	CreatedAt     time.Time `json:"createdAt"`
+	UpdatedAt     time.Time `json:"updatedAt"`
+}
+
+// MoveAccepted is the 202 answer to an eligible move: the record of the
+// move now running in the background, and the plan its checks made.
+type MoveAccepted struct {
+	Move AgentMove `json:"move"`
+	Plan MovePlan  `json:"plan"`
+}
+
+// AgentMoves is the answer of GET /agents/{agent}/moves, newest first.
+type AgentMoves struct {
+	Moves []AgentMove `json:"moves"`
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -18,6 +19,7 @@ import (
 // knows moves and only for an eligible one.
 func newReincarnateCmd(a *app) *cobra.Command {
 	var project, handoffFile string
+	var noWait bool
 	var req api.ReincarnateRequest
 	c := &cobra.Command{
 		Use:   "reincarnate <agent> --broker <name|id> [--dry-run] [--force]",
@@ -29,7 +31,15 @@ workspace. The workspace is never copied: both brokers must mount the same NFS e
 The Hub runs its checks in a fixed order and the first failing one refuses the move
 before anything changes; --dry-run prints every check, the transfer mode and what the
 move keeps, carries, recreates and loses. --force (with --dry-run) previews recreating a
-clone-per-agent or empty-per-agent workspace on the target instead.`,
+clone-per-agent or empty-per-agent workspace on the target instead.
+
+An eligible move is accepted and runs on the Hub: it stops the agent on the source,
+moves its quota, assigns it to the target (linking the target to the project if
+needed), provisions it there, starts the new generation with the Hub's preamble and
+your handoff (in ~/.scion/handoff.md of the agent's new home), and has the source
+remove its local copy. The CLI follows the steps until the move ends (--no-wait
+returns at once); a move that fails leaves the agent in the error phase with a
+"reincarnation failed: ..." message saying where it is.`,
 		Example: `  scion reincarnate fixer --broker broker-b --dry-run
   scion reincarnate fixer --broker broker-b --dry-run --force
   scion reincarnate fixer --broker broker-b --handoff-file handoff.md`,
@@ -73,15 +83,34 @@ clone-per-agent or empty-per-agent workspace on the target instead.`,
 				}
 				return err
 			}
-			if !req.DryRun {
-				if plan, err = cl.Reincarnate(cmd.Context(), args[0], p, req); err != nil {
+			if req.DryRun {
+				if a.json() {
+					return show.JSON(cmd.OutOrStdout(), plan)
+				}
+				show.MovePlan(cmd.OutOrStdout(), plan)
+				return nil
+			}
+			acc, err := cl.Move(cmd.Context(), args[0], p, req)
+			if err != nil {
+				return err
+			}
+			if !a.json() {
+				show.MovePlan(cmd.OutOrStdout(), &acc.Plan)
+				fmt.Fprintf(cmd.OutOrStdout(), "Move %s accepted; it runs on the Hub (Ctrl-C stops following it, not the move).\n", acc.Move.ID)
+			}
+			if !noWait {
+				if acc.Move, err = followMove(cmd, cl, args[0], p, acc.Move, !a.json()); err != nil {
 					return err
 				}
 			}
 			if a.json() {
-				return show.JSON(cmd.OutOrStdout(), plan)
+				if err := show.JSON(cmd.OutOrStdout(), acc); err != nil {
+					return err
+				}
 			}
-			show.MovePlan(cmd.OutOrStdout(), plan)
+			if acc.Move.Outcome == api.MoveFailed {
+				return api.Errorf(api.CodeConflict, "%s", acc.Move.Message)
+			}
 			return nil
 		},
 	}
@@ -92,6 +121,7 @@ clone-per-agent or empty-per-agent workspace on the target instead.`,
 	f.StringVar(&handoffFile, "handoff-file", "", "a file whose text starts the new generation, after the Hub's preamble")
 	f.StringVar(&req.Image, "image", "", "run the new generation with this image (the checks judge it)")
 	f.StringVar(&req.Role, "role", "", "change the agent's role (you become its delegator)")
+	f.BoolVar(&noWait, "no-wait", false, "answer once the Hub accepts the move, without following its steps")
 	projectFlag(c, &project)
 	return c
 }
@@ -112,4 +142,36 @@ func readBounded(path string, max int, what string) ([]byte, error) {
 		return nil, usageErrorf("%s is larger than %s may be (%d bytes)", path, what, max)
 	}
 	return b, nil
+}
+
+// followMove prints a move's steps as the Hub records them until it ends
+// (or the command is cancelled), and returns its last record.
+func followMove(cmd *cobra.Command, cl *client.Client, agent, project string, m api.AgentMove, progress bool) (api.AgentMove, error) {
+	last := m.Step
+	tick := time.NewTicker(250 * time.Millisecond)
+	defer tick.Stop()
+	for m.Outcome == "" {
+		select {
+		case <-cmd.Context().Done():
+			return m, cmd.Context().Err()
+		case <-tick.C:
+		}
+		ms, err := cl.AgentMoves(cmd.Context(), agent, project)
+		if err != nil {
+			return m, err
+		}
+		for _, x := range ms {
+			if x.ID == m.ID {
+				m = x
+			}
+		}
+		if progress && m.Step != last {
+			fmt.Fprintf(cmd.OutOrStdout(), "  %s\n", m.Step)
+			last = m.Step
+		}
+	}
+	if progress {
+		fmt.Fprintf(cmd.OutOrStdout(), "Move %s %s.\n", m.Outcome, m.ID)
+	}
+	return m, nil
 }

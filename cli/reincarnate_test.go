@@ -3,6 +3,8 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -19,8 +21,8 @@ import (
 // is eligible over the export; an empty-per-agent one's workspace is on
 // b1's own disk, so its move is refused with every check printed and the
 // --force hint, and previewed with --dry-run --force as a recreate; a
-// real request goes out only after an eligible dry run, and this Hub does
-// not run moves yet (501); an unknown broker is 404.
+// real request goes out only after an eligible dry run, and the CLI
+// follows the move to its end; an unknown broker is 404.
 func TestReincarnateMoveChecks(t *testing.T) {
 	setHome(t)
 	export := t.TempDir()
@@ -54,9 +56,22 @@ func TestReincarnateMoveChecks(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.out), &plan); err != nil || !plan.Eligible || plan.TransferMode != api.TransferExport || len(plan.Checks) != 11 {
 		t.Errorf("-o json: %v %+v", err, plan)
 	}
+	handoff := filepath.Join(t.TempDir(), "handoff.md")
+	if err := os.WriteFile(handoff, []byte("finish the parser"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r = mustRun(t, "reincarnate", "w", "--project", "shared", "--broker", "b2", "--handoff-file", handoff)
+	for _, want := range []string{"accepted", "Move completed"} {
+		if !strings.Contains(r.out, want) {
+			t.Errorf("a move's progress lacks %q:\n%s", want, r.out)
+		}
+	}
+	if a, err := e.Admin.GetAgent(ctx, "w", "shared"); err != nil || a.Phase != api.PhaseRunning || a.BrokerName != "b2" || a.Generation != 2 {
+		t.Errorf("after the move the agent is %+v (%v), want generation 2 running on b2", a, err)
+	}
 	r = runCLI(t, "", "reincarnate", "w", "--project", "shared", "--broker", "b2")
-	if r.code == 0 || !strings.Contains(r.err, "unsupported_operation") {
-		t.Errorf("an eligible move on a Hub that does not run moves yet: %+v", r)
+	if r.code == 0 || !strings.Contains(r.err, api.CodeMoveRefused) {
+		t.Errorf("a move to the broker the agent is on: %+v", r)
 	}
 
 	r = runCLI(t, "", "reincarnate", "e", "--broker", "b2")

@@ -185,6 +185,36 @@ func (c *Client) Reincarnate(ctx context.Context, agent, project string, req api
 	return &p, nil
 }
 
+// Move sends an eligible move (req without DryRun): the Hub answers 202
+// with the move's record and runs it in the background.
+func (c *Client) Move(ctx context.Context, agent, project string, req api.ReincarnateRequest) (*api.MoveAccepted, error) {
+	if err := req.Validate(); err != nil {
+		return nil, err
+	}
+	s, err := segment("agent", agent)
+	if err != nil {
+		return nil, err
+	}
+	var out api.MoveAccepted
+	if err := c.do(ctx, request{method: http.MethodPost, path: apiPath("agents", s, "reincarnate"), query: agentQuery(project), body: req}, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// AgentMoves lists the agent's moves, newest first.
+func (c *Client) AgentMoves(ctx context.Context, agent, project string) ([]api.AgentMove, error) {
+	s, err := segment("agent", agent)
+	if err != nil {
+		return nil, err
+	}
+	var out api.AgentMoves
+	if err := c.do(ctx, request{method: http.MethodGet, path: apiPath("agents", s, "moves"), query: agentQuery(project)}, &out); err != nil {
+		return nil, err
+	}
+	return out.Moves, nil
+}
+
 // MovePlanOf is the plan a refused move's error carries, if it has one.
 func MovePlanOf(err error) *api.MovePlan {
 	var e *api.Error

@@ -91,6 +91,7 @@ var matrix = []matrixRow{
 	{"POST /api/v1/agents | project default not a provider, not the member's", "201 403 403 403 403 403 403 403 403 404 404 404"},
 	{"GET /api/v1/agents", "200 200 200 403 403 403 200 200 200 200 200 200"},
 	{"GET /api/v1/agents/{agent}", "200 200 200 403 403 403 200 200 200 200 200 200"},
+	{"GET /api/v1/agents/{agent}/moves", "200 200 200 403 403 403 200 200 200 200 200 200"},
 	{"PATCH /api/v1/agents/{agent}", "200 200 403 403 403 403 403 403 200 200 403 403"},
 	{"PATCH /api/v1/agents/{agent} | to coordinator", "200 403 403 403 403 403 403 403 403 403 403 403"},
 	{"DELETE /api/v1/agents/{agent}", "204 204 403 403 403 403 403 403 204 204 403 403"},
@@ -435,7 +436,8 @@ func (m *matrixEnv) prepare(route, caller string) (cell, string) {
 		if variant != "" {
 			c.body = api.UpdateAgentRequest{Role: ptr("coordinator")}
 		}
-	case "GET /api/v1/agents/{agent}", "DELETE /api/v1/agents/{agent}", "GET /api/v1/agents/{agent}/logs", "GET /api/v1/agents/{agent}/attach":
+	case "GET /api/v1/agents/{agent}", "DELETE /api/v1/agents/{agent}", "GET /api/v1/agents/{agent}/logs", "GET /api/v1/agents/{agent}/attach",
+		"GET /api/v1/agents/{agent}/moves":
 		set("agent", target(api.CreateAgentRequest{}))
 	case "POST /api/v1/agents/{agent}/jobs":
 		set("agent", target(api.CreateAgentRequest{}))

@@ -64,6 +64,10 @@ type Options struct {
 	// the broker signatures' window (nil: time.Now). Tests advance a fake
 	// clock (internal/fakeclock) instead of sleeping through a lifetime.
 	Now func() time.Time
+	// MoveHook is a test's: it runs before each step of a move's saga
+	// (hub/moves Hook*); an error fails that step, moves.ErrHalt stops
+	// the saga as a Hub killed there would.
+	MoveHook func(step string) error
 }
 
 // Server is a Hub.
@@ -161,6 +165,9 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 		return nil, err
 	}
 	s.jobs.ExpirePending(ctx, true)
+	if err := s.moves.Recover(ctx); err != nil {
+		return nil, err
+	}
 	s.routes()
 	s.bg.Add(1)
 	go func() {

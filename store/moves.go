@@ -42,8 +42,8 @@ type MoveStore interface {
 	// ErrAlreadyExists when its agent has a move running, ErrNotFound
 	// when the agent is gone.
 	CreateMove(ctx context.Context, m *Move) error
-	// UpdateMove writes m's Step, Outcome, SourceCleanup and Message
-	// (and UpdatedAt) while the stored move still runs: ErrConflict once
+	// UpdateMove writes m's Step, Outcome, SourceCleanup, Message and
+	// Previous (and UpdatedAt) while the stored move still runs: ErrConflict once
 	// it has ended (another writer ended it), ErrNotFound when it is gone.
 	UpdateMove(ctx context.Context, m *Move) error
 	GetMove(ctx context.Context, id string) (*Move, error)

@@ -18,8 +18,8 @@ import (
 // Runtime Broker"). It loads what the checks judge, runs plan.MoveChecks
 // and answers the plan: a dry run's answer, or the refusal of its first
 // failing check with the plan in details.plan. Nothing is written either
-// way. Executing a move (the saga) and a reincarnation in place are not
-// there yet: an eligible request without dryRun answers 501.
+// way. An eligible move without dryRun is accepted (202) and runs in the
+// background (saga.go). A reincarnation in place is not there yet (501).
 func (s *Service) handleReincarnate(r *http.Request, c *authz.Caller) (int, any, error) {
 	ctx := r.Context()
 	var req api.ReincarnateRequest
@@ -78,8 +78,43 @@ func (s *Service) handleReincarnate(r *http.Request, c *authz.Caller) (int, any,
 		return 0, nil, api.Errorf(api.CodeMoveRecreateNotEnabled,
 			"moving agent %s by recreating its workspace is not enabled yet; --dry-run --force previews it", api.Quote(a.Slug)).WithDetail("plan", v.Plan)
 	}
-	return 0, nil, api.Errorf(api.CodeUnsupportedOperation,
-		"this Hub checks moves but does not run them yet: only --dry-run is available").WithDetail("plan", v.Plan)
+	return s.accept(ctx, c, a, p, in, &req, v.Plan, self)
+}
+
+// accept starts an eligible move: the values of the secrets the agent
+// names are handed to the target, so c must be allowed to name them now
+// (decided here, before anything is written); then the move's record, and
+// the saga in the background. 202 with the record and the plan.
+func (s *Service) accept(ctx context.Context, c *authz.Caller, a *store.Agent, p *store.Project, in plan.MoveInput, req *api.ReincarnateRequest, pl api.MovePlan, self bool) (int, any, error) {
+	secrets, err := s.hub.AgentSecrets(ctx, c, p, a)
+	if err != nil {
+		return 0, nil, err
+	}
+	pt := patch{Image: req.Image, Role: req.Role}
+	// The mover becomes the recorded delegator when it changes the role,
+	// and a user does when the agent's delegation has no provenance.
+	if !self && (req.Role != "" || (c.Kind == authz.User && a.Delegator == "" && len(a.DelegationChain) == 0)) {
+		pt.Delegator = c.Principal()
+	}
+	m := &store.Move{AgentID: a.ID, SourceBrokerID: in.Source.Broker.ID, TargetBrokerID: in.Target.Broker.ID,
+		Step: api.MoveStepAccepted, Handoff: req.Handoff, CreatedBy: c.Principal()}
+	sys := s.hub.SystemContext()
+	if err := s.store.CreateMove(sys, m); err != nil {
+		if errors.Is(err, store.ErrAlreadyExists) {
+			return 0, nil, api.Conflict(api.CodeConflict, "agent %s is being moved already; wait for that move to end", api.Quote(a.Slug))
+		}
+		return 0, nil, storeerr.Map(err, api.CodeAgentNotFound, "agent "+api.Quote(a.Slug))
+	}
+	s.log.Info("move accepted", "move", m.ID, "agent_id", a.ID, "source_broker_id", m.SourceBrokerID, "target_broker_id", m.TargetBrokerID, "by", c.Principal())
+	g := &saga{s: s, m: m, project: p, secrets: secrets, patch: pt, source: in.Source.Broker, target: in.Target.Broker}
+	s.hub.Go(func() { g.run(sys) })
+	return http.StatusAccepted, api.MoveAccepted{Move: moveView(m), Plan: pl}, nil
+}
+
+// moveView is a move's record as the API shows it.
+func moveView(m *store.Move) api.AgentMove {
+	return api.AgentMove{ID: m.ID, Agent: m.AgentID, Source: m.SourceBrokerID, Target: m.TargetBrokerID, Step: m.Step,
+		Outcome: m.Outcome, SourceCleanup: m.SourceCleanup, Message: m.Message, CreatedAt: m.CreatedAt, UpdatedAt: m.UpdatedAt}
 }
 
 // loadMove reads what plan.MoveChecks judges: the agent as the patch flags
@@ -96,6 +131,32 @@ func (s *Service) loadMove(ctx context.Context, c *authz.Caller, a *store.Agent,
 		}
 		return plan.MoveInput{}, err
 	}
+	ai := s.moveAccessInput(c, a, p, dst, serves, self)
+	if !plan.MoveTargetVisible(ai) {
+		httpapi.MarkChecked(ctx)
+		return plan.MoveInput{}, notFound
+	}
+	httpapi.MarkChecked(ctx) // the access check below decides the rest
+	in, err := s.loadChecks(ctx, a, p, dst.ID, patch{Image: req.Image, Role: req.Role})
+	if err != nil {
+		return plan.MoveInput{}, err
+	}
+	in.Access, in.Force = plan.MoveAccess(ai), req.Force
+	return in, nil
+}
+
+// loadChecks reads the checks' input but the caller's access (allowed)
+// and force (off): the agent as pt leaves it, its project, its broker and
+// the target (by name or ID) with their storage, liveness and the
+// target's capacity. The saga runs it again before the stop.
+func (s *Service) loadChecks(ctx context.Context, a *store.Agent, p *store.Project, target string, pt patch) (plan.MoveInput, error) {
+	dst, serves, err := s.store.GetBrokerForProject(ctx, target, p.ID)
+	if err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return plan.MoveInput{}, api.NotFound(api.CodeBrokerNotFound, "runtime broker %s not found", api.Quote(target))
+		}
+		return plan.MoveInput{}, err
+	}
 	src, err := s.store.GetBroker(ctx, a.BrokerID)
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
@@ -103,12 +164,6 @@ func (s *Service) loadMove(ctx context.Context, c *authz.Caller, a *store.Agent,
 		}
 		return plan.MoveInput{}, err
 	}
-	ai := s.moveAccessInput(c, a, p, dst, serves, self)
-	if !plan.MoveTargetVisible(ai) {
-		httpapi.MarkChecked(ctx)
-		return plan.MoveInput{}, notFound
-	}
-	httpapi.MarkChecked(ctx) // the access check below decides the rest
 	reserved, err := s.store.CountReservations(ctx, dst.ID)
 	if err != nil {
 		return plan.MoveInput{}, err
@@ -118,19 +173,17 @@ func (s *Service) loadMove(ctx context.Context, c *authz.Caller, a *store.Agent,
 		return plan.MoveInput{}, err
 	}
 	patched := *a
-	if req.Image != "" {
-		patched.Image = req.Image
+	if pt.Image != "" {
+		patched.Image = pt.Image
 	}
-	if req.Role != "" {
-		patched.Role = req.Role
+	if pt.Role != "" {
+		patched.Role = pt.Role
 	}
 	return plan.MoveInput{
 		Agent: &patched, Project: p, Placement: a.WorkspacePlacement,
 		Source:       s.moveBroker(src, 0, 0),
 		Target:       s.moveBroker(dst, reserved, limit),
 		TargetServes: serves,
-		Access:       plan.MoveAccess(ai),
-		Force:        req.Force,
 	}, nil
 }
 
@@ -163,4 +216,23 @@ func (s *Service) moveAccessInput(c *authz.Caller, a *store.Agent, p *store.Proj
 		in.Caller = plan.MoveByAgent
 	}
 	return in
+}
+
+// handleListMoves is GET /agents/{agent}/moves: the agent's moves, newest
+// first, for whoever may read the agent (its records are the system's:
+// read as the system once the agent is authorized).
+func (s *Service) handleListMoves(r *http.Request, c *authz.Caller) (int, any, error) {
+	a, err := s.hub.LoadAgent(r.Context(), c, r, authz.AgentRead)
+	if err != nil {
+		return 0, nil, err
+	}
+	ms, err := s.store.ListMoves(s.hub.SystemContext(), a.ID)
+	if err != nil {
+		return 0, nil, err
+	}
+	out := api.AgentMoves{Moves: make([]api.AgentMove, 0, len(ms))}
+	for _, m := range ms {
+		out.Moves = append(out.Moves, moveView(m))
+	}
+	return http.StatusOK, out, nil
 }

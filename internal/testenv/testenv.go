@@ -114,6 +114,9 @@ type Options struct {
 	// DefaultJobClusters).
 	Jobs        bool
 	JobClusters string
+	// MoveHook is the Hub's hook before each step of a move's saga
+	// (hub.Options.MoveHook), kept across RestartHub.
+	MoveHook func(step string) error
 }
 
 // Env is a running Hub with its brokers.
@@ -178,7 +181,7 @@ func cutConnection(w http.ResponseWriter, _ *http.Request) {
 func (e *Env) StartHub() {
 	e.T.Helper()
 	h, err := hub.New(context.Background(), hub.Options{Store: e.Store, Logger: e.log, Version: "test",
-		HeartbeatInterval: e.opts.HeartbeatInterval, Grace: e.opts.Grace, DispatchTimeout: e.opts.DispatchTimeout, OIDC: e.opts.OIDC, SecretsKey: e.secretsKey, AgentTokenTTL: e.opts.AgentTokenTTL, RateLimits: e.opts.RateLimits, Now: e.opts.Now})
+		HeartbeatInterval: e.opts.HeartbeatInterval, Grace: e.opts.Grace, DispatchTimeout: e.opts.DispatchTimeout, OIDC: e.opts.OIDC, SecretsKey: e.secretsKey, AgentTokenTTL: e.opts.AgentTokenTTL, RateLimits: e.opts.RateLimits, Now: e.opts.Now, MoveHook: e.opts.MoveHook})
 	if err != nil {
 		e.T.Fatalf("testenv: start hub: %v", err)
 	}
@@ -257,7 +260,7 @@ func New(t testing.TB, opts Options) *Env {
 		e.Store = opts.WrapStore(e.Store)
 	}
 	e.Hub, err = hub.New(ctx, hub.Options{Store: e.Store, Logger: e.log, Version: "test",
-		HeartbeatInterval: opts.HeartbeatInterval, Grace: opts.Grace, DispatchTimeout: opts.DispatchTimeout, OIDC: opts.OIDC, SecretsKey: e.secretsKey, AgentTokenTTL: opts.AgentTokenTTL, RateLimits: opts.RateLimits, Now: opts.Now})
+		HeartbeatInterval: opts.HeartbeatInterval, Grace: opts.Grace, DispatchTimeout: opts.DispatchTimeout, OIDC: opts.OIDC, SecretsKey: e.secretsKey, AgentTokenTTL: opts.AgentTokenTTL, RateLimits: opts.RateLimits, Now: opts.Now, MoveHook: opts.MoveHook})
 	if err != nil {
 		t.Fatalf("testenv: hub: %v", err)
 	}

@@ -51,8 +51,8 @@ func (s *Store) UpdateMove(ctx context.Context, m *store.Move) error {
 	what := fmt.Sprintf("update move %q", m.ID)
 	now := dbutil.Now()
 	rows, err := s.w.Exec(ctx, `UPDATE agent_moves SET step = $1, outcome = $2, source_cleanup = $3, message = $4,
-		updated_at = $5 WHERE id = $6 AND outcome = ''`,
-		m.Step, m.Outcome, m.SourceCleanup, m.Message, s.d.Time(now), m.ID)
+		previous = $5, updated_at = $6 WHERE id = $7 AND outcome = ''`,
+		m.Step, m.Outcome, m.SourceCleanup, m.Message, s.d.JSON(m.Previous), s.d.Time(now), m.ID)
 	if err != nil {
 		return s.mapErr(err, what)
 	}
