@@ -125,8 +125,8 @@ func (r *ReincarnateRequest) Validate() error {
 	if !utf8.ValidString(r.Handoff) {
 		return BadRequest("handoff is not valid UTF-8")
 	}
-	if r.Force && r.Broker == "" {
-		return BadRequest("force applies to a move: name the target with broker")
+	if (r.Force || r.DryRun) && r.Broker == "" {
+		return BadRequest("force and dryRun apply to a move: name the target with broker")
 	}
 	return nil
 }

@@ -111,6 +111,14 @@ func (b *Broker) createAgentOnce(ctx context.Context, spec wire.AgentSpec, refus
 	if image, err = b.imageFor(spec, image); err != nil {
 		return runtime.Status{}, err
 	}
+	if spec.Reincarnate {
+		// The next generation replaces the container of whatever run
+		// is there, and gets a home rebuilt from the harness; the
+		// workspace stays.
+		if err := b.clearForReincarnation(ctx, spec); err != nil {
+			return runtime.Status{}, err
+		}
+	}
 	// A second create must not touch a live agent: undoing its failure
 	// would delete the first one's directories. The same keyed create
 	// again (same run: the Hub's retry of a create whose broker died before
@@ -166,17 +174,19 @@ func (b *Broker) createAgentOnce(ctx context.Context, spec wire.AgentSpec, refus
 	if err := writeHandoff(home, spec.Handoff); err != nil {
 		return runtime.Status{}, fmt.Errorf("agent home: %w", err)
 	}
-	work, err := b.ws.Prepare(ctx, spec)
-	if err != nil {
-		return runtime.Status{}, err
+	work, kept := b.keptWorkspace(spec)
+	if !kept {
+		if work, err = b.ws.Prepare(ctx, spec); err != nil {
+			return runtime.Status{}, err
+		}
+		undo = append(undo, func(c context.Context) {
+			b.placements.Delete(spec.AgentID)
+			if err := b.ws.Remove(c, spec.AgentID); err != nil {
+				b.log.Warn("undo create: remove workspace", "agent", spec.AgentID, "err", err)
+			}
+		})
 	}
 	b.notePlacement(spec.AgentID, work)
-	undo = append(undo, func(c context.Context) {
-		b.placements.Delete(spec.AgentID)
-		if err := b.ws.Remove(c, spec.AgentID); err != nil {
-			b.log.Warn("undo create: remove workspace", "agent", spec.AgentID, "err", err)
-		}
-	})
 
 	rs := runtime.Spec{
 		AgentID:   spec.AgentID,

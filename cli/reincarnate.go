@@ -22,9 +22,15 @@ func newReincarnateCmd(a *app) *cobra.Command {
 	var noWait bool
 	var req api.ReincarnateRequest
 	c := &cobra.Command{
-		Use:   "reincarnate <agent> --broker <name|id> [--dry-run] [--force]",
-		Short: "Move an agent to another Runtime Broker (a new generation of it there)",
-		Long: `Move an agent to another Runtime Broker, keeping its ID, slug, generation chain and
+		Use:   "reincarnate <agent> [--broker <name|id> [--dry-run] [--force]] [--handoff-file F]",
+		Short: "Start an agent's next generation, in place or on another Runtime Broker",
+		Long: `Start an agent's next generation: it keeps its ID, slug, generation chain and workspace,
+its home is rebuilt from its harness, and its harness session history is not carried
+over; it finds the Hub's preamble and your handoff in ~/.scion/handoff.md. Without
+--broker it stays on its Runtime Broker (this also records where its workspace is,
+which a move needs); --image and --role change it on the way.
+
+With --broker it moves to another Runtime Broker, keeping its ID, slug, generation chain and
 workspace. The workspace is never copied: both brokers must mount the same NFS export
 (server.workspace_storage), so the target sees the very directory the source used.
 
@@ -40,7 +46,8 @@ your handoff (in ~/.scion/handoff.md of the agent's new home), and has the sourc
 remove its local copy. The CLI follows the steps until the move ends (--no-wait
 returns at once); a move that fails leaves the agent in the error phase with a
 "reincarnation failed: ..." message saying where it is.`,
-		Example: `  scion reincarnate fixer --broker broker-b --dry-run
+		Example: `  scion reincarnate fixer --handoff-file handoff.md
+  scion reincarnate fixer --broker broker-b --dry-run
   scion reincarnate fixer --broker broker-b --dry-run --force
   scion reincarnate fixer --broker broker-b --handoff-file handoff.md`,
 		Args: exactArgs("agent"),
@@ -48,8 +55,8 @@ returns at once); a move that fails leaves the agent in the error phase with a
 			if err := nonEmptyFlag(cmd, "project", "broker"); err != nil {
 				return err
 			}
-			if req.Broker == "" {
-				return usageErrorf("name the target with --broker: reincarnating an agent in place is not available yet")
+			if req.Broker == "" && (req.DryRun || req.Force) {
+				return usageErrorf("--dry-run and --force check a move: name the target with --broker")
 			}
 			if handoffFile != "" {
 				b, err := readBounded(handoffFile, api.MaxHandoffLen, "a handoff")
@@ -66,9 +73,17 @@ returns at once); a move that fails leaves the agent in the error phase with a
 			if err != nil {
 				return err
 			}
+			if req.Broker == "" {
+				// In place: the next generation on the agent's own broker.
+				ag, err := cl.Reincarnate(cmd.Context(), args[0], p, req)
+				if err != nil {
+					return err
+				}
+				return a.printAgent(cmd, ag, p)
+			}
 			dry := req
 			dry.DryRun = true
-			plan, err := cl.Reincarnate(cmd.Context(), args[0], p, dry)
+			plan, err := cl.MoveDryRun(cmd.Context(), args[0], p, dry)
 			if err != nil {
 				if refused := client.MovePlanOf(err); refused != nil && !a.json() {
 					show.MovePlan(cmd.OutOrStdout(), refused)

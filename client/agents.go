@@ -167,22 +167,36 @@ func (c *Client) UpdateAgent(ctx context.Context, agent, project string, req api
 	return &a, nil
 }
 
-// Reincarnate sends POST /agents/{agent}/reincarnate: with req.Broker a
-// move there (req.DryRun: the checks only), answering the move's plan. A
+// MoveDryRun sends POST /agents/{agent}/reincarnate with req.Broker and
+// req.DryRun: the move's checks only, answering its plan. A
 // refused move's error carries the plan in its details.plan (MovePlanOf).
-func (c *Client) Reincarnate(ctx context.Context, agent, project string, req api.ReincarnateRequest) (*api.MovePlan, error) {
-	if err := req.Validate(); err != nil { // the Hub's own rule
-		return nil, err
-	}
-	s, err := segment("agent", agent)
-	if err != nil {
-		return nil, err
-	}
+func (c *Client) MoveDryRun(ctx context.Context, agent, project string, req api.ReincarnateRequest) (*api.MovePlan, error) {
 	var p api.MovePlan
-	if err := c.do(ctx, request{method: http.MethodPost, path: apiPath("agents", s, "reincarnate"), query: agentQuery(project), body: req}, &p); err != nil {
+	if err := c.reincarnate(ctx, agent, project, req, &p); err != nil {
 		return nil, err
 	}
 	return &p, nil
+}
+
+// Reincarnate starts the agent's next generation on its own broker (req
+// without a broker) and answers the agent as it then is.
+func (c *Client) Reincarnate(ctx context.Context, agent, project string, req api.ReincarnateRequest) (*api.Agent, error) {
+	var a api.Agent
+	if err := c.reincarnate(ctx, agent, project, req, &a); err != nil {
+		return nil, err
+	}
+	return &a, nil
+}
+
+func (c *Client) reincarnate(ctx context.Context, agent, project string, req api.ReincarnateRequest, out any) error {
+	if err := req.Validate(); err != nil { // the Hub's own rule
+		return err
+	}
+	s, err := segment("agent", agent)
+	if err != nil {
+		return err
+	}
+	return c.do(ctx, request{method: http.MethodPost, path: apiPath("agents", s, "reincarnate"), query: agentQuery(project), body: req}, out)
 }
 
 // Move sends an eligible move (req without DryRun): the Hub answers 202

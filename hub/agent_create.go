@@ -158,7 +158,12 @@ func (s *Server) recreate(ctx context.Context, a *store.Agent, b *store.Broker, 
 		return nil, true, err
 	}
 	s.log.Info("start, restart or resume creates again an agent its broker holds nothing of", "agent_id", a.ID, "broker_id", b.ID)
-	a, out, err := s.runCreate(ctx, a, b, s.createSpec(a, rc.project, rc.secrets, nil, true), "create:"+a.RunID+":"+key)
+	// An agent that ran before keeps the workspace its broker recorded
+	// (a container removed by hand, a reincarnation the broker refused):
+	// only one that never ran gets a fresh one.
+	spec := s.createSpec(a, rc.project, rc.secrets, nil, true)
+	spec.KeepWorkspace = a.WorkspacePlacement != ""
+	a, out, err := s.runCreate(ctx, a, b, spec, "create:"+a.RunID+":"+key)
 	if out == outcomeExists && err == nil && a.Phase != api.PhaseRunning {
 		return a, false, nil
 	}

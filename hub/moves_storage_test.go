@@ -101,7 +101,7 @@ func TestMoveSelfBySlugOrID(t *testing.T) {
 	}
 	self := client.New(e.URL, agentToken(t, e, a.ID))
 	for _, ref := range []string{a.ID, a.Slug} {
-		p, err := self.Reincarnate(ctx, ref, "", api.ReincarnateRequest{Broker: "b2", DryRun: true, Force: true})
+		p, err := self.MoveDryRun(ctx, ref, "", api.ReincarnateRequest{Broker: "b2", DryRun: true, Force: true})
 		if err != nil || !p.Eligible {
 			t.Errorf("the agent moving itself as %q: %+v, %v; want an eligible dry run", ref, p, err)
 		}

@@ -142,6 +142,15 @@ type AgentSpec struct {
 	// through its own mount and refuses if it is not there; it never
 	// makes (clones) one.
 	Moved bool `json:"moved,omitempty"`
+	// Reincarnate makes the agent's next generation on this broker (a
+	// reincarnation in place): its container, whatever run it holds, is
+	// removed and its home rebuilt from the harness; its workspace is
+	// kept (KeepWorkspace).
+	Reincarnate bool `json:"reincarnate,omitempty"`
+	// KeepWorkspace: the agent's recorded workspace, if the broker has
+	// one, is its workspace as it is; only an agent with none gets a
+	// fresh one. A create sent again for an agent that ran before.
+	KeepWorkspace bool `json:"keepWorkspace,omitempty"`
 	// Handoff is the new generation's preamble and handoff of a
 	// reincarnation: the broker writes it into the agent's home
 	// (HandoffFile) before the agent starts.

@@ -49,7 +49,7 @@ func runMoves(engines, levels string, n int) int {
 		dry := func(_ string, i int) error {
 			a := i % agents // placed on broker a % brokers
 			target := env.names[(a%brokers+1+(i/agents)%(brokers-1))%brokers]
-			p, err := env.cl.Reincarnate(ctx, fmt.Sprintf("old-%05d", a), "default",
+			p, err := env.cl.MoveDryRun(ctx, fmt.Sprintf("old-%05d", a), "default",
 				api.ReincarnateRequest{Broker: target, DryRun: true, Force: true})
 			if err == nil && !p.Eligible {
 				err = fmt.Errorf("dry run of old-%05d to %s: not eligible: %+v", a, target, p.Checks)

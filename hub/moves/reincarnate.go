@@ -19,7 +19,8 @@ import (
 // and answers the plan: a dry run's answer, or the refusal of its first
 // failing check with the plan in details.plan. Nothing is written either
 // way. An eligible move without dryRun is accepted (202) and runs in the
-// background (saga.go). A reincarnation in place is not there yet (501).
+// background (saga.go). Without a broker it is a reincarnation in place
+// (inplace.go).
 func (s *Service) handleReincarnate(r *http.Request, c *authz.Caller) (int, any, error) {
 	ctx := r.Context()
 	var req api.ReincarnateRequest
@@ -61,7 +62,7 @@ func (s *Service) handleReincarnate(r *http.Request, c *authz.Caller) (int, any,
 		}
 	}
 	if req.Broker == "" {
-		return 0, nil, api.Errorf(api.CodeUnsupportedOperation, "reincarnating an agent in place is not available on this Hub yet: only a move's dry run (broker and dryRun)")
+		return s.reincarnateInPlace(ctx, c, a, p, &req, self)
 	}
 	in, err := s.loadMove(ctx, c, a, p, &req, self)
 	if err != nil {

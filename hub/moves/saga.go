@@ -353,14 +353,19 @@ func (g *saga) rollback(ctx context.Context, msg string) error {
 // handoff is the new generation's first words: the Hub's preamble, then
 // the handoff the request gave.
 func (g *saga) handoff(a *store.Agent) string {
-	pre := fmt.Sprintf("# Reincarnation\n\nYou are agent %s, generation %d, moved from runtime broker %s to %s. "+
+	return handoffText(a, "moved from runtime broker "+g.source.Name+" to "+g.target.Name, g.m.Handoff)
+}
+
+// handoffText is a new generation's preamble, saying what happened, and
+// the handoff the request gave.
+func handoffText(a *store.Agent, what, handoff string) string {
+	pre := fmt.Sprintf("# Reincarnation\n\nYou are agent %s, generation %d, %s. "+
 		"Your workspace is the one you had, uncommitted and unpushed changes included. Your home was rebuilt and "+
-		"your harness's session history was not carried over: what follows is your handoff.\n",
-		a.Slug, a.Generation, g.source.Name, g.target.Name)
-	if g.m.Handoff == "" {
+		"your harness's session history was not carried over: what follows is your handoff.\n", a.Slug, a.Generation, what)
+	if handoff == "" {
 		return pre + "\n(No handoff was given.)\n"
 	}
-	return pre + "\n" + g.m.Handoff + "\n"
+	return pre + "\n" + handoff + "\n"
 }
 
 // key is the idempotency key of the saga's command for step: a resend

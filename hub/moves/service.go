@@ -59,6 +59,8 @@ type Hub interface {
 	RecordOutcome(ctx context.Context, agentID string, st wire.AgentStatus, derr error, wantRunning bool) (*store.Agent, error)
 	// MintAgentToken is a fresh token for the agent's next start.
 	MintAgentToken(a *store.Agent) string
+	// AgentView is the agent as the API shows it.
+	AgentView(ctx context.Context, a *store.Agent) any
 }
 
 // Config is what New needs.
