@@ -59,4 +59,6 @@ func (h movesHub) RecordOutcome(ctx context.Context, agentID string, st wire.Age
 
 func (h movesHub) MintAgentToken(a *store.Agent) string { return h.s.id.MintAgentToken(a) }
 
-func (h movesHub) AgentView(ctx context.Context, a *store.Agent) any { return h.s.agentView(ctx, a, nil) }
+func (h movesHub) AgentView(ctx context.Context, a *store.Agent) any {
+	return h.s.agentView(ctx, a, nil)
+}

@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
-	"path"
 	"strconv"
 
 	"github.com/scion-go/scion/api"
