@@ -179,6 +179,11 @@ func (b *Broker) createAgentOnce(ctx context.Context, spec wire.AgentSpec, refus
 		if work, err = b.ws.Prepare(ctx, spec); err != nil {
 			return runtime.Status{}, err
 		}
+	}
+	if !kept && !spec.Moved {
+		// A moved agent's workspace is its work on the export, which a
+		// failed create here must never remove (its local directory
+		// goes with the undo of the directory above).
 		undo = append(undo, func(c context.Context) {
 			b.placements.Delete(spec.AgentID)
 			if err := b.ws.Remove(c, spec.AgentID); err != nil {

@@ -15,8 +15,9 @@ import (
 // runtime whose agents are found by agent ID alone (a Kubernetes
 // namespace both brokers share) may answer with the agent's new pod, of
 // another run, which is left alone. Then the broker-local agent directory
-// with its home, and the agent's own workspace inside it; a shared
-// checkout on the export is never inside it, so it is never touched.
+// with its home (and a local workspace inside it). Nothing on the export
+// is touched: a shared checkout or a per-agent workspace there is the
+// agent's on the target now.
 func (b *Broker) cleanupMoved(ctx context.Context, ref wire.AgentRef) (runtime.Status, error) {
 	if ref.RunID == "" {
 		return runtime.Status{}, api.BadRequest("agent.cleanup of agent %s names no run: the broker removes only the run it is told", ref.AgentID)
@@ -39,9 +40,9 @@ func (b *Broker) cleanupMoved(ctx context.Context, ref wire.AgentRef) (runtime.S
 	if err != nil {
 		return runtime.Status{}, err
 	}
-	if err := b.ws.Remove(ctx, ref.AgentID); err != nil {
-		return runtime.Status{}, err
-	}
+	// Not the Workspaces' Remove: that is a delete's, which also removes
+	// a per-agent workspace on the export, now the agent's on the target.
+	// Its local directory is all this broker has of it.
 	for _, d := range dirs {
 		b.removeDir(d)
 	}

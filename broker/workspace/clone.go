@@ -142,3 +142,64 @@ func (w *Git) cloneInto(ctx context.Context, src gitSource, tmpParent, dest stri
 	}
 	return nil
 }
+
+// prepareOnExport makes a clone-per-agent or empty-per-agent workspace on
+// the export (Export.PerAgent), at the agent's export directory, or, for
+// a moved agent, confirms it is there through this broker's mount.
+func (w *Git) prepareOnExport(ctx context.Context, spec wire.AgentSpec, src gitSource, mode string, rec *Record) error {
+	if err := w.cfg.Export.Usable(); err != nil {
+		return err
+	}
+	dir := w.shared.ExportAgentDir(spec.AgentID)
+	ws := filepath.Join(dir, "workspace")
+	rec.Storage, rec.Path = StorageNFS, ws
+	if spec.Moved {
+		want := ws
+		if mode == api.SharingClonePerAgent {
+			want = filepath.Join(ws, ".git")
+		}
+		if fi, err := os.Lstat(want); err != nil || !fi.IsDir() {
+			return api.Conflict(api.CodeMoveRefused, "moved agent %s: its workspace %s is not visible through this broker's mount of the export (%s in subpath_root %s): check that the export is mounted and the workspace is there",
+				spec.AgentID, path.Join("agents", spec.AgentID, "workspace"), w.cfg.Export.Storage.Export, w.cfg.Export.Storage.SubpathRoot)
+		}
+		return w.shared.safeDirs(ws)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	// Others write on the export: judged where it leads, before anything
+	// is made there. A new agent's workspace is fresh: a leftover of an
+	// earlier create of it goes.
+	if err := w.shared.safeDirs(dir); err != nil {
+		return err
+	}
+	if err := os.RemoveAll(ws); err != nil {
+		return err
+	}
+	if mode == api.SharingEmptyPerAgent {
+		return os.Mkdir(ws, 0o755)
+	}
+	args := []string{"clone", "--quiet"}
+	if d := w.cfg.CloneDepth; d > 0 {
+		args = append(args, "--depth", strconv.Itoa(d))
+		rec.CloneDepth = d
+	}
+	return w.cloneInto(ctx, src, dir, ws, args...)
+}
+
+// removeOnExport removes the agent's directory on the export, which holds
+// its per-agent workspace (Export.PerAgent): named by the agent's ID, the
+// path computed, never read from a record, and judged where it leads.
+func (w *Git) removeOnExport(agentID string) error {
+	if err := ValidID("agent ID", agentID); err != nil {
+		return err
+	}
+	dir := w.shared.ExportAgentDir(agentID)
+	if _, err := os.Lstat(dir); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err := w.shared.safeDirs(dir); err != nil {
+		return err
+	}
+	return os.RemoveAll(dir)
+}

@@ -37,6 +37,15 @@ type Export struct {
 	Root    string
 }
 
+// PerAgent reports whether per-agent workspaces (clone-per-agent,
+// empty-per-agent) are on the export too: with a share that Kubernetes
+// pods mount through a claim (pv_name), every workspace the broker makes
+// is on it, at <Root>/agents/<agentID>/workspace, so that another broker
+// of the export finds it at the same place and its pod names the same
+// claim and sub-path. Elsewhere they stay on the broker's disk (a
+// container mounts a directory of the host it runs on).
+func (e *Export) PerAgent() bool { return e != nil && e.Storage.PVName != "" }
+
 // markerLen is the marker's length: 16 random bytes, hex.
 const markerLen = 32
 

@@ -196,3 +196,70 @@ func skipUnlessCI(t *testing.T, why string) {
 	}
 	t.Skip(why)
 }
+
+// TestPerAgentWorkspacesOnAClaimedExport: on a share Kubernetes pods
+// mount through a claim (pv_name), clone-per-agent and empty-per-agent
+// workspaces are made on the export, by agent ID; another broker of the
+// export, provisioning the agent moved to it, finds the very workspace
+// through its own mount (and refuses when it is not there) and never
+// makes or removes it; the agent's delete removes it.
+func TestPerAgentWorkspacesOnAClaimedExport(t *testing.T) {
+	if os.Geteuid() != 0 {
+		skipUnlessCI(t, "bind mounts need root")
+	}
+	repo := gitrepo.New(t)
+	export := t.TempDir()
+	mounts := [2]string{t.TempDir(), t.TempDir()}
+	for _, m := range mounts {
+		if err := syscall.Mount(export, m, "", syscall.MS_BIND, ""); err != nil {
+			skipUnlessCI(t, fmt.Sprintf("bind mount: %v", err))
+		}
+		t.Cleanup(func() { syscall.Unmount(m, syscall.MNT_DETACH) })
+	}
+	if err := os.Mkdir(filepath.Join(export, "ws"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	claimed := func(m string) *Export {
+		e := testExport(filepath.Join(m, "ws"))
+		e.Storage.PVName = "scion-workspaces"
+		return e
+	}
+	a := newTestWorkspaces(t, GitConfig{Export: claimed(mounts[0])})
+	b := newTestWorkspaces(t, GitConfig{Export: claimed(mounts[1])})
+	if sa := a.Storage(); !sa.Healthy {
+		t.Fatalf("storage %+v", sa)
+	}
+	for _, mode := range []string{api.SharingClonePerAgent, api.SharingEmptyPerAgent} {
+		id := "agent-" + strings.Split(mode, "-")[0]
+		dirA := mustPrepare(t, a, agentSpec(mode, repo.URL, id))
+		if want := filepath.Join(mounts[0], "ws", "agents", id, "workspace"); dirA != want {
+			t.Fatalf("%s workspace at %s, want %s", mode, dirA, want)
+		}
+		if rec, err := a.Workspace(id); err != nil || rec.Placement() != PlacementExport {
+			t.Fatalf("%s record %+v (%v), want placed on the export", mode, rec, err)
+		}
+		if err := os.WriteFile(filepath.Join(dirA, "draft.txt"), []byte("uncommitted"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		moved := agentSpec(mode, repo.URL, id)
+		moved.Moved = true
+		dirB := mustPrepare(t, b, moved)
+		if got, err := os.ReadFile(filepath.Join(dirB, "draft.txt")); err != nil || string(got) != "uncommitted" ||
+			dirB != filepath.Join(mounts[1], "ws", "agents", id, "workspace") {
+			t.Fatalf("broker b's %s workspace %s: %q, %v", mode, dirB, got, err)
+		}
+		gone := agentSpec(mode, repo.URL, "never-made-"+id)
+		gone.Moved = true
+		if _, err := b.Prepare(t.Context(), gone); !api.IsCode(err, api.CodeMoveRefused) || strings.Contains(err.Error(), mounts[1]) {
+			t.Errorf("a moved agent whose workspace is not there: %v, want agent_move_refused naming no host path", err)
+		}
+		if exists(filepath.Join(export, "ws", "agents", "never-made-"+id)) {
+			t.Error("the refused provision made the workspace")
+		}
+		// The delete (on the broker the agent is on) removes it.
+		mustRemove(t, b, id)
+		if exists(filepath.Join(export, "ws", "agents", id)) {
+			t.Errorf("%s: the delete left the workspace on the export", mode)
+		}
+	}
+}

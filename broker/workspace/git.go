@@ -212,9 +212,11 @@ func (w *Git) Prepare(ctx context.Context, spec wire.AgentSpec) (string, error) 
 	if err := ValidID("agent ID", spec.AgentID); err != nil {
 		return "", err
 	}
-	if spec.Moved && mode != api.SharingSharedWorkspace {
-		// Only a shared checkout is on the export on this broker (the
-		// per-agent modes are on its local disk): nothing to confirm.
+	onExport := w.cfg.Export.PerAgent() && (mode == api.SharingClonePerAgent || mode == api.SharingEmptyPerAgent)
+	if spec.Moved && mode != api.SharingSharedWorkspace && !onExport {
+		// Only a shared checkout (and, on a share with a claim, a
+		// per-agent workspace) is on the export on this broker: nothing
+		// to confirm.
 		return "", api.Conflict(api.CodeMoveRefused, "moved agent %s: a %s workspace is not on this broker's export", spec.AgentID, mode)
 	}
 	var src gitSource
@@ -263,17 +265,19 @@ func (w *Git) Prepare(ctx context.Context, spec wire.AgentSpec) (string, error) 
 	rec := Record{AgentID: spec.AgentID, ProjectID: spec.ProjectID, Mode: mode,
 		Storage: StorageLocal, CreatedAt: time.Now().UTC()}
 	var err error
-	switch mode {
-	case api.SharingEmptyPerAgent:
+	switch {
+	case onExport:
+		err = w.prepareOnExport(ctx, spec, src, mode, &rec)
+	case mode == api.SharingEmptyPerAgent:
 		rec.Path = filepath.Join(agentDir, "workspace")
 		if err = os.Mkdir(rec.Path, 0o755); err != nil {
 			err = os.MkdirAll(rec.Path, 0o755) // there already, or an error to report
 		}
-	case api.SharingClonePerAgent:
+	case mode == api.SharingClonePerAgent:
 		err = w.prepareClone(ctx, src, agentDir, &rec)
-	case api.SharingSharedWorkspace:
+	case mode == api.SharingSharedWorkspace:
 		err = w.prepareShared(ctx, spec, src, agentDir, &rec)
-	case api.SharingWorktreePerAgent:
+	case mode == api.SharingWorktreePerAgent:
 		err = w.prepareWorktree(ctx, spec, src, agentDir, began, &rec)
 	}
 	if err == nil && mode != api.SharingWorktreePerAgent { // a worktree's is written before git runs
@@ -284,6 +288,11 @@ func (w *Git) Prepare(ctx context.Context, spec wire.AgentSpec) (string, error) 
 		defer cancel()
 		if rerr := w.removeIn(cctx, spec.ProjectID, agentDir); rerr != nil {
 			w.log.Warn("undo workspace", "agent", spec.AgentID, "err", redactURLs(rerr.Error()))
+		}
+		if onExport && !spec.Moved { // a moved agent's is its work: never undone
+			if rerr := w.removeOnExport(spec.AgentID); rerr != nil {
+				w.log.Warn("undo workspace", "agent", spec.AgentID, "err", rerr)
+			}
 		}
 		if madeDir {
 			if rerr := w.removeInside(w.layout.Root, agentDir); rerr != nil {
@@ -416,7 +425,10 @@ func (w *Git) describe(spec wire.AgentSpec, mode string, err error) error {
 		mode, spec.AgentID, redactURLs(err.Error())).WithDetail("sharingMode", mode)
 }
 
-// Remove removes the agent's own workspace in whatever project it is.
+// Remove removes the agent's own workspace in whatever project it is
+// (the agent is deleted): on the export too when its per-agent workspace
+// is there. A moved agent's source never calls it (it removes its local
+// directory alone).
 func (w *Git) Remove(ctx context.Context, agentID string) error {
 	dirs, err := w.layout.FindAgentDirs(agentID)
 	if err != nil {
@@ -426,6 +438,9 @@ func (w *Git) Remove(ctx context.Context, agentID string) error {
 	for _, d := range dirs {
 		projectID := filepath.Base(filepath.Dir(filepath.Dir(d)))
 		errs = append(errs, w.removeIn(ctx, projectID, d))
+	}
+	if w.cfg.Export.PerAgent() {
+		errs = append(errs, w.removeOnExport(agentID))
 	}
 	return errors.Join(errs...)
 }

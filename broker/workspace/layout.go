@@ -30,6 +30,14 @@ func (l Layout) AgentDir(projectID, agentID string) string {
 	return filepath.Join(l.ProjectDir(projectID), "agents", agentID)
 }
 
+// ExportAgentDir is an agent's directory on a workspace export (Root is
+// the export's), holding its per-agent workspace when the export takes
+// them (Export.PerAgent): named by the agent's ID alone, which is the
+// same on every broker.
+func (l Layout) ExportAgentDir(agentID string) string {
+	return filepath.Join(l.Root, "agents", agentID)
+}
+
 func (l Layout) BaseDir(projectID string) string {
 	return filepath.Join(l.ProjectDir(projectID), "base")
 }
