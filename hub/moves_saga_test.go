@@ -72,6 +72,9 @@ func newMoveFixture(t *testing.T, postgres bool) *moveFixture {
 	f.e = testenv.New(t, testenv.Options{Brokers: 2, Exports: roots, Postgres: postgres, MoveHook: func(step string) error {
 		if step == f.hookStep.Load().(string) {
 			err, _ := f.hookError.Load().(error)
+			if h, ok := err.(hookFunc); ok {
+				return h()
+			}
 			if errors.Is(err, moves.ErrHalt) {
 				f.halted.Store(true)
 			}
@@ -326,3 +329,43 @@ func TestMoveFailureAtEachStep(t *testing.T) {
 		}
 	}
 }
+
+// TestMoveGivesWayToAStartDuringIt: a user starts the agent again on the
+// source between the stop and the assignment: the move fails rather than
+// assign a running agent to the target, which holds nothing of it; the
+// agent keeps running on the source with its slot there.
+func TestMoveGivesWayToAStartDuringIt(t *testing.T) {
+	var f *moveFixture
+	var started atomic.Bool
+	f = newMoveFixture(t, false)
+	f.hookStep.Store(moves.HookAssign)
+	f.hookError.Store(hookFunc(func() error {
+		if !started.Swap(true) {
+			if _, err := f.e.Admin.AgentAction(context.Background(), f.agent.ID, "", "start"); err != nil {
+				t.Errorf("start during the move: %v", err)
+			}
+		}
+		return nil
+	}))
+	f.move(t)
+	m := f.moveEnded(t)
+	if m.Outcome != api.MoveFailed || m.Step != api.MoveStepStopped || !strings.Contains(m.Message, "changed during the move") {
+		t.Fatalf("move ended %+v", m)
+	}
+	a := f.invariants(t)
+	if a.BrokerID != f.b1.ID {
+		t.Fatalf("the agent is on %s, want b1", a.BrokerID)
+	}
+	if _, err := f.b2.Runtime.Inspect(context.Background(), a.ID); !errors.Is(err, runtime.ErrNotFound) {
+		t.Errorf("b2 has a container of the agent: %v", err)
+	}
+	if st, err := f.b1.Runtime.Inspect(context.Background(), a.ID); err != nil || st.State != runtime.StateRunning {
+		t.Errorf("b1's container after the start: %+v, %v", st, err)
+	}
+}
+
+// hookFunc is a hook error that runs a function instead (see
+// moveFixture's hook): the function's error is the hook's.
+type hookFunc func() error
+
+func (h hookFunc) Error() string { return "hook function" }

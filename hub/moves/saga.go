@@ -188,10 +188,19 @@ func (g *saga) assign(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	var prev previous
+	if err := json.Unmarshal(g.m.Previous, &prev); err != nil {
+		return err
+	}
 	for range 10 {
 		a, err := g.s.store.GetAgent(ctx, g.m.AgentID)
 		if err != nil {
 			return err
+		}
+		// Changed since the stop (started again, reincarnated, moved):
+		// the move gives way rather than take it from under that.
+		if a.BrokerID != g.m.SourceBrokerID || a.RunID != prev.RunID || lifecycle.HoldsSlot(a.Phase) {
+			return api.Conflict(api.CodeConflict, "agent %s was changed during the move (phase %s)", api.Quote(a.Slug), a.Phase)
 		}
 		next := *a
 		next.BrokerID, next.RunID = g.target.ID, httpapi.NewID()
@@ -228,7 +237,7 @@ func (g *saga) assign(ctx context.Context) error {
 // provision has the target provision the agent: it confirms the
 // workspace through its own mount first, or refuses.
 func (g *saga) provision(ctx context.Context) error {
-	a, err := g.s.store.GetAgent(ctx, g.m.AgentID)
+	a, err := g.assigned(ctx)
 	if err != nil {
 		return err
 	}
@@ -244,7 +253,7 @@ func (g *saga) provision(ctx context.Context) error {
 
 // start starts the new generation on the target.
 func (g *saga) start(ctx context.Context) error {
-	a, err := g.s.store.GetAgent(ctx, g.m.AgentID)
+	a, err := g.assigned(ctx)
 	if err != nil {
 		return err
 	}
@@ -268,6 +277,24 @@ func (g *saga) start(ctx context.Context) error {
 	}
 	_, err = g.s.hub.RecordOutcome(ctx, a.ID, st, nil, true)
 	return err
+}
+
+// assigned reads the agent, which must still be the move's: on the target,
+// its run the one the assignment gave it (kept on the record's first
+// generation link after the source's).
+func (g *saga) assigned(ctx context.Context) (*store.Agent, error) {
+	a, err := g.s.store.GetAgent(ctx, g.m.AgentID)
+	if err != nil {
+		return nil, err
+	}
+	last := api.Generation{}
+	if n := len(a.Generations); n > 0 {
+		last = a.Generations[n-1]
+	}
+	if a.BrokerID != g.m.TargetBrokerID || last.RunID != a.RunID || last.BrokerID != g.m.TargetBrokerID {
+		return nil, api.Conflict(api.CodeConflict, "agent %s was changed during the move", api.Quote(a.Slug))
+	}
+	return a, nil
 }
 
 // cleanup asks the source to remove its local copy of the agent, by the
@@ -298,8 +325,13 @@ func (g *saga) cleanup(ctx context.Context, injected error) error {
 	return g.s.store.UpdateMove(ctx, g.m)
 }
 
-// fail lands a move whose step after g.m.Step failed with err.
+// fail lands a move whose step after g.m.Step failed with err. An agent
+// deleted meanwhile takes its move's record with it: nothing to land.
 func (g *saga) fail(ctx context.Context, err error) error {
+	if _, gerr := g.s.store.GetAgent(ctx, g.m.AgentID); errors.Is(gerr, store.ErrNotFound) {
+		g.s.log.Info("move ended: the agent was deleted during it", "move", g.m.ID, "agent_id", g.m.AgentID)
+		return nil
+	}
 	land := plan.MoveStepFailed(g.m.Step, unknownOutcome(err))
 	msg := api.MoveFailedMessagePrefix + httpapi.ScrubAddresses(api.AsError(err).Message)
 	if api.AsError(err).Code == api.CodeInternal {
