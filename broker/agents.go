@@ -81,6 +81,9 @@ func (b *Broker) settingLabels(spec wire.AgentSpec) map[string]string {
 	if spec.SharingMode != "" {
 		labels[runtime.LabelSharingMode] = spec.SharingMode
 	}
+	if spec.PersistentHome {
+		labels[runtime.LabelPersistentHome] = "true"
+	}
 	for k, v := range spec.Kubernetes {
 		labels[runtime.LabelKubernetesSetting+k] = v
 	}

@@ -66,7 +66,16 @@ func (s *Server) createSpec(a *store.Agent, p *store.Project, secrets, kubernete
 	return wire.AgentSpec{AgentID: a.ID, Slug: a.Slug, ProjectID: p.ID, ProjectName: p.Name, RunID: a.RunID,
 		Generation: a.Generation, Harness: a.Harness, Image: a.Image, Command: a.Command, Env: a.Env,
 		Ports: a.Ports, Profile: a.Profile, Pin: clonePin(a.Pin), SharingMode: p.SharingMode, GitRemote: p.GitRemote,
-		AgentToken: s.id.MintAgentToken(a), Secrets: secrets, Kubernetes: kubernetes, HubURL: s.opts.PublicURL, Start: start, Payload: a.Payload}
+		AgentToken: s.id.MintAgentToken(a), Secrets: secrets, Kubernetes: kubernetes, HubURL: s.opts.PublicURL, Start: start, Payload: a.Payload,
+		PersistentHome: s.nfsHome()}
+}
+
+// nfsHome reports whether the hub.k8s_nfs_home experiment is on (off when
+// the settings cannot be read: an agent then gets the home it would
+// without it).
+func (s *Server) nfsHome() bool {
+	on, err := s.experimentOn(s.systemCtx(), api.ExperimentK8sNFSHome)
+	return err == nil && on
 }
 
 // runCreate sends the create of the committed agent a to broker b under

@@ -30,6 +30,10 @@ const (
 	// LabelKubernetesSetting prefixes an agent's own Kubernetes settings
 	// (scion.k8s.namespace, ...), which win over its profile's.
 	LabelKubernetesSetting = "scion.k8s."
+	// LabelPersistentHome ("true"): the agent's home, where the runtime
+	// keeps homes on an NFS share, is at a place of its own on the share,
+	// the same for every broker of it (wire.AgentSpec.PersistentHome).
+	LabelPersistentHome = "scion.persistent_home"
 )
 
 // States of a container, as Status.State. They match the api.Container*

@@ -151,6 +151,13 @@ type AgentSpec struct {
 	// one, is its workspace as it is; only an agent with none gets a
 	// fresh one. A create sent again for an agent that ran before.
 	KeepWorkspace bool `json:"keepWorkspace,omitempty"`
+	// PersistentHome: the hub.k8s_nfs_home experiment is on. A runtime
+	// that keeps homes on an NFS share (Kubernetes, home_storage nfs)
+	// keeps this agent's at a place of its own on the share
+	// (homes/<agentID>), the same for every broker of the share: an agent
+	// moved to one of them finds its home there; elsewhere it starts with
+	// a fresh local home, the old one left untouched.
+	PersistentHome bool `json:"persistentHome,omitempty"`
 	// Handoff is the new generation's preamble and handoff of a
 	// reincarnation: the broker writes it into the agent's home
 	// (HandoffFile) before the agent starts.

@@ -30,6 +30,9 @@ func TestStorageFor(t *testing.T) {
 		claims   map[string]claim  // claim name -> scope and access mode
 		subPaths map[string]string // mount path -> sub-path
 		wantErr  string
+		// persistentHome labels the spec as the experiment does;
+		// emptyHome: the home is an emptyDir.
+		persistentHome, emptyHome bool
 	}{
 		{name: "empty", mode: modeEmpty, claims: map[string]claim{"own-workspace": {scopeAgent, "ReadWriteOnce"}}},
 		{name: "clone", mode: modeClone, claims: map[string]claim{"own-workspace": {scopeAgent, "ReadWriteOnce"}}},
@@ -45,6 +48,12 @@ func TestStorageFor(t *testing.T) {
 			s:        Settings{NFSPVName: "share", NFSMountPath: "/srv/scion", HomeStorage: "nfs", SharedDirStorage: "nfs"},
 			claims:   map[string]claim{nfsClaimName("share"): {scopeShare, "ReadWriteMany"}},
 			subPaths: map[string]string{homePath: "projects/p1/agents/a1/home", sharedDirPath: "shared-dirs/p1"}},
+		{name: "persistent nfs home (hub.k8s_nfs_home)", mode: modeShared, persistentHome: true,
+			s:        Settings{NFSPVName: "share", NFSMountPath: "/srv/scion", HomeStorage: "nfs"},
+			claims:   map[string]claim{nfsClaimName("share"): {scopeShare, "ReadWriteMany"}},
+			subPaths: map[string]string{homePath: "homes/a1"}},
+		{name: "persistent home without nfs home storage", mode: modeEmpty, persistentHome: true,
+			claims: map[string]claim{"own-workspace": {scopeAgent, "ReadWriteOnce"}}, emptyHome: true},
 		{name: "pvc home and shared dir size", mode: modeEmpty, s: Settings{HomeStorage: "pvc", SharedDirSize: "40Gi"},
 			claims: map[string]claim{"own-workspace": {scopeAgent, "ReadWriteOnce"}, "own-home": {scopeAgent, "ReadWriteOnce"},
 				projectClaimName("p1", "shared-dir"): {scopeProject, "ReadWriteMany"}}},
@@ -56,6 +65,9 @@ func TestStorageFor(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			spec := testSpec()
 			spec.Mounts = tc.mounts
+			if tc.persistentHome {
+				spec.Labels[runtime.LabelPersistentHome] = "true"
+			}
 			st, err := storageFor(spec, tc.mode, tc.s, "own")
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
@@ -88,6 +100,15 @@ func TestStorageFor(t *testing.T) {
 			for _, p := range []string{workspacePath, homePath} {
 				if _, ok := mounts[p]; !ok {
 					t.Errorf("no mount at %s", p)
+				}
+			}
+			if tc.emptyHome {
+				vols := map[string]corev1.Volume{}
+				for _, v := range st.volumes {
+					vols[v.Name] = v
+				}
+				if v := vols[mounts[homePath].Name]; v.EmptyDir == nil {
+					t.Errorf("home volume %+v, want an emptyDir", v)
 				}
 			}
 			for p, sub := range tc.subPaths {

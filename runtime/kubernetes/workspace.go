@@ -211,6 +211,13 @@ func storageFor(spec runtime.Spec, mode string, s Settings, own string) (storage
 			return storage{}, fmt.Errorf("kubernetes runtime: home_storage nfs needs nfs_pv_name")
 		}
 		sub, err := onShare("home", spec.HomeDir)
+		if spec.Labels[runtime.LabelPersistentHome] == "true" {
+			// The experiment's persistent home: named by the agent's
+			// ID on the share, so every broker of it mounts the same
+			// one, and outside any broker's data directory, so that a
+			// move's cleanup of the source never touches it.
+			sub, err = path.Join("homes", spec.AgentID), nil
+		}
 		if err != nil {
 			return storage{}, err
 		}

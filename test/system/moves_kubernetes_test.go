@@ -29,7 +29,9 @@ import (
 // is on the export, so a move's checks pass (the per-agent workspace is on
 // the export only on Kubernetes with a PV claim), and after the move the
 // pod of the new run on the target names the same claim, at the same
-// sub-path, as the pod the agent had on the source.
+// sub-path, as the pod the agent had on the source. With the
+// hub.k8s_nfs_home experiment on and both profiles keeping homes on the
+// share, the agent's home travels too: both pods mount homes/<agentID>.
 func TestKubernetesMoveClonePerAgentOverAClaimedExport(t *testing.T) {
 	t.Parallel() // before the fixture (see requireKube)
 	c := requireKube(t)
@@ -49,7 +51,7 @@ func TestKubernetesMoveClonePerAgentOverAClaimedExport(t *testing.T) {
 	admin.useHub(t, hub.URL, token)
 	remotes := t.TempDir()
 	admin.mustScion(t, "project", "create", "cl", "--sharing-mode", api.SharingClonePerAgent, "--git-remote", makeGitRemote(t, remotes))
-	admin.mustScion(t, "hub", "settings", "set", "--default-image", "scion/test-agent:latest")
+	admin.mustScion(t, "hub", "settings", "set", "--default-image", "scion/test-agent:latest", "--experiment", api.ExperimentK8sNFSHome+"=on")
 
 	export := t.TempDir()
 	if err := os.Mkdir(filepath.Join(export, "ws"), 0o755); err != nil {
@@ -81,8 +83,8 @@ func TestKubernetesMoveClonePerAgentOverAClaimedExport(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := agentPodClaim(t, ctx, cl, ns, a.ID, a.RunID)
-	if before.claim == "" || before.subPath != "ws/agents/"+a.ID+"/workspace" {
-		t.Fatalf("the source pod mounts the workspace as %+v, want the share's claim at ws/agents/%s/workspace", before, a.ID)
+	if before.claim == "" || before.subPath != "ws/agents/"+a.ID+"/workspace" || before.home != before.claim || before.homeSub != "homes/"+a.ID {
+		t.Fatalf("the source pod mounts the workspace and home as %+v, want the share's claim at ws/agents/%s/workspace and homes/%s", before, a.ID, a.ID)
 	}
 	if _, err := os.Stat(filepath.Join(export, "ws", "agents", a.ID, "workspace", ".git")); err != nil {
 		t.Fatalf("the clone is not on the export: %v", err)
@@ -127,8 +129,9 @@ func TestKubernetesMoveClonePerAgentOverAClaimedExport(t *testing.T) {
 	}
 }
 
-// podClaim is how a pod mounts /workspace: the claim and its sub-path.
-type podClaim struct{ claim, subPath string }
+// podClaim is how a pod mounts /workspace and its home: the claims and
+// their sub-paths.
+type podClaim struct{ claim, subPath, home, homeSub string }
 
 // agentPodClaim finds the pod of the agent's run and how it mounts the
 // workspace.
@@ -157,14 +160,18 @@ func workspaceClaim(pod *corev1.Pod) podClaim {
 			claims[v.Name] = v.PersistentVolumeClaim.ClaimName
 		}
 	}
+	var pc podClaim
 	for _, ctr := range pod.Spec.Containers {
 		for _, m := range ctr.VolumeMounts {
-			if m.MountPath == "/workspace" {
-				return podClaim{claim: claims[m.Name], subPath: m.SubPath}
+			switch m.MountPath {
+			case "/workspace":
+				pc.claim, pc.subPath = claims[m.Name], m.SubPath
+			case "/home/agent":
+				pc.home, pc.homeSub = claims[m.Name], m.SubPath
 			}
 		}
 	}
-	return podClaim{}
+	return pc
 }
 
 // writeClaimedExport sets server.workspace_storage to the share named by
@@ -187,6 +194,7 @@ func writeClaimedExport(t *testing.T, h *host, mount, pv string) {
 	for i := range s.Server.Broker.Profiles {
 		s.Server.Broker.Profiles[i].Settings["nfs_pv_name"] = pv
 		s.Server.Broker.Profiles[i].Settings["nfs_mount_path"] = mount
+		s.Server.Broker.Profiles[i].Settings["home_storage"] = "nfs"
 	}
 	out, err := yaml.Marshal(&s)
 	if err != nil {
