@@ -76,6 +76,11 @@ const (
 	EnvAgentToken  = "SCION_AGENT_TOKEN"
 	EnvAgentID     = "SCION_AGENT_ID"
 	EnvProject     = "SCION_PROJECT"
+	// EnvHandoff holds a reincarnated agent's preamble and handoff (also
+	// in HandoffFile where its runtime mounts the broker's home): it
+	// reaches the agent on every runtime, a Kubernetes pod's own home
+	// included.
+	EnvHandoff = "SCION_HANDOFF"
 )
 
 // HandoffFile is where, in its home, a reincarnated agent's new

@@ -17,6 +17,9 @@ import (
 // can keep them out of its readable objects does (runtime.Spec.SecretEnv).
 func secretEnv(spec wire.AgentSpec) []string {
 	names := []string{api.EnvAgentToken}
+	if spec.Handoff != "" {
+		names = append(names, api.EnvHandoff) // kept out of specs and logs as a secret is
+	}
 	for k := range spec.Secrets {
 		names = append(names, k)
 	}

@@ -171,13 +171,24 @@ func (b *Broker) createAgentOnce(ctx context.Context, spec wire.AgentSpec, refus
 	// process). A runtime with homes of its own (kubernetes) needs none
 	// here, and a create is a directory cheaper.
 	home := filepath.Join(dir, "home")
+	if spec.Moved {
+		// A home left by an earlier stay of the agent here (a cleanup
+		// that failed) was its container's to write: rebuilt, never
+		// written through.
+		if err := b.removeHome(dir); err != nil {
+			return runtime.Status{}, err
+		}
+	}
 	if err := buildHome(home, spec.Harness); err != nil {
 		return runtime.Status{}, fmt.Errorf("agent home: %w", err)
 	}
 	if err := writeHandoff(home, spec.Handoff); err != nil {
 		return runtime.Status{}, fmt.Errorf("agent home: %w", err)
 	}
-	work, kept := b.keptWorkspace(spec)
+	work, kept, err := b.keptWorkspace(spec)
+	if err != nil {
+		return runtime.Status{}, err
+	}
 	if !kept {
 		if work, err = b.ws.Prepare(ctx, spec); err != nil {
 			return runtime.Status{}, err
@@ -310,6 +321,9 @@ func (b *Broker) agentEnv(spec wire.AgentSpec) map[string]string {
 	env[api.EnvAgentToken] = spec.AgentToken
 	env[api.EnvAgentID] = spec.AgentID
 	env[api.EnvProject] = spec.ProjectName
+	if spec.Handoff != "" {
+		env[api.EnvHandoff] = spec.Handoff
+	}
 	// An agent on the broker's host (the process runtime) finds the scion
 	// binary next to the broker's; one in an image keeps its image's PATH,
 	// which its runtime completes with the directory the binary is

@@ -2,12 +2,14 @@ package broker
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 
 	"github.com/scion-go/scion/api"
 	"github.com/scion-go/scion/wire"
@@ -111,5 +113,22 @@ func writeHandoff(home, handoff string) error {
 	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
 		return err
 	}
-	return os.WriteFile(p, []byte(handoff), 0o600)
+	// The home is the agent's to write: nothing in it is followed.
+	for _, d := range []string{home, filepath.Dir(p)} {
+		if fi, err := os.Lstat(d); err != nil || !fi.IsDir() {
+			return fmt.Errorf("%s is not a directory (err %v)", d, err)
+		}
+	}
+	if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := f.WriteString(handoff); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }

@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/broker/workspace"
 	"github.com/scion-go/scion/runtime"
 	"github.com/scion-go/scion/wire"
 )
@@ -19,29 +21,46 @@ func (b *Broker) clearForReincarnation(ctx context.Context, spec wire.AgentSpec)
 		return err
 	}
 	b.ports.Release(spec.AgentID)
-	home := filepath.Join(b.layout.AgentDir(spec.ProjectID, spec.AgentID), "home")
-	if err := b.layout.SafeDir(filepath.Dir(home)); err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return nil
-		}
+	return b.removeHome(b.layout.AgentDir(spec.ProjectID, spec.AgentID))
+}
+
+// removeHome removes the home in agent directory dir (a symlink there is
+// removed, not followed), judging dir where it leads first.
+func (b *Broker) removeHome(dir string) error {
+	if _, err := os.Lstat(dir); errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err := b.layout.SafeDir(dir); err != nil {
 		return err
 	}
-	return os.RemoveAll(home)
+	return os.RemoveAll(filepath.Join(dir, "home"))
 }
 
 // keptWorkspace is the agent's recorded workspace when the create keeps
-// it (a reincarnation, a create sent again for an agent that ran): its
-// directory, still there. Otherwise the create makes a fresh one.
-func (b *Broker) keptWorkspace(spec wire.AgentSpec) (string, bool) {
+// it (a reincarnation, a create sent again for an agent that ran): kept
+// is false when the agent has none (the create makes a fresh one). A
+// workspace that is there but cannot be kept refuses the create rather
+// than be cleared by a fresh one.
+func (b *Broker) keptWorkspace(spec wire.AgentSpec) (dir string, kept bool, err error) {
 	if !spec.Reincarnate && !spec.KeepWorkspace {
-		return "", false
+		return "", false, nil
 	}
-	rec, err := b.AgentWorkspace(spec.AgentID)
-	if err != nil || rec.Path == "" || rec.ProjectID != spec.ProjectID {
-		return "", false
+	k, ok := b.ws.(WorkspaceKeeper)
+	if !ok {
+		return "", false, nil
 	}
-	if fi, err := os.Stat(rec.Path); err != nil || !fi.IsDir() {
-		return "", false
+	dir, err = k.Kept(spec)
+	switch {
+	case errors.Is(err, workspace.ErrNoWorkspace):
+		return "", false, nil
+	case err != nil:
+		return "", false, api.Conflict(api.CodeConflict, "%v", err)
 	}
-	return rec.Path, true
+	return dir, true, nil
+}
+
+// WorkspaceKeeper is implemented by Workspaces that can hand a create the
+// workspace an agent already has (workspace.Git.Kept).
+type WorkspaceKeeper interface {
+	Kept(spec wire.AgentSpec) (string, error)
 }

@@ -159,16 +159,22 @@ func readBounded(path string, max int, what string) ([]byte, error) {
 	return b, nil
 }
 
+// followLimit bounds how long the CLI follows a move.
+const followLimit = 10 * time.Minute
+
 // followMove prints a move's steps as the Hub records them until it ends
 // (or the command is cancelled), and returns its last record.
 func followMove(cmd *cobra.Command, cl *client.Client, agent, project string, m api.AgentMove, progress bool) (api.AgentMove, error) {
 	last := m.Step
 	tick := time.NewTicker(250 * time.Millisecond)
 	defer tick.Stop()
+	giveUp := time.After(followLimit)
 	for m.Outcome == "" {
 		select {
 		case <-cmd.Context().Done():
 			return m, cmd.Context().Err()
+		case <-giveUp:
+			return m, api.Errorf(api.CodeBrokerTimeout, "move %s has not ended after %v (last step %s); it goes on on the Hub: 'scion reincarnate' again refuses while it runs", m.ID, followLimit, m.Step)
 		case <-tick.C:
 		}
 		ms, err := cl.AgentMoves(cmd.Context(), agent, project)

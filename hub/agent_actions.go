@@ -27,6 +27,9 @@ func (s *Server) handleAgentAction(r *http.Request, c *Caller) (int, any, error)
 	if err != nil {
 		return 0, nil, err
 	}
+	if err := s.refuseWhileMoving(in.Agent); err != nil {
+		return 0, nil, err
+	}
 	ap, err := plan.Action(in)
 	if err != nil {
 		return 0, nil, s.answer(c, err)
@@ -313,4 +316,19 @@ func (s *Server) resendStop(ctx context.Context, a *store.Agent, b *store.Broker
 		_, _ = s.setPhaseIf(context.WithoutCancel(ctx), a.ID, api.PhaseStopping, api.PhaseRunning)
 	}
 	return err
+}
+
+// refuseWhileMoving refuses a lifecycle action of an agent a move is
+// running for: the move stops, assigns and starts it itself, and checks
+// at each step that nothing else did (it would give way, failing).
+func (s *Server) refuseWhileMoving(a *store.Agent) error {
+	ms, err := s.store.ListMoves(s.systemCtx(), a.ID)
+	if err != nil {
+		return err
+	}
+	if len(ms) > 0 && ms[0].Outcome == "" {
+		return api.Conflict(api.CodeConflict, "agent %s is being moved to another runtime broker; wait for the move to end", api.Quote(a.Slug)).
+			WithDetail("move", ms[0].ID)
+	}
+	return nil
 }

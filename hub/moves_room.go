@@ -62,3 +62,12 @@ func (h movesHub) MintAgentToken(a *store.Agent) string { return h.s.id.MintAgen
 func (h movesHub) AgentView(ctx context.Context, a *store.Agent) any {
 	return h.s.agentView(ctx, a, nil)
 }
+
+func (h movesHub) InFlight(agentID, brokerID string) func() {
+	h.s.inflight.add(agentID)
+	return func() {
+		if h.s.inflight.done(agentID) {
+			h.s.settleLater(agentID, brokerID) // a reconnect's inventory passed it by
+		}
+	}
+}

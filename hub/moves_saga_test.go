@@ -330,22 +330,32 @@ func TestMoveFailureAtEachStep(t *testing.T) {
 	}
 }
 
-// TestMoveGivesWayToAStartDuringIt: a user starts the agent again on the
-// source between the stop and the assignment: the move fails rather than
-// assign a running agent to the target, which holds nothing of it; the
-// agent keeps running on the source with its slot there.
-func TestMoveGivesWayToAStartDuringIt(t *testing.T) {
+// TestMoveGivesWayToAChangeDuringIt: between the stop and the
+// assignment a start through the API is refused (409, the move runs);
+// a change the API could not stop (the agent's record written by another
+// Hub, say: started again on the source with a new run) makes the move
+// give way rather than assign it: the move fails, the target holds
+// nothing, and the agent stays on the source as the change left it.
+func TestMoveGivesWayToAChangeDuringIt(t *testing.T) {
 	var f *moveFixture
-	var started atomic.Bool
+	var once atomic.Bool
 	f = newMoveFixture(t, false)
 	f.hookStep.Store(moves.HookAssign)
 	f.hookError.Store(hookFunc(func() error {
-		if !started.Swap(true) {
-			if _, err := f.e.Admin.AgentAction(context.Background(), f.agent.ID, "", "start"); err != nil {
-				t.Errorf("start during the move: %v", err)
-			}
+		if once.Swap(true) {
+			return nil
 		}
-		return nil
+		ctx := context.Background()
+		if _, err := f.e.Admin.AgentAction(ctx, f.agent.ID, "", "start"); !api.IsCode(err, api.CodeConflict) {
+			t.Errorf("a start during the move: %v, want conflict", err)
+		}
+		a, err := f.e.Store.GetAgent(ctx, f.agent.ID)
+		if err != nil {
+			return err
+		}
+		a.Phase, a.RunID = api.PhaseRunning, "another-run"
+		limit := 0
+		return f.e.Store.UpdateAgentWith(ctx, a, store.UpdateAgentOptions{ReserveLimit: &limit})
 	}))
 	f.move(t)
 	m := f.moveEnded(t)
@@ -353,14 +363,11 @@ func TestMoveGivesWayToAStartDuringIt(t *testing.T) {
 		t.Fatalf("move ended %+v", m)
 	}
 	a := f.invariants(t)
-	if a.BrokerID != f.b1.ID {
-		t.Fatalf("the agent is on %s, want b1", a.BrokerID)
+	if a.BrokerID != f.b1.ID || a.RunID != "another-run" {
+		t.Fatalf("the agent is on %s with run %s, want b1 as the change left it", a.BrokerID, a.RunID)
 	}
 	if _, err := f.b2.Runtime.Inspect(context.Background(), a.ID); !errors.Is(err, runtime.ErrNotFound) {
 		t.Errorf("b2 has a container of the agent: %v", err)
-	}
-	if st, err := f.b1.Runtime.Inspect(context.Background(), a.ID); err != nil || st.State != runtime.StateRunning {
-		t.Errorf("b1's container after the start: %+v, %v", st, err)
 	}
 }
 
@@ -369,3 +376,34 @@ func TestMoveGivesWayToAStartDuringIt(t *testing.T) {
 type hookFunc func() error
 
 func (h hookFunc) Error() string { return "hook function" }
+
+// TestMoveRefusedByTheTargetsQuota: the target fills up between the dry
+// run and the quota's move: the agent is left stopped on the source,
+// "reincarnation failed: target broker quota: ...".
+func TestMoveRefusedByTheTargetsQuota(t *testing.T) {
+	var f *moveFixture
+	var once atomic.Bool
+	f = newMoveFixture(t, false)
+	f.hookStep.Store(moves.HookAssign)
+	f.hookError.Store(hookFunc(func() error {
+		if once.Swap(true) {
+			return nil
+		}
+		ctx := context.Background()
+		one := 1
+		if _, err := f.e.Admin.UpdateBroker(ctx, "b2", api.UpdateBrokerRequest{Settings: &api.BrokerSettings{MaxAgents: &one}}); err != nil {
+			return err
+		}
+		_, err := f.e.Admin.CreateAgent(ctx, api.CreateAgentRequest{Name: "filler", Project: "shared", Broker: "b2", Start: true, Command: []string{"x"}})
+		return err
+	}))
+	f.move(t)
+	m := f.moveEnded(t)
+	if m.Outcome != api.MoveFailed || m.Step != api.MoveStepStopped || !strings.HasPrefix(m.Message, api.MoveFailedMessagePrefix+"target broker quota: ") {
+		t.Fatalf("move ended %+v", m)
+	}
+	a := f.invariants(t)
+	if a.BrokerID != f.b1.ID || a.Phase != api.PhaseError || a.StatusMessage != m.Message {
+		t.Fatalf("the agent: broker %s phase %s message %q", a.BrokerID, a.Phase, a.StatusMessage)
+	}
+}

@@ -82,8 +82,8 @@ func (w *Git) confirmMoved(spec wire.AgentSpec, dir string) error {
 	}
 	fi, err := os.Lstat(filepath.Join(dir, ".git"))
 	if err != nil || !fi.IsDir() {
-		return api.Conflict(api.CodeMoveRefused, "moved agent %s: its workspace %s is not visible through this broker's mount of the export (%s in subpath_root %s): check that the export is mounted and the workspace is there",
-			spec.AgentID, rel, w.cfg.Export.Storage.Export, w.cfg.Export.Storage.SubpathRoot)
+		return api.Conflict(api.CodeMoveRefused, "moved agent %s: its workspace %s is not visible through this broker's mount of the export: check that the export is mounted and the workspace is there",
+			spec.AgentID, rel)
 	}
 	return nil
 }
@@ -159,8 +159,8 @@ func (w *Git) prepareOnExport(ctx context.Context, spec wire.AgentSpec, src gitS
 			want = filepath.Join(ws, ".git")
 		}
 		if fi, err := os.Lstat(want); err != nil || !fi.IsDir() {
-			return api.Conflict(api.CodeMoveRefused, "moved agent %s: its workspace %s is not visible through this broker's mount of the export (%s in subpath_root %s): check that the export is mounted and the workspace is there",
-				spec.AgentID, path.Join("agents", spec.AgentID, "workspace"), w.cfg.Export.Storage.Export, w.cfg.Export.Storage.SubpathRoot)
+			return api.Conflict(api.CodeMoveRefused, "moved agent %s: its workspace %s is not visible through this broker's mount of the export: check that the export is mounted and the workspace is there",
+				spec.AgentID, path.Join("agents", spec.AgentID, "workspace"))
 		}
 		return w.shared.safeDirs(ws)
 	}

@@ -502,3 +502,44 @@ func (w *Git) hasWorkspace(agentDir string) bool {
 	leftovers, _ := filepath.Glob(filepath.Join(agentDir, ".*.tmp-*"))
 	return len(leftovers) > 0
 }
+
+// ErrNoWorkspace: Kept found no workspace of the agent to keep.
+var ErrNoWorkspace = errors.New("no workspace recorded for the agent")
+
+// Kept is the agent's recorded workspace for a create that keeps it (a
+// reincarnation, a create sent again for an agent that ran before): the
+// directory the record names, only where this broker's layout puts that
+// agent's workspace (its agent directory, the project's shared checkout,
+// its directory on the export), a plain directory, not a symlink.
+// ErrNoWorkspace when the agent has neither a record nor a workspace (the
+// create makes a fresh one); any other error refuses the create: a
+// workspace is there but cannot be kept, and making a fresh one would
+// clear it.
+func (w *Git) Kept(spec wire.AgentSpec) (string, error) {
+	if err := ValidID("project ID", spec.ProjectID); err != nil {
+		return "", err
+	}
+	if err := ValidID("agent ID", spec.AgentID); err != nil {
+		return "", err
+	}
+	agentDir := w.layout.AgentDir(spec.ProjectID, spec.AgentID)
+	rec, ok, err := readRecord(agentDir)
+	if err != nil {
+		return "", fmt.Errorf("agent %s's workspace record cannot be read, and its workspace is kept: %w", spec.AgentID, err)
+	}
+	if !ok {
+		if w.hasWorkspace(agentDir) {
+			return "", fmt.Errorf("agent %s has a workspace without a record; it is kept, not replaced", spec.AgentID)
+		}
+		return "", ErrNoWorkspace
+	}
+	allowed := []string{filepath.Join(agentDir, "workspace"), w.shared.SharedDir(spec.ProjectID),
+		filepath.Join(w.shared.ExportAgentDir(spec.AgentID), "workspace")}
+	if rec.ProjectID != spec.ProjectID || !slices.Contains(allowed, filepath.Clean(rec.Path)) {
+		return "", fmt.Errorf("agent %s's workspace record names a directory that is not its workspace", spec.AgentID)
+	}
+	if fi, err := os.Lstat(rec.Path); err != nil || !fi.IsDir() {
+		return "", fmt.Errorf("agent %s's recorded workspace is not a directory here (err %v)", spec.AgentID, err)
+	}
+	return rec.Path, nil
+}

@@ -56,6 +56,8 @@ func (s *Service) reincarnateInPlace(ctx context.Context, c *authz.Caller, a *st
 			return 0, nil, plan.QuotaError(in.Broker, limit)
 		case errors.Is(err, store.ErrConflict):
 			return 0, nil, api.Conflict(api.CodeConflict, "agent %s changed meanwhile; try again", api.Quote(a.Slug))
+		case errors.Is(err, store.ErrReservationScope):
+			return 0, nil, plan.ReservationScopeError(a, in.Broker)
 		}
 		return 0, nil, err
 	}
@@ -63,9 +65,14 @@ func (s *Service) reincarnateInPlace(ctx context.Context, c *authz.Caller, a *st
 	spec := s.hub.CreateSpec(next, p, secrets, true)
 	spec.Reincarnate, spec.KeepWorkspace = true, true
 	spec.Handoff = handoffText(next, "reincarnated on runtime broker "+in.Broker.Name, req.Handoff)
+	// The broker finishes a keyed create whatever its caller does: so
+	// does the Hub, the request's end (a Ctrl-C) notwithstanding.
+	wctx := context.WithoutCancel(ctx)
 	var st wire.AgentStatus
-	derr := s.hub.Dispatch(ctx, in.Broker.ID, wire.MethodAgentCreate, spec, &st, "reincarnate:"+next.RunID)
-	got, err := s.hub.RecordOutcome(context.WithoutCancel(ctx), a.ID, st, derr, true)
+	done := s.hub.InFlight(a.ID, in.Broker.ID)
+	derr := s.hub.Dispatch(wctx, in.Broker.ID, wire.MethodAgentCreate, spec, &st, "reincarnate:"+next.RunID)
+	got, err := s.hub.RecordOutcome(wctx, a.ID, st, derr, true)
+	done()
 	if err == nil {
 		err = derr
 	}

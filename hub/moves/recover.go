@@ -39,11 +39,13 @@ func (s *Service) Recover(ctx context.Context) error {
 		}
 		s.log.Warn("move cut short by a Hub restart: it ends where the agent is assigned, and the source is not cleaned up",
 			"move", m.ID, "agent_id", m.AgentID, "step_done", m.Step, "on_target", land.OnTarget)
-		if err := s.markFailed(ctx, m.AgentID, interruptedMessage); err != nil && !isGone(err) {
+		if err := s.markFailed(ctx, m.AgentID, interruptedMessage, false); err != nil && !isGone(err) {
 			return err
 		}
 		m.Outcome, m.SourceCleanup, m.Message = land.Outcome, land.SourceCleanup, interruptedMessage
-		if err := s.store.UpdateMove(ctx, m); err != nil && !isGone(err) {
+		// A conflict: the move ended meanwhile (another Hub over the
+		// same database ended it, or its own saga did).
+		if err := s.store.UpdateMove(ctx, m); err != nil && !isGone(err) && !errors.Is(err, store.ErrConflict) {
 			return err
 		}
 	}

@@ -107,9 +107,10 @@ func (s *Service) accept(ctx context.Context, c *authz.Caller, a *store.Agent, p
 		return 0, nil, storeerr.Map(err, api.CodeAgentNotFound, "agent "+api.Quote(a.Slug))
 	}
 	s.log.Info("move accepted", "move", m.ID, "agent_id", a.ID, "source_broker_id", m.SourceBrokerID, "target_broker_id", m.TargetBrokerID, "by", c.Principal())
+	view := moveView(m) // before the saga writes its record
 	g := &saga{s: s, m: m, project: p, secrets: secrets, patch: pt, source: in.Source.Broker, target: in.Target.Broker}
 	s.hub.Go(func() { g.run(sys) })
-	return http.StatusAccepted, api.MoveAccepted{Move: moveView(m), Plan: pl}, nil
+	return http.StatusAccepted, api.MoveAccepted{Move: view, Plan: pl}, nil
 }
 
 // moveView is a move's record as the API shows it.

@@ -160,7 +160,7 @@ func (g *saga) stop(ctx context.Context) error {
 		var st wire.AgentStatus
 		derr := g.s.hub.Dispatch(ctx, g.m.SourceBrokerID, wire.MethodAgentStop, wire.AgentRef{AgentID: a.ID, RunID: a.RunID}, &st, g.key("stop"))
 		if derr != nil {
-			return fmt.Errorf("stop on the source broker failed: %w", derr)
+			return &stepError{"stop on the source broker failed", derr}
 		}
 		if a, err = g.s.hub.RecordOutcome(ctx, a.ID, st, nil, false); err != nil {
 			return err
@@ -180,11 +180,14 @@ func (g *saga) stop(ctx context.Context) error {
 // the project if it does not serve it: one transaction. A full target
 // refuses it, the agent left stopped on the source.
 func (g *saga) assign(ctx context.Context) error {
-	limit, err := g.s.hub.BrokerLimit(ctx, g.target)
+	// The target as it is now: its limit may have changed since the
+	// request was checked.
+	dst, serves, err := g.s.store.GetBrokerForProject(ctx, g.target.ID, g.project.ID)
 	if err != nil {
 		return err
 	}
-	_, serves, err := g.s.store.GetBrokerForProject(ctx, g.target.ID, g.project.ID)
+	g.target = dst
+	limit, err := g.s.hub.BrokerLimit(ctx, dst)
 	if err != nil {
 		return err
 	}
@@ -226,7 +229,7 @@ func (g *saga) assign(ctx context.Context) error {
 			}
 			return nil
 		case errors.Is(err, store.ErrQuota):
-			return fmt.Errorf("target broker quota: %w", plan.QuotaError(g.target, limit))
+			return &stepError{"target broker quota", plan.QuotaError(g.target, limit)}
 		case !errors.Is(err, store.ErrConflict):
 			return err
 		}
@@ -244,8 +247,9 @@ func (g *saga) provision(ctx context.Context) error {
 	spec := g.s.hub.CreateSpec(a, g.project, g.secrets, false)
 	spec.Moved, spec.Handoff = true, g.handoff(a)
 	var st wire.AgentStatus
+	defer g.s.hub.InFlight(a.ID, g.target.ID)()
 	if derr := g.s.hub.Dispatch(ctx, g.target.ID, wire.MethodAgentCreate, spec, &st, g.key("create")); derr != nil {
-		return fmt.Errorf("provision on the target broker failed: %w", derr)
+		return &stepError{"provision on the target broker failed", derr}
 	}
 	_, err = g.s.hub.RecordOutcome(ctx, a.ID, st, nil, true)
 	return err
@@ -258,22 +262,24 @@ func (g *saga) start(ctx context.Context) error {
 		return err
 	}
 	// The slot the assignment took is held while the agent provisions;
-	// a report of its container created (not started) frees it, as for
-	// any agent, and a start takes it again, under the target's limit.
+	// should a report have freed it meanwhile (the container seen
+	// created, not started), the start takes it again, under the
+	// target's limit, as any start does.
 	limit, err := g.s.hub.BrokerLimit(ctx, g.target)
 	if err != nil {
 		return err
 	}
 	if err := g.s.store.Reserve(ctx, g.target.ID, a.ID, limit); err != nil {
 		if errors.Is(err, store.ErrQuota) {
-			return fmt.Errorf("target broker quota: %w", plan.QuotaError(g.target, limit))
+			return &stepError{"target broker quota", plan.QuotaError(g.target, limit)}
 		}
 		return err
 	}
 	var st wire.AgentStatus
+	defer g.s.hub.InFlight(a.ID, g.target.ID)()
 	ref := wire.AgentRef{AgentID: a.ID, RunID: a.RunID, AgentToken: g.s.hub.MintAgentToken(a)}
 	if derr := g.s.hub.Dispatch(ctx, g.target.ID, wire.MethodAgentStart, ref, &st, g.key("start")); derr != nil {
-		return fmt.Errorf("start on the target broker failed: %w", derr)
+		return &stepError{"start on the target broker failed", derr}
 	}
 	_, err = g.s.hub.RecordOutcome(ctx, a.ID, st, nil, true)
 	return err
@@ -333,16 +339,13 @@ func (g *saga) fail(ctx context.Context, err error) error {
 		return nil
 	}
 	land := plan.MoveStepFailed(g.m.Step, unknownOutcome(err))
-	msg := api.MoveFailedMessagePrefix + httpapi.ScrubAddresses(api.AsError(err).Message)
-	if api.AsError(err).Code == api.CodeInternal {
-		msg = api.MoveFailedMessagePrefix + httpapi.ScrubAddresses(err.Error())
-	}
+	msg := failedMessage(err)
 	g.s.log.Warn("move failed", "move", g.m.ID, "agent_id", g.m.AgentID, "step_done", g.m.Step, "rollback", land.Rollback, "err", err)
 	if land.Rollback {
 		if rerr := g.rollback(ctx, msg); rerr != nil {
 			return rerr
 		}
-	} else if err := g.s.markFailed(ctx, g.m.AgentID, msg); err != nil {
+	} else if err := g.s.markFailed(ctx, g.m.AgentID, msg, land.OnTarget); err != nil {
 		return err
 	}
 	g.m.Outcome, g.m.SourceCleanup, g.m.Message = land.Outcome, land.SourceCleanup, msg
@@ -404,6 +407,31 @@ func handoffText(a *store.Agent, what, handoff string) string {
 // (the channel's, after a reconnect) is answered from the broker's record.
 func (g *saga) key(step string) string { return "move:" + g.m.ID + ":" + step }
 
+// stepError is a step's failure as the agent's status message says it:
+// what failed, then the broker's (or the store's) reason.
+type stepError struct {
+	what string
+	err  error
+}
+
+func (e *stepError) Error() string { return e.what + ": " + e.err.Error() }
+func (e *stepError) Unwrap() error { return e.err }
+
+// failedMessage is the status message of a move that failed with err.
+func failedMessage(err error) string {
+	var se *stepError
+	what := ""
+	if errors.As(err, &se) {
+		what, err = se.what+": ", se.err
+	}
+	reason := err.Error()
+	var ae *api.Error
+	if errors.As(err, &ae) {
+		reason = ae.Message
+	}
+	return api.MoveFailedMessagePrefix + what + httpapi.ScrubAddresses(reason)
+}
+
 // unknownOutcome reports whether err leaves a command's outcome unknown:
 // no answer came (the broker went away, the deadline passed).
 func unknownOutcome(err error) bool {
@@ -419,8 +447,9 @@ func unknownOutcome(err error) bool {
 }
 
 // markFailed puts the agent in the error phase with msg, where it is
-// assigned; its slot follows (released unless its container may run).
-func (s *Service) markFailed(ctx context.Context, agentID, msg string) error {
+// assigned; its slot follows (released unless its container may run:
+// mayRun, or a running or pending container).
+func (s *Service) markFailed(ctx context.Context, agentID, msg string, mayRun bool) error {
 	for range 10 {
 		a, err := s.store.GetAgent(ctx, agentID)
 		if err != nil {
@@ -429,9 +458,15 @@ func (s *Service) markFailed(ctx context.Context, agentID, msg string) error {
 		a.Phase, a.StatusMessage = api.PhaseError, msg
 		a.UpdatedAt = time.Now().UTC()
 		// A container that may still run (a move refused before its
-		// stop) keeps its slot until a report says otherwise.
-		mayRun := a.ContainerStatus == api.ContainerRunning || a.ContainerStatus == api.ContainerPending
-		err = s.store.UpdateAgentWith(ctx, a, store.UpdateAgentOptions{ReleaseReservation: !mayRun})
+		// stop, a start not answered) keeps its slot until a report
+		// says otherwise.
+		keep := mayRun || a.ContainerStatus == api.ContainerRunning || a.ContainerStatus == api.ContainerPending
+		opts := store.UpdateAgentOptions{ReleaseReservation: !keep}
+		if keep {
+			limit := 0 // it holds its slot, or takes it back whatever the limit: it may run
+			opts.ReserveLimit = &limit
+		}
+		err = s.store.UpdateAgentWith(ctx, a, opts)
 		if !errors.Is(err, store.ErrConflict) {
 			return err
 		}

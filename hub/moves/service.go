@@ -61,6 +61,10 @@ type Hub interface {
 	MintAgentToken(a *store.Agent) string
 	// AgentView is the agent as the API shows it.
 	AgentView(ctx context.Context, a *store.Agent) any
+	// InFlight marks a create or start of the agent on its way (a
+	// broker's reconnect then leaves it to the command's answer) until
+	// the returned function is called.
+	InFlight(agentID, brokerID string) func()
 }
 
 // Config is what New needs.
