@@ -346,7 +346,15 @@ func TestBadCredentialsBackOff(t *testing.T) {
 	})
 	// Over half a second a spinning client would dial hundreds of times;
 	// the backoff (mean delays 5, 10, 20, 40, then 50 ms) allows about a
-	// dozen. The bound leaves room for slow, loaded machines.
+	// dozen. The bound leaves room for slow, loaded machines. The window
+	// opens at the first dial: a loaded machine may take that long to
+	// start the broker at all.
+	wait.Eventually(t, 10*time.Second, time.Millisecond, func() error {
+		if hub.dials.Load() == 0 {
+			return errors.New("no dial yet")
+		}
+		return nil
+	})
 	window := time.NewTimer(500 * time.Millisecond)
 	<-window.C
 	n := hub.dials.Load()
