@@ -337,14 +337,8 @@ func TestMoveFailureAtEachStep(t *testing.T) {
 // give way rather than assign it: the move fails, the target holds
 // nothing, and the agent stays on the source as the change left it.
 func TestMoveGivesWayToAChangeDuringIt(t *testing.T) {
-	var f *moveFixture
-	var once atomic.Bool
-	f = newMoveFixture(t, false)
-	f.hookStep.Store(moves.HookAssign)
-	f.hookError.Store(hookFunc(func() error {
-		if once.Swap(true) {
-			return nil
-		}
+	f := newMoveFixture(t, false)
+	f.beforeOnce(moves.HookAssign, func() error {
 		ctx := context.Background()
 		if _, err := f.e.Admin.AgentAction(ctx, f.agent.ID, "", "start"); !api.IsCode(err, api.CodeConflict) {
 			t.Errorf("a start during the move: %v, want conflict", err)
@@ -356,7 +350,7 @@ func TestMoveGivesWayToAChangeDuringIt(t *testing.T) {
 		a.Phase, a.RunID = api.PhaseRunning, "another-run"
 		limit := 0
 		return f.e.Store.UpdateAgentWith(ctx, a, store.UpdateAgentOptions{ReserveLimit: &limit})
-	}))
+	})
 	f.move(t)
 	m := f.moveEnded(t)
 	if m.Outcome != api.MoveFailed || m.Step != api.MoveStepStopped || !strings.Contains(m.Message, "changed during the move") {
@@ -377,18 +371,25 @@ type hookFunc func() error
 
 func (h hookFunc) Error() string { return "hook function" }
 
-// TestMoveRefusedByTheTargetsQuota: the target fills up between the dry
-// run and the quota's move: the agent is left stopped on the source,
-// "reincarnation failed: target broker quota: ...".
-func TestMoveRefusedByTheTargetsQuota(t *testing.T) {
-	var f *moveFixture
+// beforeOnce runs do from the hook before the saga's step, the first
+// time only; its error fails the step.
+func (f *moveFixture) beforeOnce(step string, do func() error) {
 	var once atomic.Bool
-	f = newMoveFixture(t, false)
-	f.hookStep.Store(moves.HookAssign)
+	f.hookStep.Store(step)
 	f.hookError.Store(hookFunc(func() error {
 		if once.Swap(true) {
 			return nil
 		}
+		return do()
+	}))
+}
+
+// TestMoveRefusedByTheTargetsQuota: the target fills up between the dry
+// run and the quota's move: the agent is left stopped on the source,
+// "reincarnation failed: target broker quota: ...".
+func TestMoveRefusedByTheTargetsQuota(t *testing.T) {
+	f := newMoveFixture(t, false)
+	f.beforeOnce(moves.HookAssign, func() error {
 		ctx := context.Background()
 		one := 1
 		if _, err := f.e.Admin.UpdateBroker(ctx, "b2", api.UpdateBrokerRequest{Settings: &api.BrokerSettings{MaxAgents: &one}}); err != nil {
@@ -396,7 +397,7 @@ func TestMoveRefusedByTheTargetsQuota(t *testing.T) {
 		}
 		_, err := f.e.Admin.CreateAgent(ctx, api.CreateAgentRequest{Name: "filler", Project: "shared", Broker: "b2", Start: true, Command: []string{"x"}})
 		return err
-	}))
+	})
 	f.move(t)
 	m := f.moveEnded(t)
 	if m.Outcome != api.MoveFailed || m.Step != api.MoveStepStopped || !strings.HasPrefix(m.Message, api.MoveFailedMessagePrefix+"target broker quota: ") {

@@ -2,9 +2,6 @@ package hub_test
 
 import (
 	"context"
-	"os"
-	"path/filepath"
-	"syscall"
 	"testing"
 
 	"github.com/scion-go/scion/api"
@@ -21,25 +18,7 @@ import (
 // tells the Hub where it started the workspace: a shared-workspace
 // checkout on the export, an empty-per-agent one on the local disk.
 func TestBrokersReportTheirExport(t *testing.T) {
-	if os.Geteuid() != 0 {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("bind mounts need root, and CI=true runs as root")
-		}
-		t.Skip("bind mounts need root")
-	}
-	export := t.TempDir()
-	if err := os.Mkdir(filepath.Join(export, "ws"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	roots := map[string]string{}
-	for _, b := range []string{"b1", "b2"} {
-		m := t.TempDir()
-		if err := syscall.Mount(export, m, "", syscall.MS_BIND, ""); err != nil {
-			t.Fatalf("bind mount: %v", err)
-		}
-		t.Cleanup(func() { syscall.Unmount(m, syscall.MNT_DETACH) })
-		roots[b] = filepath.Join(m, "ws")
-	}
+	roots, _ := bindExports(t, "b1", "b2")
 	repo := gitrepo.New(t)
 	e := testenv.New(t, testenv.Options{Brokers: 3, Exports: roots})
 	ctx := context.Background()

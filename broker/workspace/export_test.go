@@ -100,21 +100,8 @@ func TestExportIdentity(t *testing.T) {
 // point, hand a shared-workspace project's agents the same checkout on
 // the export, recorded as placed there; the other modes stay local.
 func TestSharedWorkspaceOnExport(t *testing.T) {
-	if os.Geteuid() != 0 {
-		skipUnlessCI(t, "bind mounts need root")
-	}
+	_, mounts := twoMounts(t)
 	repo := gitrepo.New(t)
-	export := t.TempDir()
-	mounts := [2]string{t.TempDir(), t.TempDir()}
-	for _, m := range mounts {
-		if err := syscall.Mount(export, m, "", syscall.MS_BIND, ""); err != nil {
-			skipUnlessCI(t, fmt.Sprintf("bind mount: %v", err))
-		}
-		t.Cleanup(func() { syscall.Unmount(m, syscall.MNT_DETACH) })
-	}
-	if err := os.Mkdir(filepath.Join(export, "ws"), 0o755); err != nil {
-		t.Fatal(err)
-	}
 	a := newTestWorkspaces(t, GitConfig{Export: testExport(filepath.Join(mounts[0], "ws"))})
 	b := newTestWorkspaces(t, GitConfig{Export: testExport(filepath.Join(mounts[1], "ws"))})
 	if sa, sb := a.Storage(), b.Storage(); !sa.Healthy || sa.ExportID == "" || sa.ExportID != sb.ExportID {
@@ -204,21 +191,8 @@ func skipUnlessCI(t *testing.T, why string) {
 // through its own mount (and refuses when it is not there) and never
 // makes or removes it; the agent's delete removes it.
 func TestPerAgentWorkspacesOnAClaimedExport(t *testing.T) {
-	if os.Geteuid() != 0 {
-		skipUnlessCI(t, "bind mounts need root")
-	}
+	export, mounts := twoMounts(t)
 	repo := gitrepo.New(t)
-	export := t.TempDir()
-	mounts := [2]string{t.TempDir(), t.TempDir()}
-	for _, m := range mounts {
-		if err := syscall.Mount(export, m, "", syscall.MS_BIND, ""); err != nil {
-			skipUnlessCI(t, fmt.Sprintf("bind mount: %v", err))
-		}
-		t.Cleanup(func() { syscall.Unmount(m, syscall.MNT_DETACH) })
-	}
-	if err := os.Mkdir(filepath.Join(export, "ws"), 0o755); err != nil {
-		t.Fatal(err)
-	}
 	claimed := func(m string) *Export {
 		e := testExport(filepath.Join(m, "ws"))
 		e.Storage.PVName = "scion-workspaces"
@@ -262,4 +236,25 @@ func TestPerAgentWorkspacesOnAClaimedExport(t *testing.T) {
 			t.Errorf("%s: the delete left the workspace on the export", mode)
 		}
 	}
+}
+
+// twoMounts is an export directory (with its subpath_root "ws") bind-
+// mounted at two mount points, as two hosts mounting one NFS export.
+func twoMounts(t *testing.T) (export string, mounts [2]string) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		skipUnlessCI(t, "bind mounts need root")
+	}
+	export = t.TempDir()
+	mounts = [2]string{t.TempDir(), t.TempDir()}
+	for _, m := range mounts {
+		if err := syscall.Mount(export, m, "", syscall.MS_BIND, ""); err != nil {
+			skipUnlessCI(t, fmt.Sprintf("bind mount: %v", err))
+		}
+		t.Cleanup(func() { syscall.Unmount(m, syscall.MNT_DETACH) })
+	}
+	if err := os.Mkdir(filepath.Join(export, "ws"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return export, mounts
 }
