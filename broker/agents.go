@@ -194,7 +194,7 @@ func (b *Broker) createAgentOnce(ctx context.Context, spec wire.AgentSpec, refus
 			return runtime.Status{}, err
 		}
 	}
-	if !kept && !spec.Moved {
+	if !kept && !spec.Moved && !spec.ConfirmWorkspace {
 		// A moved agent's workspace is its work on the export, which a
 		// failed create here must never remove (its local directory
 		// goes with the undo of the directory above).

@@ -88,15 +88,8 @@ func resolveHarness(spec wire.AgentSpec) (image string, command []string, err er
 func buildHome(home, harnessName string) error {
 	h := harnesses[cmp.Or(harnessName, "generic")]
 	for rel, content := range h.Home {
-		p := filepath.Join(home, filepath.FromSlash(rel))
-		if !strings.HasPrefix(p, home+string(filepath.Separator)) {
-			return fmt.Errorf("harness %s: home file %q escapes the home", harnessName, rel)
-		}
-		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
-			return err
-		}
-		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
-			return err
+		if err := writeHomeFile(home, rel, content); err != nil {
+			return fmt.Errorf("harness %s: %w", harnessName, err)
 		}
 	}
 	return nil
@@ -109,14 +102,28 @@ func writeHandoff(home, handoff string) error {
 	if handoff == "" {
 		return nil
 	}
-	p := filepath.Join(home, filepath.FromSlash(api.HandoffFile))
+	return writeHomeFile(home, api.HandoffFile, handoff)
+}
+
+// writeHomeFile writes content to rel (slash-separated) in home. The home
+// is the agent's to write (its container mounts it): nothing in it is
+// followed, not a symlinked directory on the way, not a symlink in the
+// file's place, so that a link an agent planted cannot make the broker
+// write elsewhere.
+func writeHomeFile(home, rel, content string) error {
+	p := filepath.Join(home, filepath.FromSlash(rel))
+	if !strings.HasPrefix(p, home+string(filepath.Separator)) {
+		return fmt.Errorf("home file %q escapes the home", rel)
+	}
 	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
 		return err
 	}
-	// The home is the agent's to write: nothing in it is followed.
-	for _, d := range []string{home, filepath.Dir(p)} {
+	for d := filepath.Dir(p); ; d = filepath.Dir(d) {
 		if fi, err := os.Lstat(d); err != nil || !fi.IsDir() {
-			return fmt.Errorf("%s is not a directory (err %v)", d, err)
+			return fmt.Errorf("%s in the agent's home is not a directory", rel)
+		}
+		if d == home {
+			break
 		}
 	}
 	if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -126,7 +133,7 @@ func writeHandoff(home, handoff string) error {
 	if err != nil {
 		return err
 	}
-	if _, err := f.WriteString(handoff); err != nil {
+	if _, err := f.WriteString(content); err != nil {
 		f.Close()
 		return err
 	}

@@ -38,3 +38,45 @@ func TestBuildHomeFromHarness(t *testing.T) {
 		t.Fatalf("generic home: %v", entries)
 	}
 }
+
+// TestHomeFilesFollowNoLinks: a link an agent planted in its home (a
+// directory on the way, or the file's own place) is never written
+// through: the handoff and harness files go into the home or nowhere.
+func TestHomeFilesFollowNoLinks(t *testing.T) {
+	outside := t.TempDir()
+	victim := filepath.Join(outside, "authorized_keys")
+	if err := os.WriteFile(victim, []byte("keep me"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// The file's place is a link: replaced by a file of the home's.
+	home := filepath.Join(t.TempDir(), "home")
+	if err := os.MkdirAll(filepath.Join(home, ".scion"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(victim, filepath.Join(home, ".scion", "handoff.md")); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeHandoff(home, "hello"); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(victim); string(b) != "keep me" {
+		t.Fatalf("the handoff was written through a link: the outside file holds %q", b)
+	}
+	if fi, err := os.Lstat(filepath.Join(home, ".scion", "handoff.md")); err != nil || !fi.Mode().IsRegular() {
+		t.Fatalf("the handoff file: %v, %v", fi, err)
+	}
+	// A directory on the way is a link: refused.
+	home2 := filepath.Join(t.TempDir(), "home")
+	if err := os.MkdirAll(home2, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(home2, ".scion")); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeHandoff(home2, "hello"); err == nil {
+		t.Fatal("a handoff through a linked directory was written")
+	}
+	if _, err := os.Stat(filepath.Join(outside, "handoff.md")); err == nil {
+		t.Fatal("the handoff landed outside the home")
+	}
+}

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"os"
@@ -17,6 +18,14 @@ import (
 // ports are released, and its home is removed so that the create rebuilds
 // it from the harness. Its workspace is not touched.
 func (b *Broker) clearForReincarnation(ctx context.Context, spec wire.AgentSpec) error {
+	// On Kubernetes a per-agent workspace off the NFS share is a claim
+	// of the agent's own, which goes with its pod: the next generation
+	// would start with an empty one. Refused before anything is removed.
+	if b.rt.Name() == "kubernetes" && spec.SharingMode != api.SharingSharedWorkspace &&
+		!spec.ConfirmWorkspace && b.placement(spec.AgentID) != workspace.PlacementExport {
+		return api.Conflict(api.CodeConflict, "agent %s's %s workspace is a claim of its own pod on runtime broker %s, which a reincarnation in place would not keep: keep workspaces on the NFS share (nfs_pv_name) to reincarnate agents in place",
+			spec.AgentID, cmp.Or(spec.SharingMode, api.SharingEmptyPerAgent), b.cfg.Name)
+	}
 	if err := b.rt.Delete(ctx, spec.AgentID); err != nil && !errors.Is(err, runtime.ErrNotFound) {
 		return err
 	}

@@ -262,6 +262,13 @@ func (s *Server) handleDeleteAgent(r *http.Request, c *Caller) (int, any, error)
 	if err != nil {
 		return 0, nil, err
 	}
+	if !force {
+		// A move would go on with an agent that is gone, and leave
+		// what it made on the target; --force deletes the record anyway.
+		if err := s.refuseWhileMoving(a); err != nil {
+			return 0, nil, err
+		}
+	}
 	in := plan.DeleteInput{Caller: *c, Agent: a, Force: force, Online: a.BrokerID != "" && s.disp.Online(a.BrokerID)}
 	if a.Pin != nil {
 		// A pinned agent's placement is checked online or not, with or

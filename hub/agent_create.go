@@ -174,7 +174,7 @@ func (s *Server) recreate(ctx context.Context, a *store.Agent, b *store.Broker, 
 	spec.KeepWorkspace = a.WorkspacePlacement != ""
 	// One on the export that this broker has no record of (a move cut
 	// short after its assignment) is confirmed there, never made anew.
-	spec.Moved = a.WorkspacePlacement == api.PlacementExport
+	spec.ConfirmWorkspace = a.WorkspacePlacement == api.PlacementExport
 	a, out, err := s.runCreate(ctx, a, b, spec, "create:"+a.RunID+":"+key)
 	if out == outcomeExists && err == nil && a.Phase != api.PhaseRunning {
 		return a, false, nil

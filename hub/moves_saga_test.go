@@ -343,6 +343,9 @@ func TestMoveGivesWayToAChangeDuringIt(t *testing.T) {
 		if _, err := f.e.Admin.AgentAction(ctx, f.agent.ID, "", "start"); !api.IsCode(err, api.CodeConflict) {
 			t.Errorf("a start during the move: %v, want conflict", err)
 		}
+		if err := f.e.Admin.DeleteAgent(ctx, f.agent.ID, ""); !api.IsCode(err, api.CodeConflict) {
+			t.Errorf("a delete during the move: %v, want conflict", err)
+		}
 		a, err := f.e.Store.GetAgent(ctx, f.agent.ID)
 		if err != nil {
 			return err

@@ -147,7 +147,7 @@ func (s *Server) reconcileInventory(ctx context.Context, brokerID string, inv []
 		case reserve:
 			err = s.store.Reserve(ctx, brokerID, got.ID, 0)
 		case release:
-			err = s.store.Release(ctx, got.ID)
+			err = s.store.ReleaseOn(ctx, brokerID, got.ID)
 		}
 		if errors.Is(err, store.ErrReservationScope) {
 			// Its slot is on another broker (edited records): never
@@ -162,7 +162,9 @@ func (s *Server) reconcileInventory(ctx context.Context, brokerID string, inv []
 		}
 	}
 	for _, id := range rp.Release {
-		if err := s.store.Release(ctx, id); err != nil && !isNotFound(err) {
+		// Only the slot on this broker: a move may have taken the agent,
+		// and its slot, to another since the plan read it.
+		if err := s.store.ReleaseOn(ctx, brokerID, id); err != nil && !isNotFound(err) {
 			return err
 		}
 	}

@@ -317,6 +317,10 @@ type Store interface {
 	// (nothing written; Release, then Reserve, changes brokers).
 	Reserve(ctx context.Context, brokerID, agentID string, limit int) error
 	Release(ctx context.Context, agentID string) error
+	// ReleaseOn frees the agent's slot only if it is held on brokerID:
+	// a reconciliation of that broker, which must not free the slot a
+	// move has just taken on another.
+	ReleaseOn(ctx context.Context, brokerID, agentID string) error
 	CountReservations(ctx context.Context, brokerID string) (int, error)
 	// ReservationCounts returns reservations per broker ID.
 	ReservationCounts(ctx context.Context) (map[string]int, error)

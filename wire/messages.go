@@ -142,6 +142,12 @@ type AgentSpec struct {
 	// through its own mount and refuses if it is not there; it never
 	// makes (clones) one.
 	Moved bool `json:"moved,omitempty"`
+	// ConfirmWorkspace: the agent's workspace is on the export already
+	// (its placement says so), though this broker may hold no record of
+	// it: confirmed there, as a moved agent's is, never made anew. A
+	// create sent again, a reincarnation in place; unlike Moved, the
+	// agent's home here, if any, is its own and kept.
+	ConfirmWorkspace bool `json:"confirmWorkspace,omitempty"`
 	// Reincarnate makes the agent's next generation on this broker (a
 	// reincarnation in place): its container, whatever run it holds, is
 	// removed and its home rebuilt from the harness; its workspace is

@@ -56,7 +56,7 @@ func (w *Git) prepareShared(ctx context.Context, spec wire.AgentSpec, src gitSou
 		}
 		rec.Storage = StorageNFS
 	}
-	if spec.Moved {
+	if confirming(spec) {
 		// A moved agent's checkout is already on the export, where the
 		// broker it left made it: confirmed through this broker's mount,
 		// never made again (an empty clone in its place would hide the
@@ -153,7 +153,7 @@ func (w *Git) prepareOnExport(ctx context.Context, spec wire.AgentSpec, src gitS
 	dir := w.shared.ExportAgentDir(spec.AgentID)
 	ws := filepath.Join(dir, "workspace")
 	rec.Storage, rec.Path = StorageNFS, ws
-	if spec.Moved {
+	if confirming(spec) {
 		want := ws
 		if mode == api.SharingClonePerAgent {
 			want = filepath.Join(ws, ".git")
@@ -203,3 +203,8 @@ func (w *Git) removeOnExport(agentID string) error {
 	}
 	return os.RemoveAll(dir)
 }
+
+// confirming reports whether the create's workspace is on the export
+// already, to be confirmed there and never made: a moved agent's, or one
+// whose placement the Hub knows to be the export.
+func confirming(spec wire.AgentSpec) bool { return spec.Moved || spec.ConfirmWorkspace }

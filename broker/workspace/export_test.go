@@ -215,6 +215,14 @@ func TestPerAgentWorkspacesOnAClaimedExport(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(dirA, "draft.txt"), []byte("uncommitted"), 0o644); err != nil {
 			t.Fatal(err)
 		}
+		// A create that keeps the workspace finds it on the export
+		// though this broker made no record of it (a move cut short
+		// after its assignment), and never clears it.
+		keep := agentSpec(mode, repo.URL, id)
+		keep.KeepWorkspace = true
+		if dir, err := b.Kept(keep); err != nil || dir != filepath.Join(mounts[1], "ws", "agents", id, "workspace") {
+			t.Fatalf("broker b keeps %s's workspace as %q, %v", mode, dir, err)
+		}
 		moved := agentSpec(mode, repo.URL, id)
 		moved.Moved = true
 		dirB := mustPrepare(t, b, moved)

@@ -213,7 +213,7 @@ func (w *Git) Prepare(ctx context.Context, spec wire.AgentSpec) (string, error) 
 		return "", err
 	}
 	onExport := w.cfg.Export.PerAgent() && (mode == api.SharingClonePerAgent || mode == api.SharingEmptyPerAgent)
-	if spec.Moved && mode != api.SharingSharedWorkspace && !onExport {
+	if confirming(spec) && mode != api.SharingSharedWorkspace && !onExport {
 		// Only a shared checkout (and, on a share with a claim, a
 		// per-agent workspace) is on the export on this broker: nothing
 		// to confirm.
@@ -289,7 +289,7 @@ func (w *Git) Prepare(ctx context.Context, spec wire.AgentSpec) (string, error) 
 		if rerr := w.removeIn(cctx, spec.ProjectID, agentDir); rerr != nil {
 			w.log.Warn("undo workspace", "agent", spec.AgentID, "err", redactURLs(rerr.Error()))
 		}
-		if onExport && !spec.Moved { // a moved agent's is its work: never undone
+		if onExport && !confirming(spec) { // one it confirmed is its work: never undone
 			if rerr := w.removeOnExport(spec.AgentID); rerr != nil {
 				w.log.Warn("undo workspace", "agent", spec.AgentID, "err", rerr)
 			}
@@ -525,11 +525,21 @@ func (w *Git) Kept(spec wire.AgentSpec) (string, error) {
 	agentDir := w.layout.AgentDir(spec.ProjectID, spec.AgentID)
 	rec, ok, err := readRecord(agentDir)
 	if err != nil {
-		return "", fmt.Errorf("agent %s's workspace record cannot be read, and its workspace is kept: %w", spec.AgentID, err)
+		return "", fmt.Errorf("agent %s's workspace record cannot be read, and its workspace is kept, not replaced", spec.AgentID)
 	}
 	if !ok {
 		if w.hasWorkspace(agentDir) {
 			return "", fmt.Errorf("agent %s has a workspace without a record; it is kept, not replaced", spec.AgentID)
+		}
+		// Its per-agent workspace on the export, which this broker made
+		// no record of (it was made on another broker of the export).
+		if onExport := filepath.Join(w.shared.ExportAgentDir(spec.AgentID), "workspace"); w.cfg.Export.PerAgent() {
+			if fi, err := os.Lstat(onExport); err == nil && fi.IsDir() {
+				if err := w.shared.safeDirs(onExport); err != nil {
+					return "", fmt.Errorf("agent %s's workspace on the export is not where it should be", spec.AgentID)
+				}
+				return onExport, nil
+			}
 		}
 		return "", ErrNoWorkspace
 	}
@@ -539,7 +549,7 @@ func (w *Git) Kept(spec wire.AgentSpec) (string, error) {
 		return "", fmt.Errorf("agent %s's workspace record names a directory that is not its workspace", spec.AgentID)
 	}
 	if fi, err := os.Lstat(rec.Path); err != nil || !fi.IsDir() {
-		return "", fmt.Errorf("agent %s's recorded workspace is not a directory here (err %v)", spec.AgentID, err)
+		return "", fmt.Errorf("agent %s's recorded workspace is not a directory on this broker", spec.AgentID)
 	}
 	return rec.Path, nil
 }

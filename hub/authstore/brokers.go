@@ -238,6 +238,13 @@ func (s *Store) Reserve(ctx context.Context, brokerID, agentID string, limit int
 	return s.inner.Reserve(ctx, brokerID, agentID, limit)
 }
 
+func (s *Store) ReleaseOn(ctx context.Context, brokerID, agentID string) error {
+	if _, err := s.decideAgent(ctx, "ReleaseOn", agentID); err != nil {
+		return err
+	}
+	return s.inner.ReleaseOn(ctx, brokerID, agentID)
+}
+
 func (s *Store) Release(ctx context.Context, agentID string) error {
 	if _, err := s.decideAgent(ctx, "Release", agentID); err != nil {
 		return err

@@ -114,6 +114,7 @@ var rules = map[string]rule{
 	// Capacity reservations follow the agent; counts name no record.
 	"Reserve":           {writes, agentWrite},
 	"Release":           {writes, agentWrite},
+	"ReleaseOn":         {writes, agentWrite},
 	"CountReservations": {open, anyone},
 	"ReservationCounts": {open, anyone},
 	"ReservedAgents":    {reads, nil},

@@ -64,6 +64,10 @@ func (s *Service) reincarnateInPlace(ctx context.Context, c *authz.Caller, a *st
 	s.log.Info("agent reincarnated in place", "agent_id", a.ID, "broker_id", a.BrokerID, "generation", next.Generation, "by", c.Principal())
 	spec := s.hub.CreateSpec(next, p, secrets, true)
 	spec.Reincarnate, spec.KeepWorkspace = true, true
+	// A workspace on the export is the agent's there, even where this
+	// broker holds no record of it (a move cut short): confirmed, never
+	// made anew.
+	spec.ConfirmWorkspace = a.WorkspacePlacement == api.PlacementExport
 	spec.Handoff = handoffText(next, "reincarnated on runtime broker "+in.Broker.Name, req.Handoff)
 	// The broker finishes a keyed create whatever its caller does: so
 	// does the Hub, the request's end (a Ctrl-C) notwithstanding.

@@ -395,8 +395,9 @@ func (g *saga) handoff(a *store.Agent) string {
 // the handoff the request gave.
 func handoffText(a *store.Agent, what, handoff string) string {
 	pre := fmt.Sprintf("# Reincarnation\n\nYou are agent %s, generation %d, %s. "+
-		"Your workspace is the one you had, uncommitted and unpushed changes included. Your home was rebuilt and "+
-		"your harness's session history was not carried over: what follows is your handoff.\n", a.Slug, a.Generation, what)
+		"Your workspace is the one you had, uncommitted and unpushed changes included. Your home was rebuilt "+
+		"(a persistent home on the NFS share excepted) and your harness's session history was not carried over: "+
+		"what follows is your handoff.\n", a.Slug, a.Generation, what)
 	if handoff == "" {
 		return pre + "\n(No handoff was given.)\n"
 	}

@@ -38,6 +38,12 @@ func (s *Store) Release(ctx context.Context, agentID string) error {
 	return s.mapErr(err, fmt.Sprintf("release agent %q", agentID))
 }
 
+// ReleaseOn frees the agent's slot if it is held on brokerID.
+func (s *Store) ReleaseOn(ctx context.Context, brokerID, agentID string) error {
+	_, err := s.w.Exec(ctx, `DELETE FROM reservations WHERE agent_id = $1 AND broker_id = $2`, agentID, brokerID)
+	return s.mapErr(err, fmt.Sprintf("release agent %q on broker %q", agentID, brokerID))
+}
+
 // CountReservations returns how many slots brokerID holds.
 func (s *Store) CountReservations(ctx context.Context, brokerID string) (int, error) {
 	var n int

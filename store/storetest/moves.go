@@ -176,6 +176,11 @@ func testMoveReservation(t *testing.T, s store.Store) {
 		t.Fatalf("the move did not link the target (serves %v, %v)", serves, err)
 	}
 
+	// A reconciliation of the source frees nothing of the agent now.
+	must(t, s.ReleaseOn(ctx, src.ID, a.ID))
+	if dstHeld, _ = s.ReservedAgents(ctx, dst.ID); len(dstHeld) != 2 {
+		t.Fatalf("ReleaseOn the source freed the target's slot: %v", dstHeld)
+	}
 	back := moved
 	back.BrokerID = src.ID
 	must(t, s.UpdateAgentWith(ctx, &back, store.UpdateAgentOptions{ReleaseReservation: true}))
@@ -183,5 +188,9 @@ func testMoveReservation(t *testing.T, s store.Store) {
 	dstHeld, _ = s.ReservedAgents(ctx, dst.ID)
 	if len(srcHeld) != 0 || len(dstHeld) != 1 || back.BrokerID != src.ID {
 		t.Fatalf("after the rollback: source slots %v, target slots %v", srcHeld, dstHeld)
+	}
+	must(t, s.ReleaseOn(ctx, dst.ID, other.ID))
+	if dstHeld, _ = s.ReservedAgents(ctx, dst.ID); len(dstHeld) != 0 {
+		t.Fatalf("ReleaseOn its broker left the slot: %v", dstHeld)
 	}
 }
