@@ -69,19 +69,23 @@ func newMoveFixture(t *testing.T, postgres bool) *moveFixture {
 	repo := gitrepo.New(t)
 	f := &moveFixture{}
 	f.hookStep.Store("")
-	f.e = testenv.New(t, testenv.Options{Brokers: 2, Exports: roots, Postgres: postgres, MoveHook: func(step string) error {
-		if step == f.hookStep.Load().(string) {
-			err, _ := f.hookError.Load().(error)
-			if h, ok := err.(hookFunc); ok {
-				return h()
+	// Liveness is not what these tests look at: heartbeats a loaded
+	// machine keeps up with (the defaults' 600 ms grace flaps there and
+	// fails the fixture's own create).
+	f.e = testenv.New(t, testenv.Options{Brokers: 2, Exports: roots, Postgres: postgres,
+		HeartbeatInterval: time.Second, Grace: 5 * time.Second, MoveHook: func(step string) error {
+			if step == f.hookStep.Load().(string) {
+				err, _ := f.hookError.Load().(error)
+				if h, ok := err.(hookFunc); ok {
+					return h()
+				}
+				if errors.Is(err, moves.ErrHalt) {
+					f.halted.Store(true)
+				}
+				return err
 			}
-			if errors.Is(err, moves.ErrHalt) {
-				f.halted.Store(true)
-			}
-			return err
-		}
-		return nil
-	}})
+			return nil
+		}})
 	ctx := context.Background()
 	if _, err := f.e.Admin.CreateProject(ctx, api.CreateProjectRequest{Name: "shared", GitRemote: repo.URL,
 		SharingMode: api.SharingSharedWorkspace, DefaultBroker: "b1"}); err != nil {
