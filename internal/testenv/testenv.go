@@ -46,8 +46,10 @@ type Options struct {
 	// Brokers is how many brokers to start, named b1..bN, each providing
 	// for the "default" project.
 	Brokers int
-	// HeartbeatInterval and Grace of the channel (defaults 200ms, 600ms so
-	// liveness tests run fast).
+	// HeartbeatInterval and Grace of the channel (defaults 200ms and 2s:
+	// a silent broker is offline within 2.2 s, and a loaded CI machine's
+	// scheduling pauses, which passed 600 ms there and flapped brokers
+	// offline mid-test, do not; tests of liveness timing set their own).
 	HeartbeatInterval, Grace time.Duration
 	// Verbose sends Hub and broker logs to stderr.
 	Verbose bool
@@ -218,7 +220,7 @@ func New(t testing.TB, opts Options) *Env {
 		opts.HeartbeatInterval = 200 * time.Millisecond
 	}
 	if opts.Grace == 0 {
-		opts.Grace = 600 * time.Millisecond
+		opts.Grace = 2 * time.Second
 	}
 	if opts.MaxBackoff == 0 {
 		opts.MaxBackoff = time.Second
