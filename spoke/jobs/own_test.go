@@ -13,6 +13,8 @@ import (
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/scion-go/scion/api"
 )
 
 // TestCancelOwnSparesOthers: a cancel names a Job by its Hub ID, and a
@@ -170,3 +172,27 @@ func TestSweepAfterAStatusWrite(t *testing.T) {
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// TestSubmitOfAJobDeletedBeforeItsStart: a Job deleted between the create
+// and the patch that starts it (a cancel, someone on the spoke) is
+// submitted, and its follow reports it cancelled. Submit failed with the
+// patch's 404, and the runner reported an error for a cancelled Job (a
+// loaded CI run of broker's TestJobRunnerLogsThroughTheBrokersLogger).
+func TestSubmitOfAJobDeletedBeforeItsStart(t *testing.T) {
+	ctx := context.Background()
+	cs := fake.NewClientset()
+	s := testSpec()
+	cs.PrependReactor("patch", "jobs", func(a k8stesting.Action) (bool, k8sruntime.Object, error) {
+		if err := cs.Tracker().Delete(a.GetResource(), a.GetNamespace(), Name(s.JobID)); err != nil {
+			t.Fatal(err)
+		}
+		return true, nil, apierrors.NewNotFound(a.GetResource().GroupResource(), Name(s.JobID))
+	})
+	if err := Submit(ctx, Clients{Kube: cs}, s); err != nil {
+		t.Fatalf("submit of a Job deleted before its start: %v", err)
+	}
+	p := Follow(ctx, Clients{Kube: cs}, s, FollowOptions{PollInterval: time.Millisecond}, nil)
+	if p.State != api.JobStateCancelled {
+		t.Fatalf("followed to %q (%s), want cancelled", p.State, p.Message)
+	}
+}

@@ -51,6 +51,13 @@ func resume(ctx context.Context, c Clients, j *batchv1.Job) error {
 		patch = `{"spec":{"suspend":false}}`
 	}
 	_, err := c.Kube.BatchV1().Jobs(j.Namespace).Patch(ctx, j.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{FieldManager: ManagedBy})
+	if apierrors.IsNotFound(err) {
+		// Deleted between the create and this patch (a cancel, or someone
+		// on the spoke): it was submitted, and the follow's first poll
+		// reports it cancelled, as for a Job deleted a moment later. A
+		// failed submit here would report an error for a cancelled Job.
+		return nil
+	}
 	if err != nil {
 		return fmt.Errorf("cluster %s: start job %s/%s: %w", j.Labels[LabelCluster], j.Namespace, j.Name, err)
 	}
