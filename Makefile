@@ -43,13 +43,17 @@ test: build
 		rc=0; sys=$$(mktemp); syspid=; \
 		trap '[ -z "$$syspid" ] || kill -TERM -$$syspid 2>/dev/null; rm -f "$$sys" "$$sys.rc"' EXIT; trap 'exit 130' INT TERM; \
 		$(GO) test -trimpath -count=1 -timeout 30m -run '$(QUIET_TESTS)' ./test/system/ || rc=$$?; \
-		setsid -w sh -c '$(GO) test -trimpath -count=1 -timeout 60m -skip "$(QUIET_TESTS)" ./test/system/ >"$$1" 2>&1; echo $$? >"$$1.rc"' sh "$$sys" & syspid=$$!; \
+		setsid -w sh -c '$(GO) test -trimpath -count=1 -timeout 60m $(SYSTEM_TESTFLAGS) -skip "$(QUIET_TESTS)" ./test/system/ >"$$1" 2>&1; echo $$? >"$$1.rc"' sh "$$sys" & syspid=$$!; \
 		nice -n 10 $(GO) test -trimpath -p 2 -count=1 -timeout 60m $$($(GO) list ./... | grep -v '/test/system$$') || rc=$$?; \
 		wait $$syspid; cat "$$sys"; [ "$$(cat "$$sys.rc" 2>/dev/null)" = 0 ] || rc=1; \
 		exit $$rc; \
 	else \
 		$(GO) test -trimpath -p 2 -count=1 -timeout 60m $(TEST_PKGS); \
 	fi
+
+# SYSTEM_TESTFLAGS adds go test flags to test/system's main run (-v to
+# see each test's duration: SYSTEM_TESTFLAGS=-v bash .ci/run).
+SYSTEM_TESTFLAGS ?=
 
 QUIET_TESTS = ^(TestHubUnderHostileConnections|TestSlowUploadsLockNobodyOut)$$
 ALL_PKGS = ./test/system/ ./...

@@ -248,8 +248,10 @@ func TestStopReachesTheAgent(t *testing.T) {
 // progress": the container is going, which is what a delete asks for.
 func TestDeleteDuringRemovalInProgress(t *testing.T) {
 	rt := newBrokerRuntime(t, docker.Options{Client: engine})
-	ctx := testCtx(t)
 	for i := range 8 {
+		// A bound per trial, not one for all eight: beside other packages'
+		// containers (a CI run) the engine took a minute for a few starts.
+		ctx := testCtx(t)
 		spec := agentSpec(t, rt, fmt.Sprintf("racing-%d", i), "serve", "m")
 		if _, err := rt.Create(ctx, spec); err != nil {
 			t.Fatal(err)
