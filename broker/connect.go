@@ -158,6 +158,12 @@ func (b *Broker) dial(ctx context.Context) (*websocket.Conn, error) {
 			if ae := hubError(resp); ae != nil {
 				return nil, fmt.Errorf("hub refused the control channel: %s: %w", resp.Status, ae)
 			}
+			if resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden || resp.StatusCode == http.StatusProxyAuthRequired {
+				// Not the Hub's own refusal (it answers with its error
+				// body): a guard in front of it, such as IAP.
+				return nil, fmt.Errorf("hub refused the control channel: %s from something in front of the Hub (IAP or another proxy), not the Hub: "+
+					"check this connection's transportMode and transportAudience (scion runtime-broker register --transport-mode, or SCION_TRANSPORT_MODE and SCION_TRANSPORT_AUDIENCE)", resp.Status)
+			}
 			return nil, fmt.Errorf("hub refused the control channel: %s", resp.Status)
 		}
 		return nil, fmt.Errorf("dial %s: %w", b.url, err)

@@ -12,6 +12,7 @@ import (
 	"github.com/scion-go/scion/api"
 	"github.com/scion-go/scion/cli/hubconn"
 	"github.com/scion-go/scion/cli/show"
+	"github.com/scion-go/scion/client/idtoken"
 	"github.com/scion-go/scion/config"
 )
 
@@ -40,6 +41,7 @@ broker-credentials.yaml.`,
 func newBrokerRegisterCmd(a *app) *cobra.Command {
 	var name, instance string
 	var autoProvide, force bool
+	var tf transportFlags
 	c := &cobra.Command{
 		Use:   "register",
 		Short: "Register this machine as a Runtime Broker of the selected Hub",
@@ -58,12 +60,18 @@ instance's own credentials are saved under its key, and the entry's
 maxAgents, when set, becomes the broker's limit. With the experiment off the
 instance is registered without its target and not activated: its
 credentials are saved all the same, and 'scion runtime-broker start'
-activates it as soon as the experiment is turned on, without a restart.`,
+activates it as soon as the experiment is turned on, without a restart.
+` + transportHelp,
 		Example: `  scion runtime-broker register
   scion runtime-broker register --name gpu-box --auto-provide --hub team
-  scion runtime-broker register --instance k8s-batch`,
+  scion runtime-broker register --instance k8s-batch
+  scion runtime-broker register --hub https://hub.example.com \
+      --transport-mode iap --transport-audience 1234-abc.apps.googleusercontent.com`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := a.useTransportFlags(tf); err != nil {
+				return err
+			}
 			if instance != "" {
 				if name != "" {
 					return usageErrorf("--name and --instance: an instance registers under its entry's name")
@@ -95,24 +103,30 @@ activates it as soon as the experiment is turned on, without a restart.`,
 	c.Flags().BoolVar(&autoProvide, "auto-provide", false, "provide for new projects automatically")
 	c.Flags().BoolVar(&force, "force", false, "register again even if a registration for this Hub is stored (replacing it)")
 	c.Flags().StringVar(&instance, "instance", "", "register the flat instance with this key of server.broker.instances")
+	tf.add(c)
 	return c
 }
 
 func newBrokerJoinCmd(a *app) *cobra.Command {
 	var name, token string
 	var force bool
+	var tf transportFlags
 	c := &cobra.Command{
 		Use:   "join --token <token>",
 		Short: "Register this machine as a Runtime Broker with a join token",
 		Long: `Register this machine as a Runtime Broker with a one-time join token that
 an admin created with 'scion hub brokers join-token create'; no sign-in is
 needed. A token made for a name ('join-token create --name') registers that
-name. Credentials and server.broker.hub_endpoint are saved as by register.`,
+name. Credentials and server.broker.hub_endpoint are saved as by register.
+` + transportHelp,
 		Example: `  scion runtime-broker join --hub https://hub.example.com --token sjt_...`,
 		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if token == "" {
 				return usageErrorf("--token is required")
+			}
+			if err := a.useTransportFlags(tf); err != nil {
+				return err
 			}
 			t, cl, err := a.connect()
 			if err != nil {
@@ -142,6 +156,7 @@ name. Credentials and server.broker.hub_endpoint are saved as by register.`,
 	c.Flags().StringVar(&token, "token", "", "join token (required)")
 	c.Flags().StringVar(&name, "name", "", "broker name, used when the token was made for none (default: server.broker.name, else the host name)")
 	c.Flags().BoolVar(&force, "force", false, "join even if a registration for this Hub is stored (replacing it)")
+	tf.add(c)
 	return c
 }
 
@@ -203,7 +218,7 @@ type registration struct {
 // server.broker.hub_endpoint when it is unset and no workstation Hub runs
 // on this host (that Hub's co-located broker must keep pointing at it).
 func (a *app) saveRegistration(cmd *cobra.Command, t *hubconn.Target, creds *config.BrokerCredentials, s *config.Settings, bc *api.BrokerCredentials) error {
-	r, ws, err := storeRegistration(t, creds, s, bc, "", nil)
+	r, ws, err := storeRegistration(t, creds, s, bc, "", nil, a.transport)
 	if err != nil {
 		return err
 	}
@@ -218,7 +233,11 @@ func (a *app) saveRegistration(cmd *cobra.Command, t *hubconn.Target, creds *con
 // storeRegistration saves the credentials the Hub issued, as the
 // connection of the flat instance with key instance ("" the regular
 // broker), and server.broker.hub_endpoint as saveRegistration says.
-func storeRegistration(t *hubconn.Target, creds *config.BrokerCredentials, s *config.Settings, bc *api.BrokerCredentials, instance string, target *config.RuntimeTarget) (registration, *config.Workstation, error) {
+//
+// tr is the transport settings given with the command; nil keeps those of
+// the connection it replaces (a --force registration through the same
+// guard).
+func storeRegistration(t *hubconn.Target, creds *config.BrokerCredentials, s *config.Settings, bc *api.BrokerCredentials, instance string, target *config.RuntimeTarget, tr *idtoken.Settings) (registration, *config.Workstation, error) {
 	conn := &config.BrokerConnection{
 		Name:          connectionName(creds, bc.Name, t.URL),
 		Instance:      instance,
@@ -227,6 +246,12 @@ func storeRegistration(t *hubconn.Target, creds *config.BrokerCredentials, s *co
 		BrokerID:      bc.BrokerID,
 		BrokerName:    bc.Name,
 		Secret:        bc.Secret,
+	}
+	switch old := creds.ForInstance(t.URL, instance); {
+	case tr != nil:
+		conn.TransportMode, conn.TransportAudience = tr.Mode, tr.Audience
+	case old != nil:
+		conn.TransportMode, conn.TransportAudience = old.TransportMode, old.TransportAudience
 	}
 	creds.Put(conn)
 	if err := creds.Save(); err != nil {

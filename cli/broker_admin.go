@@ -147,6 +147,11 @@ type brokerStatus struct {
 	// KubernetesProfiles are the kubeconfig context and namespace of each
 	// Kubernetes profile.
 	KubernetesProfiles []config.KubernetesTarget `json:"kubernetesProfiles,omitempty"`
+	// TransportMode and TransportAudience are the transport auth the
+	// CLI's requests to this Hub carry (the connection's, under the
+	// environment's override): empty for none.
+	TransportMode     string `json:"transportMode,omitempty"`
+	TransportAudience string `json:"transportAudience,omitempty"`
 }
 
 func newBrokerStatusCmd(a *app) *cobra.Command {
@@ -191,6 +196,9 @@ cannot be asked).`,
 			if st.AgentHubEndpoint != "" {
 				st.AgentHubWarning = config.AgentHubWarning(b.Runtime, st.AgentHubEndpoint)
 			}
+			if t.Transport != nil {
+				st.TransportMode, st.TransportAudience = t.Transport.Settings.Mode, t.Transport.Settings.Audience
+			}
 			if a.json() {
 				return show.JSON(cmd.OutOrStdout(), st)
 			}
@@ -216,6 +224,9 @@ cannot be asked).`,
 			}
 			if len(st.KubernetesProfiles) > 0 {
 				kv = append(kv, "Kubernetes profiles", kubernetesTargetsText(st.KubernetesProfiles))
+			}
+			if st.TransportMode != "" {
+				kv = append(kv, "Transport auth", st.TransportMode+" (audience "+st.TransportAudience+")")
 			}
 			kv = append(kv, "Hub", t.URL,
 				// The Hub the local broker process dials, which may differ.

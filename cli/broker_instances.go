@@ -112,7 +112,7 @@ func (a *app) registerInstance(cmd *cobra.Command, key string, autoProvide, forc
 		return err
 	}
 	registered := config.RuntimeTarget(target)
-	r, ws, err := storeRegistration(t, creds, settings, bc, key, &registered)
+	r, ws, err := storeRegistration(t, creds, settings, bc, key, &registered, a.transport)
 	if err != nil {
 		return err
 	}

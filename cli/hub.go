@@ -193,8 +193,14 @@ with the Hub and stored.`,
 			if err != nil {
 				return err
 			}
+			// A Hub behind IAP needs the transport token on the sign-in's
+			// requests too.
+			anon := &hubconn.Target{URL: u}
+			if err := hubconn.WithTransport(anon, nil); err != nil {
+				return err
+			}
 			if token == "" && (device || isTerminal(cmd.InOrStdin())) {
-				token, err = deviceSignIn(cmd.Context(), cmd.ErrOrStderr(), hubconn.NewClient(&hubconn.Target{URL: u}))
+				token, err = deviceSignIn(cmd.Context(), cmd.ErrOrStderr(), hubconn.NewClient(anon))
 				switch {
 				case errors.Is(err, errNoOIDC) && !device:
 					fmt.Fprintf(cmd.ErrOrStderr(), "Hub %s has no OIDC sign-in; sign in with a token.\n", nick)
@@ -213,7 +219,7 @@ with the Hub and stored.`,
 			if token == "" {
 				return usageErrorf("no token given")
 			}
-			who, err := hubconn.NewClient(&hubconn.Target{URL: u, Token: token}).Whoami(cmd.Context())
+			who, err := hubconn.NewClient(&hubconn.Target{URL: u, Token: token, Transport: anon.Transport}).Whoami(cmd.Context())
 			if err != nil {
 				return err
 			}

@@ -21,6 +21,7 @@ import (
 	"github.com/scion-go/scion/api"
 	"github.com/scion-go/scion/cli/hubconn"
 	"github.com/scion-go/scion/client"
+	"github.com/scion-go/scion/client/idtoken"
 )
 
 // app holds the global flags; every command closes over it.
@@ -34,6 +35,10 @@ type app struct {
 	// own (join's join token), so a 401 is about that credential and
 	// signing in would not help.
 	ownCredential bool
+	// transport is register's and join's --transport-mode and
+	// --transport-audience (nil: not given): connect uses them for the
+	// registration's own requests, and they are saved with it.
+	transport *idtoken.Settings
 }
 
 // NewRoot builds the scion command tree; d runs its daemons (see Daemons).
@@ -168,6 +173,11 @@ func (a *app) connect() (*hubconn.Target, *client.Client, error) {
 		return nil, nil, err
 	}
 	a.target = t
+	if a.transport != nil {
+		if err := hubconn.WithTransport(t, a.transport); err != nil {
+			return nil, nil, err
+		}
+	}
 	if t.AgentTokenFile != "" {
 		hubconn.RenewAgentToken(t, hubconn.Now())
 	}

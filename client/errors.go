@@ -33,6 +33,13 @@ func decodeError(resp *http.Response) *api.Error {
 	if s := snippet(b); s != "" {
 		msg += ": " + s
 	}
+	switch resp.StatusCode {
+	case http.StatusUnauthorized, http.StatusForbidden, http.StatusProxyAuthRequired:
+		// The Hub refuses with its own error body: this came from a
+		// guard in front of it, and signing in to the Hub would not help.
+		msg += " (not the Hub's answer: something in front of it, such as IAP, refused the request; a Hub behind IAP needs transport auth: " +
+			"SCION_TRANSPORT_MODE and SCION_TRANSPORT_AUDIENCE, or the connection's --transport-mode and --transport-audience)"
+	}
 	return &api.Error{Status: resp.StatusCode, Code: api.CodeForStatus(resp.StatusCode), Message: msg}
 }
 

@@ -85,8 +85,12 @@ func Broker(parent context.Context, o config.BrokerOptions) error {
 	if err != nil {
 		return err
 	}
+	hc, err := hubHTTPClient(conn, ep)
+	if err != nil {
+		return fmt.Errorf("connection %s: %w", conn.Name, err)
+	}
 	b, err := broker.New(broker.Config{Profiles: profiles, AgentHubEndpoint: cmp.Or(s.Server.Broker.AgentHubEndpoint, agentHub), HubEndpoint: ep, BrokerID: conn.BrokerID, Name: conn.BrokerName,
-		Secret: []byte(conn.Secret), Runtime: rt, DataDir: dataDir, Version: o.Version, Logger: log,
+		Secret: []byte(conn.Secret), Runtime: rt, DataDir: dataDir, Version: o.Version, Logger: log, HTTPClient: hc,
 		HeartbeatInterval: o.HeartbeatInterval, Grace: o.HeartbeatGrace, ScionBinary: self, PortRange: o.PortRange,
 		Capabilities:  passthroughCapabilities(s.Server.Broker.AllowPassthrough),
 		GitWorkspaces: gitWS,

@@ -13,6 +13,7 @@ import (
 
 	"github.com/scion-go/scion/api"
 	"github.com/scion-go/scion/client"
+	"github.com/scion-go/scion/client/idtoken"
 	"github.com/scion-go/scion/config"
 )
 
@@ -32,6 +33,9 @@ type Target struct {
 	// AgentTokenFile is where a renewed agent token goes (inside an
 	// agent: agent_token.go); "" elsewhere.
 	AgentTokenFile string
+	// Transport is the Hub's transport auth (an ID token for IAP or Cloud
+	// Run on every request); nil for none. See transport.go.
+	Transport *idtoken.Auth
 }
 
 // Inputs is everything hub resolution reads, so that the order can be
@@ -152,7 +156,14 @@ func Load(flag string) (*Target, error) {
 		in.AgentTokenFile = agentTokenPath()
 		in.AgentToken = readAgentTokenFile(in.AgentTokenFile)
 	}
-	return Resolve(in)
+	t, err := Resolve(in)
+	if err != nil {
+		return nil, err
+	}
+	if err := WithTransport(t, nil); err != nil {
+		return nil, err
+	}
+	return t, nil
 }
 
 // NormalizeURL checks that u is an absolute http(s) URL and drops a
@@ -171,5 +182,5 @@ func SameURL(a, b string) bool {
 
 // NewClient is the typed client of t's Hub with t's token.
 func NewClient(t *Target) *client.Client {
-	return client.New(t.URL, t.Token, client.WithUserAgent("scion-cli"))
+	return client.New(t.URL, t.Token, client.WithUserAgent("scion-cli"), client.WithHTTPClient(t.httpClient()))
 }

@@ -26,6 +26,9 @@ type host struct {
 	home string // SCION_HOME
 	user string // HOME
 	logs string
+	// extra is more environment for this host's processes (its machine
+	// identity: a key file, a metadata server).
+	extra []string
 }
 
 func newHost(t *testing.T, name string) *host {
@@ -46,12 +49,15 @@ func (h *host) env() []string {
 	var env []string
 	for _, kv := range os.Environ() {
 		k, _, _ := strings.Cut(kv, "=")
-		if strings.HasPrefix(k, "SCION_") || k == "HOME" {
+		// Nor the machine's own cloud identity: a host has what the test
+		// gives it (extra).
+		if strings.HasPrefix(k, "SCION_") || k == "HOME" || k == "GOOGLE_APPLICATION_CREDENTIALS" || k == "GCE_METADATA_HOST" || k == "K_SERVICE" {
 			continue
 		}
 		env = append(env, kv)
 	}
-	return append(env, "SCION_HOME="+h.home, "HOME="+h.user)
+	env = append(env, "SCION_HOME="+h.home, "HOME="+h.user)
+	return append(env, h.extra...)
 }
 
 // cliTimeout bounds one CLI invocation; every command here is a handful

@@ -6,6 +6,10 @@
 // A test plays the user with Approve or Deny, and the provider's faults
 // with SlowDown, Expire and IDTokenFault (an expired ID token, one for
 // another audience, one signed by a key that is not in the JWKS).
+//
+// For machine identities (serviceaccount.go) it mints service accounts'
+// ID tokens for any audience: through the JWT-bearer grant of a key file,
+// and through a metadata server.
 package oidcprovider
 
 import (
@@ -78,9 +82,13 @@ type Provider struct {
 	byUser map[string]*flow // by user code
 	order  []*flow
 	fault  Fault
-	forged *rsa.PrivateKey
-	issued []string // ID tokens, in order
-	access []string // access tokens, in order
+	// Service accounts (serviceaccount.go).
+	accounts map[string]*serviceAccount // by email
+	saLife   time.Duration
+	saMinted int
+	forged   *rsa.PrivateKey
+	issued   []string // ID tokens, in order
+	access   []string // access tokens, in order
 }
 
 type flowState int
@@ -127,7 +135,7 @@ func New(t testing.TB, opts Options) *Provider {
 	m.HandleFunc("GET /.well-known/openid-configuration", p.discovery)
 	m.HandleFunc("GET /jwks", p.jwks)
 	m.HandleFunc("POST /device/code", p.deviceAuthorization)
-	m.HandleFunc("POST /token", p.token)
+	m.HandleFunc("POST /token", p.tokenOrServiceAccount)
 	m.HandleFunc("GET /device", func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintln(w, "test provider: the test approves or denies the code")
 	})
