@@ -71,3 +71,12 @@ func (r *CreateProjectRequest) Validate() error {
 func (r *UpdateProjectRequest) Validate() error {
 	return checkProjectFields(r.GitRemote, r.SharingMode, r.DefaultBroker, r.ActiveProfile)
 }
+
+// GlobalProject is the name of the Hub's global project: the project of
+// agent commands that name none (no --project, no SCION_PROJECT, no
+// agent token's project). It is an ordinary project record on each Hub,
+// created by whoever first needs it, but it belongs to no team: a
+// broker that serves several Hubs cannot tell one Hub's global project
+// from another's by intent, so it refuses its agents
+// (CodeGlobalProjectDisabled). Formerly the global grove.
+const GlobalProject = "default"

@@ -36,6 +36,9 @@ func (b *Broker) createAgent(ctx context.Context, spec wire.AgentSpec) (runtime.
 	if err := specRequest(spec).Validate(); err != nil {
 		return runtime.Status{}, err
 	}
+	if err := b.globalProjectAllowed(spec); err != nil {
+		return runtime.Status{}, err
+	}
 	var refused map[int]bool
 	for attempt := 1; ; attempt++ {
 		st, err := b.createAgentOnce(ctx, spec, refused)
@@ -466,4 +469,16 @@ func specRequest(spec wire.AgentSpec) *api.CreateAgentRequest {
 	}
 	return &api.CreateAgentRequest{Name: spec.Slug, Project: spec.ProjectName, Profile: spec.Profile, Harness: spec.Harness,
 		Image: spec.Image, Command: spec.Command, Env: spec.Env, Ports: spec.Ports, Secrets: names, Kubernetes: spec.Kubernetes}
+}
+
+// globalProjectAllowed refuses an agent of a Hub's global project on a
+// broker that serves more than one Hub: that project belongs to no team,
+// and the broker cannot keep one Hub's from another's by intent.
+func (b *Broker) globalProjectAllowed(spec wire.AgentSpec) error {
+	if !spec.GlobalProject || b.cfg.HubConnections <= 1 {
+		return nil
+	}
+	return api.Conflict(api.CodeGlobalProjectDisabled,
+		"runtime broker %s serves %d Hubs, so it does not run agents of the global project (%s): create a project for them ('scion project create NAME') and start them there",
+		b.cfg.Name, b.cfg.HubConnections, api.Quote(spec.ProjectName))
 }

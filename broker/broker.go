@@ -69,6 +69,10 @@ type Config struct {
 	// StopGrace is the stop grace period when a command gives none (10s).
 	StopGrace  time.Duration
 	HTTPClient *http.Client
+	// HubConnections is how many Hubs the broker's process serves, one
+	// Broker each (launch): with more than one, agents of a Hub's global
+	// project are refused (409 global_project_disabled).
+	HubConnections int
 	// AgentHubEndpoint, when set, is the Hub address given to agents
 	// instead of the one the Hub announces (a loopback Hub is reached from
 	// containers through a forwarder on their network's gateway).

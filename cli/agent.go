@@ -12,10 +12,6 @@ import (
 	"github.com/scion-go/scion/client"
 )
 
-// defaultProject is the project of agent commands without --project and
-// without SCION_PROJECT in the environment.
-const defaultProject = "default"
-
 func projectOrDefault(p string) string {
 	if p != "" {
 		return p
@@ -23,7 +19,7 @@ func projectOrDefault(p string) string {
 	if p = os.Getenv(api.EnvProject); p != "" {
 		return p
 	}
-	return defaultProject
+	return api.GlobalProject
 }
 
 // newAgentCmds returns the top-level agent commands (scion create, start, ...).

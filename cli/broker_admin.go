@@ -152,6 +152,42 @@ type brokerStatus struct {
 	// environment's override): empty for none.
 	TransportMode     string `json:"transportMode,omitempty"`
 	TransportAudience string `json:"transportAudience,omitempty"`
+	// Connections are every Hub connection stored on this machine: the
+	// broker process keeps a channel to each (flat instances' aside).
+	Connections []connectionView `json:"connections"`
+}
+
+// connectionView is one stored Hub connection, without its secret.
+type connectionView struct {
+	Name              string `json:"name"`
+	HubEndpoint       string `json:"hubEndpoint"`
+	BrokerID          string `json:"brokerId"`
+	BrokerName        string `json:"brokerName"`
+	TransportMode     string `json:"transportMode,omitempty"`
+	TransportAudience string `json:"transportAudience,omitempty"`
+}
+
+// connectionViews are the regular broker's stored connections.
+func connectionViews(creds *config.BrokerCredentials) []connectionView {
+	out := []connectionView{}
+	for _, c := range creds.Connections {
+		if c.Instance == "" {
+			out = append(out, connectionView{Name: c.Name, HubEndpoint: c.HubEndpoint, BrokerID: c.BrokerID, BrokerName: c.BrokerName,
+				TransportMode: c.TransportMode, TransportAudience: c.TransportAudience})
+		}
+	}
+	return out
+}
+
+func connectionsText(cs []connectionView) string {
+	parts := make([]string, len(cs))
+	for i, c := range cs {
+		parts[i] = fmt.Sprintf("%s: %s as %s (%s)", c.Name, c.HubEndpoint, c.BrokerName, c.BrokerID)
+		if c.TransportMode != "" {
+			parts[i] += ", transport " + c.TransportMode + " (audience " + c.TransportAudience + ")"
+		}
+	}
+	return strings.Join(parts, "; ")
 }
 
 func newBrokerStatusCmd(a *app) *cobra.Command {
@@ -199,6 +235,9 @@ cannot be asked).`,
 			if t.Transport != nil {
 				st.TransportMode, st.TransportAudience = t.Transport.Settings.Mode, t.Transport.Settings.Audience
 			}
+			if creds, err := config.LoadBrokerCredentials(); err == nil {
+				st.Connections = connectionViews(creds)
+			}
 			if a.json() {
 				return show.JSON(cmd.OutOrStdout(), st)
 			}
@@ -234,6 +273,9 @@ cannot be asked).`,
 				// The Hub address agents get, and the setting that changes it.
 				"Agents reach the Hub at", agentHubText(b.Runtime, settings.Server.Broker.AgentHubEndpoint, st.AgentHubEndpoint),
 				config.AgentHubSetting, firstNonEmpty(settings.Server.Broker.AgentHubEndpoint, "(unset: the broker's hub_endpoint)"))
+			if len(st.Connections) > 1 {
+				kv = append(kv, "Hub connections", connectionsText(st.Connections))
+			}
 			if st.AgentHubWarning != "" {
 				kv = append(kv, "Warning", st.AgentHubWarning)
 			}

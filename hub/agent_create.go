@@ -67,7 +67,7 @@ func (s *Server) createSpec(a *store.Agent, p *store.Project, secrets, kubernete
 		Generation: a.Generation, Harness: a.Harness, Image: a.Image, Command: a.Command, Env: a.Env,
 		Ports: a.Ports, Profile: a.Profile, Pin: clonePin(a.Pin), SharingMode: p.SharingMode, GitRemote: p.GitRemote,
 		AgentToken: s.id.MintAgentToken(a), Secrets: secrets, Kubernetes: kubernetes, HubURL: s.opts.PublicURL, Start: start, Payload: a.Payload,
-		PersistentHome: s.nfsHome()}
+		PersistentHome: s.nfsHome(), GlobalProject: p.Name == api.GlobalProject}
 }
 
 // nfsHome reports whether the hub.k8s_nfs_home experiment is on (off when

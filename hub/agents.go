@@ -16,8 +16,6 @@ import (
 	"github.com/scion-go/scion/store"
 )
 
-const defaultProject = "default"
-
 func (s *Server) agentView(ctx context.Context, a *store.Agent, names map[string]string) api.Agent {
 	v := api.Agent{ID: a.ID, Slug: a.Slug, ProjectID: a.ProjectID, BrokerID: a.BrokerID, Profile: a.Profile,
 		Harness: a.Harness, Image: a.Image, Command: a.Command, Env: api.RedactEnv(a.Env), Ports: a.PortMappings, Phase: a.Phase,
@@ -49,7 +47,7 @@ func (s *Server) handleCreateAgent(r *http.Request, c *Caller) (int, any, error)
 	}
 	// Authorized before anything else, a replay included: a caller that
 	// lost the right to create here gets no recorded answer either.
-	projRef := cmp.Or(req.Project, c.ProjectID, defaultProject)
+	projRef := cmp.Or(req.Project, c.ProjectID, api.GlobalProject)
 	p, err := s.loadProject(ctx, c, projRef, authz.AgentCreate)
 	if err != nil {
 		return 0, nil, err
@@ -205,7 +203,7 @@ func (s *Server) loadAgent(ctx context.Context, c *Caller, r *http.Request, act 
 			p, err = s.store.GetProject(ctx, a.ProjectID)
 		}
 	} else {
-		projRef := cmp.Or(r.URL.Query().Get("project"), c.ProjectID, defaultProject)
+		projRef := cmp.Or(r.URL.Query().Get("project"), c.ProjectID, api.GlobalProject)
 		if p, err = s.loadProject(ctx, c, projRef, authz.ProjectRead); err != nil {
 			if api.IsCode(err, api.CodeProjectNotFound) { // unknown or hidden
 				err = httpapi.AgentNotFound(ref)()

@@ -3,11 +3,14 @@ package launch
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 
 	"k8s.io/client-go/rest"
@@ -15,13 +18,20 @@ import (
 	"github.com/scion-go/scion/broker"
 	"github.com/scion-go/scion/broker/workspace"
 	"github.com/scion-go/scion/config"
+	"github.com/scion-go/scion/runtime"
+	"github.com/scion-go/scion/spoke/fleet"
 )
 
 // Broker runs `scion runtime-broker start` until ctx ends or SIGINT or
 // SIGTERM arrives: the broker takes its Hub from
 // server.broker.hub_endpoint and its credentials from the stored
 // connection for that Hub, builds its runtime and keeps the control
-// channel open.
+// channel open. Every other Hub with a stored connection (register or
+// join against it) gets a broker of its own in this process: its own
+// channel, credentials, transport auth, heartbeats and reconnects, its
+// own runtime view (its broker ID's agents only), data directory
+// (<data_dir>/hubs/<broker ID>) and an equal part of the port range; the
+// process then refuses agents of the global project.
 func Broker(parent context.Context, o config.BrokerOptions) error {
 	ctx, stop := signal.NotifyContext(parent, os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -50,57 +60,119 @@ func Broker(parent context.Context, o config.BrokerOptions) error {
 	if conn == nil {
 		return fmt.Errorf("no stored broker credentials for %s: run `scion runtime-broker register` against that Hub", ep)
 	}
-	rtKind := cmp.Or(o.Runtime, s.Server.Broker.Runtime)
+	// One control channel per stored Hub connection: the one for
+	// server.broker.hub_endpoint first, then every other Hub's (register
+	// and join against another Hub add one).
+	conns := append([]*config.BrokerConnection{conn}, otherHubs(creds, ep)...)
 	dataDir := s.Server.Broker.DataDir
 	if dataDir == "" {
 		dataDir = config.Path("broker")
 	}
-	rt, agentHub, err := newRuntime(parent, runtimeChoice{Kind: rtKind, BrokerID: conn.BrokerID, DataDir: dataDir, HubEndpoint: ep}, log)
-	if err != nil {
+	rtKind := cmp.Or(o.Runtime, s.Server.Broker.Runtime)
+	var defaultImage string
+	var ranges [][2]int
+	if len(conns) == 1 {
+		ranges = [][2]int{o.PortRange}
+	} else if ranges, err = splitPortRange(cmp.Or(o.PortRange, broker.DefaultPortRange), len(conns)); err != nil {
 		return err
 	}
-	defer rt.Close()
-	var defaultImage string
-	if rt.Name() == "docker" {
-		// Like the workstation: no registry, so the demo image is
-		// built locally (once) and runs agents that name no image,
-		// and a team's first `scion start` works out of the box.
-		if defaultImage, err = ensureDemoImage(parent, log); err != nil {
-			log.Warn("the demo image could not be built; agents without an image are refused until the Hub has a default image (scion hub settings set --default-image)", "err", err)
+	var brokers []*broker.Broker
+	for i, c := range conns {
+		dir := dataDir
+		if i > 0 {
+			// Each Hub's broker keeps its own agents' directories and
+			// records: an agent of one Hub is nothing to another.
+			dir = filepath.Join(dataDir, "hubs", c.BrokerID)
+		}
+		rt, agentHub, err := newRuntime(parent, runtimeChoice{Kind: rtKind, BrokerID: c.BrokerID, DataDir: dir, HubEndpoint: c.HubEndpoint}, log)
+		if err != nil {
+			return fmt.Errorf("connection %s (%s): %w", c.Name, c.HubEndpoint, err)
+		}
+		defer rt.Close()
+		if i == 0 && rt.Name() == "docker" {
+			// Like the workstation: no registry, so the demo image is
+			// built locally (once) and runs agents that name no image,
+			// and a team's first `scion start` works out of the box.
+			if defaultImage, err = ensureDemoImage(parent, log); err != nil {
+				log.Warn("the demo image could not be built; agents without an image are refused until the Hub has a default image (scion hub settings set --default-image)", "err", err)
+			}
+		}
+		b, err := regularBroker(s, o, c, rt, agentHub, defaultImage, dir, ranges[i], len(conns), f, log)
+		if err != nil {
+			return fmt.Errorf("connection %s (%s): %w", c.Name, c.HubEndpoint, err)
+		}
+		log.Info("runtime broker starting", "name", c.BrokerName, "broker_id", c.BrokerID, "hub", c.HubEndpoint, "runtime", rt.Name())
+		brokers = append(brokers, b)
+	}
+	if len(brokers) == 1 {
+		return brokers[0].Run(ctx)
+	}
+	// Each Hub's channel lives on its own: one Hub unreachable, or its
+	// broker record gone, leaves the others served.
+	var wg sync.WaitGroup
+	errs := make([]error, len(brokers))
+	for i, b := range brokers {
+		wg.Go(func() {
+			if errs[i] = b.Run(ctx); errs[i] != nil && ctx.Err() == nil {
+				log.Error("broker stopped serving its Hub", "hub", conns[i].HubEndpoint, "broker_id", conns[i].BrokerID, "err", errs[i])
+			}
+		})
+	}
+	wg.Wait()
+	if ctx.Err() != nil {
+		return nil
+	}
+	return errors.Join(errs...)
+}
+
+// otherHubs are the stored connections of the regular broker (not a
+// flat instance's) to Hubs other than ep, in the file's order.
+func otherHubs(creds *config.BrokerCredentials, ep string) []*config.BrokerConnection {
+	var out []*config.BrokerConnection
+	for _, c := range creds.Connections {
+		if c.Instance == "" && strings.TrimRight(c.HubEndpoint, "/") != strings.TrimRight(ep, "/") {
+			out = append(out, c)
 		}
 	}
+	return out
+}
+
+// regularBroker is the broker of one Hub connection on runtime rt, with
+// the process's settings; hubs is how many Hubs the process serves.
+func regularBroker(s *config.Settings, o config.BrokerOptions, conn *config.BrokerConnection, rt runtime.Runtime, agentHub, defaultImage, dataDir string,
+	ports [2]int, hubs int, f *fleet.Fleet, log *slog.Logger) (*broker.Broker, error) {
 	self, _ := os.Executable()
 	profiles, err := brokerProfiles(s.Server.Broker.Profiles)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	var ambient *rest.Config
 	var ambientNS string
 	if rt.Name() == config.RuntimeKubernetes {
 		ambient, ambientNS = ambientCluster(s, "", "", log)
 	}
-	// server.broker.agent_hub_endpoint, when set, wins over the
-	// runtime's own choice (the Docker forwarder's address).
 	gitWS, err := gitWorkspaces(s, false)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	hc, err := hubHTTPClient(conn, ep)
+	hc, err := hubHTTPClient(conn, conn.HubEndpoint)
 	if err != nil {
-		return fmt.Errorf("connection %s: %w", conn.Name, err)
+		return nil, err
 	}
-	b, err := broker.New(broker.Config{Profiles: profiles, AgentHubEndpoint: cmp.Or(s.Server.Broker.AgentHubEndpoint, agentHub), HubEndpoint: ep, BrokerID: conn.BrokerID, Name: conn.BrokerName,
-		Secret: []byte(conn.Secret), Runtime: rt, DataDir: dataDir, Version: o.Version, Logger: log, HTTPClient: hc,
-		HeartbeatInterval: o.HeartbeatInterval, Grace: o.HeartbeatGrace, ScionBinary: self, PortRange: o.PortRange,
+	// server.broker.agent_hub_endpoint, when set, wins over the
+	// runtime's own choice (the Docker forwarder's address); it names
+	// the first Hub's address, so the others' agents get their own.
+	agentHubEndpoint := agentHub
+	if hubs == 1 || conn.HubEndpoint == s.Server.Broker.HubEndpoint {
+		agentHubEndpoint = cmp.Or(s.Server.Broker.AgentHubEndpoint, agentHub)
+	}
+	return broker.New(broker.Config{Profiles: profiles, AgentHubEndpoint: agentHubEndpoint, HubEndpoint: conn.HubEndpoint, BrokerID: conn.BrokerID, Name: conn.BrokerName,
+		Secret: []byte(conn.Secret), Runtime: rt, DataDir: dataDir, Version: o.Version, Logger: log.With("hub", conn.HubEndpoint), HTTPClient: hc, HubConnections: hubs,
+		HeartbeatInterval: o.HeartbeatInterval, Grace: o.HeartbeatGrace, ScionBinary: self, PortRange: ports,
 		Capabilities:  passthroughCapabilities(s.Server.Broker.AllowPassthrough),
 		GitWorkspaces: gitWS,
 		DefaultImage:  defaultImage,
 		Jobs:          brokerJobs(f, s.Server.Broker.Profiles, ambient, ambientNS)})
-	if err != nil {
-		return err
-	}
-	log.Info("runtime broker starting", "name", conn.BrokerName, "broker_id", conn.BrokerID, "hub", ep, "runtime", rt.Name())
-	return b.Run(ctx)
 }
 
 // brokerInstances hosts server.broker.instances, and nothing else, until

@@ -167,9 +167,14 @@ type AgentSpec struct {
 	// Handoff is the new generation's preamble and handoff of a
 	// reincarnation: the broker writes it into the agent's home
 	// (HandoffFile) before the agent starts.
-	Handoff string          `json:"handoff,omitempty"`
-	Start   bool            `json:"start"`
-	Payload json.RawMessage `json:"payload,omitempty"`
+	Handoff string `json:"handoff,omitempty"`
+	// GlobalProject: the agent is in the Hub's global project (the
+	// project of agent commands that name none, api.GlobalProject),
+	// which a broker serving more than one Hub refuses (409
+	// global_project_disabled).
+	GlobalProject bool            `json:"globalProject,omitempty"`
+	Start         bool            `json:"start"`
+	Payload       json.RawMessage `json:"payload,omitempty"`
 }
 
 // AgentRef names an agent (and optionally its run) in a lifecycle command.
