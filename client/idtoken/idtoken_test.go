@@ -42,6 +42,7 @@ func TestEffective(t *testing.T) {
 		{name: "env overrides both", conn: Settings{ModeIAP, "client-a"}, env: map[string]string{EnvMode: ModeIAP, EnvAudience: "client-env"}, want: Settings{ModeIAP, "client-env"}},
 		{name: "env mode on a plain connection", env: map[string]string{EnvMode: ModeIAP, EnvAudience: "client-env"}, want: Settings{ModeIAP, "client-env"}},
 		{name: "env audience alone overrides the connection's", conn: Settings{ModeIAP, "client-a"}, env: map[string]string{EnvAudience: "client-b"}, want: Settings{ModeIAP, "client-b"}},
+		{name: "env audience alone leaves a plain connection plain", env: map[string]string{EnvAudience: "client-b"}, want: Settings{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := Effective(tc.conn, "https://hub.example/base/", env(tc.env))

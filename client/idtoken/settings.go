@@ -84,13 +84,17 @@ func (s Settings) Validate() error {
 // Effective is the settings a connection to hubURL uses: the
 // environment's mode and audience when set (each overrides every
 // connection's value), else the connection's own; a cloudrun_invoker
-// connection without an audience uses the Hub URL (its origin).
+// connection without an audience uses the Hub URL (its origin). An
+// audience in the environment without a mode there leaves a connection
+// with no mode of its own plain: it overrides the audiences of the
+// connections that have transport auth, and connections without
+// transport fields behave as before.
 func Effective(conn Settings, hubURL string, getenv func(string) string) (Settings, error) {
 	s := conn
 	if m := strings.TrimSpace(getenv(EnvMode)); m != "" {
 		s.Mode = m
 	}
-	if a := strings.TrimSpace(getenv(EnvAudience)); a != "" {
+	if a := strings.TrimSpace(getenv(EnvAudience)); a != "" && s.Mode != "" {
 		s.Audience = a
 	}
 	if s.Mode == ModeCloudRunInvoker && s.Audience == "" {

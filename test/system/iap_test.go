@@ -113,7 +113,8 @@ func TestBrokersBehindIAP(t *testing.T) {
 		}
 	}
 
-	// Agents on each, through the channel behind the proxy.
+	// Agents on each, through the channel behind the proxy, in the global
+	// project (default): a broker that serves one Hub runs them.
 	for _, b := range []*brokerHost{b1, b2, b3} {
 		var a api.Agent
 		if err := admin.scionJSONCmd(&a, "start", "on-"+b.brokerName, "--broker", b.brokerName, "--", "sleep", "1000"); err != nil {

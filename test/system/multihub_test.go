@@ -1,12 +1,15 @@
 package system
 
 import (
+	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/scion-go/scion/api"
 	scion "github.com/scion-go/scion/client"
@@ -141,6 +144,57 @@ func TestOneBrokerThreeHubs(t *testing.T) {
 			t.Errorf("hub %s was told of a container it has no agent for:\n%s", hs.name, logs)
 		}
 	}
+	// Swapped audiences: each proxy refuses, and the broker's log says
+	// why without a token. The agents go first (the process runtime's
+	// are real processes, and the refused Hubs could not delete theirs).
+	for _, hs := range hubs {
+		hs.admin.mustScion(t, "delete", "on-"+hs.name, "--project", "team")
+	}
+	restart := func(extra ...string) {
+		t.Helper()
+		b.proc.Signal(t, syscall.SIGTERM)
+		b.proc.WaitExit(t, 30*time.Second)
+		b.extra = append([]string{b.extra[0]}, extra...)
+		b.proc = b.start(t, "broker-"+name, append([]string{"runtime-broker", "start", "--runtime", "process"}, hbFlags...)...)
+	}
+	credsPath := filepath.Join(b.home, "broker-credentials.yaml")
+	orig, err := os.ReadFile(credsPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	swapped := strings.NewReplacer("iap-client-a", "iap-client-b", "iap-client-b", "iap-client-a").Replace(string(orig))
+	if err := os.WriteFile(credsPath, []byte(swapped), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	refusedA, refusedB := len(a.proxy.Refused()), len(hubs[1].proxy.Refused())
+	restart()
+	waitBrokerOnline(t, c.cl, name)
+	wait.Eventually(t, 30*time.Second, pollInterval, func() error {
+		ra, rb := a.proxy.Refused()[refusedA:], hubs[1].proxy.Refused()[refusedB:]
+		if len(ra) == 0 || len(rb) == 0 || !strings.Contains(ra[0], `audience "iap-client-b"`) || !strings.Contains(rb[0], `audience "iap-client-a"`) {
+			return fmt.Errorf("refusals after the swap: a %q, b %q", ra, rb)
+		}
+		if n := strings.Count(b.proc.Logs(), "from something in front of the Hub (IAP or another proxy)"); n < 2 {
+			return fmt.Errorf("the broker logged %d refusals by a proxy", n)
+		}
+		return nil
+	})
+	if logs := b.proc.Logs(); strings.Contains(logs, "eyJ") {
+		t.Errorf("the broker's log holds a token:\n%s", logs)
+	}
+	// SCION_TRANSPORT_AUDIENCE overrides both connections' audiences (the
+	// plain Hub's connection, with no mode, stays plain).
+	refusedB = len(hubs[1].proxy.Refused())
+	restart("SCION_TRANSPORT_AUDIENCE=iap-client-a")
+	waitBrokerOnline(t, a.cl, name)
+	waitBrokerOnline(t, c.cl, name)
+	wait.Eventually(t, 30*time.Second, pollInterval, func() error {
+		if rb := hubs[1].proxy.Refused()[refusedB:]; len(rb) == 0 || !strings.Contains(rb[0], `audience "iap-client-a"`) {
+			return fmt.Errorf("hub b's proxy after the override: %q", rb)
+		}
+		return nil
+	})
+
 	// Each Hub's broker keeps its own directory under the data directory.
 	dirs, _ := filepath.Glob(filepath.Join(b.home, "broker", "hubs", "*"))
 	if len(dirs) != 2 {
