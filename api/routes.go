@@ -81,6 +81,10 @@ const (
 	// reaches the agent on every runtime, a Kubernetes pod's own home
 	// included.
 	EnvHandoff = "SCION_HANDOFF"
+	// EnvSharedDir is where the agent finds its project's shared
+	// directory (on Docker /scion/shared; on the process runtime its host
+	// path).
+	EnvSharedDir = "SCION_SHARED_DIR"
 )
 
 // HandoffFile is where, in its home, a reincarnated agent's new

@@ -209,6 +209,10 @@ func (b *Broker) createAgentOnce(ctx context.Context, spec wire.AgentSpec, refus
 		})
 	}
 	b.notePlacement(spec.AgentID, work)
+	shared, sharedPath, err := b.sharedDir(spec)
+	if err != nil {
+		return runtime.Status{}, err
+	}
 
 	rs := runtime.Spec{
 		AgentID:   spec.AgentID,
@@ -232,6 +236,12 @@ func (b *Broker) createAgentOnce(ctx context.Context, spec wire.AgentSpec, refus
 			rs.Mounts = append(rs.Mounts, runtime.Mount{Source: rec.GitCommonDir, Target: rec.GitCommonDir})
 			rs.GitDir = workspace.WorktreeGitDir(work)
 		}
+	}
+	if shared != nil {
+		rs.Mounts = append(rs.Mounts, *shared)
+	}
+	if sharedPath != "" {
+		rs.Env[api.EnvSharedDir] = sharedPath
 	}
 	rs.Labels = b.settingLabels(spec)
 	if portsLabel != "" {

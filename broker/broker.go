@@ -69,6 +69,10 @@ type Config struct {
 	// StopGrace is the stop grace period when a command gives none (10s).
 	StopGrace  time.Duration
 	HTTPClient *http.Client
+	// SharedDirs is the export that holds projects' shared directories
+	// (server.shared_dir_storage on nfs); nil keeps them in the broker's
+	// data directory (see shared_dir.go).
+	SharedDirs *workspace.Export
 	// HubConnections is how many Hubs the broker's process serves, one
 	// Broker each (launch): with more than one, agents of a Hub's global
 	// project are refused (409 global_project_disabled).

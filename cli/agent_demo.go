@@ -3,7 +3,9 @@ package cli
 import (
 	"bufio"
 	"fmt"
+	"io"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -21,7 +23,7 @@ func newAgentDemoCmd() *cobra.Command {
 	var steps int
 	var interval time.Duration
 	var child string
-	var echo, stay bool
+	var echo, stay, share bool
 	c := &cobra.Command{
 		Use:    "agent-demo",
 		Short:  "The demo agent's program (runs inside an agent)",
@@ -39,6 +41,11 @@ func newAgentDemoCmd() *cobra.Command {
 				case <-time.After(interval):
 				}
 				fmt.Fprintf(out, "working... step %d\n", i)
+			}
+			if share {
+				if err := demoShare(out); err != nil {
+					return err
+				}
 			}
 			if child != "" {
 				root := NewRoot(Daemons{}) // only `scion start`: no daemon
@@ -89,5 +96,29 @@ func newAgentDemoCmd() *cobra.Command {
 	c.Flags().StringVar(&child, "start-child", "", "start a child agent with this name through the Hub")
 	c.Flags().BoolVar(&echo, "echo", false, "echo stdin lines after the demo (for scion attach)")
 	c.Flags().BoolVar(&stay, "stay", false, "keep running after the demo until stopped")
+	c.Flags().BoolVar(&share, "share", false, "leave a note in the project's shared directory and list the notes there")
 	return c
+}
+
+// demoShare writes <agent ID>.note in the project's shared directory
+// (SCION_SHARED_DIR) and prints every note there: agents of one project
+// see each other's, on other brokers too when the brokers keep shared
+// directories on one export.
+func demoShare(out io.Writer) error {
+	dir := os.Getenv(api.EnvSharedDir)
+	if dir == "" {
+		return fmt.Errorf("no shared directory: %s is not set", api.EnvSharedDir)
+	}
+	id := os.Getenv(api.EnvAgentID)
+	if err := os.WriteFile(filepath.Join(dir, id+".note"), []byte("from "+id+"\n"), 0o644); err != nil {
+		return err
+	}
+	notes, err := filepath.Glob(filepath.Join(dir, "*.note"))
+	if err != nil {
+		return err
+	}
+	for _, n := range notes {
+		fmt.Fprintf(out, "shared note: %s\n", filepath.Base(n))
+	}
+	return nil
 }

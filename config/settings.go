@@ -25,6 +25,10 @@ type ServerSettings struct {
 	// WorkspaceStorage is where this host's broker keeps agents'
 	// workspaces (see storage.go).
 	WorkspaceStorage WorkspaceStorageSettings `yaml:"workspace_storage,omitempty"`
+	// SharedDirStorage is where this host's broker keeps projects' shared
+	// directories: local (the default, per broker) or nfs, the same
+	// directory for every broker of the export (see storage.go).
+	SharedDirStorage WorkspaceStorageSettings `yaml:"shared_dir_storage,omitempty"`
 	Extra            map[string]any           `yaml:",inline"`
 }
 

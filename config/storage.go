@@ -50,7 +50,12 @@ type NFSShare struct {
 // Resolve validates the settings and returns the share that holds the
 // workspaces (nil for local storage).
 func (w WorkspaceStorageSettings) Resolve() (*NFSShare, error) {
-	const key = "server.workspace_storage"
+	return w.ResolveKey("server.workspace_storage")
+}
+
+// ResolveKey is Resolve for the settings under key (errors name it):
+// server.shared_dir_storage has the same shape and rules.
+func (w WorkspaceStorageSettings) ResolveKey(key string) (*NFSShare, error) {
 	switch w.Backend {
 	case "", StorageLocal:
 		return nil, nil

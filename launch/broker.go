@@ -159,6 +159,10 @@ func regularBroker(s *config.Settings, o config.BrokerOptions, conn *config.Brok
 	if err != nil {
 		return nil, err
 	}
+	shared, err := sharedDirExport(s, log)
+	if err != nil {
+		return nil, err
+	}
 	// server.broker.agent_hub_endpoint, when set, wins over the
 	// runtime's own choice (the Docker forwarder's address); it names
 	// the first Hub's address, so the others' agents get their own.
@@ -167,7 +171,7 @@ func regularBroker(s *config.Settings, o config.BrokerOptions, conn *config.Brok
 		agentHubEndpoint = cmp.Or(s.Server.Broker.AgentHubEndpoint, agentHub)
 	}
 	return broker.New(broker.Config{Profiles: profiles, AgentHubEndpoint: agentHubEndpoint, HubEndpoint: conn.HubEndpoint, BrokerID: conn.BrokerID, Name: conn.BrokerName,
-		Secret: []byte(conn.Secret), Runtime: rt, DataDir: dataDir, Version: o.Version, Logger: log.With("hub", conn.HubEndpoint), HTTPClient: hc, HubConnections: hubs,
+		Secret: []byte(conn.Secret), Runtime: rt, DataDir: dataDir, Version: o.Version, Logger: log.With("hub", conn.HubEndpoint), HTTPClient: hc, HubConnections: hubs, SharedDirs: shared,
 		HeartbeatInterval: o.HeartbeatInterval, Grace: o.HeartbeatGrace, ScionBinary: self, PortRange: ports,
 		Capabilities:  passthroughCapabilities(s.Server.Broker.AllowPassthrough),
 		GitWorkspaces: gitWS,
@@ -233,6 +237,26 @@ func gitWorkspaces(s *config.Settings, workstation bool) (workspace.GitConfig, e
 	cfg.Export = &workspace.Export{Root: share.Root(), Storage: workspace.Storage{
 		Type: workspace.StorageNFS, Server: share.Server, Export: share.Export, SubpathRoot: share.SubpathRoot, PVName: share.PVName}}
 	return cfg, nil
+}
+
+// sharedDirExport is server.shared_dir_storage's export (nil: local
+// shared directories). Its identity marker (the workspace export's,
+// .scion-export-id) is written now if missing, so that brokers that mount
+// the export find it and a broker whose mount went away makes nothing in
+// its place: a failure to mark is logged, and creates then refuse.
+func sharedDirExport(s *config.Settings, log *slog.Logger) (*workspace.Export, error) {
+	share, err := s.Server.SharedDirStorage.ResolveKey("server.shared_dir_storage")
+	if err != nil || share == nil {
+		return nil, err
+	}
+	e := &workspace.Export{Root: share.Root(), Storage: workspace.Storage{
+		Type: workspace.StorageNFS, Server: share.Server, Export: share.Export, SubpathRoot: share.SubpathRoot, PVName: share.PVName}}
+	if id, err := e.Identify(); err != nil {
+		log.Warn("server.shared_dir_storage: the export is not usable; agents are refused until it is", "root", e.Root, "err", err)
+	} else {
+		log.Info("projects' shared directories on the export", "root", e.Root, "export_id", id)
+	}
+	return e, nil
 }
 
 // brokerDataDir is server.broker.data_dir, or <home>/broker.

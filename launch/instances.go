@@ -267,8 +267,13 @@ func (h *instanceHost) prepareOne(ctx context.Context, in config.Instance, targe
 		_ = ir.rt.Close()
 		return nil, fmt.Errorf("instance %s: %w", in.Key, err)
 	}
+	shared, err := sharedDirExport(h.settings, h.log)
+	if err != nil {
+		_ = ir.rt.Close()
+		return nil, err
+	}
 	b, err := broker.New(broker.Config{
-		Jobs: jobs, HTTPClient: hc,
+		Jobs: jobs, HTTPClient: hc, SharedDirs: shared,
 		HubEndpoint: h.hub, BrokerID: conn.BrokerID, Name: cmp.Or(conn.BrokerName, in.Name), Secret: []byte(conn.Secret),
 		Runtime: ir.rt, DataDir: dir, Version: h.version, Logger: h.log,
 		HeartbeatInterval: h.heartbeat, Grace: h.grace, ScionBinary: self, PortRange: ports,

@@ -22,6 +22,9 @@ func newKubernetesRuntime(brokerID string, log *slog.Logger) (*kubernetes.Runtim
 	if err != nil {
 		return nil, err
 	}
+	if err := sharedDirsOnShare(&opts.Defaults, s.Server.SharedDirStorage); err != nil {
+		return nil, err
+	}
 	rt, err := kubernetes.New(opts)
 	if err != nil {
 		return nil, err
@@ -68,4 +71,27 @@ func kubernetesOptions(b config.BrokerSettings, brokerID string) (kubernetes.Opt
 		}
 	}
 	return opts, nil
+}
+
+// sharedDirsOnShare makes server.shared_dir_storage on nfs the
+// Kubernetes runtime's default shared-directory backend: the share's
+// claim (its pv_name, unless the defaults name one), sub-path
+// shared-dirs/<project ID>, the same for every broker of the share. A
+// profile's or agent's own shared_dir_storage still wins.
+func sharedDirsOnShare(d *kubernetes.Settings, st config.WorkspaceStorageSettings) error {
+	share, err := st.ResolveKey("server.shared_dir_storage")
+	if err != nil || share == nil {
+		return err
+	}
+	if d.SharedDirStorage != "" {
+		return nil
+	}
+	if d.NFSPVName == "" {
+		if share.PVName == "" {
+			return fmt.Errorf("server.shared_dir_storage.nfs.shares[0].pv_name is required on a Kubernetes broker: its pods claim the share through that PersistentVolume")
+		}
+		d.NFSPVName = share.PVName
+	}
+	d.SharedDirStorage = "nfs"
+	return nil
 }

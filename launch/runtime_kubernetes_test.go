@@ -50,3 +50,38 @@ func TestRuntimeNamesTheCLIShows(t *testing.T) {
 		t.Errorf("config.DefaultKubernetesNamespace %q, runtime/kubernetes.DefaultNamespace %q", config.DefaultKubernetesNamespace, kubernetes.DefaultNamespace)
 	}
 }
+
+func TestSharedDirsOnShare(t *testing.T) {
+	nfs := func(pv string) config.WorkspaceStorageSettings {
+		return config.WorkspaceStorageSettings{Backend: config.StorageNFS, NFS: config.NFSSettings{Shares: []config.NFSShare{
+			{Server: "nfs.test", Export: "/srv/scion", SubpathRoot: "shared", MountPath: "/mnt/scion", PVName: pv}}}}
+	}
+	for _, tc := range []struct {
+		name     string
+		defaults kubernetes.Settings
+		storage  config.WorkspaceStorageSettings
+		want     kubernetes.Settings
+		wantErr  string
+	}{
+		{name: "local: untouched", want: kubernetes.Settings{}},
+		{name: "nfs: the share's claim", storage: nfs("scion-share"), want: kubernetes.Settings{SharedDirStorage: "nfs", NFSPVName: "scion-share"}},
+		{name: "the defaults' pv wins", defaults: kubernetes.Settings{NFSPVName: "mine"}, storage: nfs("scion-share"), want: kubernetes.Settings{SharedDirStorage: "nfs", NFSPVName: "mine"}},
+		{name: "the defaults' backend wins", defaults: kubernetes.Settings{SharedDirStorage: "pvc"}, storage: nfs("scion-share"), want: kubernetes.Settings{SharedDirStorage: "pvc"}},
+		{name: "nfs without a pv", storage: nfs(""), wantErr: "pv_name is required"},
+		{name: "bad backend", storage: config.WorkspaceStorageSettings{Backend: "smb"}, wantErr: "server.shared_dir_storage.backend"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := tc.defaults
+			err := sharedDirsOnShare(&d, tc.storage)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil || d != tc.want {
+				t.Fatalf("defaults %+v, %v; want %+v", d, err, tc.want)
+			}
+		})
+	}
+}
