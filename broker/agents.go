@@ -151,6 +151,13 @@ func (b *Broker) createAgentOnce(ctx context.Context, spec wire.AgentSpec, refus
 		}
 	}()
 
+	// The project's shared directory before anything of the agent's: an
+	// export that went away refuses the create cheaply (the directory is
+	// the project's, kept whatever happens to this create).
+	shared, sharedPath, err := b.sharedDir(spec)
+	if err != nil {
+		return runtime.Status{}, err
+	}
 	// Ports first: an exhausted pool fails the create before anything is
 	// made.
 	portsLabel, err := b.allocatePorts(ctx, spec, refused)
@@ -209,10 +216,6 @@ func (b *Broker) createAgentOnce(ctx context.Context, spec wire.AgentSpec, refus
 		})
 	}
 	b.notePlacement(spec.AgentID, work)
-	shared, sharedPath, err := b.sharedDir(spec)
-	if err != nil {
-		return runtime.Status{}, err
-	}
 
 	rs := runtime.Spec{
 		AgentID:   spec.AgentID,
@@ -485,7 +488,9 @@ func specRequest(spec wire.AgentSpec) *api.CreateAgentRequest {
 // broker that serves more than one Hub: that project belongs to no team,
 // and the broker cannot keep one Hub's from another's by intent.
 func (b *Broker) globalProjectAllowed(spec wire.AgentSpec) error {
-	if !spec.GlobalProject || b.cfg.HubConnections <= 1 {
+	// An older Hub does not mark its global project's agents: its name
+	// says it.
+	if !spec.GlobalProject && spec.ProjectName != api.GlobalProject || b.cfg.HubConnections <= 1 {
 		return nil
 	}
 	return api.Conflict(api.CodeGlobalProjectDisabled,

@@ -70,14 +70,20 @@ func (b *Broker) sharedDir(spec wire.AgentSpec) (m *runtime.Mount, envPath strin
 // mkdirsNoSymlink makes root/elems... one directory at a time, refusing
 // any that is a symlink or not a directory: on a shared export anyone
 // with write access there could plant a link that would have the runtime
-// mount another directory of this host into agents. The directories are
-// writable by every agent of the project, whatever its user.
+// mount another directory of this host into agents. The last directory
+// is writable by every agent of the project, whatever its user; the ones
+// above it are sticky, so that one broker's user (another host's) may add
+// a project's directory there but not rename or replace another's.
 func mkdirsNoSymlink(root string, elems ...string) (string, error) {
 	dir := root
-	for _, el := range elems {
+	for i, el := range elems {
 		dir = filepath.Join(dir, el)
+		mode := os.FileMode(0o777)
+		if i < len(elems)-1 {
+			mode |= os.ModeSticky
+		}
 		if err := os.Mkdir(dir, 0o777); err == nil {
-			_ = os.Chmod(dir, 0o777) // past the umask
+			_ = os.Chmod(dir, mode) // past the umask
 		} else if !errors.Is(err, fs.ErrExist) {
 			return "", err
 		}

@@ -63,7 +63,11 @@ func Broker(parent context.Context, o config.BrokerOptions) error {
 	// One control channel per stored Hub connection: the one for
 	// server.broker.hub_endpoint first, then every other Hub's (register
 	// and join against another Hub add one).
-	conns := append([]*config.BrokerConnection{conn}, otherHubs(creds, ep)...)
+	ws, err := config.LoadWorkstation()
+	if err != nil {
+		return err
+	}
+	conns := append([]*config.BrokerConnection{conn}, otherHubs(creds, conn, ws, log)...)
 	dataDir := s.Server.Broker.DataDir
 	if dataDir == "" {
 		dataDir = config.Path("broker")
@@ -76,7 +80,8 @@ func Broker(parent context.Context, o config.BrokerOptions) error {
 	} else if ranges, err = splitPortRange(cmp.Or(o.PortRange, broker.DefaultPortRange), len(conns)); err != nil {
 		return err
 	}
-	var brokers []*broker.Broker
+	var cfgs []broker.Config
+	var served []*config.BrokerConnection
 	for i, c := range conns {
 		dir := dataDir
 		if i > 0 {
@@ -84,25 +89,45 @@ func Broker(parent context.Context, o config.BrokerOptions) error {
 			// records: an agent of one Hub is nothing to another.
 			dir = filepath.Join(dataDir, "hubs", c.BrokerID)
 		}
-		rt, agentHub, err := newRuntime(parent, runtimeChoice{Kind: rtKind, BrokerID: c.BrokerID, DataDir: dir, HubEndpoint: c.HubEndpoint}, log)
-		if err != nil {
-			return fmt.Errorf("connection %s (%s): %w", c.Name, c.HubEndpoint, err)
-		}
-		defer rt.Close()
-		if i == 0 && rt.Name() == "docker" {
-			// Like the workstation: no registry, so the demo image is
-			// built locally (once) and runs agents that name no image,
-			// and a team's first `scion start` works out of the box.
-			if defaultImage, err = ensureDemoImage(parent, log); err != nil {
-				log.Warn("the demo image could not be built; agents without an image are refused until the Hub has a default image (scion hub settings set --default-image)", "err", err)
+		cfg, err := func() (broker.Config, error) {
+			rt, agentHub, err := newRuntime(parent, runtimeChoice{Kind: rtKind, BrokerID: c.BrokerID, DataDir: dir, HubEndpoint: c.HubEndpoint}, log)
+			if err != nil {
+				return broker.Config{}, err
 			}
-		}
-		b, err := regularBroker(s, o, c, rt, agentHub, defaultImage, dir, ranges[i], len(conns), f, log)
-		if err != nil {
+			if i == 0 && rt.Name() == "docker" {
+				// Like the workstation: no registry, so the demo image is
+				// built locally (once) and runs agents that name no image,
+				// and a team's first `scion start` works out of the box.
+				if defaultImage, err = ensureDemoImage(parent, log); err != nil {
+					log.Warn("the demo image could not be built; agents without an image are refused until the Hub has a default image (scion hub settings set --default-image)", "err", err)
+				}
+			}
+			cfg, err := regularBroker(s, o, c, rt, agentHub, defaultImage, dir, ranges[i], i == 0, f, log)
+			if err != nil {
+				_ = rt.Close()
+			}
+			return cfg, err
+		}()
+		switch {
+		case err != nil && i == 0:
 			return fmt.Errorf("connection %s (%s): %w", c.Name, c.HubEndpoint, err)
+		case err != nil:
+			// Another Hub's connection that cannot be set up (its
+			// transport settings, its runtime) is not served; the others
+			// are.
+			log.Error("hub connection not served", "connection", c.Name, "hub", c.HubEndpoint, "err", err)
+			continue
 		}
-		log.Info("runtime broker starting", "name", c.BrokerName, "broker_id", c.BrokerID, "hub", c.HubEndpoint, "runtime", rt.Name())
-		brokers = append(brokers, b)
+		defer cfg.Runtime.Close()
+		cfgs, served = append(cfgs, cfg), append(served, c)
+	}
+	brokers := make([]*broker.Broker, len(cfgs))
+	for i := range cfgs {
+		cfgs[i].HubConnections = len(cfgs)
+		if brokers[i], err = broker.New(cfgs[i]); err != nil {
+			return fmt.Errorf("connection %s (%s): %w", served[i].Name, served[i].HubEndpoint, err)
+		}
+		log.Info("runtime broker starting", "name", served[i].BrokerName, "broker_id", served[i].BrokerID, "hub", served[i].HubEndpoint, "runtime", cfgs[i].Runtime.Name())
 	}
 	if len(brokers) == 1 {
 		return brokers[0].Run(ctx)
@@ -114,7 +139,7 @@ func Broker(parent context.Context, o config.BrokerOptions) error {
 	for i, b := range brokers {
 		wg.Go(func() {
 			if errs[i] = b.Run(ctx); errs[i] != nil && ctx.Err() == nil {
-				log.Error("broker stopped serving its Hub", "hub", conns[i].HubEndpoint, "broker_id", conns[i].BrokerID, "err", errs[i])
+				log.Error("broker stopped serving its Hub", "hub", served[i].HubEndpoint, "broker_id", served[i].BrokerID, "err", errs[i])
 			}
 		})
 	}
@@ -126,25 +151,42 @@ func Broker(parent context.Context, o config.BrokerOptions) error {
 }
 
 // otherHubs are the stored connections of the regular broker (not a
-// flat instance's) to Hubs other than ep, in the file's order.
-func otherHubs(creds *config.BrokerCredentials, ep string) []*config.BrokerConnection {
+// flat instance's) to Hubs other than first's, in the file's order. Left
+// out, with a warning: the workstation's own broker connection (its Hub
+// process serves it), a connection with first's or an earlier one's
+// broker ID, and one whose broker ID is not a plain name (it names a data
+// directory).
+func otherHubs(creds *config.BrokerCredentials, first *config.BrokerConnection, ws *config.Workstation, log *slog.Logger) []*config.BrokerConnection {
+	seen := map[string]bool{first.BrokerID: true}
 	var out []*config.BrokerConnection
 	for _, c := range creds.Connections {
-		if c.Instance == "" && strings.TrimRight(c.HubEndpoint, "/") != strings.TrimRight(ep, "/") {
+		switch {
+		case c.Instance != "" || c == first || sameHubURL(c.HubEndpoint, first.HubEndpoint):
+		case ws != nil && sameHubURL(c.HubEndpoint, ws.URL):
+			log.Info("hub connection left to the workstation's own broker", "connection", c.Name, "hub", c.HubEndpoint)
+		case workspace.ValidID("broker ID", c.BrokerID) != nil:
+			log.Warn("hub connection not served: its broker ID is not a plain name", "connection", c.Name, "hub", c.HubEndpoint)
+		case seen[c.BrokerID]:
+			log.Warn("hub connection not served: another connection has its broker ID", "connection", c.Name, "hub", c.HubEndpoint, "broker_id", c.BrokerID)
+		default:
+			seen[c.BrokerID] = true
 			out = append(out, c)
 		}
 	}
 	return out
 }
 
-// regularBroker is the broker of one Hub connection on runtime rt, with
-// the process's settings; hubs is how many Hubs the process serves.
+func sameHubURL(a, b string) bool { return strings.TrimRight(a, "/") == strings.TrimRight(b, "/") }
+
+// regularBroker is the broker configuration of one Hub connection on
+// runtime rt, with the process's settings; first: the connection of
+// server.broker.hub_endpoint. The caller sets HubConnections.
 func regularBroker(s *config.Settings, o config.BrokerOptions, conn *config.BrokerConnection, rt runtime.Runtime, agentHub, defaultImage, dataDir string,
-	ports [2]int, hubs int, f *fleet.Fleet, log *slog.Logger) (*broker.Broker, error) {
+	ports [2]int, first bool, f *fleet.Fleet, log *slog.Logger) (broker.Config, error) {
 	self, _ := os.Executable()
 	profiles, err := brokerProfiles(s.Server.Broker.Profiles)
 	if err != nil {
-		return nil, err
+		return broker.Config{}, err
 	}
 	var ambient *rest.Config
 	var ambientNS string
@@ -153,30 +195,30 @@ func regularBroker(s *config.Settings, o config.BrokerOptions, conn *config.Brok
 	}
 	gitWS, err := gitWorkspaces(s, false)
 	if err != nil {
-		return nil, err
+		return broker.Config{}, err
 	}
 	hc, err := hubHTTPClient(conn, conn.HubEndpoint)
 	if err != nil {
-		return nil, err
+		return broker.Config{}, err
 	}
 	shared, err := sharedDirExport(s, log)
 	if err != nil {
-		return nil, err
+		return broker.Config{}, err
 	}
 	// server.broker.agent_hub_endpoint, when set, wins over the
 	// runtime's own choice (the Docker forwarder's address); it names
 	// the first Hub's address, so the others' agents get their own.
 	agentHubEndpoint := agentHub
-	if hubs == 1 || conn.HubEndpoint == s.Server.Broker.HubEndpoint {
+	if first {
 		agentHubEndpoint = cmp.Or(s.Server.Broker.AgentHubEndpoint, agentHub)
 	}
-	return broker.New(broker.Config{Profiles: profiles, AgentHubEndpoint: agentHubEndpoint, HubEndpoint: conn.HubEndpoint, BrokerID: conn.BrokerID, Name: conn.BrokerName,
-		Secret: []byte(conn.Secret), Runtime: rt, DataDir: dataDir, Version: o.Version, Logger: log.With("hub", conn.HubEndpoint), HTTPClient: hc, HubConnections: hubs, SharedDirs: shared,
+	return broker.Config{Profiles: profiles, AgentHubEndpoint: agentHubEndpoint, HubEndpoint: conn.HubEndpoint, BrokerID: conn.BrokerID, Name: conn.BrokerName,
+		Secret: []byte(conn.Secret), Runtime: rt, DataDir: dataDir, Version: o.Version, Logger: log.With("hub", conn.HubEndpoint), HTTPClient: hc, SharedDirs: shared,
 		HeartbeatInterval: o.HeartbeatInterval, Grace: o.HeartbeatGrace, ScionBinary: self, PortRange: ports,
 		Capabilities:  passthroughCapabilities(s.Server.Broker.AllowPassthrough),
 		GitWorkspaces: gitWS,
 		DefaultImage:  defaultImage,
-		Jobs:          brokerJobs(f, s.Server.Broker.Profiles, ambient, ambientNS)})
+		Jobs:          brokerJobs(f, s.Server.Broker.Profiles, ambient, ambientNS)}, nil
 }
 
 // brokerInstances hosts server.broker.instances, and nothing else, until

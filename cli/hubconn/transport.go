@@ -1,6 +1,7 @@
 package hubconn
 
 import (
+	"fmt"
 	"net/http"
 	"os"
 
@@ -22,11 +23,14 @@ func transportFor(t *Target, conn *idtoken.Settings, getenv func(string) string)
 	case getenv(idtoken.EnvMode) == "":
 		// Only a machine without the override reads the file: the
 		// environment wins over every connection's value.
-		creds, err := config.LoadBrokerCredentials()
-		if err != nil {
-			return nil, err
+		// A credentials file this user cannot read (root's, after a
+		// sudo register) stops no command: requests go without stored
+		// transport settings, which the environment can give.
+		if creds, err := config.LoadBrokerCredentials(); err == nil {
+			s = StoredTransport(creds, t.URL)
+		} else {
+			fmt.Fprintf(os.Stderr, "warning: %v: its transport settings are not used (SCION_TRANSPORT_MODE and SCION_TRANSPORT_AUDIENCE give them)\n", err)
 		}
-		s = StoredTransport(creds, t.URL)
 	}
 	return idtoken.New(s, t.URL, getenv)
 }

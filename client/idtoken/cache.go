@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/url"
+	"strings"
 	"sync"
 	"time"
 )
@@ -30,7 +32,14 @@ type entry struct {
 	tok       string
 	refreshAt time.Time
 	exp       time.Time
+	// After a failed fetch the source is not asked again before retryAt:
+	// each request would otherwise wait out its timeout in turn.
+	retryAt time.Time
+	lastErr error
 }
+
+// retryAfter is how long a failed fetch holds the next one back.
+const retryAfter = 5 * time.Second
 
 // NewCache caches src's tokens.
 func NewCache(src Source) *Cache {
@@ -52,15 +61,23 @@ func (c *Cache) Token(ctx context.Context, audience string) (string, error) {
 	if e.tok != "" && now.Before(e.refreshAt) {
 		return e.tok, nil
 	}
+	if now.Before(e.retryAt) {
+		if e.tok != "" && now.Before(e.exp) {
+			return e.tok, nil
+		}
+		return "", e.lastErr
+	}
 	tok, exp, err := c.src.Token(ctx, audience)
 	if err != nil {
+		e.retryAt, e.lastErr = now.Add(retryAfter), err
 		if e.tok != "" && now.Before(e.exp) {
 			// The source failed (a metadata server restarting): the
-			// cached token is still valid, and the next call tries again.
+			// cached token is still valid, and a later call tries again.
 			return e.tok, nil
 		}
 		return "", err
 	}
+	e.retryAt, e.lastErr = time.Time{}, nil
 	if !exp.After(now) {
 		return "", fmt.Errorf("%s gave a token that expired at %s", c.src, exp.UTC().Format(time.RFC3339))
 	}
@@ -69,11 +86,16 @@ func (c *Cache) Token(ctx context.Context, audience string) (string, error) {
 	return tok, nil
 }
 
-// Auth is one connection's transport auth: its settings and the cache
-// its tokens come from. The zero value (and a nil *Auth) adds nothing.
+// Auth is one connection's transport auth: its settings, the cache its
+// tokens come from and the Hub they are for. The zero value (and a nil
+// *Auth) adds nothing.
 type Auth struct {
 	Settings Settings
 	Cache    *Cache
+	// Hub is the Hub's URL: Transport adds the token only to requests
+	// for its scheme and host (a redirect elsewhere goes without it).
+	// Empty: every request (Apply's callers choose the request).
+	Hub *url.URL
 }
 
 // New is the transport auth of a connection to hubURL with the
@@ -88,11 +110,25 @@ func New(conn Settings, hubURL string, getenv func(string) string) (*Auth, error
 	if !s.Enabled() {
 		return nil, nil
 	}
+	hub, err := url.Parse(hubURL)
+	if err != nil || hub.Host == "" {
+		return nil, fmt.Errorf("transport mode %s: %q is not a Hub URL", s.Mode, hubURL)
+	}
+	if hub.Scheme != "https" && !(hub.Scheme == "http" && isLoopback(hub.Hostname())) {
+		// The token lets its bearer through the guard: never in clear
+		// text beyond this machine.
+		return nil, fmt.Errorf("transport mode %s needs an https Hub URL (or http on loopback), not %s", s.Mode, hubURL)
+	}
 	src, err := DefaultSource(getenv)
 	if err != nil {
 		return nil, fmt.Errorf("transport mode %s (audience %s): %w", s.Mode, s.Audience, err)
 	}
-	return &Auth{Settings: s, Cache: NewCache(src)}, nil
+	return &Auth{Settings: s, Cache: NewCache(src), Hub: hub}, nil
+}
+
+// forHub reports whether r goes to a's Hub (its scheme and host).
+func (a *Auth) forHub(r *http.Request) bool {
+	return a.Hub == nil || (strings.EqualFold(r.URL.Scheme, a.Hub.Scheme) && strings.EqualFold(r.URL.Host, a.Hub.Host))
 }
 
 // Apply sets the token header on h (nothing for a nil Auth).
@@ -120,7 +156,9 @@ func (t *Transport) RoundTrip(r *http.Request) (*http.Response, error) {
 	if base == nil {
 		base = http.DefaultTransport
 	}
-	if t.Auth == nil || !t.Auth.Settings.Enabled() {
+	if t.Auth == nil || !t.Auth.Settings.Enabled() || !t.Auth.forHub(r) {
+		// A redirect to another host (Go's client calls RoundTrip for
+		// each hop) goes without the token.
 		return base.RoundTrip(r)
 	}
 	r2 := r.Clone(r.Context()) // a RoundTripper must not change its request

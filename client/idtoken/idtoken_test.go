@@ -17,6 +17,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -43,6 +44,7 @@ func TestEffective(t *testing.T) {
 		{name: "env mode on a plain connection", env: map[string]string{EnvMode: ModeIAP, EnvAudience: "client-env"}, want: Settings{ModeIAP, "client-env"}},
 		{name: "env audience alone overrides the connection's", conn: Settings{ModeIAP, "client-a"}, env: map[string]string{EnvAudience: "client-b"}, want: Settings{ModeIAP, "client-b"}},
 		{name: "env audience alone leaves a plain connection plain", env: map[string]string{EnvAudience: "client-b"}, want: Settings{}},
+		{name: "env mode of another kind drops the connection's audience", conn: Settings{ModeIAP, "client-a"}, env: map[string]string{EnvMode: ModeCloudRunInvoker}, want: Settings{ModeCloudRunInvoker, "https://hub.example"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := Effective(tc.conn, "https://hub.example/base/", env(tc.env))
@@ -303,5 +305,47 @@ func TestTransportSetsTheHeader(t *testing.T) {
 	}
 	if req.Header.Get("Proxy-Authorization") != "" {
 		t.Fatal("the caller's request was changed")
+	}
+}
+
+// TestTransportOnlyToItsHub: the token goes to the Hub's scheme and host
+// alone; a redirect to another host goes without it. A Hub reached over
+// plain HTTP off this machine gets no transport auth at all.
+func TestTransportOnlyToItsHub(t *testing.T) {
+	seen := map[string]string{}
+	var mu sync.Mutex
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		seen["other"] = r.Header.Get("Proxy-Authorization")
+		mu.Unlock()
+	}))
+	defer other.Close()
+	hub := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		seen["hub"] = r.Header.Get("Proxy-Authorization")
+		mu.Unlock()
+		// 127.0.0.1 and localhost are different hosts to the client.
+		http.Redirect(w, r, strings.Replace(other.URL, "127.0.0.1", "localhost", 1)+"/elsewhere", http.StatusFound)
+	}))
+	defer hub.Close()
+	p := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(p, []byte(unsigned(map[string]any{"aud": "client-a", "exp": time.Now().Add(time.Hour).Unix()})), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	getenv := env(map[string]string{EnvTokenFile: p})
+	a, err := New(Settings{ModeIAP, "client-a"}, hub.URL, getenv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := (&http.Client{Transport: &Transport{Auth: a}}).Get(hub.URL + "/api/v1/agents")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if !strings.HasPrefix(seen["hub"], "Bearer ") || seen["other"] != "" {
+		t.Fatalf("the Hub saw %q, the redirect's host %q", seen["hub"], seen["other"])
+	}
+	if _, err := New(Settings{ModeIAP, "client-a"}, "http://hub.example", getenv); err == nil || !strings.Contains(err.Error(), "needs an https Hub URL") {
+		t.Fatalf("plain HTTP off this machine: %v", err)
 	}
 }

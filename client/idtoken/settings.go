@@ -92,6 +92,12 @@ func (s Settings) Validate() error {
 func Effective(conn Settings, hubURL string, getenv func(string) string) (Settings, error) {
 	s := conn
 	if m := strings.TrimSpace(getenv(EnvMode)); m != "" {
+		if m != s.Mode {
+			// Another mode's audience (an IAP client ID under
+			// cloudrun_invoker) would be wrong: the mode's own default,
+			// or the environment's audience, applies.
+			s.Audience = ""
+		}
 		s.Mode = m
 	}
 	if a := strings.TrimSpace(getenv(EnvAudience)); a != "" && s.Mode != "" {
