@@ -33,7 +33,7 @@ var sharedDirRuntimes = map[string]bool{"docker": true, "process": true, "fake":
 
 // sharedDir makes the project's shared directory and says how the agent
 // sees it: the mount (none on the process runtime) and the path for its
-// environment. ok false: the runtime keeps its own.
+// environment; neither on a runtime that keeps its own (Kubernetes).
 func (b *Broker) sharedDir(spec wire.AgentSpec) (m *runtime.Mount, envPath string, err error) {
 	if !sharedDirRuntimes[b.rt.Name()] {
 		return nil, "", nil
