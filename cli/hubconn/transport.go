@@ -20,12 +20,12 @@ func transportFor(t *Target, conn *idtoken.Settings, getenv func(string) string)
 	switch {
 	case conn != nil:
 		s = *conn
-	case getenv(idtoken.EnvMode) == "":
-		// Only a machine without the override reads the file: the
-		// environment wins over every connection's value.
-		// A credentials file this user cannot read (root's, after a
-		// sudo register) stops no command: requests go without stored
-		// transport settings, which the environment can give.
+	default:
+		// The environment's values go over these (idtoken.Effective), as
+		// they do for the broker. A credentials file this user cannot
+		// read (root's, after a sudo register) stops no command:
+		// requests go without stored transport settings, which the
+		// environment can give.
 		if creds, err := config.LoadBrokerCredentials(); err == nil {
 			s = StoredTransport(creds, t.URL)
 		} else {
