@@ -66,7 +66,9 @@ func (c *BrokerCredentials) Save() error {
 	return WriteFileAtomic(BrokerCredentialsPath(), b, 0o600)
 }
 
-func sameHub(a, b string) bool { return strings.TrimRight(a, "/") == strings.TrimRight(b, "/") }
+// SameHub reports whether two Hub endpoints are one (a trailing slash
+// aside).
+func SameHub(a, b string) bool { return strings.TrimRight(a, "/") == strings.TrimRight(b, "/") }
 
 // ForHub returns the regular broker's connection for a Hub endpoint, or
 // nil (an instance's connection is never it: see ForInstance).
@@ -78,7 +80,7 @@ func (c *BrokerCredentials) ForHub(endpoint string) *BrokerConnection {
 // instance for a Hub endpoint ("" the regular broker's), or nil.
 func (c *BrokerCredentials) ForInstance(endpoint, instance string) *BrokerConnection {
 	for _, x := range c.Connections {
-		if x.Instance == instance && sameHub(x.HubEndpoint, endpoint) {
+		if x.Instance == instance && SameHub(x.HubEndpoint, endpoint) {
 			return x
 		}
 	}
@@ -89,7 +91,7 @@ func (c *BrokerCredentials) ForInstance(endpoint, instance string) *BrokerConnec
 // conn.Instance.
 func (c *BrokerCredentials) Put(conn *BrokerConnection) {
 	for i, x := range c.Connections {
-		if x.Instance == conn.Instance && sameHub(x.HubEndpoint, conn.HubEndpoint) {
+		if x.Instance == conn.Instance && SameHub(x.HubEndpoint, conn.HubEndpoint) {
 			c.Connections[i] = conn
 			return
 		}

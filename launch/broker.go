@@ -68,9 +68,11 @@ func Broker(parent context.Context, o config.BrokerOptions) error {
 		return err
 	}
 	conns := append([]*config.BrokerConnection{conn}, otherHubs(creds, conn, ws, log)...)
-	dataDir := s.Server.Broker.DataDir
-	if dataDir == "" {
-		dataDir = config.Path("broker")
+	dataDir := brokerDataDir(s)
+	// One export check for every Hub's broker.
+	shared, err := sharedDirExport(s, log)
+	if err != nil {
+		return err
 	}
 	rtKind := cmp.Or(o.Runtime, s.Server.Broker.Runtime)
 	var defaultImage string
@@ -103,6 +105,7 @@ func Broker(parent context.Context, o config.BrokerOptions) error {
 				}
 			}
 			cfg, err := regularBroker(s, o, c, rt, agentHub, defaultImage, dir, ranges[i], i == 0, f, log)
+			cfg.SharedDirs = shared
 			if err != nil {
 				_ = rt.Close()
 			}
@@ -161,8 +164,8 @@ func otherHubs(creds *config.BrokerCredentials, first *config.BrokerConnection, 
 	var out []*config.BrokerConnection
 	for _, c := range creds.Connections {
 		switch {
-		case c.Instance != "" || c == first || sameHubURL(c.HubEndpoint, first.HubEndpoint):
-		case ws != nil && sameHubURL(c.HubEndpoint, ws.URL):
+		case c.Instance != "" || c == first || config.SameHub(c.HubEndpoint, first.HubEndpoint):
+		case ws != nil && config.SameHub(c.HubEndpoint, ws.URL):
 			log.Info("hub connection left to the workstation's own broker", "connection", c.Name, "hub", c.HubEndpoint)
 		case workspace.ValidID("broker ID", c.BrokerID) != nil:
 			log.Warn("hub connection not served: its broker ID is not a plain name", "connection", c.Name, "hub", c.HubEndpoint)
@@ -175,8 +178,6 @@ func otherHubs(creds *config.BrokerCredentials, first *config.BrokerConnection, 
 	}
 	return out
 }
-
-func sameHubURL(a, b string) bool { return strings.TrimRight(a, "/") == strings.TrimRight(b, "/") }
 
 // regularBroker is the broker configuration of one Hub connection on
 // runtime rt, with the process's settings; first: the connection of
@@ -201,10 +202,6 @@ func regularBroker(s *config.Settings, o config.BrokerOptions, conn *config.Brok
 	if err != nil {
 		return broker.Config{}, err
 	}
-	shared, err := sharedDirExport(s, log)
-	if err != nil {
-		return broker.Config{}, err
-	}
 	// server.broker.agent_hub_endpoint, when set, wins over the
 	// runtime's own choice (the Docker forwarder's address); it names
 	// the first Hub's address, so the others' agents get their own.
@@ -213,7 +210,7 @@ func regularBroker(s *config.Settings, o config.BrokerOptions, conn *config.Brok
 		agentHubEndpoint = cmp.Or(s.Server.Broker.AgentHubEndpoint, agentHub)
 	}
 	return broker.Config{Profiles: profiles, AgentHubEndpoint: agentHubEndpoint, HubEndpoint: conn.HubEndpoint, BrokerID: conn.BrokerID, Name: conn.BrokerName,
-		Secret: []byte(conn.Secret), Runtime: rt, DataDir: dataDir, Version: o.Version, Logger: log.With("hub", conn.HubEndpoint), HTTPClient: hc, SharedDirs: shared,
+		Secret: []byte(conn.Secret), Runtime: rt, DataDir: dataDir, Version: o.Version, Logger: log.With("hub", conn.HubEndpoint), HTTPClient: hc,
 		HeartbeatInterval: o.HeartbeatInterval, Grace: o.HeartbeatGrace, ScionBinary: self, PortRange: ports,
 		Capabilities:  passthroughCapabilities(s.Server.Broker.AllowPassthrough),
 		GitWorkspaces: gitWS,
@@ -253,8 +250,12 @@ func brokerInstances(ctx context.Context, s *config.Settings, creds *config.Brok
 	if err != nil {
 		return err
 	}
+	shared, err := sharedDirExport(s, log)
+	if err != nil {
+		return err
+	}
 	h := &instanceHost{settings: s, hub: ep, version: o.Version, heartbeat: o.HeartbeatInterval, grace: o.HeartbeatGrace,
-		portRange: o.PortRange, dataDir: brokerDataDir(s), gitWorkspaces: gitWS, log: log,
+		portRange: o.PortRange, dataDir: brokerDataDir(s), gitWorkspaces: gitWS, sharedDirs: shared, log: log,
 		runtime: instanceRuntimeFor, fleet: f}
 	return h.serve(ctx, ins, targets, conns)
 }

@@ -49,6 +49,7 @@ type instanceHost struct {
 	portRange        [2]int // the process's range, split among the instances
 	dataDir          string // server.broker.data_dir (or the default)
 	gitWorkspaces    workspace.GitConfig
+	sharedDirs       *workspace.Export // server.shared_dir_storage's, checked once (nil: local)
 	log              *slog.Logger
 	// runtime builds an instance's runtime (newInstanceRuntime; tests
 	// replace it).
@@ -267,13 +268,8 @@ func (h *instanceHost) prepareOne(ctx context.Context, in config.Instance, targe
 		_ = ir.rt.Close()
 		return nil, fmt.Errorf("instance %s: %w", in.Key, err)
 	}
-	shared, err := sharedDirExport(h.settings, h.log)
-	if err != nil {
-		_ = ir.rt.Close()
-		return nil, err
-	}
 	b, err := broker.New(broker.Config{
-		Jobs: jobs, HTTPClient: hc, SharedDirs: shared,
+		Jobs: jobs, HTTPClient: hc, SharedDirs: h.sharedDirs,
 		HubEndpoint: h.hub, BrokerID: conn.BrokerID, Name: cmp.Or(conn.BrokerName, in.Name), Secret: []byte(conn.Secret),
 		Runtime: ir.rt, DataDir: dir, Version: h.version, Logger: h.log,
 		HeartbeatInterval: h.heartbeat, Grace: h.grace, ScionBinary: self, PortRange: ports,

@@ -101,17 +101,9 @@ type FileSource struct{ Path string }
 func (f FileSource) String() string { return "token file " + f.Path }
 
 func (f FileSource) Token(_ context.Context, audience string) (string, time.Time, error) {
-	fh, err := os.Open(f.Path)
+	b, err := readBounded(f.Path, maxTokenBytes, "a token")
 	if err != nil {
 		return "", time.Time{}, fmt.Errorf("%s: %w", f, err)
-	}
-	defer fh.Close()
-	b, err := io.ReadAll(io.LimitReader(fh, maxTokenBytes+1))
-	if err != nil {
-		return "", time.Time{}, fmt.Errorf("%s: %w", f, err)
-	}
-	if len(b) > maxTokenBytes {
-		return "", time.Time{}, fmt.Errorf("%s: larger than %d bytes: not a token", f, maxTokenBytes)
 	}
 	tok := strings.TrimSpace(string(b))
 	c, err := parseClaims(tok)
@@ -149,21 +141,13 @@ func (m MetadataSource) Token(ctx context.Context, audience string) (string, tim
 	if hc == nil {
 		hc = directClient
 	}
-	resp, err := hc.Do(req)
+	b, h, err := fetch(hc, req)
 	if err != nil {
 		return "", time.Time{}, fmt.Errorf("%s: %w", m, err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, maxTokenBytes+1))
-	if err != nil {
-		return "", time.Time{}, fmt.Errorf("%s: %w", m, err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		return "", time.Time{}, fmt.Errorf("%s: %s: %s", m, resp.Status, clip(string(b)))
 	}
 	// Something on that name that is not a metadata server (a captive
 	// portal, a typo in the host) would answer without the flavor.
-	if resp.Header.Get("Metadata-Flavor") != "Google" {
+	if h.Get("Metadata-Flavor") != "Google" {
 		return "", time.Time{}, fmt.Errorf("%s: the answer is not a metadata server's (no Metadata-Flavor: Google)", m)
 	}
 	tok := strings.TrimSpace(string(b))
@@ -197,17 +181,9 @@ type keyFile struct {
 }
 
 func (k KeyFileSource) load() (*keyFile, *rsa.PrivateKey, error) {
-	fh, err := os.Open(k.Path)
+	b, err := readBounded(k.Path, maxKeyFileBytes, "a key file")
 	if err != nil {
 		return nil, nil, err
-	}
-	defer fh.Close()
-	b, err := io.ReadAll(io.LimitReader(fh, maxKeyFileBytes+1))
-	if err != nil {
-		return nil, nil, err
-	}
-	if len(b) > maxKeyFileBytes {
-		return nil, nil, fmt.Errorf("larger than %d bytes: not a key file", maxKeyFileBytes)
 	}
 	var kf keyFile
 	if err := json.Unmarshal(b, &kf); err != nil {
@@ -274,17 +250,9 @@ func (k KeyFileSource) Token(ctx context.Context, audience string) (string, time
 	if hc == nil {
 		hc = http.DefaultClient
 	}
-	resp, err := hc.Do(req)
+	b, _, err := fetch(hc, req)
 	if err != nil {
 		return "", time.Time{}, fmt.Errorf("%s: token endpoint: %w", k, err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, maxTokenBytes+1))
-	if err != nil {
-		return "", time.Time{}, fmt.Errorf("%s: token endpoint: %w", k, err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		return "", time.Time{}, fmt.Errorf("%s: token endpoint: %s: %s", k, resp.Status, clip(string(b)))
 	}
 	var out struct {
 		IDToken string `json:"id_token"`
@@ -297,6 +265,46 @@ func (k KeyFileSource) Token(ctx context.Context, audience string) (string, time
 		return "", time.Time{}, fmt.Errorf("%s: %w", k, err)
 	}
 	return out.IDToken, c.expiry(), nil
+}
+
+// readBounded reads a file of at most max bytes (what names what it
+// should be, for the error).
+func readBounded(path string, max int, what string) ([]byte, error) {
+	fh, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer fh.Close()
+	b, err := io.ReadAll(io.LimitReader(fh, int64(max)+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > max {
+		return nil, fmt.Errorf("larger than %d bytes: not %s", max, what)
+	}
+	return b, nil
+}
+
+// fetch sends req and returns a 200 answer's body (at most
+// maxTokenBytes) and headers; another status is an error with the start
+// of its body.
+func fetch(hc *http.Client, req *http.Request) ([]byte, http.Header, error) {
+	resp, err := hc.Do(req)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, maxTokenBytes+1))
+	if err != nil {
+		return nil, nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, nil, fmt.Errorf("%s: %s", resp.Status, clip(string(b)))
+	}
+	if len(b) > maxTokenBytes {
+		return nil, nil, fmt.Errorf("an answer larger than %d bytes", maxTokenBytes)
+	}
+	return b, resp.Header, nil
 }
 
 // signJWT signs claims with RS256.

@@ -5,7 +5,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/scion-go/scion/api"
@@ -46,11 +45,7 @@ func TestDockerMoveOverTheExport(t *testing.T) {
 	}
 	brokers := map[string]*dockerBrokerHost{}
 	for _, name := range []string{"b1", "b2"} {
-		m := t.TempDir()
-		if err := syscall.Mount(export, m, "", syscall.MS_BIND, ""); err != nil {
-			t.Fatalf("bind mount: %v", err)
-		}
-		t.Cleanup(func() { syscall.Unmount(m, syscall.MNT_DETACH) })
+		m := bindExport(t, export)
 		b := &dockerBrokerHost{brokerHost: &brokerHost{host: newHost(t, name), brokerName: name}}
 		cleanupBrokerContainers(t, cl, &b.brokerID)
 		b.useHub(t, hub.URL, token)

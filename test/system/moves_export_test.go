@@ -45,11 +45,7 @@ func TestMoveChecksTheExportThroughEachMount(t *testing.T) {
 	}
 	mounts := map[string]string{"b3": other}
 	for _, name := range []string{"b1", "b2"} {
-		m := t.TempDir()
-		if err := syscall.Mount(shared, m, "", syscall.MS_BIND, ""); err != nil {
-			t.Fatalf("bind mount: %v", err)
-		}
-		t.Cleanup(func() { syscall.Unmount(m, syscall.MNT_DETACH) })
+		m := bindExport(t, shared)
 		mounts[name] = m
 	}
 	for _, name := range []string{"b1", "b2", "b3"} {
@@ -96,6 +92,20 @@ func TestMoveChecksTheExportThroughEachMount(t *testing.T) {
 // (found) at mount.
 func writeWorkspaceStorage(t *testing.T, h *host, mount string) {
 	t.Helper()
+	editSettings(t, h, func(s *config.Settings) { s.Server.WorkspaceStorage = testShare("ws", mount) })
+}
+
+// testShare is the nfs storage setting of the tests' export, with its
+// subpath_root sub, mounted (found) at mount.
+func testShare(sub, mount string) config.WorkspaceStorageSettings {
+	return config.WorkspaceStorageSettings{Backend: config.StorageNFS, NFS: config.NFSSettings{
+		Shares: []config.NFSShare{{Server: "nfs.test", Export: "/srv/scion", SubpathRoot: sub, MountPath: mount}}}}
+}
+
+// editSettings changes the host's settings.yaml with edit, keeping
+// whatever register wrote there.
+func editSettings(t *testing.T, h *host, edit func(*config.Settings)) {
+	t.Helper()
 	path := filepath.Join(h.home, "settings.yaml")
 	var s config.Settings
 	if b, err := os.ReadFile(path); err == nil {
@@ -103,8 +113,7 @@ func writeWorkspaceStorage(t *testing.T, h *host, mount string) {
 			t.Fatal(err)
 		}
 	}
-	s.Server.WorkspaceStorage = config.WorkspaceStorageSettings{Backend: config.StorageNFS, NFS: config.NFSSettings{
-		Shares: []config.NFSShare{{Server: "nfs.test", Export: "/srv/scion", SubpathRoot: "ws", MountPath: mount}}}}
+	edit(&s)
 	out, err := yaml.Marshal(&s)
 	if err != nil {
 		t.Fatal(err)
@@ -112,4 +121,17 @@ func writeWorkspaceStorage(t *testing.T, h *host, mount string) {
 	if err := os.WriteFile(path, out, 0o600); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// bindExport bind-mounts the directory export at a mount point of its
+// own (one broker's view of the simulated NFS export: this machine has
+// no NFS client), unmounted when the test ends.
+func bindExport(t *testing.T, export string) string {
+	t.Helper()
+	m := t.TempDir()
+	if err := syscall.Mount(export, m, "", syscall.MS_BIND, ""); err != nil {
+		t.Fatalf("bind mount: %v", err)
+	}
+	t.Cleanup(func() { syscall.Unmount(m, syscall.MNT_DETACH) })
+	return m
 }

@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -60,11 +59,7 @@ func TestKubernetesMoveClonePerAgentOverAClaimedExport(t *testing.T) {
 	const pv = "scion-workspaces"
 	kubeconfig := c.Kubeconfig(t, "default", map[string]string{"batch": user.Token})
 	for _, name := range []string{"ka", "kb"} {
-		m := t.TempDir()
-		if err := syscall.Mount(export, m, "", syscall.MS_BIND, ""); err != nil {
-			t.Fatalf("bind mount: %v", err)
-		}
-		t.Cleanup(func() { syscall.Unmount(m, syscall.MNT_DETACH) })
+		m := bindExport(t, export)
 		b := &brokerHost{host: newHost(t, name), brokerName: name}
 		b.useHub(t, hub.URL, token)
 		var reg registration

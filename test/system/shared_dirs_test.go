@@ -5,11 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
-
-	"gopkg.in/yaml.v3"
 
 	"github.com/scion-go/scion/api"
 	"github.com/scion-go/scion/config"
@@ -51,12 +48,8 @@ func TestSharedDirsAcrossDockerBrokers(t *testing.T) {
 		b.brokerID = reg.BrokerID
 		b.mustScion(t, "runtime-broker", "provide", "--project", "team")
 		if name != "s3" {
-			m := t.TempDir()
-			if err := syscall.Mount(export, m, "", syscall.MS_BIND, ""); err != nil {
-				t.Fatalf("bind mount: %v", err)
-			}
-			t.Cleanup(func() { syscall.Unmount(m, syscall.MNT_DETACH) })
-			writeSharedDirStorage(t, b.host, m)
+			m := bindExport(t, export)
+			editSettings(t, b.host, func(s *config.Settings) { s.Server.SharedDirStorage = testShare("shared", m) })
 		}
 		b.startDocker(t)
 	}
@@ -120,26 +113,4 @@ func TestSharedDirsAcrossDockerBrokers(t *testing.T) {
 	// A broker without the setting: the project's directory of its own.
 	start("on-s3", "s3")
 	notes("on-s3", "on-s3")
-}
-
-// writeSharedDirStorage sets server.shared_dir_storage on the nfs backend
-// with the export mounted at mount, in h's settings.
-func writeSharedDirStorage(t *testing.T, h *host, mount string) {
-	t.Helper()
-	path := filepath.Join(h.home, "settings.yaml")
-	var s config.Settings
-	if b, err := os.ReadFile(path); err == nil {
-		if err := yaml.Unmarshal(b, &s); err != nil {
-			t.Fatal(err)
-		}
-	}
-	s.Server.SharedDirStorage = config.WorkspaceStorageSettings{Backend: config.StorageNFS, NFS: config.NFSSettings{
-		Shares: []config.NFSShare{{Server: "nfs.test", Export: "/srv/scion", SubpathRoot: "shared", MountPath: mount}}}}
-	out, err := yaml.Marshal(&s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, out, 0o600); err != nil {
-		t.Fatal(err)
-	}
 }

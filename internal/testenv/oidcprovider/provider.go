@@ -374,6 +374,11 @@ func (p *Provider) idToken(c Claims) (string, error) {
 		}
 		key = p.forged
 	}
+	return p.sign(key, claims)
+}
+
+// sign makes a JWT of claims signed by key under the published key ID.
+func (p *Provider) sign(key *rsa.PrivateKey, claims map[string]any) (string, error) {
 	payload, err := json.Marshal(claims)
 	if err != nil {
 		return "", err

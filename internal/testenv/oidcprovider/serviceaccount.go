@@ -98,24 +98,14 @@ func (p *Provider) saToken(email, audience string) (string, error) {
 	if life <= 0 {
 		life = time.Hour
 	}
-	payload, err := json.Marshal(map[string]any{
+	tok, err := p.sign(p.key, map[string]any{
 		"iss": p.Issuer, "sub": "sa-" + email, "email": email, "email_verified": true,
 		"aud": audience, "iat": now.Unix(), "exp": now.Add(life).Unix(),
 	})
-	if err != nil {
-		return "", err
+	if err == nil {
+		p.saMinted++
 	}
-	signer, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.RS256, Key: jose.JSONWebKey{Key: p.key, KeyID: p.keyID}},
-		(&jose.SignerOptions{}).WithType("JWT"))
-	if err != nil {
-		return "", err
-	}
-	jws, err := signer.Sign(payload)
-	if err != nil {
-		return "", err
-	}
-	p.saMinted++
-	return jws.CompactSerialize()
+	return tok, err
 }
 
 // tokenOrServiceAccount is the token endpoint: the JWT-bearer grant of a
