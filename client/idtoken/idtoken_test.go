@@ -19,6 +19,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -165,6 +166,21 @@ func TestFileSourceChecksTheAudience(t *testing.T) {
 	}
 	if _, _, err := f.Token(context.Background(), "client-a"); err == nil || strings.Contains(err.Error(), "not a token\"") {
 		t.Fatalf("garbage: %v", err)
+	}
+	// A FIFO in its place is refused at once, not waited on.
+	fifo := filepath.Join(t.TempDir(), "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { _, _, err := (FileSource{Path: fifo}).Token(context.Background(), "client-a"); done <- err }()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "not a regular file") {
+			t.Fatalf("a FIFO: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("reading a FIFO token file hung")
 	}
 }
 

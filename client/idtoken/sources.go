@@ -19,6 +19,7 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -267,14 +268,21 @@ func (k KeyFileSource) Token(ctx context.Context, audience string) (string, time
 	return out.IDToken, c.expiry(), nil
 }
 
-// readBounded reads a file of at most max bytes (what names what it
-// should be, for the error).
+// readBounded reads a regular file of at most max bytes (what names what
+// it should be, for the error). It is opened without blocking and must be
+// a regular file: a FIFO named there would otherwise hang every request
+// to the Hub. Symlinks are followed (a projected token is one).
 func readBounded(path string, max int, what string) ([]byte, error) {
-	fh, err := os.Open(path)
+	fh, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, err
 	}
 	defer fh.Close()
+	if fi, err := fh.Stat(); err != nil {
+		return nil, err
+	} else if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("not a regular file: not %s", what)
+	}
 	b, err := io.ReadAll(io.LimitReader(fh, int64(max)+1))
 	if err != nil {
 		return nil, err
