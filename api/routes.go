@@ -73,9 +73,13 @@ const (
 const (
 	EnvHubEndpoint = "SCION_HUB_ENDPOINT"
 	EnvHubURL      = "SCION_HUB_URL"
-	EnvAgentToken  = "SCION_AGENT_TOKEN"
-	EnvAgentID     = "SCION_AGENT_ID"
-	EnvProject     = "SCION_PROJECT"
+	// EnvHubCA is a PEM file of the CA that signed the Hub's TLS
+	// certificate, for a Hub named by SCION_HUB_ENDPOINT or SCION_HUB_URL
+	// under a private CA (hub list entries keep theirs as hubs.<name>.ca).
+	EnvHubCA      = "SCION_HUB_CA"
+	EnvAgentToken = "SCION_AGENT_TOKEN"
+	EnvAgentID    = "SCION_AGENT_ID"
+	EnvProject    = "SCION_PROJECT"
 	// EnvHandoff holds a reincarnated agent's preamble and handoff (also
 	// in HandoffFile where its runtime mounts the broker's home): it
 	// reaches the agent on every runtime, a Kubernetes pod's own home

@@ -78,7 +78,7 @@ activates it as soon as the experiment is turned on, without a restart.
 				}
 				return a.registerInstance(cmd, instance, autoProvide, force)
 			}
-			t, cl, err := a.connect()
+			t, cl, err := a.connectBroker()
 			if err != nil {
 				return err
 			}
@@ -128,7 +128,7 @@ name. Credentials and server.broker.hub_endpoint are saved as by register.
 			if err := a.useTransportFlags(tf); err != nil {
 				return err
 			}
-			t, cl, err := a.connect()
+			t, cl, err := a.connectBroker()
 			if err != nil {
 				return err
 			}
@@ -218,7 +218,7 @@ type registration struct {
 // server.broker.hub_endpoint when it is unset and no workstation Hub runs
 // on this host (that Hub's co-located broker must keep pointing at it).
 func (a *app) saveRegistration(cmd *cobra.Command, t *hubconn.Target, creds *config.BrokerCredentials, s *config.Settings, bc *api.BrokerCredentials) error {
-	r, ws, err := storeRegistration(t, creds, s, bc, "", nil, a.transport)
+	r, ws, err := storeRegistration(t, creds, s, bc, "", nil, a.transport, a.insecureHTTP)
 	if err != nil {
 		return err
 	}
@@ -237,7 +237,7 @@ func (a *app) saveRegistration(cmd *cobra.Command, t *hubconn.Target, creds *con
 // tr is the transport settings given with the command; nil keeps those of
 // the connection it replaces (a --force registration through the same
 // guard).
-func storeRegistration(t *hubconn.Target, creds *config.BrokerCredentials, s *config.Settings, bc *api.BrokerCredentials, instance string, target *config.RuntimeTarget, tr *idtoken.Settings) (registration, *config.Workstation, error) {
+func storeRegistration(t *hubconn.Target, creds *config.BrokerCredentials, s *config.Settings, bc *api.BrokerCredentials, instance string, target *config.RuntimeTarget, tr *idtoken.Settings, insecureHTTP bool) (registration, *config.Workstation, error) {
 	conn := &config.BrokerConnection{
 		Name:          connectionName(creds, bc.Name, t.URL),
 		Instance:      instance,
@@ -253,6 +253,9 @@ func storeRegistration(t *hubconn.Target, creds *config.BrokerCredentials, s *co
 	case old != nil:
 		conn.TransportMode, conn.TransportAudience = old.TransportMode, old.TransportAudience
 	}
+	// The trust the registration itself used: the broker checks the
+	// Hub's certificate against the same CA.
+	conn.CAFile, conn.InsecureHTTP = t.CAFile, insecureHTTP
 	creds.Put(conn)
 	if err := creds.Save(); err != nil {
 		return registration{}, nil, fmt.Errorf("registered broker %s (%s) but could not save its credentials: %w", bc.Name, bc.BrokerID, err)

@@ -73,7 +73,7 @@ func (a *app) registerInstance(cmd *cobra.Command, key string, autoProvide, forc
 			target = targets[i]
 		}
 	}
-	t, cl, err := a.connect()
+	t, cl, err := a.connectBroker()
 	if err != nil {
 		return err
 	}
@@ -112,7 +112,7 @@ func (a *app) registerInstance(cmd *cobra.Command, key string, autoProvide, forc
 		return err
 	}
 	registered := config.RuntimeTarget(target)
-	r, ws, err := storeRegistration(t, creds, settings, bc, key, &registered, a.transport)
+	r, ws, err := storeRegistration(t, creds, settings, bc, key, &registered, a.transport, a.insecureHTTP)
 	if err != nil {
 		return err
 	}

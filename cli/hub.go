@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/scion-go/scion/cli/hubconn"
 	"github.com/scion-go/scion/cli/show"
+	"github.com/scion-go/scion/client/hubtls"
 	"github.com/scion-go/scion/config"
 )
 
@@ -30,7 +32,7 @@ access tokens, and Hub secrets.`,
 
 func newHubAddCmd() *cobra.Command {
 	var use bool
-	var token string
+	var token, ca string
 	c := &cobra.Command{
 		Use:   "add <name> <hub-url>",
 		Short: "Add a Hub to the hub list (or change its URL)",
@@ -38,6 +40,7 @@ func newHubAddCmd() *cobra.Command {
 with --hub or 'scion hub use'. Sign in with 'scion hub auth login', or pass
 --token to store a bearer token right away.`,
 		Example: `  scion hub add team https://hub.example.com --use
+  scion hub add corp https://hub.corp.internal --ca corp-ca.pem
   scion hub add lab http://10.0.0.5:8080 --token "$LAB_TOKEN"`,
 		Args: exactArgs("name", "hub-url"),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -54,9 +57,20 @@ with --hub or 'scion hub use'. Sign in with 'scion hub auth login', or pass
 				return err
 			}
 			e := &config.HubEntry{URL: u, Token: token}
+			if ca != "" {
+				if e.CA, err = filepath.Abs(ca); err != nil {
+					return err
+				}
+				if _, err := hubtls.LoadCA(e.CA); err != nil {
+					return usageErr(err)
+				}
+			}
 			// Re-adding the same URL keeps the stored sign-in.
 			if old, ok := l.Hubs[name]; ok && token == "" && hubconn.SameURL(old.URL, u) {
 				e.Token = old.Token
+			}
+			if old, ok := l.Hubs[name]; ok && ca == "" && hubconn.SameURL(old.URL, u) {
+				e.CA = old.CA
 			}
 			l.Hubs[name] = e
 			if use {
@@ -73,11 +87,15 @@ with --hub or 'scion hub use'. Sign in with 'scion hub auth login', or pass
 			if e.Token == "" {
 				fmt.Fprintf(w, "Sign in with: scion hub auth login --hub %s\n", name)
 			}
+			if err := hubtls.CheckScheme(u, false, ""); err != nil {
+				fmt.Fprintf(cmd.ErrOrStderr(), "Warning: %s is plain http and not on this machine: tokens cross the network in the clear, and brokers refuse it without --insecure-http.\n", u)
+			}
 			return nil
 		},
 	}
 	c.Flags().BoolVar(&use, "use", false, "make it the current hub")
 	c.Flags().StringVar(&token, "token", "", "bearer token to store for this hub")
+	c.Flags().StringVar(&ca, "ca", "", "PEM file of the CA that signed the Hub's TLS certificate, stored as hubs.<name>.ca (a private CA)")
 	return c
 }
 

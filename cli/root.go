@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -21,6 +22,7 @@ import (
 	"github.com/scion-go/scion/api"
 	"github.com/scion-go/scion/cli/hubconn"
 	"github.com/scion-go/scion/client"
+	"github.com/scion-go/scion/client/hubtls"
 	"github.com/scion-go/scion/client/idtoken"
 )
 
@@ -39,6 +41,13 @@ type app struct {
 	// --transport-audience (nil: not given): connect uses them for the
 	// registration's own requests, and they are saved with it.
 	transport *idtoken.Settings
+	// ca is --ca: the CA file the Hub's certificate is checked against,
+	// over hubs.<name>.ca and SCION_HUB_CA.
+	ca string
+	// insecureHTTP is register's and join's --insecure-http: plain http
+	// to a Hub that is not on loopback, allowed and saved with the
+	// connection.
+	insecureHTTP bool
 }
 
 // NewRoot builds the scion command tree; d runs its daemons (see Daemons).
@@ -72,6 +81,7 @@ entry uses its own token or none, never another entry's.`,
 	pf := root.PersistentFlags()
 	pf.StringVar(&a.hub, "hub", "", "Hub to use: a URL or a hub list nickname")
 	pf.StringVarP(&a.output, "output", "o", outputTable, "output format: table or json")
+	pf.StringVar(&a.ca, "ca", "", "PEM file of the CA that signed the Hub's TLS certificate (a private CA); over hubs.<name>.ca and SCION_HUB_CA")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageErr(err) })
 
 	root.AddCommand(
@@ -111,6 +121,15 @@ func explainErrors(c *cobra.Command, f func(error) error) {
 func (a *app) explain(err error) error {
 	var ae *api.Error
 	t := a.target
+	if t != nil {
+		fix := "pass --ca <file> with the CA certificate that signed it"
+		if t.Name != "" {
+			fix += fmt.Sprintf(", or store it with 'scion hub add %s %s --ca <file>'", t.Name, t.URL)
+		}
+		if e := hubtls.Explain(err, t.URL, fix); e != err {
+			return e
+		}
+	}
 	if t == nil || t.Token != "" || a.ownCredential || !errors.As(err, &ae) || ae.Status != http.StatusUnauthorized {
 		return err
 	}
@@ -173,6 +192,15 @@ func (a *app) connect() (*hubconn.Target, *client.Client, error) {
 		return nil, nil, err
 	}
 	a.target = t
+	if a.ca != "" {
+		ca, err := filepath.Abs(a.ca)
+		if err != nil {
+			return nil, nil, err
+		}
+		if err := hubconn.WithCA(t, ca); err != nil {
+			return nil, nil, usageErr(err)
+		}
+	}
 	if a.transport != nil {
 		if err := hubconn.WithTransport(t, a.transport); err != nil {
 			return nil, nil, err

@@ -74,6 +74,8 @@ token is written to ~/.scion/hub-admin-token (0600), never to the log.`,
 	fl.DurationVar(&f.Limits.BodyStall, "read-body-timeout", f.Limits.BodyStall, "longest a request body may go without a byte arriving (and the grace before --read-body-min-rate applies); then the connection is closed")
 	fl.Int64Var(&f.Limits.BodyMinRate, "read-body-min-rate", f.Limits.BodyMinRate, "slowest average, in bytes per second, a request body may arrive at once --read-body-timeout has passed; 0 for none")
 	fl.IntVar(&f.Limits.MaxConns, "max-connections", f.Limits.MaxConns, "connections the Hub holds open in all (lowered to fit the file descriptor limit)")
+	fl.StringVar(&f.TLSCert, "tls-cert", "", "PEM certificate (chain) to serve HTTPS with; reloaded when the file changes (settings: server.hub.tls.cert_file)")
+	fl.StringVar(&f.TLSKey, "tls-key", "", "PEM private key of --tls-cert; keep it 0600 (settings: server.hub.tls.key_file)")
 	fl.StringVar(&f.SecretsKeyFile, "secrets-key-file", "", "file with the 32-byte key (64 hex digits) that seals Hub secrets and signing keys (default <scion home>/hub-secrets.key, made on first start; must be 0600 or 0400)")
 	fl.DurationVar(&f.AgentTokenTTL, "agent-token-ttl", api.DefaultAgentTokenTTL, "lifetime of an agent token; the scion CLI inside an agent renews it when half of it is left")
 	return cmd

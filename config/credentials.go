@@ -31,6 +31,11 @@ type BrokerConnection struct {
 	// connection for Hubs behind IAP (spec field names).
 	TransportMode     string `yaml:"transportMode,omitempty"`
 	TransportAudience string `yaml:"transportAudience,omitempty"`
+	// CAFile is the PEM file of the CA that signed the Hub's TLS
+	// certificate ("": the system's roots); InsecureHTTP allows plain
+	// http to a Hub that is not on loopback (refused otherwise).
+	CAFile       string `yaml:"caFile,omitempty"`
+	InsecureHTTP bool   `yaml:"insecureHTTP,omitempty"`
 }
 
 // BrokerCredentials is broker-credentials.yaml.

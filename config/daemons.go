@@ -30,6 +30,9 @@ type ServerOptions struct {
 	// OIDC holds the --oidc-* flags; each non-empty field overrides its
 	// server.hub.oidc key.
 	OIDC OIDCSettings
+	// TLSCert and TLSKey are --tls-cert and --tls-key; each non-empty one
+	// overrides its server.hub.tls key.
+	TLSCert, TLSKey string
 	// SecretsKeyFile is --secrets-key-file ("": <scion home>/hub-secrets.key).
 	SecretsKeyFile string
 	AgentTokenTTL  time.Duration

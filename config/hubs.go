@@ -14,6 +14,10 @@ import (
 type HubEntry struct {
 	URL   string `yaml:"url"`
 	Token string `yaml:"token,omitempty"`
+	// CA is the PEM file of the CA that signed the Hub's TLS certificate
+	// (hubs.<name>.ca), for a Hub under a private CA; "" trusts the
+	// system's roots.
+	CA string `yaml:"ca,omitempty"`
 }
 
 // HubList is hubs.yaml.

@@ -122,7 +122,17 @@ type HubSettings struct {
 	Listen string         `yaml:"listen,omitempty"`
 	DB     string         `yaml:"db,omitempty"`
 	OIDC   *OIDCSettings  `yaml:"oidc,omitempty"`
+	TLS    *HubTLS        `yaml:"tls,omitempty"`
 	Extra  map[string]any `yaml:",inline"`
+}
+
+// HubTLS is server.hub.tls: the Hub serves HTTPS with this certificate
+// and key (PEM files, reloaded when they change). The --tls-cert and
+// --tls-key flags override each key.
+type HubTLS struct {
+	CertFile string         `yaml:"cert_file,omitempty"`
+	KeyFile  string         `yaml:"key_file,omitempty"`
+	Extra    map[string]any `yaml:",inline"`
 }
 
 // OIDCSettings is server.hub.oidc: user sign-in through an OIDC provider

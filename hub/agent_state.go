@@ -57,6 +57,7 @@ func (s *Server) afterDispatchFrom(ctx context.Context, agentID string, cur *sto
 		}
 	case err == nil && derr == nil:
 		s.observed.applied(agentID, st.ObservedAt)
+		s.log.Debug("command answer applied", "agent_id", agentID, "state", st.State, "observed_at", st.ObservedAt, "phase", a.Phase)
 	}
 	if err != nil {
 		return nil, err

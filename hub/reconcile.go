@@ -39,20 +39,24 @@ func (s *Server) applyStatus(ctx context.Context, brokerID string, st wire.Agent
 		return a, nil
 	}
 	var wasHolding bool
+	var from string
 	a2, err := s.mutateAgent(ctx, a.ID, func(a *store.Agent) error {
 		if !s.observed.fresh(a.ID, st.ObservedAt) {
 			return errStale
 		}
-		wasHolding = keepsSlot(a)
+		wasHolding, from = keepsSlot(a), a.Phase
 		applyContainerState(a, st)
 		return nil
 	})
 	if errors.Is(err, errStale) {
+		s.log.Debug("broker report of an agent older than one applied; dropped", "agent_id", st.AgentID, "state", st.State, "observed_at", st.ObservedAt)
 		return a, nil
 	}
 	if err != nil {
 		return nil, err
 	}
+	s.log.Debug("broker report of an agent applied", "agent_id", st.AgentID, "state", st.State, "observed_at", st.ObservedAt,
+		"phase_before", from, "phase", a2.Phase)
 	s.observed.applied(a.ID, st.ObservedAt)
 	if wasHolding && !keepsSlot(a2) {
 		return a2, s.store.Release(ctx, a2.ID)

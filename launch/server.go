@@ -2,8 +2,10 @@ package launch
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -52,6 +54,18 @@ func Server(parent context.Context, o config.ServerOptions) error {
 			return usageErrorf("--workstation listens on loopback only; --listen (or server.hub.listen) must be 127.0.0.1:PORT")
 		}
 	}
+	tlsCert, tlsKey, err := hubTLSFiles(f.TLSCert, f.TLSKey, settings.Server.Hub, f.Workstation)
+	if err != nil {
+		return err
+	}
+	var certs *transport.CertReloader
+	if tlsCert != "" {
+		// Loaded before anything else starts: a bad pair stops the Hub
+		// with the files named, rather than failing every handshake.
+		if certs, err = transport.NewCertReloader(tlsCert, tlsKey, log); err != nil {
+			return err
+		}
+	}
 	oidcCfg, err := oidcConfig(f.OIDC)
 	if err != nil {
 		return err
@@ -75,7 +89,11 @@ func Server(parent context.Context, o config.ServerOptions) error {
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w (is another Hub running? stop it or pass --listen)", f.Listen, err)
 	}
-	url := "http://" + ln.Addr().String()
+	scheme := "http://"
+	if certs != nil {
+		scheme = "https://"
+	}
+	url := scheme + ln.Addr().String()
 	srv.SetPublicURL(url)
 	// Everything a client needs (the workstation file with its token, the
 	// first admin token) is in place before the Hub answers /readyz.
@@ -101,14 +119,21 @@ func Server(parent context.Context, o config.ServerOptions) error {
 	hs, limited := transport.NewHTTPServer(srv.Handler(), ln, limits, log)
 	srv.WatchConnections(limited)
 	serveErr := make(chan error, 1)
-	go func() { serveErr <- hs.Serve(limited) }()
+	if certs != nil {
+		hs.TLSConfig = transport.ServerTLSConfig(certs)
+		// A non-nil empty map: no HTTP/2 (see ServerTLSConfig).
+		hs.TLSNextProto = map[string]func(*http.Server, *tls.Conn, http.Handler){}
+		go func() { serveErr <- hs.ServeTLS(limited, "", "") }()
+	} else {
+		go func() { serveErr <- hs.Serve(limited) }()
+	}
 	brokerDone := make(chan struct{})
 	if runBrokers != nil {
 		go func() { defer close(brokerDone); runBrokers(ctx) }()
 	} else {
 		close(brokerDone)
 	}
-	log.Info("hub listening", "url", url, "database", redactDSN(dsn), "workstation", f.Workstation,
+	log.Info("hub listening", "url", url, "tls", certs != nil, "database", redactDSN(dsn), "workstation", f.Workstation,
 		"max_connections", limits.MaxConns, "max_connections_per_address", limits.MaxConnsPerAddr,
 		"max_connections_per_caller", limits.MaxConnsPerCaller)
 	if oidcCfg != nil {

@@ -4,20 +4,42 @@ import (
 	"net/http"
 	"os"
 
+	"github.com/scion-go/scion/client/hubtls"
 	"github.com/scion-go/scion/client/idtoken"
 	"github.com/scion-go/scion/config"
 )
 
+// brokerCAFix is what a broker's log says to do about a Hub certificate
+// it does not trust.
+const brokerCAFix = "register this broker again with the CA that signed it: " +
+	"'scion runtime-broker register --force --ca <file>' (or set caFile for this connection in broker-credentials.yaml)"
+
 // hubHTTPClient is the HTTP client of a broker's requests to its Hub (the
 // control channel's upgrade, at every reconnect, and its secret fetches):
-// with the connection's transport auth (transportMode and
-// transportAudience, under SCION_TRANSPORT_MODE and
-// SCION_TRANSPORT_AUDIENCE), an ID token on each; nil without one, so
-// the broker's default applies.
+// the connection's trust (caFile; plain http to a Hub that is not on
+// loopback is refused unless insecureHTTP), its transport auth
+// (transportMode and transportAudience, under SCION_TRANSPORT_MODE and
+// SCION_TRANSPORT_AUDIENCE) with an ID token on each request, and errors
+// that name the fix when the Hub's certificate is not trusted.
 func hubHTTPClient(conn *config.BrokerConnection, hubURL string) (*http.Client, error) {
-	a, err := idtoken.New(idtoken.Settings{Mode: conn.TransportMode, Audience: conn.TransportAudience}, hubURL, os.Getenv)
-	if err != nil || a == nil {
+	if err := hubtls.CheckScheme(hubURL, conn.InsecureHTTP,
+		"'scion runtime-broker register --force --insecure-http' (saved as insecureHTTP in broker-credentials.yaml)"); err != nil {
 		return nil, err
 	}
-	return &http.Client{Transport: &idtoken.Transport{Auth: a}}, nil
+	var rt http.RoundTripper
+	tr, err := hubtls.Transport(hubtls.Settings{CAFile: conn.CAFile})
+	if err != nil {
+		return nil, err
+	}
+	if tr != nil {
+		rt = tr
+	}
+	a, err := idtoken.New(idtoken.Settings{Mode: conn.TransportMode, Audience: conn.TransportAudience}, hubURL, os.Getenv)
+	if err != nil {
+		return nil, err
+	}
+	if a != nil {
+		rt = &idtoken.Transport{Base: rt, Auth: a}
+	}
+	return &http.Client{Transport: hubtls.Explaining(rt, hubURL, brokerCAFix)}, nil
 }

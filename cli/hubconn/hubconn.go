@@ -7,12 +7,14 @@ package hubconn
 
 import (
 	"fmt"
+	"net/http"
 	"net/url"
 	"os"
 	"strings"
 
 	"github.com/scion-go/scion/api"
 	"github.com/scion-go/scion/client"
+	"github.com/scion-go/scion/client/hubtls"
 	"github.com/scion-go/scion/client/idtoken"
 	"github.com/scion-go/scion/config"
 )
@@ -36,6 +38,11 @@ type Target struct {
 	// Transport is the Hub's transport auth (an ID token for IAP or Cloud
 	// Run on every request); nil for none. See transport.go.
 	Transport *idtoken.Auth
+	// CAFile is the CA the Hub's certificate is checked against ("": the
+	// system's roots): --ca, hubs.<name>.ca or SCION_HUB_CA. tlsBase is
+	// the transport it makes (WithCA).
+	CAFile  string
+	tlsBase http.RoundTripper
 }
 
 // Inputs is everything hub resolution reads, so that the order can be
@@ -83,7 +90,7 @@ func pickHub(in Inputs) (*Target, error) {
 		if err != nil {
 			return nil, fmt.Errorf("--hub %s: %w", in.Flag, err)
 		}
-		return &Target{URL: u, Token: e.Token, Name: name, Source: sourceFlag}, nil
+		return &Target{URL: u, Token: e.Token, Name: name, Source: sourceFlag, CAFile: e.CA}, nil
 	}
 	for _, env := range []string{api.EnvHubEndpoint, api.EnvHubURL} {
 		if v := strings.TrimSpace(in.Getenv(env)); v != "" {
@@ -94,7 +101,7 @@ func pickHub(in Inputs) (*Target, error) {
 			// Inside an agent container the agent's own identity is the
 			// caller, even if the URL also appears in a hub list.
 			tok := pickAgentToken(in.Getenv(api.EnvAgentToken), in.AgentToken, in.Getenv(api.EnvAgentID))
-			return &Target{URL: u, Token: tok, Source: env, AgentTokenFile: in.AgentTokenFile}, nil
+			return &Target{URL: u, Token: tok, Source: env, AgentTokenFile: in.AgentTokenFile, CAFile: strings.TrimSpace(in.Getenv(api.EnvHubCA))}, nil
 		}
 	}
 	if cur := in.Hubs.Current; cur != "" {
@@ -106,7 +113,7 @@ func pickHub(in Inputs) (*Target, error) {
 		if err != nil {
 			return nil, fmt.Errorf("hub %q: %w", cur, err)
 		}
-		return &Target{URL: u, Token: e.Token, Name: cur, Source: sourceHubList}, nil
+		return &Target{URL: u, Token: e.Token, Name: cur, Source: sourceHubList, CAFile: e.CA}, nil
 	}
 	if w := in.Workstation; w != nil && w.URL != "" {
 		u, err := NormalizeURL(w.URL)
@@ -163,7 +170,25 @@ func Load(flag string) (*Target, error) {
 	if err := WithTransport(t, nil); err != nil {
 		return nil, err
 	}
+	if err := WithCA(t, t.CAFile); err != nil {
+		return nil, err
+	}
 	return t, nil
+}
+
+// WithCA makes t check its Hub's certificate against the CA in path ("":
+// the system's roots), read now so that a missing or malformed file is
+// said before any request.
+func WithCA(t *Target, path string) error {
+	tr, err := hubtls.Transport(hubtls.Settings{CAFile: path})
+	if err != nil {
+		return fmt.Errorf("hub %s: %w", t.URL, err)
+	}
+	t.CAFile, t.tlsBase = path, nil
+	if tr != nil {
+		t.tlsBase = tr
+	}
+	return nil
 }
 
 // NormalizeURL checks that u is an absolute http(s) URL and drops a

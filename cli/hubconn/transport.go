@@ -66,8 +66,11 @@ func WithTransport(t *Target, conn *idtoken.Settings) error {
 }
 
 func (t *Target) httpClient() *http.Client {
-	if t.Transport == nil {
-		return nil
+	switch {
+	case t.Transport != nil:
+		return &http.Client{Transport: &idtoken.Transport{Base: t.tlsBase, Auth: t.Transport}}
+	case t.tlsBase != nil:
+		return &http.Client{Transport: t.tlsBase}
 	}
-	return &http.Client{Transport: &idtoken.Transport{Auth: t.Transport}}
+	return nil
 }

@@ -206,7 +206,7 @@ func (l *ConnLimiter) logCounts(msg, why string) {
 // ConnState is the http.Server hook that tells the limiter which
 // connections are quiet (may be closed to make room) and which are busy.
 func (l *ConnLimiter) ConnState(c net.Conn, st http.ConnState) {
-	lc, ok := c.(*limitedConn)
+	lc, ok := netConnOf(c).(*limitedConn)
 	if !ok {
 		return
 	}

@@ -140,7 +140,7 @@ type connCtxKey struct{}
 // connContext is the http.Server's ConnContext: a handler finds its
 // connection (limitedConnOf) to track its body and its caller.
 func connContext(ctx context.Context, c net.Conn) context.Context {
-	if lc, ok := c.(*limitedConn); ok {
+	if lc, ok := netConnOf(c).(*limitedConn); ok {
 		return context.WithValue(ctx, connCtxKey{}, lc)
 	}
 	return ctx

@@ -32,7 +32,7 @@ var Rules = []Rule{
 		// (which Hub, which token) and cli/show (how output looks) are
 		// the CLI's own parts.
 		Name: "cli imports only api, client, config, internal/splitplan and its parts",
-		Pkgs: []string{"cli/..."}, Only: []string{"api", "client", "client/idtoken", "cli/hubconn", "cli/show", "config", "internal/splitplan"},
+		Pkgs: []string{"cli/..."}, Only: []string{"api", "client", "client/hubtls", "client/idtoken", "cli/hubconn", "cli/show", "config", "internal/splitplan"},
 	},
 	{
 		// launch wires everything together; only the binary's main may
@@ -247,15 +247,15 @@ var Rules = []Rule{
 	{
 		// The daemons' wiring: every product part, never the CLI, the
 		// typed client or a test harness. client/idtoken (a Hub
-		// connection's transport auth, standard library only) is the
-		// broker's as much as the CLI's.
+		// connection's transport auth) and client/hubtls (its trust),
+		// standard library only, are the broker's as much as the CLI's.
 		Name: "launch wires the product parts, not the CLI or harnesses",
-		Pkgs: []string{"launch"}, Only: append([]string{"client/idtoken"}, productParts...),
+		Pkgs: []string{"launch"}, Only: append([]string{"client/hubtls", "client/idtoken"}, productParts...),
 	},
 	{
 		// The binary: the CLI and the daemons it launches.
 		Name: "cmd/scion is the CLI and launch",
-		Pkgs: []string{"cmd/scion"}, Only: append([]string{"cli/...", "client", "client/idtoken", "internal/splitplan", "launch"}, productParts...),
+		Pkgs: []string{"cmd/scion"}, Only: append([]string{"cli/...", "client", "client/hubtls", "client/idtoken", "internal/splitplan", "launch"}, productParts...),
 	},
 	{
 		Name: "wire imports only api",

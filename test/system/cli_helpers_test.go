@@ -190,6 +190,9 @@ type hubProc struct {
 	URL  string
 	args []string
 	proc *Proc
+	// hc is the client of the readiness check (nil: plain http); a
+	// Hub on TLS needs one that trusts its certificate.
+	hc *http.Client
 }
 
 // startTeamHub starts `scion server start --enable-hub` on a free port
@@ -223,14 +226,23 @@ func (hp *hubProc) restart(t *testing.T) {
 		t.Fatalf("restart: the previous hub (pid %d) is still running", hp.proc.PID)
 	}
 	hp.proc = hp.host.start(t, "hub", hp.args...)
-	waitReady(t, hp.URL, hp.proc, 15*time.Second)
+	waitReadyWith(t, hp.hc, hp.URL, hp.proc, 15*time.Second)
 }
 
 // waitReady waits for GET /readyz to answer 200, failing at once if the
 // process died (a port already taken, a database that will not open).
 func waitReady(t *testing.T, url string, p *Proc, timeout time.Duration) {
 	t.Helper()
-	hc := &http.Client{Timeout: 2 * time.Second}
+	waitReadyWith(t, nil, url, p, timeout)
+}
+
+// waitReadyWith is waitReady with hc's transport (nil: the default).
+func waitReadyWith(t *testing.T, hc *http.Client, url string, p *Proc, timeout time.Duration) {
+	t.Helper()
+	if hc == nil {
+		hc = &http.Client{}
+	}
+	hc = &http.Client{Transport: hc.Transport, Timeout: 2 * time.Second}
 	wait.Eventually(t, timeout, pollInterval, func() error {
 		if p.Exited() {
 			t.Fatalf("%s exited before it was ready (%v):\n%s", p.Name, p.ExitErr(), p.Logs())

@@ -71,9 +71,34 @@ func StartProc(t testing.TB, logDir, name string, env []string, bin string, args
 		}
 		if t.Failed() {
 			p.DumpLogs(t)
+			keepLogs(t, p)
 		}
 	})
 	return p
+}
+
+// keepLogs copies a failed test's process logs whole under
+// $SCION_TEST_KEEP_LOGS/<test>/ (the dump above is cut to its tail, and
+// the test's directory is removed), for a debug-level run's full story.
+func keepLogs(t testing.TB, p *Proc) {
+	dir := os.Getenv("SCION_TEST_KEEP_LOGS")
+	if dir == "" {
+		return
+	}
+	dst := filepath.Join(dir, strings.NewReplacer("/", "_").Replace(t.Name()))
+	if err := os.MkdirAll(dst, 0o700); err != nil {
+		t.Logf("keep logs: %v", err)
+		return
+	}
+	for _, f := range []string{p.Stdout, p.Stderr} {
+		b, err := os.ReadFile(f)
+		if err == nil {
+			err = os.WriteFile(filepath.Join(dst, filepath.Base(f)), b, 0o600)
+		}
+		if err != nil {
+			t.Logf("keep logs: %v", err)
+		}
+	}
 }
 
 // uniqueLogBase returns dir/name-N for the first N not yet used.
