@@ -246,6 +246,7 @@ func (b *Broker) createAgentOnce(ctx context.Context, spec wire.AgentSpec, refus
 	if sharedPath != "" {
 		rs.Env[api.EnvSharedDir] = sharedPath
 	}
+	b.giveHubCA(&rs)
 	rs.Labels = b.settingLabels(spec)
 	if portsLabel != "" {
 		rs.Labels[labelPorts] = portsLabel

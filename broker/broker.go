@@ -69,6 +69,11 @@ type Config struct {
 	// StopGrace is the stop grace period when a command gives none (10s).
 	StopGrace  time.Duration
 	HTTPClient *http.Client
+	// AgentHubCA is the PEM file of the CA that signed the Hub's TLS
+	// certificate ("": none): agents get it as SCION_HUB_CA, mounted
+	// read-only at HubCAPath in a container, so that the scion CLI
+	// inside them trusts the Hub as the broker does.
+	AgentHubCA string
 	// SharedDirs is the export that holds projects' shared directories
 	// (server.shared_dir_storage on nfs); nil keeps them in the broker's
 	// data directory (see shared_dir.go).

@@ -26,16 +26,16 @@ import (
 // directory.
 const SharedDirPath = "/scion/shared"
 
-// sharedDirRuntimes are the runtimes whose agents get the broker's
-// shared directory: a container runtime through a mount, the process
-// runtime at its host path.
-var sharedDirRuntimes = map[string]bool{"docker": true, "process": true, "fake": true}
+// hostFileRuntimes are the runtimes whose agents are given files of this
+// host (the shared directory, the Hub's CA): a container runtime through
+// a mount, the process runtime at the host path.
+var hostFileRuntimes = map[string]bool{"docker": true, "process": true, "fake": true}
 
 // sharedDir makes the project's shared directory and says how the agent
 // sees it: the mount (none on the process runtime) and the path for its
 // environment; neither on a runtime that keeps its own (Kubernetes).
 func (b *Broker) sharedDir(spec wire.AgentSpec) (m *runtime.Mount, envPath string, err error) {
-	if !sharedDirRuntimes[b.rt.Name()] {
+	if !hostFileRuntimes[b.rt.Name()] {
 		return nil, "", nil
 	}
 	var dir string

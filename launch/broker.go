@@ -210,7 +210,7 @@ func regularBroker(s *config.Settings, o config.BrokerOptions, conn *config.Brok
 		agentHubEndpoint = cmp.Or(s.Server.Broker.AgentHubEndpoint, agentHub)
 	}
 	return broker.Config{Profiles: profiles, AgentHubEndpoint: agentHubEndpoint, HubEndpoint: conn.HubEndpoint, BrokerID: conn.BrokerID, Name: conn.BrokerName,
-		Secret: []byte(conn.Secret), Runtime: rt, DataDir: dataDir, Version: o.Version, Logger: log.With("hub", conn.HubEndpoint), HTTPClient: hc,
+		Secret: []byte(conn.Secret), Runtime: rt, DataDir: dataDir, Version: o.Version, Logger: log.With("hub", conn.HubEndpoint), HTTPClient: hc, AgentHubCA: conn.CAFile,
 		HeartbeatInterval: o.HeartbeatInterval, Grace: o.HeartbeatGrace, ScionBinary: self, PortRange: ports,
 		Capabilities:  passthroughCapabilities(s.Server.Broker.AllowPassthrough),
 		GitWorkspaces: gitWS,

@@ -269,7 +269,7 @@ func (h *instanceHost) prepareOne(ctx context.Context, in config.Instance, targe
 		return nil, fmt.Errorf("instance %s: %w", in.Key, err)
 	}
 	b, err := broker.New(broker.Config{
-		Jobs: jobs, HTTPClient: hc, SharedDirs: h.sharedDirs,
+		Jobs: jobs, HTTPClient: hc, SharedDirs: h.sharedDirs, AgentHubCA: conn.CAFile,
 		HubEndpoint: h.hub, BrokerID: conn.BrokerID, Name: cmp.Or(conn.BrokerName, in.Name), Secret: []byte(conn.Secret),
 		Runtime: ir.rt, DataDir: dir, Version: h.version, Logger: h.log,
 		HeartbeatInterval: h.heartbeat, Grace: h.grace, ScionBinary: self, PortRange: ports,

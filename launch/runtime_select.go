@@ -129,7 +129,11 @@ func agentNetwork(ctx context.Context, hubEndpoint string, log *slog.Logger) (ne
 		return "", "", err
 	}
 	port := u.Port()
-	if port == "" {
+	switch {
+	case port != "":
+	case u.Scheme == "https":
+		port = "443"
+	default:
 		port = "80"
 	}
 	target := net.JoinHostPort(u.Hostname(), port)

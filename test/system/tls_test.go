@@ -3,6 +3,7 @@ package system
 import (
 	"context"
 	"crypto/tls"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -21,7 +22,8 @@ import (
 // as separate processes with the CLI and a broker:
 //   - the CLI trusts it through hubs.<name>.ca (scion hub add --ca), a
 //     broker registers through the same CA (saved as its connection's
-//     caFile), and an agent started through the CLI runs on it;
+//     caFile), and an agent started through the CLI runs on it and calls
+//     the Hub from inside with the CA its broker hands it;
 //   - a CLI and a broker without the CA fail with a message naming the
 //     fix (--ca), and the broker stays offline until it has it;
 //   - a renewed certificate is served without a restart (same process),
@@ -94,7 +96,10 @@ func TestHubOverTLS(t *testing.T) {
 	if err := os.WriteFile(credsPath, []byte(strings.ReplaceAll(string(creds), "caFile: "+ca, "")), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	b.startBroker(t)
+	startProcessBroker := func() {
+		b.proc = b.start(t, "broker-tls-b1", append([]string{"runtime-broker", "start", "--runtime", "process"}, hbFlags...)...)
+	}
+	startProcessBroker()
 	wait.Eventually(t, 20*time.Second, pollInterval, func() error {
 		if logs := b.proc.Logs(); !strings.Contains(logs, "not trusted") || !strings.Contains(logs, "--ca <file>") {
 			return fmt.Errorf("the broker's log does not name the fix yet:\n%s", logs)
@@ -109,14 +114,30 @@ func TestHubOverTLS(t *testing.T) {
 	if err := os.WriteFile(credsPath, creds, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	b.startBroker(t)
+	startProcessBroker()
 	waitBrokerOnline(t, cl, "tls-b1")
 
-	admin.mustScion(t, "start", "over-tls", "--", "sleep", "600")
+	// The agent calls the Hub itself with the scion CLI inside it, which
+	// trusts the Hub through the CA its broker hands it (SCION_HUB_CA).
+	out := filepath.Join(t.TempDir(), "agents.json")
+	admin.mustScion(t, "start", "over-tls", "--", "sh", "-c",
+		`scion list -o json > `+out+`.tmp 2>&1; mv `+out+`.tmp `+out+`; exec sleep 600`)
+	t.Cleanup(func() { _, _, _ = admin.scion("delete", "over-tls") })
 	ag := listedAgent(t, admin, "over-tls")
 	if ag.Phase != api.PhaseRunning {
 		t.Fatalf("agent over-tls is %s (%s), want running", ag.Phase, ag.StatusMessage)
 	}
+	wait.Eventually(t, 30*time.Second, pollInterval, func() error {
+		b, err := os.ReadFile(out)
+		if err != nil {
+			return err
+		}
+		var seen []api.Agent
+		if err := json.Unmarshal(b, &seen); err != nil || len(seen) != 1 || seen[0].Slug != "over-tls" {
+			return fmt.Errorf("the agent's own 'scion list' over TLS gave %v:\n%s", err, b)
+		}
+		return nil
+	})
 
 	// Renewal: the files change, the same process serves the new
 	// certificate, and the broker stays connected.
