@@ -20,6 +20,10 @@ type Error struct {
 	// broker's or its runtime's words, which may name internal addresses
 	// whatever the status, so the Hub scrubs it before a caller sees it.
 	FromPeer bool `json:"-"`
+	// RequestID is the Hub's X-Request-Id of the answer that carried
+	// the error (set by the client, never carried in JSON): the line
+	// of the Hub's access log to look for.
+	RequestID string `json:"-"`
 }
 
 // ErrorBody is the JSON envelope of an Error.

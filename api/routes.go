@@ -67,6 +67,10 @@ const (
 	HeaderBrokerNonce     = "X-Scion-Nonce"
 	HeaderBrokerSignature = "X-Scion-Signature"
 	HeaderIdempotencyKey  = "Idempotency-Key"
+	// HeaderRequestID names a request in the Hub's access log: the Hub
+	// sends it back on every answer (and keeps a client's own, when it
+	// is a plain token of at most 64 characters).
+	HeaderRequestID = "X-Request-Id"
 )
 
 // Environment variables the CLI reads inside an agent container.

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"strings"
 
@@ -334,10 +335,10 @@ or without --force: its record stays until its project is deleted with
 
 func (a *app) printAgent(cmd *cobra.Command, ag *api.Agent, project string) error {
 	if a.json() {
-		return show.JSON(cmd.OutOrStdout(), ag)
+		return a.render(cmd.OutOrStdout(), ag)
 	}
-	t := show.NewTable(cmd.OutOrStdout(), agentHeaders...)
-	t.Row(agentRow(*ag, project)...)
+	t, row := a.agentTable(cmd.OutOrStdout())
+	t.Row(row(*ag, project)...)
 	if err := t.Flush(); err != nil {
 		return err
 	}
@@ -357,7 +358,37 @@ func (a *app) printAgent(cmd *cobra.Command, ag *api.Agent, project string) erro
 
 var agentHeaders = []string{"NAME", "PROJECT", "BROKER", "PHASE", "CONTAINER", "AGE"}
 
+// agentWideHeaders are -o wide's: the table's and what a person looks
+// for next (the generation, the pin, the ports, the status message).
+var agentWideHeaders = append(append([]string{}, agentHeaders...), "GEN", "PIN", "PORTS", "MESSAGE")
+
 func agentRow(ag api.Agent, project string) []string {
 	return []string{ag.Slug, project, show.OrDash(firstNonEmpty(ag.BrokerName, ag.BrokerID)), show.OrDash(ag.Phase),
 		show.OrDash(ag.ContainerStatus), show.Age(ag.CreatedAt)}
+}
+
+func agentWideRow(ag api.Agent, project string) []string {
+	pin := ""
+	if p := ag.PinnedRuntimeTarget; p != nil {
+		pin = p.RuntimeTarget.String()
+	}
+	return append(agentRow(ag, project), fmt.Sprint(ag.Generation), show.OrDash(pin), show.OrDash(portsCell(ag.Ports)),
+		show.OrDash(oneLine(ag.StatusMessage, 80)))
+}
+
+// agentTable is the agents' table, wide or not.
+func (a *app) agentTable(w io.Writer) (*show.Table, func(api.Agent, string) []string) {
+	if a.wide() {
+		return show.NewTable(w, agentWideHeaders...), agentWideRow
+	}
+	return show.NewTable(w, agentHeaders...), agentRow
+}
+
+// oneLine is s on one line, cut to n runes: a table cell.
+func oneLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
 }

@@ -8,7 +8,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/scion-go/scion/cli/show"
 	"github.com/scion-go/scion/client"
 )
 
@@ -42,19 +41,19 @@ func newListCmd(a *app) *cobra.Command {
 				return err
 			}
 			if a.json() {
-				return show.JSON(cmd.OutOrStdout(), ags)
+				return a.render(cmd.OutOrStdout(), ags)
 			}
 			names := map[string]string{}
 			if all && len(ags) > 0 {
 				names = projectNames(cmd.Context(), cl)
 			}
-			t := show.NewTable(cmd.OutOrStdout(), agentHeaders...)
+			t, row := a.agentTable(cmd.OutOrStdout())
 			for _, ag := range ags {
 				p := filter.Project
 				if all {
 					p = firstNonEmpty(names[ag.ProjectID], ag.ProjectID)
 				}
-				t.Row(agentRow(ag, p)...)
+				t.Row(row(ag, p)...)
 			}
 			return t.Flush()
 		},

@@ -11,7 +11,6 @@ import (
 
 	"github.com/scion-go/scion/api"
 	"github.com/scion-go/scion/cli/hubconn"
-	"github.com/scion-go/scion/cli/show"
 	"github.com/scion-go/scion/client/idtoken"
 	"github.com/scion-go/scion/config"
 )
@@ -223,7 +222,7 @@ func (a *app) saveRegistration(cmd *cobra.Command, t *hubconn.Target, creds *con
 		return err
 	}
 	if a.json() {
-		return show.JSON(cmd.OutOrStdout(), r)
+		return a.render(cmd.OutOrStdout(), r)
 	}
 	printRegistration(cmd.OutOrStdout(), t, s, ws, r)
 	fmt.Fprintf(cmd.OutOrStdout(), "Next: 'scion runtime-broker start', then 'scion runtime-broker provide --project <project>'.\n")

@@ -123,7 +123,7 @@ no longer places the project's new agents on it.`
 			return err
 		}
 		if a.json() {
-			return show.JSON(cmd.OutOrStdout(), b)
+			return a.render(cmd.OutOrStdout(), b)
 		}
 		fmt.Fprintf(cmd.OutOrStdout(), "Runtime Broker %s %s project %s.\n", b.Name, verb, project)
 		return nil
@@ -239,7 +239,7 @@ cannot be asked).`,
 				st.Connections = connectionViews(creds)
 			}
 			if a.json() {
-				return show.JSON(cmd.OutOrStdout(), st)
+				return a.render(cmd.OutOrStdout(), st)
 			}
 			projects := b.Projects
 			if len(projects) > 0 {

@@ -136,7 +136,7 @@ func (a *app) registerInstance(cmd *cobra.Command, key string, autoProvide, forc
 		}
 	}
 	if a.json() {
-		return show.JSON(cmd.OutOrStdout(), out)
+		return a.render(cmd.OutOrStdout(), out)
 	}
 	w := cmd.OutOrStdout()
 	printRegistration(w, t, settings, ws, r)
@@ -306,7 +306,7 @@ func (a *app) showInstances(cmd *cobra.Command, s *config.Settings) error {
 		out.Instances = append(out.Instances, st)
 	}
 	if a.json() {
-		return show.JSON(cmd.OutOrStdout(), out)
+		return a.render(cmd.OutOrStdout(), out)
 	}
 	w := cmd.OutOrStdout()
 	fmt.Fprintf(w, "Flat Runtime Broker instances (server.broker.instances), as %s sees them:\n", firstNonEmpty(endpoint, "(no Hub selected)"))

@@ -115,7 +115,7 @@ on a bad command line (including --caps that break the rule).`,
 			v := splitView{Plan: p, HubMaxAgentsPerBroker: lim.MaxAgentsPerBroker, QuotasEnforced: in.QuotasEnforced,
 				LegacyBroker: legacyView{ID: b.ID, Name: b.Name, MaxAgents: b.Settings.MaxAgents, ActiveReservations: b.RunningAgents}}
 			if a.json() {
-				err = show.JSON(cmd.OutOrStdout(), v)
+				err = a.render(cmd.OutOrStdout(), v)
 			} else {
 				err = printSplit(cmd.OutOrStdout(), v)
 			}

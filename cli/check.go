@@ -8,7 +8,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/scion-go/scion/api"
-	"github.com/scion-go/scion/cli/show"
 	"github.com/scion-go/scion/config"
 )
 
@@ -63,7 +62,7 @@ not sufficient: see docs/spokes.md.`,
 				return err
 			}
 			if a.json() {
-				if err := show.JSON(cmd.OutOrStdout(), r); err != nil {
+				if err := a.render(cmd.OutOrStdout(), r); err != nil {
 					return err
 				}
 			} else {

@@ -77,7 +77,7 @@ func TestBrokerStartPassesItsFlags(t *testing.T) {
 	if e, code := runWith(d, "runtime-broker", "start", "--runtime", "process", "--port-range", "32000-32009", "--heartbeat-interval", "2s"); code != 0 {
 		t.Fatalf("exit %d: %s", code, e)
 	}
-	if got != (config.BrokerOptions{Runtime: "process", LogLevel: "info", HeartbeatInterval: 2 * time.Second, PortRange: [2]int{32000, 32009}, Version: Version}) {
+	if got != (config.BrokerOptions{Runtime: "process", LogLevel: "info", LogFormat: "text", HeartbeatInterval: 2 * time.Second, PortRange: [2]int{32000, 32009}, Version: Version}) {
 		t.Fatalf("options %+v", got)
 	}
 	if e, code := runWith(d, "runtime-broker", "start", "--port-range", "9-1"); code != exitUsage || !strings.Contains(e, "--port-range") {

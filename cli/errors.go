@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/cli/show"
 )
 
 // Exit codes.
@@ -71,6 +72,11 @@ func reportError(w io.Writer, cmd *cobra.Command, err error) int {
 	if errors.As(err, &ce) { // a remote command's own exit code: no message
 		return ce.code
 	}
+	if structuredOutput(cmd) {
+		e := errorJSON(err)
+		_ = show.JSON(w, map[string]any{"error": e})
+		return e.ExitCode
+	}
 	if isUsage(err) {
 		fmt.Fprintf(w, "error: %s\nRun '%s --help' for usage.\n", err, cmd.CommandPath())
 		return exitUsage
@@ -81,6 +87,12 @@ func reportError(w io.Writer, cmd *cobra.Command, err error) int {
 	case errors.As(err, &ae):
 		fmt.Fprintf(w, "error: %s: %s%s\n", ae.Code, ae.Message, statusNote(ae))
 		printErrorDetails(w, ae)
+		// The Hub's side failed: its admin finds the request in the
+		// access log by this ID. (A refusal's message says it all; -o
+		// json gives every error's ID.)
+		if ae.RequestID != "" && ae.Status >= 500 {
+			fmt.Fprintf(w, "Request ID: %s (in the Hub's access log)\n", ae.RequestID)
+		}
 	case errors.Is(err, context.Canceled):
 		fmt.Fprintln(w, "error: interrupted")
 	case errors.As(err, &ue):

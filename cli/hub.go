@@ -148,7 +148,7 @@ func newHubListCmd(a *app) *cobra.Command {
 				items = append(items, hubListItem{n, e.URL, n == l.Current, e.Token != ""})
 			}
 			if a.json() {
-				return show.JSON(cmd.OutOrStdout(), items)
+				return a.render(cmd.OutOrStdout(), items)
 			}
 			t := show.NewTable(cmd.OutOrStdout(), "CURRENT", "NAME", "URL", "SIGNED IN")
 			for _, it := range items {

@@ -47,7 +47,7 @@ project:agent:create, project:agent:lifecycle.`,
 				return err
 			}
 			if a.json() {
-				return show.JSON(cmd.OutOrStdout(), t)
+				return a.render(cmd.OutOrStdout(), t)
 			}
 			w := cmd.OutOrStdout()
 			fmt.Fprintf(w, "Token %s (%s) for project %s, scopes %s, expires %s:\n\n  %s\n\n", t.Name, t.ID, t.ProjectID,
@@ -74,7 +74,7 @@ project:agent:create, project:agent:lifecycle.`,
 				return err
 			}
 			if a.json() {
-				return show.JSON(cmd.OutOrStdout(), ts)
+				return a.render(cmd.OutOrStdout(), ts)
 			}
 			t := show.NewTable(cmd.OutOrStdout(), "NAME", "ID", "PROJECT", "SCOPES", "EXPIRES", "REVOKED")
 			for _, x := range ts {
@@ -150,7 +150,7 @@ can name one, and no API answer carries its value.`,
 					return err
 				}
 				if a.json() {
-					return show.JSON(cmd.OutOrStdout(), x)
+					return a.render(cmd.OutOrStdout(), x)
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "Secret %s set for runtime broker %s.\n", x.Name, broker)
 				return nil
@@ -160,7 +160,7 @@ can name one, and no API answer carries its value.`,
 				return err
 			}
 			if a.json() {
-				return show.JSON(cmd.OutOrStdout(), x)
+				return a.render(cmd.OutOrStdout(), x)
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "Secret %s set%s.\n", x.Name, scopeText(project))
 			return nil
@@ -185,7 +185,7 @@ can name one, and no API answer carries its value.`,
 					return err
 				}
 				if a.json() {
-					return show.JSON(cmd.OutOrStdout(), xs)
+					return a.render(cmd.OutOrStdout(), xs)
 				}
 				t := show.NewTable(cmd.OutOrStdout(), "NAME", "BROKER", "UPDATED", "BY")
 				for _, x := range xs {
@@ -198,7 +198,7 @@ can name one, and no API answer carries its value.`,
 				return err
 			}
 			if a.json() {
-				return show.JSON(cmd.OutOrStdout(), xs)
+				return a.render(cmd.OutOrStdout(), xs)
 			}
 			t := show.NewTable(cmd.OutOrStdout(), "NAME", "UPDATED", "BY")
 			for _, x := range xs {
@@ -301,7 +301,7 @@ unless --oidc-default-role says otherwise). Roles: admin, member, viewer.`,
 				return err
 			}
 			if a.json() {
-				return show.JSON(cmd.OutOrStdout(), us)
+				return a.render(cmd.OutOrStdout(), us)
 			}
 			t := show.NewTable(cmd.OutOrStdout(), "ID", "NAME", "EMAIL", "ROLE")
 			for _, u := range us {
@@ -325,7 +325,7 @@ unless --oidc-default-role says otherwise). Roles: admin, member, viewer.`,
 				return err
 			}
 			if a.json() {
-				return show.JSON(cmd.OutOrStdout(), u)
+				return a.render(cmd.OutOrStdout(), u)
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "User %s is now %s.\n", u.Name, u.Role)
 			return nil

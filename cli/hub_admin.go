@@ -39,7 +39,7 @@ new projects automatically, and how many projects it provides.`,
 				return err
 			}
 			if a.json() {
-				return show.JSON(cmd.OutOrStdout(), bs)
+				return a.render(cmd.OutOrStdout(), bs)
 			}
 			t := show.NewTable(cmd.OutOrStdout(), "NAME", "ID", "STATUS", "TARGET", "RUNNING", "LIMIT", "AUTO-PROVIDE", "PROJECTS")
 			for _, b := range bs {
@@ -97,7 +97,7 @@ The Hub does not show the token again.`,
 				return err
 			}
 			if a.json() {
-				return show.JSON(cmd.OutOrStdout(), tok)
+				return a.render(cmd.OutOrStdout(), tok)
 			}
 			// The token alone goes to stdout so that it can be captured;
 			// the explanation goes to stderr.
@@ -257,7 +257,7 @@ func parseExperiments(vals []string) (map[string]bool, error) {
 
 func (a *app) printSettings(cmd *cobra.Command, s *api.HubSettings) error {
 	if a.json() {
-		return show.JSON(cmd.OutOrStdout(), s)
+		return a.render(cmd.OutOrStdout(), s)
 	}
 	w := cmd.OutOrStdout()
 	d := s.AgentDefaults
@@ -345,7 +345,7 @@ Runtime Broker unless the broker's own settings override it (0 = unlimited).`,
 
 func (a *app) printLimits(cmd *cobra.Command, l *api.Limits) error {
 	if a.json() {
-		return show.JSON(cmd.OutOrStdout(), l)
+		return a.render(cmd.OutOrStdout(), l)
 	}
 	return show.KeyValues(cmd.OutOrStdout(), "max_agents_per_broker", show.LimitText(l.MaxAgentsPerBroker))
 }

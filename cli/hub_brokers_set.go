@@ -61,7 +61,7 @@ broker ID and so its own limit.
 				return err
 			}
 			if a.json() {
-				return show.JSON(cmd.OutOrStdout(), b)
+				return a.render(cmd.OutOrStdout(), b)
 			}
 			own := "inherits the hub-wide max_agents_per_broker"
 			if b.Settings.MaxAgents != nil {

@@ -38,7 +38,7 @@ Give it to Prometheus as a bearer token (authorization.credentials_file).`,
 				return err
 			}
 			if a.json() {
-				return show.JSON(cmd.OutOrStdout(), t)
+				return a.render(cmd.OutOrStdout(), t)
 			}
 			fmt.Fprintln(cmd.OutOrStdout(), t.Token)
 			fmt.Fprintf(cmd.ErrOrStderr(), "Scrape token %s (%s), expires %s. It is shown only once.\n", t.Name, t.ID, timeText(t.ExpiresAt))
@@ -61,7 +61,7 @@ Give it to Prometheus as a bearer token (authorization.credentials_file).`,
 				return err
 			}
 			if a.json() {
-				return show.JSON(cmd.OutOrStdout(), ts)
+				return a.render(cmd.OutOrStdout(), ts)
 			}
 			t := show.NewTable(cmd.OutOrStdout(), "NAME", "ID", "EXPIRES", "REVOKED")
 			for _, x := range ts {

@@ -239,7 +239,7 @@ func (a *app) jobOutcome(cmd *cobra.Command, j *api.Job) error {
 	var err error
 	switch {
 	case a.json():
-		err = show.JSON(out, j)
+		err = a.render(out, j)
 	case j.State == api.JobStateError:
 		e := j.Error
 		if e == nil {
@@ -289,7 +289,7 @@ Jobs; otherwise every Job (hub admins).`,
 				return err
 			}
 			if a.json() {
-				return show.JSON(cmd.OutOrStdout(), js)
+				return a.render(cmd.OutOrStdout(), js)
 			}
 			t := show.NewTable(cmd.OutOrStdout(), "ID", "AGENT", "CLUSTER", "STATE", "AGE", "MESSAGE")
 			for _, j := range js {
@@ -332,7 +332,7 @@ func newJobShowCmd(a *app) *cobra.Command {
 
 func (a *app) printJob(cmd *cobra.Command, j *api.Job) error {
 	if a.json() {
-		return show.JSON(cmd.OutOrStdout(), j)
+		return a.render(cmd.OutOrStdout(), j)
 	}
 	exit := ""
 	if j.ExitCode != nil {
@@ -416,7 +416,7 @@ broker confirms, or ends cancelled when the broker is deregistered.`,
 				return err
 			}
 			if a.json() {
-				return show.JSON(cmd.OutOrStdout(), j)
+				return a.render(cmd.OutOrStdout(), j)
 			}
 			if j.State == api.JobStateCancelling {
 				fmt.Fprintf(cmd.OutOrStdout(), "Job %s is %s: %s.\n", j.ID, j.State, j.Message)

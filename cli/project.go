@@ -97,7 +97,7 @@ func newProjectListCmd(a *app) *cobra.Command {
 				return err
 			}
 			if a.json() {
-				return show.JSON(cmd.OutOrStdout(), ps)
+				return a.render(cmd.OutOrStdout(), ps)
 			}
 			t := show.NewTable(cmd.OutOrStdout(), "NAME", "ID", "SHARING", "DEFAULT BROKER", "PROFILE", "PROVIDERS", "AGE")
 			for _, p := range ps {
@@ -222,7 +222,7 @@ it continues with the agents still there.`,
 				return err
 			}
 			if a.json() {
-				return show.JSON(cmd.OutOrStdout(), res)
+				return a.render(cmd.OutOrStdout(), res)
 			}
 			return printProjectDeleted(cmd.OutOrStdout(), args[0], res)
 		},
@@ -233,7 +233,7 @@ it continues with the agents still there.`,
 
 func (a *app) printProject(cmd *cobra.Command, p *api.Project) error {
 	if a.json() {
-		return show.JSON(cmd.OutOrStdout(), p)
+		return a.render(cmd.OutOrStdout(), p)
 	}
 	return show.KeyValues(cmd.OutOrStdout(),
 		"Name", p.Name,

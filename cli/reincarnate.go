@@ -100,7 +100,7 @@ returns at once); a move that fails leaves the agent in the error phase with a
 			}
 			if req.DryRun {
 				if a.json() {
-					return show.JSON(cmd.OutOrStdout(), plan)
+					return a.render(cmd.OutOrStdout(), plan)
 				}
 				show.MovePlan(cmd.OutOrStdout(), plan)
 				return nil
@@ -119,7 +119,7 @@ returns at once); a move that fails leaves the agent in the error phase with a
 				}
 			}
 			if a.json() {
-				if err := show.JSON(cmd.OutOrStdout(), acc); err != nil {
+				if err := a.render(cmd.OutOrStdout(), acc); err != nil {
 					return err
 				}
 			}

@@ -21,6 +21,7 @@ import (
 
 	"github.com/scion-go/scion/api"
 	"github.com/scion-go/scion/cli/hubconn"
+	"github.com/scion-go/scion/cli/show"
 	"github.com/scion-go/scion/client"
 	"github.com/scion-go/scion/client/hubtls"
 	"github.com/scion-go/scion/client/idtoken"
@@ -30,6 +31,8 @@ import (
 type app struct {
 	hub    string
 	output string
+	// format is output parsed (validateOutput).
+	format show.Format
 	// target is the Hub the command resolved (set by connect), so that a
 	// 401 can say how to sign in to it.
 	target *hubconn.Target
@@ -80,7 +83,7 @@ entry uses its own token or none, never another entry's.`,
 	groupCmd(root)
 	pf := root.PersistentFlags()
 	pf.StringVar(&a.hub, "hub", "", "Hub to use: a URL or a hub list nickname")
-	pf.StringVarP(&a.output, "output", "o", outputTable, "output format: table or json")
+	pf.StringVarP(&a.output, "output", "o", outputTable, show.FormatHelp)
 	pf.StringVar(&a.ca, "ca", "", "PEM file of the CA that signed the Hub's TLS certificate (a private CA); over hubs.<name>.ca and SCION_HUB_CA")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageErr(err) })
 

@@ -24,7 +24,7 @@ func newServerCmd(d Daemons) *cobra.Command {
 // d.Server with them.
 func newServerStartCmd(d Daemons) *cobra.Command {
 	f := &config.ServerOptions{Limits: config.DefaultServeLimits()}
-	var enableHub bool
+	var enableHub, accessLog bool
 	cmd := &cobra.Command{
 		Use:   "start",
 		Short: "Start a Hub: --workstation (Hub + local broker, loopback, SQLite) or --enable-hub (Hub alone)",
@@ -48,10 +48,13 @@ token is written to ~/.scion/hub-admin-token (0600), never to the log.`,
 			if f.AgentTokenTTL < time.Minute || f.AgentTokenTTL > 30*24*time.Hour {
 				return usageErrorf("--agent-token-ttl must be between 1m and 720h")
 			}
+			if err := checkLogFormat(f.LogFormat); err != nil {
+				return err
+			}
 			if d.Server == nil {
 				return errNoDaemon
 			}
-			f.Version = Version
+			f.Version, f.NoAccessLog = Version, !accessLog
 			return d.Server(cmd.Context(), *f)
 		},
 	}
@@ -64,6 +67,8 @@ token is written to ~/.scion/hub-admin-token (0600), never to the log.`,
 	fl.DurationVar(&f.HeartbeatInterval, "heartbeat-interval", 5*time.Second, "control-channel heartbeat interval")
 	fl.DurationVar(&f.HeartbeatGrace, "heartbeat-grace", 10*time.Second, "silence past a heartbeat before a broker is marked offline")
 	fl.StringVar(&f.LogLevel, "log-level", "info", "debug, info, warn or error")
+	fl.StringVar(&f.LogFormat, "log-format", config.LogFormatText, "log lines as text (key=value) or json (one object per line, for a log pipeline)")
+	fl.BoolVar(&accessLog, "access-log", true, "log a line per request: request ID (sent back as X-Request-Id), method, route, status, duration, caller")
 	addOIDCFlags(fl, &f.OIDC)
 	fl.DurationVar(&f.Limits.ReadHeaderTimeout, "read-header-timeout", f.Limits.ReadHeaderTimeout, "longest a client may take to send a request's headers")
 	fl.DurationVar(&f.Limits.ReadTimeout, "read-timeout", f.Limits.ReadTimeout, "longest a client may take to send a whole request, body included")
@@ -90,4 +95,12 @@ func addOIDCFlags(fl *pflag.FlagSet, f *config.OIDCSettings) {
 	fl.StringVar(&f.ClientSecretFile, "oidc-client-secret-file", "", "file holding the Hub's OIDC client secret, if it has one (settings: server.hub.oidc.client_secret_file)")
 	fl.StringVar(&f.DefaultRole, "oidc-default-role", "", "Hub role of a user's first sign-in: viewer, member or admin (default viewer; settings: server.hub.oidc.default_role)")
 	fl.StringArrayVar(&f.AdminEmails, "oidc-admin-email", nil, "verified email that gets the admin role at its first sign-in; repeatable (settings: server.hub.oidc.admin_emails)")
+}
+
+// checkLogFormat refuses a --log-format the daemons do not write.
+func checkLogFormat(f string) error {
+	if f != config.LogFormatText && f != config.LogFormatJSON {
+		return usageErrorf("invalid --log-format %q: use text or json", f)
+	}
+	return nil
 }

@@ -45,7 +45,9 @@ func TestBrokerUnsupportedOperationReachesTheCLIAs501(t *testing.T) {
 	code := run(context.Background(), root)
 	line := errb.String()
 	t.Logf("scion suspend: %s", line)
-	if code != exitError || !strings.HasPrefix(line, "error: "+api.CodeUnsupportedOperation+": ") || !strings.HasSuffix(line, " (HTTP 501)\n") || out.Len() != 0 {
-		t.Fatalf("scion suspend: exit %d, stderr %q, stdout %q; want exit 1 and %s with (HTTP 501)", code, line, out.String(), api.CodeUnsupportedOperation)
+	first, rest, _ := strings.Cut(line, "\n")
+	if code != exitError || !strings.HasPrefix(first, "error: "+api.CodeUnsupportedOperation+": ") || !strings.HasSuffix(first, " (HTTP 501)") || out.Len() != 0 ||
+		!strings.HasPrefix(rest, "Request ID: ") {
+		t.Fatalf("scion suspend: exit %d, stderr %q, stdout %q; want exit 1 and %s with (HTTP 501), then the request ID", code, line, out.String(), api.CodeUnsupportedOperation)
 	}
 }

@@ -16,6 +16,12 @@ import (
 // becomes an *api.Error so callers need only one error type, with the
 // general code of its status from the API's code table (api.CodeForStatus).
 func decodeError(resp *http.Response) *api.Error {
+	e := decodeErrorBody(resp)
+	e.RequestID = resp.Header.Get(api.HeaderRequestID)
+	return e
+}
+
+func decodeErrorBody(resp *http.Response) *api.Error {
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
 	var env api.ErrorBody
 	if json.Unmarshal(b, &env) == nil && env.Error != nil && (env.Error.Code != "" || env.Error.Message != "") {

@@ -14,6 +14,12 @@ import "time"
 // server.hub.listen says otherwise.
 const DefaultHubListen = "127.0.0.1:8780"
 
+// Log formats of --log-format.
+const (
+	LogFormatText = "text"
+	LogFormatJSON = "json"
+)
+
 // ServerOptions are the flags of `scion server start`.
 type ServerOptions struct {
 	// Workstation runs a local broker beside the Hub, on loopback; else
@@ -27,6 +33,10 @@ type ServerOptions struct {
 	HeartbeatInterval time.Duration
 	HeartbeatGrace    time.Duration
 	LogLevel          string
+	// LogFormat is --log-format: LogFormatText or LogFormatJSON.
+	LogFormat string
+	// NoAccessLog is --access-log=false: no line per request.
+	NoAccessLog bool
 	// OIDC holds the --oidc-* flags; each non-empty field overrides its
 	// server.hub.oidc key.
 	OIDC OIDCSettings
@@ -75,6 +85,8 @@ type BrokerOptions struct {
 	// Runtime "" takes server.broker.runtime, else picks one.
 	Runtime  string
 	LogLevel string
+	// LogFormat is --log-format: LogFormatText or LogFormatJSON.
+	LogFormat string
 	// HeartbeatInterval and HeartbeatGrace are 0 for the broker's defaults.
 	HeartbeatInterval, HeartbeatGrace time.Duration
 	// PortRange is the first and last host port of agents' published

@@ -11,6 +11,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/hub/httpapi"
 )
 
 // metrics are the Hub's Prometheus metrics, on a registry of its own so
@@ -67,18 +70,26 @@ func (m *metrics) handler() http.Handler {
 }
 
 // wrap records every request's route pattern (never its raw path, which
-// would explode the label space), status and latency.
-func (m *metrics) wrap(h http.Handler) http.Handler {
+// would explode the label space), status and latency, names the request
+// (X-Request-Id on the answer) and hands it to logAccess.
+func (m *metrics) wrap(h http.Handler, logAccess func(*http.Request, *httpapi.Access, int, time.Duration)) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
+		acc := &httpapi.Access{ID: httpapi.RequestID(r)}
+		w.Header().Set(api.HeaderRequestID, acc.ID)
+		r = r.WithContext(httpapi.WithAccess(r.Context(), acc))
 		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
 		h.ServeHTTP(rec, r)
+		took := time.Since(start)
 		route := r.Pattern
 		if route == "" {
 			route = "unmatched"
 		}
 		m.requests.WithLabelValues(route, strconv.Itoa(rec.status)).Inc()
-		m.latency.WithLabelValues(route).Observe(time.Since(start).Seconds())
+		m.latency.WithLabelValues(route).Observe(took.Seconds())
+		if logAccess != nil {
+			logAccess(r, acc, rec.status, took)
+		}
 	})
 }
 

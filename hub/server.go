@@ -56,6 +56,10 @@ type Options struct {
 	SecretsKey []byte
 	// RateLimits per client address (nil: identity.DefaultRateLimits).
 	RateLimits *RateLimits
+	// AccessLog logs a line per request (method, route, status,
+	// duration, caller, request ID) at info; health and metrics probes
+	// at debug.
+	AccessLog bool
 	// AgentTokenTTL is how long an agent token works (default
 	// api.DefaultAgentTokenTTL); a running agent renews its token before.
 	AgentTokenTTL time.Duration
@@ -190,7 +194,7 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 func (s *Server) systemCtx() context.Context { return authstore.AsSystem(s.ctx) }
 
 // Handler is the Hub's HTTP handler.
-func (s *Server) Handler() http.Handler { return s.metrics.wrap(s.mux) }
+func (s *Server) Handler() http.Handler { return s.metrics.wrap(s.mux, s.accessLog()) }
 
 // SetPublicURL sets the address given to brokers and agents.
 func (s *Server) SetPublicURL(u string) { s.opts.PublicURL = u }

@@ -35,7 +35,7 @@ import (
 func Broker(parent context.Context, o config.BrokerOptions) error {
 	ctx, stop := signal.NotifyContext(parent, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	log := newLogger(o.LogLevel)
+	log := newLogger(o.LogLevel, o.LogFormat)
 	s, err := config.LoadSettings()
 	if err != nil {
 		return err

@@ -7,6 +7,7 @@ import (
 	"os"
 
 	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/config"
 )
 
 // usageError is a mistake in the command line or settings that the CLI
@@ -27,10 +28,15 @@ func usageErrorf(format string, args ...any) error { return usageErr(fmt.Errorf(
 // logOutput is where the daemons log (a test reads it).
 var logOutput io.Writer = os.Stderr
 
-func newLogger(level string) *slog.Logger {
+func newLogger(level, format string) *slog.Logger {
 	var l slog.Level
 	_ = l.UnmarshalText([]byte(level))
-	return slog.New(api.RedactHandler(slog.NewTextHandler(logOutput, &slog.HandlerOptions{Level: l})))
+	opts := &slog.HandlerOptions{Level: l}
+	var h slog.Handler = slog.NewTextHandler(logOutput, opts)
+	if format == config.LogFormatJSON {
+		h = slog.NewJSONHandler(logOutput, opts)
+	}
+	return slog.New(api.RedactHandler(h))
 }
 
 // orDash is s, or "-" when s is empty.

@@ -41,7 +41,7 @@ func Server(parent context.Context, o config.ServerOptions) error {
 	f := &o
 	ctx, stop := signal.NotifyContext(parent, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	log := newLogger(f.LogLevel)
+	log := newLogger(f.LogLevel, f.LogFormat)
 	settings, err := config.LoadSettings()
 	if err != nil {
 		return err
@@ -81,7 +81,7 @@ func Server(parent context.Context, o config.ServerOptions) error {
 		return err
 	}
 	srv, err := hub.New(ctx, hub.Options{Store: st, Logger: log, Version: f.Version, HeartbeatInterval: f.HeartbeatInterval, Grace: f.HeartbeatGrace, OIDC: oidcCfg,
-		SecretsKey: secretsKey, AgentTokenTTL: f.AgentTokenTTL})
+		SecretsKey: secretsKey, AgentTokenTTL: f.AgentTokenTTL, AccessLog: !f.NoAccessLog})
 	if err != nil {
 		return err
 	}

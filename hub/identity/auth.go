@@ -237,6 +237,7 @@ func (s *Service) RequireAuth(h httpapi.StreamHandler) http.HandlerFunc {
 		if !ok {
 			return
 		}
+		httpapi.NoteCaller(r.Context(), c.Principal())
 		release, ok := s.holdCallerSlot(w, r, c)
 		if !ok {
 			return

@@ -182,7 +182,7 @@ func cutConnection(w http.ResponseWriter, _ *http.Request) {
 // from then on (after StopHub, or for RestartHub).
 func (e *Env) StartHub() {
 	e.T.Helper()
-	h, err := hub.New(context.Background(), hub.Options{Store: e.Store, Logger: e.log, Version: "test",
+	h, err := hub.New(context.Background(), hub.Options{Store: e.Store, Logger: e.log, Version: "test", AccessLog: true,
 		HeartbeatInterval: e.opts.HeartbeatInterval, Grace: e.opts.Grace, DispatchTimeout: e.opts.DispatchTimeout, OIDC: e.opts.OIDC, SecretsKey: e.secretsKey, AgentTokenTTL: e.opts.AgentTokenTTL, RateLimits: e.opts.RateLimits, Now: e.opts.Now, MoveHook: e.opts.MoveHook})
 	if err != nil {
 		e.T.Fatalf("testenv: start hub: %v", err)
@@ -261,7 +261,7 @@ func New(t testing.TB, opts Options) *Env {
 	if opts.WrapStore != nil {
 		e.Store = opts.WrapStore(e.Store)
 	}
-	e.Hub, err = hub.New(ctx, hub.Options{Store: e.Store, Logger: e.log, Version: "test",
+	e.Hub, err = hub.New(ctx, hub.Options{Store: e.Store, Logger: e.log, Version: "test", AccessLog: true,
 		HeartbeatInterval: opts.HeartbeatInterval, Grace: opts.Grace, DispatchTimeout: opts.DispatchTimeout, OIDC: opts.OIDC, SecretsKey: e.secretsKey, AgentTokenTTL: opts.AgentTokenTTL, RateLimits: opts.RateLimits, Now: opts.Now, MoveHook: opts.MoveHook})
 	if err != nil {
 		t.Fatalf("testenv: hub: %v", err)
