@@ -263,11 +263,14 @@ func isAgentNotFound(err error) bool {
 
 func newActionCmd(a *app, action, short string) *cobra.Command {
 	var project string
+	var all bool
 	c := &cobra.Command{
-		Use:     action + " <name>",
-		Short:   short,
-		Example: fmt.Sprintf("  scion %s fixer --project web", action),
-		Args:    exactArgs("name"),
+		Use:   action + " <name>... | --all",
+		Short: short,
+		Example: fmt.Sprintf(`  scion %s fixer --project web
+  scion %s fixer writer
+  scion %s --all --project web`, action, action, action),
+		Args: namesOrAll(&all),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := nonEmptyFlag(cmd, "project"); err != nil {
 				return err
@@ -277,37 +280,88 @@ func newActionCmd(a *app, action, short string) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			ag, err := actionKeyed(cmd, cl, args[0], p, action)
+			names, err := targetNames(cmd, cl, args, all, p)
 			if err != nil {
 				return err
 			}
-			if ag.QueuedDispatch != nil && !a.json() {
-				fmt.Fprintf(cmd.ErrOrStderr(), "The runtime broker is offline: the %s is queued and delivered when it reconnects.\n", ag.QueuedDispatch.Action)
+			if len(names) == 1 && !all {
+				ag, err := actionKeyed(cmd, cl, names[0], p, action)
+				if err != nil {
+					return err
+				}
+				a.noteQueued(cmd, ag)
+				return a.printAgent(cmd, ag, p)
 			}
-			return a.printAgent(cmd, ag, p)
+			var done []api.Agent
+			failed := eachName(cmd, names, func(name string) error {
+				ag, err := actionKeyed(cmd, cl, name, p, action)
+				if err == nil {
+					a.noteQueued(cmd, ag)
+					done = append(done, *ag)
+				}
+				return err
+			})
+			if a.json() && (failed == nil || len(done) > 0) {
+				if err := a.render(cmd.OutOrStdout(), nonNil(done)); err != nil {
+					return err
+				}
+			} else if !a.json() && len(done) > 0 {
+				t, row := a.agentTable(cmd.OutOrStdout())
+				for _, ag := range done {
+					t.Row(row(ag, p)...)
+				}
+				if err := t.Flush(); err != nil {
+					return err
+				}
+			}
+			return failed
 		},
 	}
 	projectFlag(c, &project)
+	c.Flags().BoolVar(&all, "all", false, "every agent of the project (--project)")
+	completeArgs(c, a.completeAgents)
 	return c
+}
+
+// noteQueued says on stderr that an action waits for its broker.
+func (a *app) noteQueued(cmd *cobra.Command, ag *api.Agent) {
+	if ag.QueuedDispatch != nil && !a.json() {
+		fmt.Fprintf(cmd.ErrOrStderr(), "The runtime broker of %s is offline: the %s is queued and delivered when it reconnects.\n", ag.Slug, ag.QueuedDispatch.Action)
+	}
+}
+
+// deletedView is one deleted agent in delete's -o json.
+type deletedView struct {
+	Name    string `json:"name"`
+	Project string `json:"project"`
+	Deleted bool   `json:"deleted"`
 }
 
 func newDeleteCmd(a *app) *cobra.Command {
 	var project string
-	var force bool
+	var force, all bool
 	c := &cobra.Command{
-		Use:   "delete <name>",
-		Short: "Delete an agent and its container",
-		Long: `Delete an agent: its broker removes its container, then the Hub its record.
+		Use:   "delete <name>... | --all",
+		Short: "Delete agents and their containers",
+		Long: `Delete agents: each one's broker removes its container, then the Hub its
+record. Several names are deleted one after another; one that fails is
+reported and the others are still deleted (exit 1). --all deletes every
+agent of the project.
+
 With --force the record of an agent whose runtime broker was deregistered
 (runtime_broker_missing) is removed too; nothing can reach that broker, so
 a workload still running there is left alone. An agent pinned to a flat
 Runtime Broker whose placement is inconsistent (runtime_target_pin_stale,
 runtime_target_mismatch, or its pinned broker deregistered) is refused with
 or without --force: its record stays until its project is deleted with
-'scion project delete --force'.`,
+'scion project delete --force'.
+
+-o json prints [{"name", "project", "deleted"}] for the agents deleted.`,
 		Example: `  scion delete fixer --project web
+  scion delete fixer writer
+  scion delete --all --project scratch
   scion delete fixer --force`,
-		Args: exactArgs("name"),
+		Args: namesOrAll(&all),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := nonEmptyFlag(cmd, "project"); err != nil {
 				return err
@@ -321,15 +375,39 @@ or without --force: its record stays until its project is deleted with
 			if force {
 				del = cl.ForceDeleteAgent
 			}
-			if err := del(cmd.Context(), args[0], p); err != nil {
+			names, err := targetNames(cmd, cl, args, all, p)
+			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "Deleted agent %s (project %s).\n", args[0], p)
-			return nil
+			var done []deletedView
+			deleteOne := func(name string) error {
+				if err := del(cmd.Context(), name, p); err != nil {
+					return err
+				}
+				done = append(done, deletedView{Name: name, Project: p, Deleted: true})
+				if !a.json() {
+					fmt.Fprintf(cmd.OutOrStdout(), "Deleted agent %s (project %s).\n", name, p)
+				}
+				return nil
+			}
+			var failed error
+			if len(names) == 1 && !all {
+				failed = deleteOne(names[0]) // its error is the command's
+			} else {
+				failed = eachName(cmd, names, deleteOne)
+			}
+			if a.json() && (failed == nil || len(done) > 0) {
+				if err := a.render(cmd.OutOrStdout(), nonNil(done)); err != nil {
+					return err
+				}
+			}
+			return failed
 		},
 	}
 	projectFlag(c, &project)
 	c.Flags().BoolVar(&force, "force", false, "remove the record of an agent whose runtime broker was deregistered")
+	c.Flags().BoolVar(&all, "all", false, "every agent of the project (--project)")
+	completeArgs(c, a.completeAgents)
 	return c
 }
 

@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -99,6 +100,7 @@ entry uses its own token or none, never another entry's.`,
 		newCheckCmd(a, d),
 	)
 	root.AddCommand(newAgentCmds(a)...)
+	a.addCompletions(root)
 	explainErrors(root, a.explain)
 	return root
 }
@@ -180,7 +182,14 @@ func run(ctx context.Context, root *cobra.Command) int {
 func groupCmd(c *cobra.Command) *cobra.Command {
 	c.Args = func(cmd *cobra.Command, args []string) error {
 		if len(args) > 0 {
-			return usageErrorf("unknown command %q for %q", args[0], cmd.CommandPath())
+			msg := fmt.Sprintf("unknown command %q for %q", args[0], cmd.CommandPath())
+			if cmd.SuggestionsMinimumDistance <= 0 {
+				cmd.SuggestionsMinimumDistance = 2
+			}
+			if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+				msg += "; did you mean " + strings.Join(quoteAll(s), " or ") + "?"
+			}
+			return usageErrorf("%s", msg)
 		}
 		return nil
 	}
@@ -213,4 +222,12 @@ func (a *app) connect() (*hubconn.Target, *client.Client, error) {
 		hubconn.RenewAgentToken(t, hubconn.Now())
 	}
 	return t, hubconn.NewClient(t), nil
+}
+
+func quoteAll(ss []string) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = fmt.Sprintf("%q", s)
+	}
+	return out
 }

@@ -282,8 +282,8 @@ func placementOps(name string) [][]string {
 }
 
 // assertRefused runs every placement operation on agent name and checks
-// each exits non-zero with `error: <code>:` on stderr and nothing on
-// stdout.
+// each exits non-zero with the JSON error of code on stderr and nothing
+// on stdout.
 func assertRefused(t *testing.T, admin *host, name, code string) {
 	t.Helper()
 	for _, op := range placementOps(name) {
@@ -294,8 +294,9 @@ func assertRefused(t *testing.T, admin *host, name, code string) {
 			t.Errorf("scion %s: %v", strings.Join(op, " "), err)
 			continue
 		}
-		if rc == 0 || !strings.Contains(stderr, "error: "+code+":") || strings.TrimSpace(stdout) != "" {
-			t.Errorf("scion %s: exit %d, stdout %q, stderr %q; want a non-zero exit and error: %s", strings.Join(op, " "), rc, stdout, stderr, code)
+		// -o json: the error is JSON on stderr.
+		if rc == 0 || !strings.Contains(stderr, `"code": "`+code+`"`) || strings.TrimSpace(stdout) != "" {
+			t.Errorf("scion %s: exit %d, stdout %q, stderr %q; want a non-zero exit and the JSON error %s", strings.Join(op, " "), rc, stdout, stderr, code)
 		}
 		if d := time.Since(start); d > 10*time.Second {
 			t.Errorf("scion %s took %v to be refused", strings.Join(op, " "), d)

@@ -1,0 +1,136 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/scion-go/scion/api"
+	"github.com/scion-go/scion/client"
+)
+
+// TestCompletionFromALiveHub: cobra's __complete (what the shell scripts
+// of 'scion completion' call) completes agent, project, broker and hub
+// names from the Hub and the hub list.
+func TestCompletionFromALiveHub(t *testing.T) {
+	setHome(t)
+	agentHub(t)
+	mustRun(t, "start", "fixer", "--project", "web", "--broker", "vm", "--", "x")
+	mustRun(t, "start", "finder", "--project", "web", "--broker", "vm", "--", "x")
+	mustRun(t, "start", "other", "--broker", "vm", "--", "x")
+
+	for _, tc := range []struct {
+		args      []string
+		want, not []string
+	}{
+		{[]string{"stop", "--project", "web", "fi"}, []string{"fixer\trunning", "finder\trunning"}, []string{"other"}},
+		{[]string{"delete", ""}, []string{"other"}, []string{"fixer"}},
+		{[]string{"logs", "--project", "web", "fix"}, []string{"fixer"}, []string{"finder"}},
+		{[]string{"list", "--project", "w"}, []string{"web"}, []string{"api"}},
+		{[]string{"start", "x", "--broker", "l"}, []string{"laptop\tonline"}, []string{"vm"}},
+		{[]string{"hub", "use", ""}, []string{"team\t"}, nil},
+		{[]string{"project", "show", ""}, []string{"web", "api", "default"}, nil},
+	} {
+		r := mustRun(t, append([]string{"__complete"}, tc.args...)...)
+		for _, w := range tc.want {
+			if !strings.Contains(r.out, w) {
+				t.Errorf("__complete %q: %q missing from:\n%s", tc.args, w, r.out)
+			}
+		}
+		for _, n := range tc.not {
+			if strings.Contains(r.out, n) {
+				t.Errorf("__complete %q: %q offered:\n%s", tc.args, n, r.out)
+			}
+		}
+		if !strings.Contains(r.out, ":4\n") { // ShellCompDirectiveNoFileComp
+			t.Errorf("__complete %q: file names offered too:\n%s", tc.args, r.out)
+		}
+	}
+	// The scripts themselves.
+	for _, sh := range []string{"bash", "zsh", "fish"} {
+		if r := mustRun(t, "completion", sh); !strings.Contains(r.out, "__complete") {
+			t.Errorf("completion %s: no script:\n%.300s", sh, r.out)
+		}
+	}
+}
+
+// TestCompletionWithoutAHubIsQuiet: no Hub, no names and no error text.
+func TestCompletionWithoutAHubIsQuiet(t *testing.T) {
+	setHome(t)
+	r := mustRun(t, "__complete", "stop", "")
+	if strings.Contains(r.out, "error") || !strings.HasPrefix(r.out, ":4") {
+		t.Fatalf("completion without a Hub: %q", r.out)
+	}
+}
+
+func TestSeveralNamesAndAll(t *testing.T) {
+	setHome(t)
+	e := agentHub(t)
+	ctx := context.Background()
+	for _, n := range []string{"a1", "a2", "a3"} {
+		mustRun(t, "start", n, "--project", "web", "--broker", "vm", "--", "x")
+	}
+	// Two named, one of them missing: the other is stopped, the missing
+	// one reported, exit 1.
+	r := runCLI(t, "", "stop", "a1", "ghost", "a2", "--project", "web")
+	if r.code != 1 || !strings.Contains(r.err, "ghost: error: agent_not_found") || !strings.Contains(r.err, "1 of 3 failed: ghost") {
+		t.Fatalf("stop a1 ghost a2: %+v", r)
+	}
+	for _, n := range []string{"a1", "a2"} {
+		if a, _ := e.Admin.GetAgent(ctx, n, "web"); a.Phase != api.PhaseStopped || !strings.Contains(r.out, n) {
+			t.Errorf("%s: %s after the stop; table:\n%s", n, a.Phase, r.out)
+		}
+	}
+	r = mustRun(t, "stop", "--all", "--project", "web", "-o", "json")
+	var stopped []api.Agent
+	if err := json.Unmarshal([]byte(r.out), &stopped); err != nil || len(stopped) != 3 {
+		t.Fatalf("stop --all -o json: %v %s", err, r.out)
+	}
+	r = mustRun(t, "delete", "--all", "--project", "web", "-o", "json")
+	var deleted []deletedView
+	if err := json.Unmarshal([]byte(r.out), &deleted); err != nil || len(deleted) != 3 || !deleted[0].Deleted || deleted[0].Project != "web" {
+		t.Fatalf("delete --all -o json: %v %s", err, r.out)
+	}
+	if ags, _ := e.Admin.ListAllAgents(ctx, client.AgentFilter{Project: "web"}); len(ags) != 0 {
+		t.Fatalf("%d agents left in web", len(ags))
+	}
+	for _, args := range [][]string{{"delete"}, {"stop", "x", "--all"}, {"delete", "--all", "x"}} {
+		if r := runCLI(t, "", args...); r.code != exitUsage || !strings.Contains(r.err, "--all") {
+			t.Errorf("%q: %+v, want a usage error naming --all", args, r)
+		}
+	}
+}
+
+func TestDidYouMean(t *testing.T) {
+	setHome(t)
+	for args, want := range map[string]string{
+		"stpo": `did you mean "stop"?`, "hub brokrs": `did you mean "brokers"?`, "projct list": `did you mean "project"?`,
+	} {
+		r := runCLI(t, "", strings.Fields(args)...)
+		if r.code != exitUsage || !strings.Contains(r.err, want) {
+			t.Errorf("scion %s: %+v, want %s", args, r, want)
+		}
+	}
+}
+
+// TestErrorsAsJSONUnderStructuredOutput: with -o json (or yaml, ...) an
+// error is one JSON object on stderr with the Hub's code and the
+// answer's request ID; a usage error says so with exit 2.
+func TestErrorsAsJSONUnderStructuredOutput(t *testing.T) {
+	setHome(t)
+	agentHub(t)
+	for _, o := range []string{"json", "yaml"} {
+		r := runCLI(t, "", "stop", "ghost", "-o", o)
+		var e struct{ Error errorView }
+		if err := json.Unmarshal([]byte(r.err), &e); err != nil || r.code != 1 || e.Error.Code != api.CodeAgentNotFound ||
+			e.Error.Status != 404 || len(e.Error.RequestID) != 24 || e.Error.ExitCode != 1 || r.out != "" {
+			t.Errorf("-o %s: %+v (%v) from %+v", o, e, err, r)
+		}
+	}
+	r := runCLI(t, "", "list", "-o", "json", "--nope")
+	var e struct{ Error errorView }
+	if err := json.Unmarshal([]byte(r.err), &e); err != nil || r.code != exitUsage || e.Error.Code != api.CodeInvalidRequest || e.Error.ExitCode != exitUsage {
+		t.Errorf("usage error: %+v (%v) from %+v", e, err, r)
+	}
+}
