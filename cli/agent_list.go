@@ -85,6 +85,11 @@ func newLogsCmd(a *app) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "logs <name>",
 		Short: "Print an agent's output",
+		Long: `Print an agent's output (its main process's stdout and stderr, as its runtime
+keeps them). -f follows new output until Ctrl-C or the agent's end.
+
+-o json prints {"agent", "project", "lines": [...]}; with -f, one JSON
+object per line as it comes: {"agent", "project", "line"} (NDJSON).`,
 		Example: `  scion logs fixer
   scion logs fixer -f --tail 100`,
 		Args: exactArgs("name"),
@@ -104,7 +109,11 @@ func newLogsCmd(a *app) *cobra.Command {
 				return err
 			}
 			defer rc.Close()
-			_, err = io.Copy(cmd.OutOrStdout(), rc)
+			if a.json() {
+				err = logLinesJSON(cmd.OutOrStdout(), rc, args[0], projectOrDefault(project), follow)
+			} else {
+				_, err = io.Copy(cmd.OutOrStdout(), rc)
+			}
 			// Ctrl-C is how a follow ends; it is not an error.
 			if err != nil && follow && errors.Is(cmd.Context().Err(), context.Canceled) {
 				return nil

@@ -339,6 +339,9 @@ still running on this machine, are not stopped).`,
 			if err != nil {
 				return fmt.Errorf("deregistered %s but could not update the local files: %w", r.BrokerID, err)
 			}
+			if a.json() {
+				return a.render(cmd.OutOrStdout(), deregisteredView{BrokerID: r.BrokerID, BrokerName: r.BrokerName, Hub: t.URL, Deregistered: true})
+			}
 			fmt.Fprintf(cmd.OutOrStdout(), "Deregistered Runtime Broker %s (%s) from %s.\n", show.OrDash(r.BrokerName), r.BrokerID, t.URL)
 			return nil
 		},

@@ -134,3 +134,22 @@ func TestErrorsAsJSONUnderStructuredOutput(t *testing.T) {
 		t.Errorf("usage error: %+v (%v) from %+v", e, err, r)
 	}
 }
+
+func TestVersionShowsTheHubs(t *testing.T) {
+	setHome(t)
+	if r := mustRun(t, "--version"); r.out != "scion "+Version+"\n" {
+		t.Errorf("--version: %q", r.out)
+	}
+	if r := mustRun(t, "version"); !strings.Contains(r.out, "CLI: "+Version) || !strings.Contains(r.out, "Hub: none selected") {
+		t.Errorf("version without a Hub: %q", r.out)
+	}
+	e := agentHub(t)
+	r := mustRun(t, "version", "-o", "json")
+	var v versionView
+	if err := json.Unmarshal([]byte(r.out), &v); err != nil || v.CLI.Version != Version || v.Hub == nil || v.Hub.Version != "test" || v.Hub.URL != e.URL {
+		t.Errorf("version -o json: %v %s", err, r.out)
+	}
+	if r := mustRun(t, "version"); !strings.Contains(r.out, "Hub: test ("+e.URL+")") {
+		t.Errorf("version: %q", r.out)
+	}
+}

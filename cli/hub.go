@@ -25,12 +25,21 @@ which one is current. The other hub subcommands administer the selected Hub:
 its Runtime Brokers, hub-wide settings and limits, users and their roles, your
 access tokens, and Hub secrets.`,
 	})
-	c.AddCommand(newHubAddCmd(), newHubUseCmd(), newHubListCmd(a), newHubAuthCmd(a),
+	c.AddCommand(newHubAddCmd(a), newHubUseCmd(a), newHubListCmd(a), newHubAuthCmd(a),
 		newHubBrokersCmd(a), newHubSettingsCmd(a), newHubLimitsCmd(a), newHubTokensCmd(a), newHubMetricsTokensCmd(a), newHubSecretCmd(a), newHubUsersCmd(a))
 	return c
 }
 
-func newHubAddCmd() *cobra.Command {
+// hubAddedView is 'scion hub add -o json'.
+type hubAddedView struct {
+	Name     string `json:"name"`
+	URL      string `json:"url"`
+	Current  bool   `json:"current"`
+	SignedIn bool   `json:"signedIn"`
+	CA       string `json:"ca,omitempty"`
+}
+
+func newHubAddCmd(a *app) *cobra.Command {
 	var use bool
 	var token, ca string
 	c := &cobra.Command{
@@ -79,6 +88,9 @@ with --hub or 'scion hub use'. Sign in with 'scion hub auth login', or pass
 			if err := l.Save(); err != nil {
 				return err
 			}
+			if a.json() {
+				return a.render(cmd.OutOrStdout(), hubAddedView{Name: name, URL: u, Current: l.Current == name, SignedIn: e.Token != "", CA: e.CA})
+			}
 			w := cmd.OutOrStdout()
 			fmt.Fprintf(w, "Added hub %s (%s).\n", name, u)
 			if use {
@@ -99,7 +111,7 @@ with --hub or 'scion hub use'. Sign in with 'scion hub auth login', or pass
 	return c
 }
 
-func newHubUseCmd() *cobra.Command {
+func newHubUseCmd(a *app) *cobra.Command {
 	return &cobra.Command{
 		Use:     "use <name>",
 		Short:   "Make a hub list entry the current hub",
@@ -116,6 +128,10 @@ func newHubUseCmd() *cobra.Command {
 			l.Current = args[0]
 			if err := l.Save(); err != nil {
 				return err
+			}
+			if a.json() {
+				e := l.Hubs[args[0]]
+				return a.render(cmd.OutOrStdout(), hubListItem{Name: args[0], URL: e.URL, Current: true, SignedIn: e.Token != ""})
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "Hub %s is now current.\n", args[0])
 			return nil

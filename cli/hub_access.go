@@ -96,6 +96,9 @@ project:agent:create, project:agent:lifecycle.`,
 			if err := cl.RevokeAccessToken(cmd.Context(), args[0]); err != nil {
 				return err
 			}
+			if a.json() {
+				return a.render(cmd.OutOrStdout(), revokedView{ID: args[0], Revoked: true})
+			}
 			fmt.Fprintf(cmd.OutOrStdout(), "Token %s revoked.\n", args[0])
 			return nil
 		},
@@ -223,11 +226,17 @@ can name one, and no API answer carries its value.`,
 				if err := cl.DeleteBrokerSecret(cmd.Context(), broker, args[0]); err != nil {
 					return err
 				}
+				if a.json() {
+					return a.render(cmd.OutOrStdout(), secretDeletedView{Name: args[0], Broker: broker, Deleted: true})
+				}
 				fmt.Fprintf(cmd.OutOrStdout(), "Secret %s of runtime broker %s deleted.\n", args[0], broker)
 				return nil
 			}
 			if err := cl.DeleteSecret(cmd.Context(), project, args[0]); err != nil {
 				return err
+			}
+			if a.json() {
+				return a.render(cmd.OutOrStdout(), secretDeletedView{Name: args[0], Project: project, Deleted: true})
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "Secret %s deleted%s.\n", args[0], scopeText(project))
 			return nil

@@ -82,6 +82,9 @@ Give it to Prometheus as a bearer token (authorization.credentials_file).`,
 			if err := cl.RevokeMetricsToken(cmd.Context(), args[0]); err != nil {
 				return err
 			}
+			if a.json() {
+				return a.render(cmd.OutOrStdout(), revokedView{ID: args[0], Revoked: true})
+			}
 			fmt.Fprintf(cmd.OutOrStdout(), "Scrape token %s revoked.\n", args[0])
 			return nil
 		},

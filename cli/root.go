@@ -98,7 +98,11 @@ entry uses its own token or none, never another entry's.`,
 		newImageCmd(d),
 		newInstallBinaryCmd(),
 		newCheckCmd(a, d),
+		newVersionCmd(a),
 	)
+	// --version: the CLI's alone, no Hub call ('scion version' adds it).
+	root.Version = Version
+	root.SetVersionTemplate("scion {{.Version}}\n")
 	root.AddCommand(newAgentCmds(a)...)
 	a.addCompletions(root)
 	explainErrors(root, a.explain)
