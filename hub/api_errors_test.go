@@ -49,11 +49,17 @@ func TestEveryRouteNeedsAuthentication(t *testing.T) {
 	e := testenv.New(t, testenv.Options{})
 	for _, rt := range e.Hub.Routes() {
 		method, path, _ := strings.Cut(rt.Pattern, " ")
-		path = strings.NewReplacer("{project}", "default", "{broker}", "b", "{agent}", "a", "{action}", "start").Replace(path)
+		path = strings.NewReplacer("{project}", "default", "{broker}", "b", "{agent}", "a", "{action}", "start", "{$}", "").Replace(path)
 		if rt.Public {
 			continue
 		}
-		for _, tok := range []string{"", "scu_bogus", "sca_e30.AAAA", "garbage"} {
+		toks := []string{"", "scu_bogus", "sca_e30.AAAA", "garbage"}
+		if isUIPage(rt.Pattern) {
+			// A browser without a session is sent to the sign-in page.
+			checkLoginRedirect(t, e.URL+path)
+			toks = toks[1:]
+		}
+		for _, tok := range toks {
 			status, ae := call(t, method, e.URL+path, tok, "application/json", []byte(`{}`))
 			if status != http.StatusUnauthorized || ae.Code != api.CodeUnauthorized {
 				t.Errorf("%s with token %q: %d %v, want 401 unauthorized", rt.Pattern, tok, status, ae)
@@ -169,5 +175,23 @@ func TestUnknownRouteMethod(t *testing.T) {
 	status, ae := call(t, "GET", e.URL+"/api/v1/agents/x/start", e.AdminToken, "", nil)
 	if status < 400 || ae == nil {
 		t.Fatalf("GET on an action route: %d", status)
+	}
+}
+
+// isUIPage: a page of the web UI (not its logs or events stream).
+func isUIPage(pattern string) bool {
+	return strings.Contains(pattern, " /ui/") && !strings.HasSuffix(pattern, "/logs") && !strings.HasSuffix(pattern, "/events")
+}
+
+func checkLoginRedirect(t *testing.T, url string) {
+	t.Helper()
+	hc := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := hc.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/ui/login" {
+		t.Errorf("GET %s without a session: %d to %q, want 303 to /ui/login", url, resp.StatusCode, resp.Header.Get("Location"))
 	}
 }

@@ -139,6 +139,21 @@ var matrix = []matrixRow{
 	{"DELETE /api/v1/runtime-brokers/{broker}/secrets/{name}", "204 403 403 403 403 403 403 403 403 403 403 403"},
 	{"GET /api/v1/runtime-brokers/{broker}/secrets/{name}/value", "401 401 401 401 401 401 401 401 401 401 401 401"},
 
+	// The web page: each view answers as the API read it shows (the
+	// overview as GET /api/v1/agents, an agent's page and its logs as
+	// theirs); the live feed to any caller, each record in it read as
+	// that caller. Sign-in, sign-out and the static files are public: a
+	// sign-in without a token is 400, a sign-out lands on the sign-in
+	// page, the static directory is not listed.
+	{"GET /ui/{$}", "200 200 200 403 403 403 200 200 200 200 200 200"},
+	{"GET /ui/agents/{agent}", "200 200 200 403 403 403 200 200 200 200 200 200"},
+	{"GET /ui/agents/{agent}/logs", "200 200 200 403 403 403 200 200 200 200 200 200"},
+	{"GET /ui/events", "200 200 200 200 200 200 200 200 200 200 200 200"},
+	{"GET /ui/login", "200 200 200 200 200 200 200 200 200 200 200 200"},
+	{"POST /ui/login", "400 400 400 400 400 400 400 400 400 400 400 400"},
+	{"POST /ui/logout", "200 200 200 200 200 200 200 200 200 200 200 200"},
+	{"GET /ui/static/", "404 404 404 404 404 404 404 404 404 404 404 404"},
+
 	{"GET /api/v1/settings", "200 200 200 403 403 403 403 403 403 403 403 403"},
 	{"PUT /api/v1/settings", "200 403 403 403 403 403 403 403 403 403 403 403"},
 	{"GET /api/v1/admin/limits", "200 200 200 403 403 403 403 403 403 403 403 403"},
@@ -436,6 +451,10 @@ func (m *matrixEnv) prepare(route, caller string) (cell, string) {
 		if variant != "" {
 			c.body = api.UpdateAgentRequest{Role: ptr("coordinator")}
 		}
+	case "GET /ui/{$}":
+		path = "/ui/"
+	case "GET /ui/agents/{agent}", "GET /ui/agents/{agent}/logs":
+		set("agent", target(api.CreateAgentRequest{}))
 	case "GET /api/v1/agents/{agent}", "DELETE /api/v1/agents/{agent}", "GET /api/v1/agents/{agent}/logs", "GET /api/v1/agents/{agent}/attach",
 		"GET /api/v1/agents/{agent}/moves":
 		set("agent", target(api.CreateAgentRequest{}))
@@ -535,6 +554,9 @@ func (m *matrixEnv) send(c cell, token string) (int, string) {
 		m.t.Fatalf("%s %s: %v", c.method, c.path, err)
 	}
 	defer resp.Body.Close()
+	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		return resp.StatusCode, "" // a live feed: the status is the answer
+	}
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 	return resp.StatusCode, string(b)
 }

@@ -20,12 +20,14 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/scion-go/scion/api"
 	"github.com/scion-go/scion/hub/authstore"
 	"github.com/scion-go/scion/hub/channel"
+	"github.com/scion-go/scion/hub/events"
 	"github.com/scion-go/scion/hub/httpapi"
 	"github.com/scion-go/scion/hub/identity"
 	"github.com/scion-go/scion/hub/jobs"
@@ -33,6 +35,7 @@ import (
 	"github.com/scion-go/scion/hub/settings"
 	"github.com/scion-go/scion/hub/signin"
 	"github.com/scion-go/scion/store"
+	"github.com/scion-go/scion/web"
 )
 
 // Options configure a Hub.
@@ -105,6 +108,11 @@ type Server struct {
 
 	settings *settings.Settings
 
+	// bus tells the web page's live feed what the store's writes changed
+	// (hub/events); pages renders the page (package web).
+	bus   *events.Bus
+	pages *web.Pages
+
 	bg     sync.WaitGroup
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -136,10 +144,13 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
+	bus := &events.Bus{}
 	s := &Server{
 		opts:  opts,
-		store: authstore.New(opts.Store),
+		store: authstore.New(events.Wrap(opts.Store, bus)),
 		log:   opts.Logger,
+		bus:   bus,
+		pages: web.New(),
 	}
 	s.opts.Store = nil // every call goes through the wrapper
 	s.ctx, s.cancel = context.WithCancel(context.Background())
@@ -272,6 +283,7 @@ func (s *Server) Routes() []Route {
 	}...)
 	routes = append(routes, s.settings.Routes()...)
 	routes = append(routes, s.moves.Routes()...)
+	routes = append(routes, s.uiRoutes()...)
 	return append(routes, s.jobs.Routes()...)
 }
 
@@ -281,6 +293,10 @@ func (s *Server) routes() {
 		switch {
 		case rt.Public:
 			m.Handle(rt.Pattern, rt.Open)
+		case rt.Stream != nil && strings.Contains(rt.Pattern, " /ui/"):
+			// The web page: its session cookie, then as the API.
+			page := !strings.HasSuffix(rt.Pattern, "/logs") && !strings.HasSuffix(rt.Pattern, "/events")
+			m.Handle(rt.Pattern, s.uiAuth(page, s.id.RequireAuth(httpapi.Streaming(rt.Stream))))
 		case rt.Stream != nil:
 			m.Handle(rt.Pattern, s.id.RequireAuth(httpapi.Streaming(rt.Stream)))
 		default:

@@ -139,7 +139,7 @@ func Server(parent context.Context, o config.ServerOptions) error {
 	if oidcCfg != nil {
 		log.Info("oidc sign-in on", "issuer", oidcCfg.IssuerURL, "clientId", oidcCfg.ClientID, "defaultRole", orDash(oidcCfg.DefaultRole))
 	}
-	fmt.Fprintf(os.Stderr, "Scion Hub ready at %s\n", url)
+	fmt.Fprintf(os.Stderr, "Scion Hub ready at %s (web page: %s/ui/)\n", url, url)
 
 	select {
 	case <-ctx.Done():

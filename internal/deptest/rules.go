@@ -226,9 +226,20 @@ var Rules = []Rule{
 		// reaches brokers only over wire and data only through the store
 		// interface, wrapped by hub/authstore; the engine (store/sqlite,
 		// store/postgres), the broker and the runtimes are chosen and
-		// wired by launch.
-		Name: "hub imports only api, its own parts, store and wire",
-		Pkgs: []string{"hub"}, Only: []string{"api", "hub/authstore", "hub/authz", "hub/channel", "hub/httpapi", "hub/identity", "hub/jobs", "hub/lifecycle", "hub/moves", "hub/placement", "hub/plan", "hub/settings", "hub/signin", "hub/storeerr", "hub/transport", "store", "wire"},
+		// wired by launch. web is its page's templates and script.
+		Name: "hub imports only api, its own parts, store, web and wire",
+		Pkgs: []string{"hub"}, Only: []string{"api", "hub/authstore", "hub/authz", "hub/channel", "hub/events", "hub/httpapi", "hub/identity", "hub/jobs", "hub/lifecycle", "hub/moves", "hub/placement", "hub/plan", "hub/settings", "hub/signin", "hub/storeerr", "hub/transport", "store", "web", "wire"},
+	},
+	{
+		// The live feed's changes: a store decorator and a bus, knowing
+		// records by kind and ID only.
+		Name: "hub/events imports only store",
+		Pkgs: []string{"hub/events"}, Only: []string{"api", "store"},
+	},
+	{
+		// The page renders what the Hub hands it and decides nothing.
+		Name: "web imports only api",
+		Pkgs: []string{"web"}, Only: []string{"api"},
 	},
 	{
 		// Agents' workspaces on the broker's host: directories and git.
@@ -297,7 +308,7 @@ var Rules = []Rule{
 }
 
 // productParts are the packages the daemons are made of.
-var productParts = []string{"api", "broker/...", "config", "hub/...", "internal/keylock", "runtime/...", "spoke/...", "store/...", "wire"}
+var productParts = []string{"api", "broker/...", "config", "hub/...", "internal/keylock", "runtime/...", "spoke/...", "store/...", "web", "wire"}
 
 // harnesses are the test harnesses and benchmarks: packages whose non-test
 // files exist only for tests and bench/.
