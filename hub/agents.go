@@ -93,6 +93,7 @@ func (s *Server) handleCreateAgent(r *http.Request, c *Caller) (int, any, error)
 // refused earlier created nothing).
 func (s *Server) createAgent(r *http.Request, c *Caller, p *store.Project, req api.CreateAgentRequest, key *createKey, claimed *bool) (int, any, error) {
 	ctx := r.Context()
+	began := time.Now()
 	in, secrets, err := s.loadCreate(ctx, c, p, req, key)
 	if err != nil {
 		return 0, nil, err
@@ -123,6 +124,7 @@ func (s *Server) createAgent(r *http.Request, c *Caller, p *store.Project, req a
 	s.metrics.created.Inc()
 	spec := s.createSpec(a, p, secrets, in.Req.Kubernetes, in.Req.Start)
 	a, _, err = s.runCreate(ctx, a, b, spec, cp.Key)
+	s.metrics.createTime.WithLabelValues(createLabel(err)).Observe(time.Since(began).Seconds())
 	if err != nil {
 		return 0, nil, err
 	}

@@ -31,12 +31,16 @@ func (s *Server) handleConnect(w http.ResponseWriter, r *http.Request) {
 		httpapi.WriteError(s.log, w, r, api.Unauthorized("the control channel needs broker credentials"))
 		return
 	}
-	conn, err := wire.Accept(w, r, wire.Options{HeartbeatInterval: s.opts.HeartbeatInterval, Grace: s.opts.Grace})
+	conn, err := wire.Accept(w, r, wire.Options{HeartbeatInterval: s.opts.HeartbeatInterval, Grace: s.opts.Grace,
+		OnRTT: func(d time.Duration) { s.metrics.rtt.Observe(d.Seconds()) }})
 	if err != nil {
 		s.log.Warn("control channel upgrade failed", "broker", c.ID, "err", err)
 		return
 	}
 	s.metrics.channels.Inc()
+	if _, again := s.metrics.seenBrokers.LoadOrStore(c.ID, true); again {
+		s.metrics.reconnects.Inc()
+	}
 	sess := channel.NewSession(uuid.NewString(), c.ID, conn)
 	// What a broker sends on its channel is recorded by the Hub itself:
 	// the broker authenticated as itself, and what its reports change

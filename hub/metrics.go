@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -34,6 +35,14 @@ type metrics struct {
 	// Jobs room counts in it and chooses its cluster label
 	// (hub/jobs/metrics.go).
 	jobs *prometheus.CounterVec
+	// rtt is the control channels' heartbeat round trip; reconnects the
+	// channels a broker opened again in this process (seenBrokers).
+	rtt         prometheus.Histogram
+	reconnects  prometheus.Counter
+	seenBrokers sync.Map
+	// createTime is a create's latency, from the request to the broker's
+	// answer, by outcome (ok or the error code).
+	createTime *prometheus.HistogramVec
 }
 
 func newMetrics(s *Server) *metrics {
@@ -58,6 +67,15 @@ func newMetrics(s *Server) *metrics {
 		jobs: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "scion_jobs_total",
 			Help: "Delegated Jobs by cluster and outcome (refused, succeeded, failed, cancelled, error)."}, []string{"cluster", "outcome"}),
 	}
+	m.rtt = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "scion_broker_channel_rtt_seconds",
+		Help:    "Control-channel heartbeat round trip (ping to pong), all brokers.",
+		Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, 1}})
+	m.reconnects = prometheus.NewCounter(prometheus.CounterOpts{Name: "scion_broker_reconnects_total",
+		Help: "Control channels a runtime broker opened again after its first in this Hub process."})
+	m.createTime = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "scion_agent_create_duration_seconds",
+		Help:    "Agent create latency, from the request to the broker's answer, by outcome (ok or the error code).",
+		Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30}}, []string{"outcome"})
+	m.reg.MustRegister(m.rtt, m.reconnects, m.createTime, &stateCollector{s: s})
 	m.reg.MustRegister(m.requests, m.latency, m.dispatch, m.created, m.queued, m.channels, m.jobs,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "scion_brokers_connected", Help: "Brokers with a live control channel to this Hub."},
@@ -122,3 +140,11 @@ func (r *statusRecorder) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 }
 
 func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+// createLabel labels a create's latency: ok, or the error's code.
+func createLabel(err error) string {
+	if err == nil {
+		return "ok"
+	}
+	return api.AsError(err).Code
+}

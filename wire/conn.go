@@ -37,6 +37,9 @@ type Options struct {
 	// Grace is how long past a missed heartbeat the peer may stay silent
 	// before the Conn closes itself as dead (default 10s).
 	Grace time.Duration
+	// OnRTT, when set, is told each heartbeat's round trip (ping to
+	// pong): the channel's latency, for the Hub's metrics.
+	OnRTT func(time.Duration)
 	// DefaultTimeout bounds a Call whose ctx has no deadline (default 30s).
 	DefaultTimeout time.Duration
 	// MaxMessage bounds one reassembled message (default 64 MiB).

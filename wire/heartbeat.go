@@ -37,8 +37,12 @@ func (c *Conn) ping() {
 	// ends the wait when the Conn closes.
 	ctx, cancel := context.WithTimeout(c.hctx, c.opts.HeartbeatInterval+c.opts.Grace)
 	defer cancel()
+	start := time.Now()
 	if c.ws.Ping(ctx) == nil {
 		c.touch()
+		if f := c.opts.OnRTT; f != nil {
+			f(time.Since(start))
+		}
 	}
 }
 
