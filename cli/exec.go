@@ -1,12 +1,9 @@
 package cli
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -74,62 +71,5 @@ When stdin is a pipe or a file it is sent as the command's input.`,
 	projectFlag(c, &project)
 	c.Flags().StringArrayVar(&env, "env", nil, "extra environment variable KEY=VALUE for the command (repeatable)")
 	c.Flags().BoolVarP(&tty, "tty", "t", false, "merge stderr into stdout, as a terminal would")
-	return c
-}
-
-func newAttachCmd(a *app) *cobra.Command {
-	var project string
-	c := &cobra.Command{
-		Use:   "attach <name>",
-		Short: "Attach to a running agent's main process (Ctrl-C detaches)",
-		Long: `Connect your terminal to a running agent's main process through the Hub:
-what you type goes to its standard input, what it prints comes back. Ctrl-C
-(or the end of stdin) detaches; the agent keeps running.`,
-		Example: `  scion attach fixer`,
-		Args:    exactArgs("name"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			_, cl, err := a.connect()
-			if err != nil {
-				return err
-			}
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt)
-			defer stop()
-			at, err := cl.Attach(ctx, args[0], projectOrDefault(project))
-			if err != nil {
-				return err
-			}
-			defer at.Close()
-			fmt.Fprintf(cmd.ErrOrStderr(), "attached to %s; Ctrl-C detaches\n", args[0])
-			inDone := make(chan error, 1)
-			go func() {
-				_, err := io.Copy(at, cmd.InOrStdin())
-				if err == nil {
-					err = at.CloseWrite()
-				}
-				inDone <- err
-			}()
-			outDone := make(chan error, 1)
-			go func() { _, err := io.Copy(cmd.OutOrStdout(), at); outDone <- err }()
-			select {
-			case err = <-outDone: // the agent exited or the Hub closed
-			case <-inDone:
-				// End of input (a pipe): give the agent a moment to answer
-				// what it was sent, then detach.
-				select {
-				case err = <-outDone:
-				case <-time.After(attachLinger):
-				case <-ctx.Done():
-				}
-			case <-ctx.Done():
-				err = nil
-			}
-			if errors.Is(err, context.Canceled) {
-				err = nil
-			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "detached from %s\n", args[0])
-			return err
-		},
-	}
-	projectFlag(c, &project)
 	return c
 }

@@ -154,9 +154,28 @@ func (a *attachment) Write(p []byte) (int, error) {
 	return a.pw.Write(p)
 }
 
-func (a *attachment) CloseWrite() error                                       { return nil }
-func (a *attachment) Resize(ctx context.Context, size runtime.TermSize) error { return nil }
-func (a *attachment) TTY() bool                                               { return false }
+func (a *attachment) CloseWrite() error { return nil }
+
+// Resize records the size, for TermSize.
+func (a *attachment) Resize(ctx context.Context, size runtime.TermSize) error {
+	a.r.eng.mu.Lock()
+	defer a.r.eng.mu.Unlock()
+	if c, err := a.r.eng.get(a.agentID); err == nil {
+		c.size = size
+	}
+	return nil
+}
+
+// TermSize is the terminal size an attachment last set for agentID.
+func (r *Runtime) TermSize(agentID string) runtime.TermSize {
+	r.eng.mu.Lock()
+	defer r.eng.mu.Unlock()
+	if c, err := r.eng.get(agentID); err == nil {
+		return c.size
+	}
+	return runtime.TermSize{}
+}
+func (a *attachment) TTY() bool { return false }
 func (a *attachment) Close() error {
 	_ = a.pw.Close()
 	return a.pr.Close()

@@ -61,6 +61,8 @@ type container struct {
 	labels map[string]string
 	status runtime.Status // Labels left nil; filled in by snapshot
 	log    []byte
+	// size is the terminal size an attachment last set (zero: none).
+	size runtime.TermSize
 	// changed is closed (and cleared) whenever log or status changes, to
 	// wake log followers. It is only made when someone waits on it, so
 	// containers nobody follows cost nothing extra.

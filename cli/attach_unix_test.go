@@ -1,0 +1,5 @@
+package cli
+
+import "syscall"
+
+var sigwinch = syscall.SIGWINCH
