@@ -8,12 +8,13 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/scion-go/scion/api"
 	"github.com/scion-go/scion/client"
 )
 
 func newListCmd(a *app) *cobra.Command {
 	var project, broker string
-	var all bool
+	var all, watchFlag bool
 	c := &cobra.Command{
 		Use:   "list",
 		Short: "List agents of a project, or of all projects",
@@ -36,9 +37,18 @@ func newListCmd(a *app) *cobra.Command {
 			if !all {
 				filter.Project = projectOrDefault(project)
 			}
+			var f *feed
+			if watchFlag {
+				if f, err = openFeed(cmd, cl); err != nil {
+					return err
+				}
+			}
 			ags, err := cl.ListAllAgents(cmd.Context(), filter)
 			if err != nil {
 				return err
+			}
+			if f != nil {
+				return a.listAndWatch(cmd, cl, f, ags, filter, all)
 			}
 			if a.json() {
 				return a.render(cmd.OutOrStdout(), ags)
@@ -58,6 +68,7 @@ func newListCmd(a *app) *cobra.Command {
 			return t.Flush()
 		},
 	}
+	c.Flags().BoolVarP(&watchFlag, "watch", "w", false, watchHelp)
 	projectFlag(c, &project)
 	c.Flags().StringVar(&broker, "broker", "", "only agents on this Runtime Broker (name or ID)")
 	c.Flags().BoolVar(&all, "all", false, "agents of every project")
@@ -128,4 +139,50 @@ object per line as it comes: {"agent", "project", "line"} (NDJSON).`,
 	c.Flags().BoolVarP(&follow, "follow", "f", false, "keep streaming new output")
 	c.Flags().IntVar(&tail, "tail", 0, "start with the last N lines (0: everything)")
 	return c
+}
+
+// listAndWatch prints the list, then each change of its agents (its
+// project, or every project with --all; its broker with --broker).
+func (a *app) listAndWatch(cmd *cobra.Command, cl *client.Client, f *feed, ags []api.Agent, filter client.AgentFilter, all bool) error {
+	names := projectNames(cmd.Context(), cl)
+	projectID := ""
+	if !all {
+		p, err := cl.GetProject(cmd.Context(), filter.Project)
+		if err != nil {
+			f.stop()
+			return err
+		}
+		projectID = p.ID
+	}
+	header := agentHeaders
+	rowOf := agentRow
+	if a.wide() {
+		header, rowOf = agentWideHeaders, agentWideRow
+	}
+	row := func(ag api.Agent) []string {
+		return rowOf(ag, firstNonEmpty(names[ag.ProjectID], ag.ProjectID))
+	}
+	keep := func(ag api.Agent) bool {
+		return (projectID == "" || ag.ProjectID == projectID) &&
+			(filter.Broker == "" || ag.BrokerID == filter.Broker || ag.BrokerName == filter.Broker)
+	}
+	out := cmd.OutOrStdout()
+	if a.json() {
+		for _, ag := range ags {
+			if err := a.renderLine(out, ag); err != nil {
+				return err
+			}
+		}
+	} else {
+		rows := make([][]string, len(ags))
+		for i, ag := range ags {
+			rows[i] = row(ag)
+		}
+		wr := newWatchRows(out, header, rows)
+		wr.print(header)
+		for _, r := range rows {
+			wr.print(r)
+		}
+	}
+	return a.watchAgents(cmd, cl, f, ags, keep, row, header)
 }

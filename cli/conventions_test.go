@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/scion-go/scion/api"
 	"github.com/scion-go/scion/client"
@@ -153,3 +154,122 @@ func TestVersionShowsTheHubs(t *testing.T) {
 		t.Errorf("version: %q", r.out)
 	}
 }
+
+// TestListWatch: list -w prints the list, then a line for each change of
+// its project's agents as the Hub's feed tells it (another project's
+// never), until interrupted; -o json -w prints one object per line.
+func TestListWatch(t *testing.T) {
+	setHome(t)
+	e := agentHub(t)
+	ctx := context.Background()
+	mustRun(t, "start", "before", "--project", "web", "--broker", "vm", "--", "x")
+	for _, o := range []string{"table", "json"} {
+		var screen syncBuf
+		root := NewRoot(Daemons{})
+		root.SetArgs([]string{"list", "-w", "--project", "web", "-o", o})
+		root.SetOut(&screen)
+		root.SetErr(&screen)
+		wctx, cancel := context.WithCancel(ctx)
+		done := make(chan int, 1)
+		go func() { done <- run(wctx, root) }()
+		waitScreen := func(what string, ok func(string) bool) {
+			t.Helper()
+			for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+				if ok(screen.String()) {
+					return
+				}
+			}
+			t.Fatalf("-o %s: %s; printed:\n%s", o, what, screen.String())
+		}
+		waitScreen("the list first", func(s string) bool { return strings.Contains(s, "before") })
+		name := "w-" + o
+		if _, err := e.Admin.CreateAgent(ctx, api.CreateAgentRequest{Name: name, Project: "web", Broker: "vm", Start: true, Command: []string{"x"}}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.Admin.CreateAgent(ctx, api.CreateAgentRequest{Name: "elsewhere-" + o, Project: "api", Broker: "vm", Command: []string{"x"}}); err != nil {
+			t.Fatal(err)
+		}
+		waitScreen("the new agent running", func(s string) bool {
+			for _, l := range strings.Split(s, "\n") {
+				if strings.Contains(l, name) && strings.Contains(l, "running") {
+					return true
+				}
+			}
+			return false
+		})
+		if err := e.Admin.DeleteAgent(ctx, name, "web"); err != nil {
+			t.Fatal(err)
+		}
+		waitScreen("the agent deleted", func(s string) bool {
+			for _, l := range strings.Split(s, "\n") {
+				if strings.Contains(l, name) && strings.Contains(l, "deleted") {
+					return true
+				}
+			}
+			return false
+		})
+		cancel()
+		select {
+		case code := <-done:
+			if code != 0 {
+				t.Fatalf("-o %s: list -w ended with exit %d:\n%s", o, code, screen.String())
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("-o %s: list -w did not end when interrupted", o)
+		}
+		out := screen.String()
+		if strings.Contains(out, "elsewhere-") {
+			t.Errorf("-o %s: another project's agent was printed:\n%s", o, out)
+		}
+		if o == "json" {
+			for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+				var ag api.Agent
+				if err := json.Unmarshal([]byte(l), &ag); err != nil || ag.Slug == "" {
+					t.Errorf("-o json -w line %q: %v", l, err)
+				}
+			}
+		}
+	}
+}
+
+// TestHubBrokersWatch: hub brokers -w prints a broker's row again when it
+// goes offline.
+func TestHubBrokersWatch(t *testing.T) {
+	setHome(t)
+	e := agentHub(t)
+	var screen syncBuf
+	root := NewRoot(Daemons{})
+	root.SetArgs([]string{"hub", "brokers", "-w"})
+	root.SetOut(&screen)
+	root.SetErr(&screen)
+	wctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan int, 1)
+	go func() { done <- run(wctx, root) }()
+	for deadline := time.Now().Add(5 * time.Second); !strings.Contains(screen.String(), "laptop") && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+	}
+	var laptop *testenvBroker
+	for _, b := range e.Brokers() {
+		if b.Name == "laptop" {
+			laptop = &testenvBroker{id: b.ID}
+			e.StopBroker(b)
+		}
+	}
+	if laptop == nil {
+		t.Fatal("no broker laptop")
+	}
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		for _, l := range strings.Split(screen.String(), "\n") {
+			if strings.Contains(l, "laptop") && strings.Contains(l, "offline") {
+				cancel()
+				if code := <-done; code != 0 {
+					t.Fatalf("exit %d", code)
+				}
+				return
+			}
+		}
+	}
+	t.Fatalf("laptop offline never printed:\n%s", screen.String())
+}
+
+type testenvBroker struct{ id string }

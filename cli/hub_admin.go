@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -16,7 +17,61 @@ import (
 	"github.com/scion-go/scion/client"
 )
 
+var brokerHeaders = []string{"NAME", "ID", "STATUS", "TARGET", "RUNNING", "LIMIT", "AUTO-PROVIDE", "PROJECTS"}
+
+func brokerRow(b api.RuntimeBroker) []string {
+	return []string{b.Name, b.ID, show.OrDash(b.Status), targetText(b.RuntimeTarget), fmt.Sprint(b.RunningAgents), show.LimitText(b.EffectiveMaxAgents),
+		show.YesNo(b.AutoProvide), fmt.Sprint(len(b.Projects))}
+}
+
+// watchBrokers prints the brokers, then each broker whose row changed
+// (online, offline, its running count, ...) as the feed tells it.
+func (a *app) watchBrokers(cmd *cobra.Command, f *feed, bs []api.RuntimeBroker) error {
+	out := cmd.OutOrStdout()
+	last := map[string]string{}
+	var rows [][]string
+	for _, b := range bs {
+		rows = append(rows, brokerRow(b))
+	}
+	wr := newWatchRows(out, brokerHeaders, rows)
+	emit := func(b api.RuntimeBroker) error {
+		r := brokerRow(b)
+		last[b.ID] = strings.Join(r, "\x00")
+		if a.json() {
+			return a.renderLine(out, b)
+		}
+		wr.print(r)
+		return nil
+	}
+	if !a.json() {
+		wr.print(brokerHeaders)
+	}
+	for _, b := range bs {
+		if err := emit(b); err != nil {
+			return err
+		}
+	}
+	return f.watch(func(ev client.Event) error {
+		if ev.Name != client.EventBrokers {
+			return nil
+		}
+		var now []api.RuntimeBroker
+		if json.Unmarshal(ev.Data, &now) != nil {
+			return nil
+		}
+		for _, b := range now {
+			if last[b.ID] != strings.Join(brokerRow(b), "\x00") {
+				if err := emit(b); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+}
+
 func newHubBrokersCmd(a *app) *cobra.Command {
+	var watchFlag bool
 	c := &cobra.Command{
 		Use:   "brokers",
 		Short: "List the Hub's Runtime Brokers and their availability",
@@ -34,21 +89,33 @@ new projects automatically, and how many projects it provides.`,
 			if err != nil {
 				return err
 			}
+			var f *feed
+			if watchFlag {
+				if f, err = openFeed(cmd, cl); err != nil {
+					return err
+				}
+			}
 			bs, err := cl.ListAllBrokers(cmd.Context())
 			if err != nil {
+				if f != nil {
+					f.stop()
+				}
 				return err
+			}
+			if f != nil {
+				return a.watchBrokers(cmd, f, bs)
 			}
 			if a.json() {
 				return a.render(cmd.OutOrStdout(), bs)
 			}
-			t := show.NewTable(cmd.OutOrStdout(), "NAME", "ID", "STATUS", "TARGET", "RUNNING", "LIMIT", "AUTO-PROVIDE", "PROJECTS")
+			t := show.NewTable(cmd.OutOrStdout(), brokerHeaders...)
 			for _, b := range bs {
-				t.Row(b.Name, b.ID, show.OrDash(b.Status), targetText(b.RuntimeTarget), fmt.Sprint(b.RunningAgents), show.LimitText(b.EffectiveMaxAgents),
-					show.YesNo(b.AutoProvide), fmt.Sprint(len(b.Projects)))
+				t.Row(brokerRow(b)...)
 			}
 			return t.Flush()
 		},
 	}
+	c.Flags().BoolVarP(&watchFlag, "watch", "w", false, watchHelp)
 	jt := groupCmd(&cobra.Command{Use: "join-token", Short: "Create one-time tokens for 'scion runtime-broker join'"})
 	jt.AddCommand(newJoinTokenCreateCmd(a))
 	c.AddCommand(jt, newHubBrokersSetCmd(a))

@@ -50,6 +50,9 @@ func (s *Server) uiRoutes() []Route {
 		stream("GET /ui/agents/{agent}", s.handleUIAgent),
 		stream("GET /ui/agents/{agent}/logs", s.handleAgentLogs),
 		stream("GET /ui/events", s.handleUIEvents),
+		// The same feed for the API's clients (scion list -w): bearer
+		// tokens only, as every API route.
+		stream("GET /api/v1/events", s.handleUIEvents),
 	}
 }
 
