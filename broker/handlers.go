@@ -248,14 +248,23 @@ func completeUTF8(p []byte) int {
 	return len(p)
 }
 
+// inventory reads every container at once, without the agents' locks,
+// so each entry is stamped with the time before the read began: a
+// command that changes an agent while the read is under way answers
+// with a later stamp, and its answer, not the read's older view of the
+// agent, is what the Hub keeps. (Stamped after the read, the view could
+// look newer than the command's answer, and undo it at the Hub.)
 func (b *Broker) inventory(ctx context.Context) (wire.Inventory, error) {
+	before := stamp()
 	sts, err := b.rt.Inventory(ctx)
 	if err != nil {
 		return wire.Inventory{}, b.opError(wire.MethodInventory, "", err)
 	}
 	inv := wire.Inventory{Agents: make([]wire.AgentStatus, 0, len(sts))}
 	for _, s := range sts {
-		inv.Agents = append(inv.Agents, agentStatus(s))
+		st := agentStatus(s)
+		st.ObservedAt = before
+		inv.Agents = append(inv.Agents, st)
 	}
 	return inv, nil
 }

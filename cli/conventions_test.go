@@ -273,3 +273,32 @@ func TestHubBrokersWatch(t *testing.T) {
 }
 
 type testenvBroker struct{ id string }
+
+// TestDescribe: describe agent shows the record and the events its
+// records tell (created, each generation, the last change), oldest
+// first; describe broker and project count agents by phase.
+func TestDescribe(t *testing.T) {
+	setHome(t)
+	agentHub(t)
+	mustRun(t, "start", "d1", "--project", "web", "--broker", "vm", "--", "x")
+	mustRun(t, "stop", "d1", "--project", "web")
+	mustRun(t, "reincarnate", "d1", "--project", "web")
+	r := mustRun(t, "describe", "agent", "d1", "--project", "web")
+	for _, want := range []string{"Name:", "d1", "Broker:", "vm", "Generation:", "2", "Events:", "created", "generation 1", "generation 2", "last change"} {
+		if !strings.Contains(r.out, want) {
+			t.Errorf("describe agent lacks %q:\n%s", want, r.out)
+		}
+	}
+	if strings.Index(r.out, "generation 1") > strings.Index(r.out, "generation 2") {
+		t.Errorf("events not oldest first:\n%s", r.out)
+	}
+	if r := mustRun(t, "describe", "broker", "vm"); !strings.Contains(r.out, "Agents:") || !strings.Contains(r.out, "1 running") {
+		t.Errorf("describe broker:\n%s", r.out)
+	}
+	if r := mustRun(t, "describe", "project", "web"); !strings.Contains(r.out, "1 running") || !strings.Contains(r.out, "agent d1 created") {
+		t.Errorf("describe project:\n%s", r.out)
+	}
+	if r := runCLI(t, "", "describe", "agent", "ghost"); r.code != 1 || !strings.Contains(r.err, "agent_not_found") {
+		t.Errorf("describe a missing agent: %+v", r)
+	}
+}

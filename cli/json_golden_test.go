@@ -91,6 +91,9 @@ func TestJSONGoldens(t *testing.T) {
 		{"suspend", []string{"suspend", "g1", "--project", "web"}},
 		{"resume", []string{"resume", "g1", "--project", "web"}},
 		{"reincarnate", []string{"reincarnate", "g1", "--project", "web"}},
+		{"describe-agent", []string{"describe", "agent", "g1", "--project", "web"}},
+		{"describe-broker", []string{"describe", "broker", "vm"}},
+		{"describe-project", []string{"describe", "project", "web"}},
 		{"delete", []string{"delete", "g1", "--project", "web"}},
 	}
 	// Two need an ID another command prints first.

@@ -99,6 +99,7 @@ entry uses its own token or none, never another entry's.`,
 		newInstallBinaryCmd(),
 		newCheckCmd(a, d),
 		newVersionCmd(a),
+		newDescribeCmd(a),
 	)
 	// --version: the CLI's alone, no Hub call ('scion version' adds it).
 	root.Version = Version
