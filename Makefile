@@ -8,7 +8,10 @@ PKGS    ?= ./...
 
 .PHONY: build demo test test-short lint deadcode bench clean
 
+# The first build downloads the modules and compiles everything, a few
+# minutes on two cores: say so, rather than sit silent.
 build:
+	@[ -x bin/scion ] || echo "==> building bin/scion (the first build downloads modules and compiles for a few minutes; later ones take seconds)"
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/scion ./cmd/scion
 
 # The main job: a workstation Hub with a local broker and a demo agent.

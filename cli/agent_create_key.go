@@ -50,6 +50,10 @@ func actionKeyed(cmd *cobra.Command, cl *client.Client, agent, project, action s
 // once the broker has it. That is what the Hub's message tells a caller
 // to do; the CLI does it for the user, and says so once on stderr.
 func awaitOutcome(cmd *cobra.Command, what string, call func(context.Context) (*api.Agent, error)) (*api.Agent, error) {
+	// A first start may pull an image or clone a repository: past two
+	// seconds, say what is being waited for.
+	stop := slowNote(cmd.ErrOrStderr(), what+": waiting for the runtime broker (a first start may pull an image or clone the project)")
+	defer stop()
 	ctx := client.WithIdempotencyKey(cmd.Context(), client.NewIdempotencyKey())
 	ag, err := call(ctx)
 	if !api.IsCode(err, api.CodeBrokerTimeout) {

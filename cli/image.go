@@ -6,7 +6,13 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func newImageCmd(d Daemons) *cobra.Command {
+// builtView is 'scion image build-demo -o json'.
+type builtView struct {
+	Image  string `json:"image"`
+	Binary string `json:"binary"`
+}
+
+func newImageCmd(a *app, d Daemons) *cobra.Command {
 	c := &cobra.Command{Use: "image", Short: "Build agent images locally (there is no registry)"}
 	c.AddCommand(&cobra.Command{
 		Use:   "build-demo",
@@ -21,9 +27,15 @@ socket works too).`,
 			if d.BuildDemoImage == nil {
 				return errNoDaemon
 			}
+			fmt.Fprintln(cmd.ErrOrStderr(), "building the demo image: sending the scion binary to the Docker Engine")
+			stop := slowNote(cmd.ErrOrStderr(), "building the demo image")
 			tag, self, err := d.BuildDemoImage(cmd.Context())
+			stop()
 			if err != nil {
 				return err
+			}
+			if a.json() {
+				return a.render(cmd.OutOrStdout(), builtView{Image: tag, Binary: self})
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "Built %s from %s.\n", tag, self)
 			return nil
