@@ -134,6 +134,10 @@ func (s *Server) handleUILoginPage(w http.ResponseWriter, r *http.Request) {
 // it in the session cookie.
 func (s *Server) handleUILogin(w http.ResponseWriter, r *http.Request) {
 	web.SecurityHeaders(w.Header())
+	if !sameOrigin(r) {
+		httpapi.WriteError(s.log, w, r, api.Forbidden("sign-in from another site"))
+		return
+	}
 	r.Body = http.MaxBytesReader(w, r.Body, 16<<10)
 	tok := strings.TrimSpace(r.PostFormValue("token"))
 	if tok == "" {
@@ -158,8 +162,25 @@ func (s *Server) handleUILogin(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) handleUILogout(w http.ResponseWriter, r *http.Request) {
 	web.SecurityHeaders(w.Header())
+	if !sameOrigin(r) {
+		httpapi.WriteError(s.log, w, r, api.Forbidden("sign-out from another site"))
+		return
+	}
 	clearUICookie(w, r)
 	http.Redirect(w, r, "/ui/login", http.StatusSeeOther)
+}
+
+// sameOrigin refuses a browser's form post from another site (a login
+// CSRF would sign the victim in as the attacker): a request with an
+// Origin header must name this Hub's host. One without (curl, a test) is
+// not a browser's cross-site post.
+func sameOrigin(r *http.Request) bool {
+	o := r.Header.Get("Origin")
+	if o == "" {
+		return true
+	}
+	u, err := url.Parse(o)
+	return err == nil && u.Host == r.Host
 }
 
 func clearUICookie(w http.ResponseWriter, r *http.Request) {
@@ -333,8 +354,33 @@ func (s *Server) handleUIEvents(w http.ResponseWriter, r *http.Request, c *Calle
 			continue
 		case ev = <-sub.C:
 		}
-		if !s.sendUIEvent(ctx, r, c, ev, shown, send) {
-			return
+		// What piled up meanwhile, once each: a burst of writes (a
+		// thousand creates, each taking a slot) costs one read per record
+		// and one broker list, not one per write.
+		if ev.Kind == events.KindBroker {
+			ev.ID = "" // every broker event reads the whole list
+		}
+		batch := []events.Event{ev}
+		seen := map[events.Event]bool{ev: true}
+	drain:
+		for len(batch) < 1024 {
+			select {
+			case e := <-sub.C:
+				if e.Kind == events.KindBroker {
+					e.ID = "" // every broker event reads the whole list
+				}
+				if !seen[e] {
+					seen[e] = true
+					batch = append(batch, e)
+				}
+			default:
+				break drain
+			}
+		}
+		for _, e := range batch {
+			if !s.sendUIEvent(ctx, r, c, e, shown, send) {
+				return
+			}
 		}
 	}
 }

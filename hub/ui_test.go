@@ -160,6 +160,14 @@ func TestWebPageSignInViewsAndLiveFeed(t *testing.T) {
 	if resp := uiLogin(t, hc, e.URL, "scu_not-a-token"); resp.StatusCode != http.StatusUnauthorized || !strings.Contains(readBody(t, resp), "not accepted") {
 		t.Fatalf("a bad token: %s", resp.Status)
 	}
+	// A sign-in posted from another site (login CSRF) is refused, and
+	// sets no cookie.
+	req, _ := http.NewRequest(http.MethodPost, e.URL+"/ui/login", strings.NewReader(url.Values{"token": {tok}}.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Origin", "https://evil.example")
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusForbidden || len(resp.Cookies()) != 0 {
+		t.Fatalf("a cross-site sign-in: %v %v", resp, err)
+	}
 	resp = uiLogin(t, hc, e.URL, tok)
 	body := readBody(t, resp)
 	if resp.StatusCode != http.StatusOK || resp.Request.URL.Path != "/ui/" || !strings.Contains(body, `id="agents"`) {
@@ -229,7 +237,7 @@ func TestWebPageSignInViewsAndLiveFeed(t *testing.T) {
 
 	// The cookie is for the page's reads: the API takes only bearer
 	// tokens, so a cross-site form posting with the cookie does nothing.
-	req, _ := http.NewRequest(http.MethodPost, e.URL+"/api/v1/agents", strings.NewReader(`{"name":"csrf","project":"p"}`))
+	req, _ = http.NewRequest(http.MethodPost, e.URL+"/api/v1/agents", strings.NewReader(`{"name":"csrf","project":"p"}`))
 	req.Header.Set("Content-Type", "application/json")
 	req.AddCookie(session)
 	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusUnauthorized {
