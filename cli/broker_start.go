@@ -39,8 +39,8 @@ control channel open, reconnecting with backoff when it drops.`,
 	cmd.Flags().StringVar(&o.Runtime, "runtime", "", "runtime: docker, kubernetes, process or fake (default: server.broker.runtime, else docker when an engine answers, else process)")
 	cmd.Flags().StringVar(&o.LogLevel, "log-level", "info", "debug, info, warn or error")
 	cmd.Flags().StringVar(&o.LogFormat, "log-format", config.LogFormatText, "log lines as text (key=value) or json (one object per line, for a log pipeline)")
-	cmd.Flags().DurationVar(&o.HeartbeatInterval, "heartbeat-interval", 0, "control-channel heartbeat interval (default 5s)")
-	cmd.Flags().DurationVar(&o.HeartbeatGrace, "heartbeat-grace", 0, "silence past a heartbeat before the Hub is considered gone (default 10s)")
+	cmd.Flags().DurationVar(&o.HeartbeatInterval, "heartbeat-interval", 0, "control-channel heartbeat interval (default 2s)")
+	cmd.Flags().DurationVar(&o.HeartbeatGrace, "heartbeat-grace", 0, "silence past a heartbeat before the Hub is considered gone (default 6s)")
 	cmd.Flags().StringVar(&portRange, "port-range", "", "host ports agents' published ports come from, FIRST-LAST, reserved for this broker (default 31000-31999)")
 	cmd.Flags().StringVar(&o.Clusters, "clusters", "", "the fleet file of delegated Jobs' spoke clusters (default: clusters.toml beside settings.yaml; docs/spokes.md)")
 	return cmd

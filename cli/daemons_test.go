@@ -46,7 +46,7 @@ func TestServerStartPassesItsFlags(t *testing.T) {
 	if !got.Workstation || got.Listen != "127.0.0.1:9" || got.DB != "/x.db" || got.Runtime != "fake" ||
 		got.OIDC.Issuer != "https://id.example" || !slices.Equal(got.OIDC.AdminEmails, []string{"a@x", "b@x"}) ||
 		got.Limits != want || got.SecretsKeyFile != "/k" || got.AgentTokenTTL != 2*time.Hour ||
-		got.HeartbeatInterval != 5*time.Second || got.HeartbeatGrace != 10*time.Second || got.LogLevel != "info" || got.Version != Version {
+		got.HeartbeatInterval != 2*time.Second || got.HeartbeatGrace != 6*time.Second || got.LogLevel != "info" || got.Version != Version {
 		t.Fatalf("options %+v", got)
 	}
 

@@ -36,6 +36,7 @@ import (
 	"github.com/scion-go/scion/hub/signin"
 	"github.com/scion-go/scion/store"
 	"github.com/scion-go/scion/web"
+	"github.com/scion-go/scion/wire"
 )
 
 // Options configure a Hub.
@@ -130,10 +131,10 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 		opts.Logger = slog.Default()
 	}
 	if opts.HeartbeatInterval <= 0 {
-		opts.HeartbeatInterval = 5 * time.Second
+		opts.HeartbeatInterval = wire.DefaultHeartbeatInterval
 	}
 	if opts.Grace <= 0 {
-		opts.Grace = 10 * time.Second
+		opts.Grace = wire.DefaultGrace
 	}
 	if opts.DispatchTimeout <= 0 {
 		opts.DispatchTimeout = 30 * time.Second

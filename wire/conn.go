@@ -14,10 +14,13 @@ import (
 	"github.com/coder/websocket"
 )
 
-// Defaults for the zero Options.
+// Defaults for the zero Options. A peer silent for Interval+Grace (8 s)
+// is gone: a frozen broker is offline within 10 s, and a pause of a few
+// seconds (a GC pause, a laptop lid, a loaded host) leaves at most the
+// pause plus one interval of silence, well inside it.
 const (
-	DefaultHeartbeatInterval = 5 * time.Second
-	DefaultGrace             = 10 * time.Second
+	DefaultHeartbeatInterval = 2 * time.Second
+	DefaultGrace             = 6 * time.Second
 	DefaultTimeout           = 30 * time.Second
 	DefaultMaxMessage        = 64 << 20
 	DefaultChunkSize         = 256 << 10
