@@ -180,4 +180,3 @@ func (a *app) renderLine(w io.Writer, v any) error {
 	}
 	return a.render(w, v)
 }
-
