@@ -184,5 +184,6 @@ func (a *app) listAndWatch(cmd *cobra.Command, cl *client.Client, f *feed, ags [
 			wr.print(r)
 		}
 	}
-	return a.watchAgents(cmd, cl, f, ags, keep, row, header)
+	relist := func() ([]api.Agent, error) { return cl.ListAllAgents(cmd.Context(), filter) }
+	return a.watchAgents(cmd, f, ags, relist, keep, row, header)
 }

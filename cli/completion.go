@@ -40,6 +40,7 @@ func completeFlag(c *cobra.Command, flag string, f completer) {
 // withHub runs f against the selected Hub within completeTimeout; nil
 // when there is none or it fails.
 func (a *app) withHub(cmd *cobra.Command, f func(context.Context, *client.Client) ([]cobra.Completion, error)) []cobra.Completion {
+	a.completing = true
 	_, cl, err := a.connect()
 	if err != nil {
 		return nil

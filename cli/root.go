@@ -52,6 +52,9 @@ type app struct {
 	// to a Hub that is not on loopback, allowed and saved with the
 	// connection.
 	insecureHTTP bool
+	// completing: a shell completion is running, which must answer
+	// within its own bound (no agent-token renewal on the way).
+	completing bool
 }
 
 // NewRoot builds the scion command tree; d runs its daemons (see Daemons).
@@ -223,7 +226,7 @@ func (a *app) connect() (*hubconn.Target, *client.Client, error) {
 			return nil, nil, err
 		}
 	}
-	if t.AgentTokenFile != "" {
+	if t.AgentTokenFile != "" && !a.completing {
 		hubconn.RenewAgentToken(t, hubconn.Now())
 	}
 	return t, hubconn.NewClient(t), nil

@@ -105,7 +105,7 @@ func (f *feed) watch(on func(client.Event) error) error {
 
 // watchAgents follows the agents the list showed (keep says which are
 // the list's: its project, its broker) after the list was printed.
-func (a *app) watchAgents(cmd *cobra.Command, cl *client.Client, f *feed, ags []api.Agent, keep func(api.Agent) bool, row func(api.Agent) []string, header []string) error {
+func (a *app) watchAgents(cmd *cobra.Command, f *feed, ags []api.Agent, relist func() ([]api.Agent, error), keep func(api.Agent) bool, row func(api.Agent) []string, header []string) error {
 	known := map[string]api.Agent{}
 	var rows [][]string
 	for _, ag := range ags {
@@ -143,11 +143,18 @@ func (a *app) watchAgents(cmd *cobra.Command, cl *client.Client, f *feed, ags []
 			ag.Phase, ag.ContainerStatus = "deleted", ""
 			return emit(ag)
 		case client.EventAgents, client.EventResync:
-			// Many changed at once: the list again, each agent that
-			// changed printed.
-			fresh, err := cl.ListAllAgents(cmd.Context(), client.AgentFilter{})
-			if err != nil {
-				return err
+			// The list again (the feed's snapshot, or many changed at
+			// once): each agent that changed is printed.
+			var fresh []api.Agent
+			if ev.Name == client.EventAgents {
+				if json.Unmarshal(ev.Data, &fresh) != nil {
+					return nil
+				}
+			} else {
+				var err error
+				if fresh, err = relist(); err != nil {
+					return err
+				}
 			}
 			for _, ag := range fresh {
 				if keep(ag) {

@@ -27,3 +27,11 @@ func (s *Server) SetJobCancelTimeout(d time.Duration) { s.jobs.SetCancelTimeout(
 
 // SetPendingJobSweep makes the lost-run sweep run every d, starting now.
 func (s *Server) SetPendingJobSweep(d time.Duration) { s.jobs.SetPendingSweep(d) }
+
+// SetUIKeepAlive shortens the live feed's keep-alive (and credential
+// check) interval for a test; it returns the restore.
+func SetUIKeepAlive(d time.Duration) func() {
+	old := uiKeepAlive
+	uiKeepAlive = d
+	return func() { uiKeepAlive = old }
+}

@@ -35,8 +35,9 @@ const uiCookie = "scion_ui"
 const uiListLimit = 500
 
 // uiKeepAlive is the events stream's comment line interval: proxies and
-// the per-write deadline see traffic, and a gone browser is noticed.
-const uiKeepAlive = 20 * time.Second
+// the per-write deadline see traffic, a gone browser is noticed, and the
+// caller's credential is checked again (a var for tests).
+var uiKeepAlive = 20 * time.Second
 
 // uiRoutes are the page's routes (Routes lists them with the API's).
 func (s *Server) uiRoutes() []Route {
@@ -303,8 +304,16 @@ func callerLabel(c *Caller) string {
 // this caller through the API's handler, so the feed shows what the
 // caller's GETs would: an agent it may read ("agent", its JSON), an agent
 // it was shown that is gone or no longer visible ("agent-gone"), the
-// broker and project lists ("brokers", "projects"), and "resync" when it
-// fell behind. A comment line every uiKeepAlive keeps the stream alive.
+// agent, broker and project lists ("agents", "brokers", "projects"), and
+// "resync" when it fell behind.
+//
+// A stream starts with the three lists as the caller reads them (a
+// snapshot: what changed between the page's load, or the feed's
+// reconnect, and this subscription is not lost). A list the same as the
+// one last sent is not sent again. Every uiKeepAlive a comment keeps the
+// stream alive and the caller's credential is checked again: a revoked
+// token or a changed role ends the stream (the client's reconnect then
+// sees what it may see now).
 func (s *Server) handleUIEvents(w http.ResponseWriter, r *http.Request, c *Caller) {
 	httpapi.MarkChecked(r.Context()) // each record below is read through its own authorized handler
 	fl, ok := w.(http.Flusher)
@@ -318,7 +327,8 @@ func (s *Server) handleUIEvents(w http.ResponseWriter, r *http.Request, c *Calle
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
-	send := func(event string, v any) bool {
+	f := &uiFeed{s: s, r: r, c: c, shown: map[string]bool{}, last: map[string]string{}}
+	f.send = func(event string, v any) bool {
 		b, err := json.Marshal(v)
 		if err != nil {
 			return false
@@ -329,10 +339,9 @@ func (s *Server) handleUIEvents(w http.ResponseWriter, r *http.Request, c *Calle
 		fl.Flush()
 		return true
 	}
-	if !send("hello", map[string]string{"caller": callerLabel(c)}) {
+	if !f.send("hello", map[string]string{"caller": callerLabel(c)}) || !f.snapshot() {
 		return
 	}
-	shown := map[string]bool{} // agents this stream showed
 	ctx := r.Context()
 	tick := time.NewTicker(uiKeepAlive)
 	defer tick.Stop()
@@ -342,13 +351,16 @@ func (s *Server) handleUIEvents(w http.ResponseWriter, r *http.Request, c *Calle
 		case <-ctx.Done():
 			return
 		case <-tick.C:
+			if !s.stillCaller(r, c) {
+				return
+			}
 			if _, err := fmt.Fprint(w, ": keep-alive\n\n"); err != nil {
 				return
 			}
 			fl.Flush()
 			continue
 		case <-sub.Wake:
-			if sub.Lagged() && !send("resync", struct{}{}) {
+			if sub.Lagged() && !f.send("resync", struct{}{}) {
 				return
 			}
 			continue
@@ -367,7 +379,7 @@ func (s *Server) handleUIEvents(w http.ResponseWriter, r *http.Request, c *Calle
 			select {
 			case e := <-sub.C:
 				if e.Kind == events.KindBroker {
-					e.ID = "" // every broker event reads the whole list
+					e.ID = ""
 				}
 				if !seen[e] {
 					seen[e] = true
@@ -378,56 +390,122 @@ func (s *Server) handleUIEvents(w http.ResponseWriter, r *http.Request, c *Calle
 			}
 		}
 		for _, e := range batch {
-			if !s.sendUIEvent(ctx, r, c, e, shown, send) {
+			if !f.event(ctx, e) {
 				return
 			}
 		}
 	}
 }
 
-// sendUIEvent reads ev's record as c and sends what the caller may see of
-// it; false when the stream is gone.
-func (s *Server) sendUIEvent(ctx context.Context, r *http.Request, c *Caller, ev events.Event, shown map[string]bool, send func(string, any) bool) bool {
-	limit := url.Values{"limit": {fmt.Sprint(uiListLimit)}}
+// stillCaller authenticates r's credential again: false when it no
+// longer works (revoked, expired) or now stands for a caller with other
+// rights than c.
+func (s *Server) stillCaller(r *http.Request, c *Caller) bool {
+	// On the Hub's own context: the request's carries its caller, under
+	// which the credential's own records are not readable.
+	check := r.Clone(s.ctx)
+	now, ok := s.id.AuthenticateLimited(&statusOnly{header: http.Header{}}, check)
+	return ok && now.Kind == c.Kind && now.ID == c.ID && now.Role == c.Role && now.ProjectID == c.ProjectID &&
+		strings.Join(now.Scopes, " ") == strings.Join(c.Scopes, " ")
+}
+
+// uiFeed is one stream's state: the agents it showed (so a deletion or a
+// lost right is said) and the lists it last sent (so an unchanged one is
+// not sent again).
+type uiFeed struct {
+	s     *Server
+	r     *http.Request
+	c     *Caller
+	send  func(string, any) bool
+	shown map[string]bool
+	last  map[string]string
+}
+
+var uiListLimitQuery = url.Values{"limit": {fmt.Sprint(uiListLimit)}}
+
+// snapshot sends the three lists as the caller reads them now.
+func (f *uiFeed) snapshot() bool {
+	return f.agents() && f.list(events.KindBroker) && f.list(events.KindProject)
+}
+
+// agents sends the agent list again; agents shown before and missing
+// from it are said gone.
+func (f *uiFeed) agents() bool {
+	var l api.List[api.Agent]
+	if err := f.s.apiRead(f.r, f.c, f.s.handleListAgents, uiListLimitQuery, nil, &l); err != nil {
+		return true // not visible to this caller: nothing to show
+	}
+	now := map[string]bool{}
+	for _, a := range l.Items {
+		now[a.ID] = true
+	}
+	if l.NextCursor == "" { // the whole list: what is missing is gone
+		for id := range f.shown {
+			if !now[id] && !f.send("agent-gone", map[string]string{"id": id}) {
+				return false
+			}
+		}
+	}
+	f.shown = now
+	return f.sendList(events.KindAgent, "agents", l.Items)
+}
+
+// list sends the broker or project list, as the caller reads it.
+func (f *uiFeed) list(kind string) bool {
+	switch kind {
+	case events.KindBroker:
+		var l api.List[api.RuntimeBroker]
+		if err := f.s.apiRead(f.r, f.c, f.s.handleListBrokers, uiListLimitQuery, nil, &l); err != nil {
+			return true
+		}
+		return f.sendList(kind, "brokers", l.Items)
+	case events.KindProject:
+		var l api.List[api.Project]
+		if err := f.s.apiRead(f.r, f.c, f.s.handleListProjects, uiListLimitQuery, nil, &l); err != nil {
+			return true
+		}
+		return f.sendList(kind, "projects", l.Items)
+	}
+	return true
+}
+
+// sendList sends items as event, unless they are what was sent last.
+func (f *uiFeed) sendList(kind, event string, items any) bool {
+	b, err := json.Marshal(items)
+	if err != nil {
+		return false
+	}
+	if f.last[kind] == string(b) {
+		return true
+	}
+	f.last[kind] = string(b)
+	return f.send(event, json.RawMessage(b))
+}
+
+// event sends what ev changed that the caller may see; false when the
+// stream is gone.
+func (f *uiFeed) event(ctx context.Context, ev events.Event) bool {
 	switch ev.Kind {
 	case events.KindAgent:
 		if ev.ID == "" { // many at once (a project deleted): the list again
-			var l api.List[api.Agent]
-			if err := s.apiRead(r, c, s.handleListAgents, limit, nil, &l); err != nil {
-				return true
-			}
-			clear(shown)
-			for _, a := range l.Items {
-				shown[a.ID] = true
-			}
-			return send("agents", l.Items)
+			return f.agents()
 		}
 		var a api.Agent
 		err := errors.New("deleted")
 		if !ev.Deleted {
-			err = s.apiRead(r, c, s.handleGetAgent, nil, map[string]string{"agent": ev.ID}, &a)
+			err = f.s.apiRead(f.r, f.c, f.s.handleGetAgent, nil, map[string]string{"agent": ev.ID}, &a)
 		}
 		if err != nil {
-			if shown[ev.ID] {
-				delete(shown, ev.ID)
-				return send("agent-gone", map[string]string{"id": ev.ID})
+			if f.shown[ev.ID] {
+				delete(f.shown, ev.ID)
+				return f.send("agent-gone", map[string]string{"id": ev.ID})
 			}
 			return true
 		}
-		shown[a.ID] = true
-		return send("agent", a)
-	case events.KindBroker:
-		var l api.List[api.RuntimeBroker]
-		if err := s.apiRead(r, c, s.handleListBrokers, limit, nil, &l); err != nil {
-			return true
-		}
-		return send("brokers", l.Items)
-	case events.KindProject:
-		var l api.List[api.Project]
-		if err := s.apiRead(r, c, s.handleListProjects, limit, nil, &l); err != nil {
-			return true
-		}
-		return send("projects", l.Items)
+		f.shown[a.ID] = true
+		return f.send("agent", a)
+	case events.KindBroker, events.KindProject:
+		return f.list(ev.Kind)
 	}
 	return ctx.Err() == nil
 }

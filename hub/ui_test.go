@@ -14,6 +14,7 @@ import (
 
 	"github.com/scion-go/scion/api"
 	"github.com/scion-go/scion/client"
+	"github.com/scion-go/scion/hub"
 	"github.com/scion-go/scion/internal/testenv"
 )
 
@@ -184,8 +185,19 @@ func TestWebPageSignInViewsAndLiveFeed(t *testing.T) {
 		t.Fatal("no session cookie")
 	}
 
+	// An agent that exists before the feed opens: in the feed's snapshot,
+	// and said gone when deleted though no change of it was sent.
+	pre, err := admin.CreateAgent(ctx, api.CreateAgentRequest{Name: "pre", Project: "p", Command: []string{"x"}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	feed := openEvents(t, hc, e.URL)
 	feed.next(t, "hello", func(ev, _ string) bool { return ev == "hello" })
+	feed.next(t, "the snapshot of agents", func(ev, data string) bool { return ev == "agents" && strings.Contains(data, pre.ID) })
+	if err := admin.DeleteAgent(ctx, pre.ID, "p"); err != nil {
+		t.Fatal(err)
+	}
+	feed.next(t, "pre gone", func(ev, data string) bool { return ev == "agent-gone" && strings.Contains(data, pre.ID) })
 
 	// An agent of p: on the feed, then on the pages, escaped.
 	a, err := admin.CreateAgent(ctx, api.CreateAgentRequest{Name: "seen", Project: "p", Start: true, Command: []string{"x"}})
@@ -282,5 +294,39 @@ func TestWebPageEscapesWhatAgentsSay(t *testing.T) {
 	body := readBody(t, resp)
 	if strings.Contains(body, "<script>alert(1)") || !strings.Contains(body, "&lt;script&gt;alert(1)") {
 		t.Fatalf("the image is not escaped:\n%s", body)
+	}
+}
+
+// TestLiveFeedEndsWhenItsTokenIsRevoked: an open feed checks its
+// credential again at each keep-alive: a revoked token's stream ends.
+func TestLiveFeedEndsWhenItsTokenIsRevoked(t *testing.T) {
+	defer hub.SetUIKeepAlive(200 * time.Millisecond)()
+	e := testenv.New(t, testenv.Options{Brokers: 1})
+	ctx := context.Background()
+	tok, err := e.Admin.CreateAccessToken(ctx, api.CreateAccessTokenRequest{Name: "feed", Project: "default", Scopes: []string{"project:agent:read"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, _ := http.NewRequest(http.MethodGet, e.URL+"/api/v1/events", nil)
+	req.Header.Set("Authorization", "Bearer "+tok.Token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET /api/v1/events: %v %v", resp, err)
+	}
+	defer resp.Body.Close()
+	ended := make(chan struct{})
+	go func() { _, _ = io.Copy(io.Discard, resp.Body); close(ended) }()
+	select {
+	case <-ended:
+		t.Fatal("the feed ended with its token still valid")
+	case <-time.After(time.Second):
+	}
+	if err := e.Admin.RevokeAccessToken(ctx, tok.ID); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-ended:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the feed of a revoked token is still open")
 	}
 }

@@ -95,8 +95,14 @@ func (s *Store) SetBrokerStatus(ctx context.Context, id, status string, lastSeen
 	return s.pub(s.Store.SetBrokerStatus(ctx, id, status, lastSeen), KindBroker, id, false)
 }
 
+// DeleteBroker publishes that projects changed too: a project's default
+// broker and providers may have named it.
 func (s *Store) DeleteBroker(ctx context.Context, id string, force bool) error {
-	return s.pub(s.Store.DeleteBroker(ctx, id, force), KindBroker, id, true)
+	err := s.Store.DeleteBroker(ctx, id, force)
+	if err == nil {
+		s.Bus.Publish(Event{Kind: KindProject})
+	}
+	return s.pub(err, KindBroker, id, true)
 }
 
 func (s *Store) JoinBroker(ctx context.Context, hash []byte, now time.Time, build func(*store.JoinToken) (*store.Broker, error)) (*store.Broker, error) {
@@ -107,12 +113,18 @@ func (s *Store) JoinBroker(ctx context.Context, hash []byte, now time.Time, buil
 	return b, s.pub(nil, KindBroker, b.ID, false)
 }
 
+// LinkProvider and UnlinkProvider change both the broker's projects and
+// the project's providers.
 func (s *Store) LinkProvider(ctx context.Context, projectID, brokerID string) error {
-	return s.pub(s.Store.LinkProvider(ctx, projectID, brokerID), KindBroker, brokerID, false)
+	err := s.Store.LinkProvider(ctx, projectID, brokerID)
+	s.pub(err, KindProject, projectID, false)
+	return s.pub(err, KindBroker, brokerID, false)
 }
 
 func (s *Store) UnlinkProvider(ctx context.Context, projectID, brokerID string) error {
-	return s.pub(s.Store.UnlinkProvider(ctx, projectID, brokerID), KindBroker, brokerID, false)
+	err := s.Store.UnlinkProvider(ctx, projectID, brokerID)
+	s.pub(err, KindProject, projectID, false)
+	return s.pub(err, KindBroker, brokerID, false)
 }
 
 func (s *Store) CreateProject(ctx context.Context, p *store.Project) error {

@@ -79,7 +79,9 @@ func TestQueuedStopsAcrossDockerNetworkCut(t *testing.T) {
 	// the same SCION_HOME (bind-mounted).
 	bh := newHost(t, "netcut")
 	bh.useHub(t, hub.URL, token)
-	bh.mustScion(t, "runtime-broker", "register", "--name", "netcut")
+	// The Hub is on the test's own Docker bridge: plain http is allowed
+	// there, and saved with the connection for the broker in the container.
+	bh.mustScion(t, "runtime-broker", "register", "--name", "netcut", "--insecure-http")
 	bh.mustScion(t, "runtime-broker", "provide", "--project", "default")
 	cc, err := cl.ContainerCreate(ctx, &container.Config{
 		Image:  tag,

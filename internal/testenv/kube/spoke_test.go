@@ -173,7 +173,24 @@ func TestSpokeTTLDeletesFinishedJob(t *testing.T) {
 	if _, err := s.Client.BatchV1().Jobs(ns).Create(ctx, j, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	jobCondition(t, s.Client, ns, "ttl", batchv1.JobComplete)
+	// Complete, or already gone: the TTL controller deletes only a
+	// finished Job, and with a TTL of one second it may do so between two
+	// polls (a loaded CI run saw only "not found").
+	waitFor(t, "job ttl complete (or deleted after its TTL)", func(ctx context.Context) (bool, error) {
+		j, err := s.Client.BatchV1().Jobs(ns).Get(ctx, "ttl", metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return true, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		for _, cd := range j.Status.Conditions {
+			if cd.Type == batchv1.JobComplete && cd.Status == corev1.ConditionTrue {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
 	waitFor(t, "job deleted after its TTL", func(ctx context.Context) (bool, error) {
 		_, err := s.Client.BatchV1().Jobs(ns).Get(ctx, "ttl", metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
