@@ -23,7 +23,7 @@ const brokerCAFix = "register this broker again with the CA that signed it: " +
 // that name the fix when the Hub's certificate is not trusted.
 func hubHTTPClient(conn *config.BrokerConnection, hubURL string) (*http.Client, error) {
 	if err := hubtls.CheckScheme(hubURL, conn.InsecureHTTP,
-		"'scion runtime-broker register --force --insecure-http' (saved as insecureHTTP in broker-credentials.yaml)"); err != nil {
+		"insecureHTTP: true on this connection in broker-credentials.yaml (what 'scion runtime-broker register --insecure-http' saves)"); err != nil {
 		return nil, err
 	}
 	var rt http.RoundTripper
