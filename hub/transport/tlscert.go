@@ -118,13 +118,6 @@ func (r *CertReloader) GetCertificate(*tls.ClientHelloInfo) (*tls.Certificate, e
 	return r.cert, nil
 }
 
-// Current is the certificate in service.
-func (r *CertReloader) Current() *tls.Certificate {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.cert
-}
-
 func (r *CertReloader) reloadLocked() {
 	st, err := r.stamps()
 	if err != nil {
