@@ -47,4 +47,5 @@ echo "==> logs of the demo agent (following until it exits)"
 echo
 echo "The Hub is still running at $URL (pid $(cat "$HOME_DIR/hub.pid" 2>/dev/null || echo '?'))."
 echo "Try: bin/scion start my-agent -- scion agent-demo --echo --stay; bin/scion attach my-agent; bin/scion exec my-agent -- scion agent-demo --steps 0"
+echo "Its web page: $URL/ui/ (sign in with the adminToken of $HOME_DIR/workstation.json)."
 echo "Stop it with: kill \$(cat $HOME_DIR/hub.pid)"
