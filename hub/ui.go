@@ -247,7 +247,7 @@ func uiDenied(err error) string {
 // list's, its main content; a list the caller may not read is said so.
 func (s *Server) handleUIOverview(w http.ResponseWriter, r *http.Request, c *Caller) {
 	d := web.OverviewData{Caller: callerLabel(c), ProjectNames: map[string]string{}}
-	limit := url.Values{"limit": {fmt.Sprint(uiListLimit)}}
+	limit := uiListLimitQuery
 	var agents api.List[api.Agent]
 	if err := s.apiRead(r, c, s.handleListAgents, limit, nil, &agents); err != nil {
 		d.AgentsErr = uiDenied(err)

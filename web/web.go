@@ -15,6 +15,7 @@ import (
 	"io"
 	"io/fs"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -154,7 +155,7 @@ var funcs = template.FuncMap{
 		if n <= 0 {
 			return "∞"
 		}
-		return itoa(n)
+		return strconv.Itoa(n)
 	},
 	"join": strings.Join,
 	"profiles": func(ps []api.BrokerProfile) string {
@@ -167,26 +168,4 @@ var funcs = template.FuncMap{
 		}
 		return strings.Join(names, ", ")
 	},
-}
-
-func itoa(n int) string {
-	if n == 0 {
-		return "0"
-	}
-	var b [20]byte
-	i := len(b)
-	neg := n < 0
-	if neg {
-		n = -n
-	}
-	for n > 0 {
-		i--
-		b[i] = byte('0' + n%10)
-		n /= 10
-	}
-	if neg {
-		i--
-		b[i] = '-'
-	}
-	return string(b[i:])
 }
