@@ -202,6 +202,10 @@ func regularBroker(s *config.Settings, o config.BrokerOptions, conn *config.Brok
 	if err != nil {
 		return broker.Config{}, err
 	}
+	agentCA, err := agentHubCA(conn, dataDir)
+	if err != nil {
+		return broker.Config{}, err
+	}
 	// server.broker.agent_hub_endpoint, when set, wins over the
 	// runtime's own choice (the Docker forwarder's address); it names
 	// the first Hub's address, so the others' agents get their own.
@@ -210,7 +214,7 @@ func regularBroker(s *config.Settings, o config.BrokerOptions, conn *config.Brok
 		agentHubEndpoint = cmp.Or(s.Server.Broker.AgentHubEndpoint, agentHub)
 	}
 	return broker.Config{Profiles: profiles, AgentHubEndpoint: agentHubEndpoint, HubEndpoint: conn.HubEndpoint, BrokerID: conn.BrokerID, Name: conn.BrokerName,
-		Secret: []byte(conn.Secret), Runtime: rt, DataDir: dataDir, Version: o.Version, Logger: log.With("hub", conn.HubEndpoint), HTTPClient: hc, AgentHubCA: conn.CAFile,
+		Secret: []byte(conn.Secret), Runtime: rt, DataDir: dataDir, Version: o.Version, Logger: log.With("hub", conn.HubEndpoint), HTTPClient: hc, AgentHubCA: agentCA,
 		HeartbeatInterval: o.HeartbeatInterval, Grace: o.HeartbeatGrace, ScionBinary: self, PortRange: ports,
 		Capabilities:  passthroughCapabilities(s.Server.Broker.AllowPassthrough),
 		GitWorkspaces: gitWS,

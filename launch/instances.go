@@ -263,13 +263,17 @@ func (h *instanceHost) prepareOne(ctx context.Context, in config.Instance, targe
 			jobs.Ambient, jobs.AmbientNamespace = ambientCluster(h.settings, target.Context, target.Namespace, h.log.With("instance", in.Key))
 		}
 	}
+	var agentCA string
 	hc, err := hubHTTPClient(conn, h.hub)
+	if err == nil {
+		agentCA, err = agentHubCA(conn, dir)
+	}
 	if err != nil {
 		_ = ir.rt.Close()
 		return nil, fmt.Errorf("instance %s: %w", in.Key, err)
 	}
 	b, err := broker.New(broker.Config{
-		Jobs: jobs, HTTPClient: hc, SharedDirs: h.sharedDirs, AgentHubCA: conn.CAFile,
+		Jobs: jobs, HTTPClient: hc, SharedDirs: h.sharedDirs, AgentHubCA: agentCA,
 		HubEndpoint: h.hub, BrokerID: conn.BrokerID, Name: cmp.Or(conn.BrokerName, in.Name), Secret: []byte(conn.Secret),
 		Runtime: ir.rt, DataDir: dir, Version: h.version, Logger: h.log,
 		HeartbeatInterval: h.heartbeat, Grace: h.grace, ScionBinary: self, PortRange: ports,

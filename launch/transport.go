@@ -3,6 +3,7 @@ package launch
 import (
 	"net/http"
 	"os"
+	"path/filepath"
 
 	"github.com/scion-go/scion/client/hubtls"
 	"github.com/scion-go/scion/client/idtoken"
@@ -42,4 +43,40 @@ func hubHTTPClient(conn *config.BrokerConnection, hubURL string) (*http.Client, 
 		rt = &idtoken.Transport{Base: rt, Auth: a}
 	}
 	return &http.Client{Transport: hubtls.Explaining(rt, hubURL, brokerCAFix)}, nil
+}
+
+// agentHubCA is the file a broker hands its agents as the Hub's CA: the
+// certificates of the connection's caFile alone, written under the
+// broker's data directory (dataDir/hub-ca.pem, through a rename), never
+// the caFile itself, which may be a bundle that also holds a private
+// key. "" when the connection has no caFile.
+func agentHubCA(conn *config.BrokerConnection, dataDir string) (string, error) {
+	if conn.CAFile == "" {
+		return "", nil
+	}
+	b, err := hubtls.CertificatesPEM(conn.CAFile)
+	if err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(dataDir, 0o700); err != nil {
+		return "", err
+	}
+	path := filepath.Join(dataDir, "hub-ca.pem")
+	tmp, err := os.CreateTemp(dataDir, ".hub-ca-*.pem")
+	if err != nil {
+		return "", err
+	}
+	defer os.Remove(tmp.Name())
+	// 0644: agents run as other users and read it through a mount.
+	_, err = tmp.Write(b)
+	if err == nil {
+		err = tmp.Chmod(0o644)
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return "", err
+	}
+	return path, os.Rename(tmp.Name(), path)
 }

@@ -13,6 +13,7 @@ package hubtls
 import (
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
@@ -39,6 +40,49 @@ type Settings struct {
 // public one besides. The file must be a regular file (a FIFO would hang
 // the caller) of at most 1 MiB holding at least one certificate.
 func LoadCA(path string) (*x509.CertPool, error) {
+	b, err := readCA(path)
+	if err != nil {
+		return nil, err
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(b) {
+		return nil, fmt.Errorf("CA file %s: no PEM certificate in it", path)
+	}
+	return pool, nil
+}
+
+// CertificatesPEM is the CA file's certificates alone, PEM-encoded again:
+// what may be handed on (to agents) from a file that could also hold a
+// private key (a bundle made with cat), which must not travel with them.
+func CertificatesPEM(path string) ([]byte, error) {
+	b, err := readCA(path)
+	if err != nil {
+		return nil, err
+	}
+	var out []byte
+	for {
+		var blk *pem.Block
+		blk, b = pem.Decode(b)
+		if blk == nil {
+			break
+		}
+		if blk.Type != "CERTIFICATE" {
+			continue
+		}
+		if _, err := x509.ParseCertificate(blk.Bytes); err != nil {
+			continue
+		}
+		out = append(out, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: blk.Bytes})...)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("CA file %s: no PEM certificate in it", path)
+	}
+	return out, nil
+}
+
+// readCA reads a CA file: a regular file (a FIFO would hang the caller)
+// of at most 1 MiB.
+func readCA(path string) ([]byte, error) {
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, fmt.Errorf("CA file: %w", err)
@@ -58,11 +102,7 @@ func LoadCA(path string) (*x509.CertPool, error) {
 	if len(b) > maxCAFile {
 		return nil, fmt.Errorf("CA file %s: larger than %d bytes", path, maxCAFile)
 	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(b) {
-		return nil, fmt.Errorf("CA file %s: no PEM certificate in it", path)
-	}
-	return pool, nil
+	return b, nil
 }
 
 // ClientConfig is the TLS configuration of requests to a Hub under s: the

@@ -113,3 +113,22 @@ func must(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
+
+// A bundle that also holds a private key hands on its certificates only.
+func TestCertificatesPEMDropsKeys(t *testing.T) {
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	defer srv.Close()
+	cert := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
+	key := pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: []byte("very secret key bytes")})
+	p := filepath.Join(t.TempDir(), "bundle.pem")
+	must(t, os.WriteFile(p, append(append([]byte{}, key...), cert...), 0o600))
+	got, err := CertificatesPEM(p)
+	if err != nil || string(got) != string(cert) {
+		t.Fatalf("CertificatesPEM = %q, %v; want the certificate alone", got, err)
+	}
+	keyOnly := filepath.Join(t.TempDir(), "key.pem")
+	must(t, os.WriteFile(keyOnly, key, 0o600))
+	if _, err := CertificatesPEM(keyOnly); err == nil {
+		t.Fatal("a file of keys alone was handed on")
+	}
+}

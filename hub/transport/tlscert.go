@@ -47,6 +47,11 @@ func stampOf(path string) (fileStamp, error) {
 	if err != nil {
 		return fileStamp{}, err
 	}
+	// A FIFO or a device would hang the handshakes that wait on the
+	// reload: not loaded.
+	if !fi.Mode().IsRegular() {
+		return fileStamp{}, fmt.Errorf("%s is not a regular file", path)
+	}
 	return fileStamp{mod: fi.ModTime(), size: fi.Size(), ino: inode(fi)}, nil
 }
 
